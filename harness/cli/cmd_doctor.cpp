@@ -1,0 +1,49 @@
+// `evalbox doctor`: what this host lets the sandbox use, each missing feature with a hint.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "sandbox/preparer/preparer.h"
+#include "sandbox/sys/probe.h"
+
+namespace evalbox::cli {
+
+void register_doctor(CLI::App& app, action& out) {
+  auto* cmd = app.add_subcommand(
+      "doctor",
+      "Probe this host: namespaces, overlayfs, idmapped mounts, Landlock, seccomp, cgroups "
+      "and reflink. Exits 1 when a feature the default sandbox needs is missing.");
+  auto json_out = std::make_shared<bool>(false);
+  auto state = std::make_shared<std::string>();
+  cmd->add_flag("--json", *json_out, "print evalbox.host.v1 JSON instead of a table");
+  cmd->add_option("--state-dir", *state,
+                  "state directory to probe for reflink/idmap (default: EVALBOX_STATE_DIR or "
+                  "the standard location)");
+  cmd->callback([&out, json_out, state] {
+    out = [json_out, state] {
+      std::filesystem::path dir =
+          state->empty() ? sandbox::default_preparer_options().state_root
+                         : std::filesystem::path(*state);
+      auto host = sys::probe_host(dir);
+      if (*json_out) {
+        fmt::print("{}", pretty_json(host.to_json()));
+      } else {
+        fmt::print("evalbox doctor — kernel {}, {}\n\n", host.kernel,
+                   host.root ? "running as root" : fmt::format("running as uid {}", host.uid));
+        for (const auto& f : host.features()) {
+          fmt::print("  {:<4} {:<18} {}{}\n", f.available ? "ok" : (f.required ? "FAIL" : "--"),
+                     f.name, f.detail, f.required ? "" : "");
+          if (!f.available) fmt::print("       {:<18} hint: {}\n", "", f.hint);
+        }
+        fmt::print("\n{}\n", host.sandbox_ready()
+                                 ? "The default sandbox can run on this host."
+                                 : "The default sandbox cannot run here: fix the FAIL lines.");
+      }
+      return host.sandbox_ready() ? exit_ok : exit_task_failed;
+    };
+  });
+}
+
+}  // namespace evalbox::cli

@@ -1,0 +1,33 @@
+// The evalbox command line: each command registers itself on the CLI11 app from its own file
+// (cmd_*.cpp). main.cpp reads like a table of contents of them.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace evalbox::cli {
+
+// Exit codes shared by every command (see docs/cli.md).
+enum exit_code : int {
+  exit_ok = 0,
+  exit_task_failed = 1,
+  exit_execution_failed = 2,
+  exit_grader_failed = 3,
+  exit_usage = 64,      // invalid configuration or arguments
+  exit_internal = 70,
+  exit_sigint = 130,
+  exit_sigterm = 143,
+};
+
+// A command's action, run after parsing; returns the process exit code.
+using action = std::function<int()>;
+
+// Each register_* adds a subcommand and stores its action into `out` when it is selected.
+void register_doctor(CLI::App& app, action& out);
+void register_gc(CLI::App& app, action& out);
+void register_sandbox(CLI::App& app, action& out);
+
+}  // namespace evalbox::cli

@@ -1,0 +1,38 @@
+// evalbox: evaluate coding agents on fixtures, each run in its own sandbox.
+// The composition root: the only code that names concrete adapters. Each command lives in its
+// own cmd_*.cpp; this file lists them in the order a user meets them.
+#include <CLI/CLI.hpp>
+
+#include "harness/cli/commands.h"
+#include "sandbox/base/log.h"
+
+int main(int argc, char** argv) {
+  using namespace evalbox::cli;
+  evalbox::log::init_from_env();
+
+  CLI::App app{
+      "evalbox: evaluate coding agents on your own fixtures, each run in an isolated sandbox.\n"
+      "\n"
+      "  evalbox doctor                  what this host supports, and what to fix\n"
+      ,
+      "evalbox"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "evalbox 0.1.0");
+
+  action selected;
+  register_doctor(app, selected);      // host features and hints
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? exit_ok : exit_usage;
+  }
+  if (!selected) return exit_usage;
+  try {
+    return selected();
+  } catch (const std::exception& e) {
+    evalbox::log::error("internal error: {}", e.what());
+    return exit_internal;
+  }
+}

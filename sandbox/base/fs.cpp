@@ -1,0 +1,217 @@
+// Whole-file I/O, durable writes and mount-aware tree removal.
+#include "sandbox/base/fs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "sandbox/base/unique_fd.h"
+
+namespace evalbox {
+
+namespace fs = std::filesystem;
+
+result<std::string> read_file(const fs::path& path, size_t max_bytes) {
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return sys_error(errno, "open {}", path.string());
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_error(errno, "read {}", path.string());
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes)
+      return make_error(error_kind::invalid_argument, "read {}: larger than {} bytes",
+                        path.string(), max_bytes);
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+namespace {
+
+status write_all(int fd, std::string_view data, const fs::path& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_error(errno, "write {}", path.string());
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+status fsync_dir(const fs::path& dir) {
+  unique_fd fd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return sys_error(errno, "open {}", dir.string());
+  if (::fsync(fd.get()) != 0) return sys_error(errno, "fsync {}", dir.string());
+  return {};
+}
+
+}  // namespace
+
+status write_file(const fs::path& path, std::string_view data, mode_t mode) {
+  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd) return sys_error(errno, "create {}", path.string());
+  return write_all(fd.get(), data, path);
+}
+
+status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode) {
+  std::random_device rd;
+  fs::path tmp = path;
+  tmp += fmt::format(".tmp-{:08x}", rd());
+  {
+    unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    if (!fd) return sys_error(errno, "create {}", tmp.string());
+    if (auto s = write_all(fd.get(), data, tmp); !s) {
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    if (::fsync(fd.get()) != 0) {
+      int err = errno;
+      ::unlink(tmp.c_str());
+      return sys_error(err, "fsync {}", tmp.string());
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return sys_error(err, "rename {} -> {}", tmp.string(), path.string());
+  }
+  return fsync_dir(path.parent_path());
+}
+
+status append_durable(const fs::path& path, std::string_view data) {
+  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd) return sys_error(errno, "open {}", path.string());
+  EB_TRY(write_all(fd.get(), data, path));
+  if (::fdatasync(fd.get()) != 0) return sys_error(errno, "fsync {}", path.string());
+  return {};
+}
+
+status make_dirs(const fs::path& path, mode_t mode) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return {};
+  if (!path.parent_path().empty() && path.parent_path() != path)
+    EB_TRY(make_dirs(path.parent_path(), mode));
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
+    return sys_error(errno, "mkdir {}", path.string());
+  return {};
+}
+
+namespace {
+
+// Removes the contents of the directory open at `dirfd` (device `dev`), then nothing else.
+status remove_contents(int dirfd, dev_t dev, const fs::path& shown) {
+  int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return sys_error(errno, "dup");
+  DIR* dir = ::fdopendir(dup);
+  if (!dir) {
+    int err = errno;
+    ::close(dup);
+    return sys_error(err, "opendir {}", shown.string());
+  }
+  status result_status;
+  while (dirent* ent = ::readdir(dir)) {
+    std::string_view name = ent->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(dirfd, ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;
+      result_status = sys_error(errno, "stat {}", (shown / name).string());
+      break;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (st.st_dev != dev) {
+        result_status = make_error(error_kind::busy, "remove {}: is a mount point",
+                                   (shown / name).string());
+        break;
+      }
+      unique_fd sub(::openat(dirfd, ent->d_name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub) {
+        result_status = sys_error(errno, "open {}", (shown / name).string());
+        break;
+      }
+      if (auto s = remove_contents(sub.get(), dev, shown / name); !s) {
+        result_status = s;
+        break;
+      }
+      if (::unlinkat(dirfd, ent->d_name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
+        result_status = sys_error(errno, "rmdir {}", (shown / name).string());
+        break;
+      }
+    } else if (::unlinkat(dirfd, ent->d_name, 0) != 0 && errno != ENOENT) {
+      result_status = sys_error(errno, "unlink {}", (shown / name).string());
+      break;
+    }
+  }
+  ::closedir(dir);
+  return result_status;
+}
+
+}  // namespace
+
+status remove_tree(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return sys_error(errno, "stat {}", path.string());
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return sys_error(errno, "unlink {}", path.string());
+    return {};
+  }
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return sys_error(errno, "open {}", path.string());
+  EB_TRY(remove_contents(fd.get(), st.st_dev, path));
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
+    return sys_error(errno, "rmdir {}", path.string());
+  return {};
+}
+
+fs::path normalize(const fs::path& path) {
+  fs::path abs = path.is_absolute() ? path : fs::current_path() / path;
+  fs::path norm = abs.lexically_normal();
+  // Drop a trailing separator so "/a/b/" and "/a/b" compare equal.
+  if (norm.has_relative_path() && norm.filename().empty()) norm = norm.parent_path();
+  return norm;
+}
+
+bool is_within(const fs::path& path, const fs::path& prefix) {
+  fs::path p = normalize(path);
+  fs::path q = normalize(prefix);
+  auto pi = p.begin();
+  for (auto qi = q.begin(); qi != q.end(); ++qi, ++pi) {
+    if (pi == p.end() || *pi != *qi) return false;
+  }
+  return true;
+}
+
+bool is_safe_relative(const fs::path& rel) {
+  if (rel.empty() || rel.is_absolute() || rel.has_root_name()) return false;
+  for (const auto& part : rel) {
+    if (part == ".." || part.empty() || part == ".") return false;
+  }
+  return true;
+}
+
+temp_dir::temp_dir(std::string_view prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = fmt::format("{}/{}-XXXXXX", base && *base ? base : "/tmp", prefix);
+  if (!::mkdtemp(templ.data())) std::abort();
+  path_ = templ;
+}
+
+temp_dir::~temp_dir() { (void)remove_tree(path_); }
+
+}  // namespace evalbox

@@ -1,0 +1,51 @@
+// Small filesystem helpers used across evalbox: whole-file I/O, atomic replace, tree removal
+// that never follows symlinks or crosses mounts, and lexical containment checks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "sandbox/base/error.h"
+
+namespace evalbox {
+
+result<std::string> read_file(const std::filesystem::path& path, size_t max_bytes = 64u << 20);
+// Creates or truncates `path` and writes `data` (no fsync).
+status write_file(const std::filesystem::path& path, std::string_view data, mode_t mode = 0644);
+// Writes to a temporary sibling, fsyncs it, renames it over `path` and fsyncs the directory:
+// a reader sees the old or the new content, never a torn one, even after a crash.
+status write_file_atomic(const std::filesystem::path& path, std::string_view data,
+                         mode_t mode = 0644);
+// Appends one record and fsyncs before returning (results.jsonl).
+status append_durable(const std::filesystem::path& path, std::string_view data);
+
+status make_dirs(const std::filesystem::path& path, mode_t mode = 0755);
+
+// Removes `path` and everything below it. Symlinks are removed, never followed; a directory
+// that is a mount point is not descended into and yields an error (unmount first).
+status remove_tree(const std::filesystem::path& path);
+
+// Lexically normalized absolute form (no filesystem access).
+std::filesystem::path normalize(const std::filesystem::path& path);
+// True when `path` equals `prefix` or lies below it, lexically (both normalized first).
+bool is_within(const std::filesystem::path& path, const std::filesystem::path& prefix);
+// A relative path with no "..", no absolute root and no empty components.
+bool is_safe_relative(const std::filesystem::path& rel);
+
+// RAII temporary directory (for tests and scratch work); removed on destruction.
+class temp_dir {
+ public:
+  explicit temp_dir(std::string_view prefix = "evalbox");
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace evalbox

@@ -1,0 +1,36 @@
+// Canonical JSON and non-throwing parsing.
+#include "sandbox/base/json.h"
+
+#include "sandbox/base/fs.h"
+
+namespace evalbox {
+
+std::string canonical_json(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string pretty_json(const json& value) {
+  return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+result<json> parse_json(std::string_view text, std::string_view what) {
+  json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    // Parse again with exceptions only to learn where it broke.
+    try {
+      json ignored = json::parse(text.begin(), text.end());
+      (void)ignored;
+    } catch (const json::exception& e) {
+      return make_error(error_kind::invalid_argument, "{}: invalid JSON: {}", what, e.what());
+    }
+    return make_error(error_kind::invalid_argument, "{}: invalid JSON", what);
+  }
+  return value;
+}
+
+result<json> read_json_file(const std::filesystem::path& path) {
+  std::string text = EB_TRY(read_file(path));
+  return parse_json(text, path.string());
+}
+
+}  // namespace evalbox

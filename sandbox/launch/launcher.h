@@ -1,0 +1,51 @@
+// The launcher: runs a command in a prepared session by spawning the single-threaded helper
+// `evalbox-sandbox` (Boost.Process, in launcher.cpp only) with a plain-data launch plan, and
+// returns its run record. Thread-safe: the harness launches from many worker threads.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/base/error.h"
+#include "sandbox/launch/run_record.h"
+#include "sandbox/preparer/preparer.h"
+#include "sandbox/spec/request.h"
+
+namespace evalbox::sandbox {
+
+// Set by the caller (e.g. from a SIGINT handler thread) to stop a running launch: the helper
+// kills the run, tears down and reports outcome `cancelled`.
+struct cancel_token {
+  std::atomic<bool> requested{false};
+};
+
+struct launch_options {
+  std::string label = "agent";              // "setup", "agent", "grade": names plan/record files
+  std::vector<std::string> argv;            // empty: the request's argv
+  std::optional<std::map<std::string, std::string>> env;  // unset: the request's env
+  std::filesystem::path cwd = "/workspace";
+  // Extra binds from the trusted caller, e.g. the grader at /grader and the transcript at
+  // /evalbox/transcript.jsonl while checks run.
+  std::vector<bind_mount> extra_mounts;
+  bool with_secrets = true;                 // false: credential leases are not mounted
+  std::optional<resource_limits> limits_override;
+  std::optional<network_policy> network_override;
+  // Standard streams. Empty paths with inherit_stdio: the caller's terminal (sandbox shell).
+  std::filesystem::path stdout_path;
+  std::filesystem::path stderr_path;        // may equal stdout_path (merged, in order)
+  std::optional<std::string> stdin_data;    // else stdin is /dev/null (unless inherit_stdio)
+  bool inherit_stdio = false;
+};
+
+// Where the helper binary is: EVALBOX_HELPER, else beside the running executable, else the
+// build tree path compiled in.
+std::filesystem::path helper_path();
+
+result<run_record> launch(const prepared_session& session, const launch_options& options,
+                          const cancel_token* cancel = nullptr);
+
+}  // namespace evalbox::sandbox

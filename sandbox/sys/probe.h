@@ -1,0 +1,58 @@
+// Host feature probes: what this kernel and host let evalbox use. `evalbox doctor` prints
+// them, and every run record carries them. Each probe tries the real thing (in a short-lived
+// child process where it would change the caller) rather than reading version numbers.
+//
+// Lifecycle: call probe_host() once, early, while the process is still single-threaded
+// (it forks); the result is plain data and can be shared freely afterwards.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sandbox/base/json.h"
+
+namespace evalbox::sys {
+
+struct feature {
+  std::string name;     // "user_namespaces", "overlayfs", ...
+  bool available = false;
+  bool required = false;  // the default sandbox cannot run without it
+  std::string detail;   // what was seen ("ABI 7", "memory pids cpu cpuacct")
+  std::string hint;     // one line: what to do when it is missing
+};
+
+struct host_features {
+  std::string kernel;  // uname -r
+  bool root = false;   // effective uid 0
+  unsigned uid = 0;
+  bool user_namespaces = false;
+  bool mount_namespaces = false;
+  bool pid_namespaces = false;
+  bool net_namespaces = false;
+  bool overlayfs = false;          // listed in /proc/filesystems
+  bool idmapped_mounts = false;    // idmapped bind of the state directory works
+  int landlock_abi = 0;            // 0 = unavailable
+  bool seccomp_filter = false;
+  bool cgroup_v2 = false;          // a cgroup2 hierarchy is mounted
+  std::filesystem::path cgroup_v2_root;
+  std::vector<std::string> cgroup_v2_controllers;  // delegated to us (subtree_control usable)
+  std::vector<std::string> cgroup_v1_controllers;  // mounted v1 controllers we can write
+  std::filesystem::path state_dir;  // the directory the reflink probe ran in
+  bool reflink = false;             // FICLONE works in state_dir
+
+  // The same facts as a list, each with a one-line hint, for doctor.
+  [[nodiscard]] std::vector<feature> features() const;
+  // True when every required feature is present.
+  [[nodiscard]] bool sandbox_ready() const;
+  [[nodiscard]] json to_json() const;
+};
+
+// Probes the host. `state_dir` is where run state will live (for the reflink and idmap
+// probes); it is created if missing.
+host_features probe_host(const std::filesystem::path& state_dir);
+
+// Cgroup v1 mount point of a controller ("memory" -> /sys/fs/cgroup/memory), empty if none.
+std::filesystem::path cgroup_v1_mount(const std::string& controller);
+
+}  // namespace evalbox::sys

@@ -1,0 +1,74 @@
+#include "sandbox/base/fs.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+namespace evalbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(IsWithin, ComparesWholeComponents) {
+  EXPECT_TRUE(is_within("/a/b/c", "/a/b"));
+  EXPECT_TRUE(is_within("/a/b", "/a/b/"));
+  EXPECT_FALSE(is_within("/a/bc", "/a/b"));
+  EXPECT_TRUE(is_within("/a/b/../b/c", "/a/b"));
+  EXPECT_FALSE(is_within("/a/b/../c", "/a/b"));
+}
+
+TEST(IsSafeRelative, RejectsEscapes) {
+  EXPECT_TRUE(is_safe_relative(".codex/auth.json"));
+  EXPECT_FALSE(is_safe_relative("../x"));
+  EXPECT_FALSE(is_safe_relative("a/../../x"));
+  EXPECT_FALSE(is_safe_relative("/etc/passwd"));
+  EXPECT_FALSE(is_safe_relative(""));
+}
+
+TEST(WriteFileAtomic, ReplacesContentAndLeavesNoTemporary) {
+  temp_dir dir;
+  auto p = dir.path() / "f.json";
+  ASSERT_TRUE(write_file_atomic(p, "one"));
+  ASSERT_TRUE(write_file_atomic(p, "two"));
+  EXPECT_EQ(*read_file(p), "two");
+  int entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(AppendDurable, Appends) {
+  temp_dir dir;
+  auto p = dir.path() / "results.jsonl";
+  ASSERT_TRUE(append_durable(p, "a\n"));
+  ASSERT_TRUE(append_durable(p, "b\n"));
+  EXPECT_EQ(*read_file(p), "a\nb\n");
+}
+
+TEST(RemoveTree, RemovesSymlinksWithoutFollowingThem) {
+  temp_dir dir;
+  auto keep = dir.path() / "keep";
+  ASSERT_TRUE(make_dirs(keep));
+  ASSERT_TRUE(write_file(keep / "precious", "x"));
+  auto tree = dir.path() / "tree";
+  ASSERT_TRUE(make_dirs(tree / "a/b"));
+  ASSERT_TRUE(write_file(tree / "a/b/f", "y"));
+  ASSERT_EQ(::symlink(keep.c_str(), (tree / "a/link").c_str()), 0);
+  ASSERT_TRUE(remove_tree(tree));
+  EXPECT_FALSE(fs::exists(tree));
+  EXPECT_TRUE(fs::exists(keep / "precious"));
+}
+
+TEST(RemoveTree, MissingPathIsFine) {
+  temp_dir dir;
+  EXPECT_TRUE(remove_tree(dir.path() / "nope"));
+}
+
+TEST(ReadFile, RefusesOversizedFiles) {
+  temp_dir dir;
+  ASSERT_TRUE(write_file(dir.path() / "big", std::string(100, 'x')));
+  EXPECT_FALSE(read_file(dir.path() / "big", 10));
+}
+
+}  // namespace
+}  // namespace evalbox

@@ -1,0 +1,23 @@
+// Test support: feature probes shared by the sandbox tests.
+#include "tests/support/isolation.h"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace evalbox::testing {
+
+bool isolation_required() {
+  const char* v = std::getenv("EVALBOX_REQUIRE_ISOLATION");
+  return v && std::string_view(v) == "1";
+}
+
+const sys::host_features& host() {
+  static const sys::host_features features = [] {
+    const char* tmp = std::getenv("TMPDIR");
+    return sys::probe_host(std::filesystem::path(tmp && *tmp ? tmp : "/tmp") /
+                           "evalbox-test-probe");
+  }();
+  return features;
+}
+
+}  // namespace evalbox::testing
