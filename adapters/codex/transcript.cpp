@@ -1,0 +1,264 @@
+// Normalizes Codex CLI's `codex exec --json` stream (observed: codex-cli 0.171.0).
+#include "adapters/codex/transcript.h"
+
+#include <array>
+#include <map>
+#include <utility>
+
+namespace evalbox::adapters::codex {
+namespace {
+
+using harness::observation;
+using harness::step;
+using harness::tool_call;
+using harness::transcript;
+
+// One POSIX shell word (quotes and backslashes removed), or nullopt when `s` is not exactly
+// one word. Enough for the argv that Codex shell-quotes back into a string.
+std::optional<std::string> unquote_word(std::string_view s) {
+  std::string out;
+  size_t i = 0;
+  if (s.empty()) return std::nullopt;
+  while (i < s.size()) {
+    char c = s[i];
+    if (c == '\'') {
+      size_t end = s.find('\'', i + 1);
+      if (end == std::string_view::npos) return std::nullopt;
+      out.append(s.substr(i + 1, end - i - 1));
+      i = end + 1;
+    } else if (c == '"') {
+      ++i;
+      bool closed = false;
+      while (i < s.size()) {
+        char d = s[i];
+        if (d == '"') {
+          closed = true;
+          ++i;
+          break;
+        }
+        if (d == '\\' && i + 1 < s.size() &&
+            std::string_view("$`\"\\\n").find(s[i + 1]) != std::string_view::npos) {
+          out += s[i + 1];
+          i += 2;
+          continue;
+        }
+        out += d;
+        ++i;
+      }
+      if (!closed) return std::nullopt;
+    } else if (c == '\\') {
+      if (i + 1 >= s.size()) return std::nullopt;
+      out += s[i + 1];
+      i += 2;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      return std::nullopt;  // a second word
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Joins the text blocks of an MCP result's `content`.
+std::string mcp_output(const json& item) {
+  std::string out;
+  const json& res = harness::get_field(item, "result");
+  const json& content = harness::get_field(res, "content");
+  if (content.is_array()) {
+    for (const json& block : content) {
+      if (auto text = harness::get_string(block, "text")) {
+        if (!out.empty()) out += '\n';
+        out += *text;
+      }
+    }
+  }
+  if (auto msg = harness::get_string(harness::get_field(item, "error"), "message")) {
+    if (!out.empty()) out += '\n';
+    out += *msg;
+  }
+  return out;
+}
+
+class parser {
+ public:
+  transcript finish() && {
+    // A turn that never reached turn.completed/turn.failed means the client died mid-run
+    // (SIGTERM writes no final event).
+    bool interrupted = turn_open_ || !saw_terminal_;
+    if (failed_message_) {
+      t_.error = failed_message_;
+    } else if (interrupted) {
+      t_.error = last_error_ ? fmt::format("interrupted: no final event (last error: {})",
+                                           *last_error_)
+                             : "interrupted: no final event";
+    }
+    t_.completed = saw_terminal_ && !turn_open_;
+    if (t_.completed && !t_.error) t_.final_message = last_agent_message_;
+    harness::renumber_steps(t_);
+    return std::move(t_);
+  }
+
+  void on_event(const json& e) {
+    std::string type = harness::get_string(e, "type").value_or("");
+    if (type == "thread.started") {
+      t_.session_id = harness::get_string(e, "thread_id").value_or("");
+      items_.clear();  // a resumed session (follow-up) counts item ids from 0 again
+    } else if (type == "turn.started") {
+      turn_open_ = true;
+    } else if (type == "turn.completed") {
+      turn_open_ = false;
+      saw_terminal_ = true;
+      const json& u = harness::get_field(e, "usage");
+      harness::usage turn;
+      turn.input_tokens = harness::get_u64(u, "input_tokens");
+      turn.cached_input_tokens = harness::get_u64(u, "cached_input_tokens");
+      turn.output_tokens = harness::get_u64(u, "output_tokens");
+      turn.reasoning_tokens = harness::get_u64(u, "reasoning_output_tokens");
+      t_.total += turn;  // Codex reports no cost: cost_usd stays null
+    } else if (type == "turn.failed") {
+      turn_open_ = false;
+      saw_terminal_ = true;
+      failed_message_ =
+          harness::get_string(harness::get_field(e, "error"), "message").value_or("turn failed");
+    } else if (type == "error") {
+      // A top-level error is not fatal by itself (Codex also reports retries this way); it
+      // becomes the run's error only through turn.failed or an unfinished stream.
+      std::string message = harness::get_string(e, "message").value_or("error");
+      new_step("system").message = message;
+      last_error_ = std::move(message);
+    } else if (type == "item.started" || type == "item.updated" || type == "item.completed") {
+      on_item(harness::get_field(e, "item"), type == "item.completed");
+    } else {
+      ++t_.unknown_events[type.empty() ? "<no type>" : type];
+    }
+  }
+
+ private:
+  step& new_step(std::string source) {
+    step s;
+    s.index = static_cast<int>(t_.steps.size());
+    s.source = std::move(source);
+    t_.steps.push_back(std::move(s));
+    return t_.steps.back();
+  }
+
+  void on_item(const json& item, bool completed) {
+    std::string id = harness::get_string(item, "id").value_or("");
+    std::string type = harness::get_string(item, "type").value_or("");
+    auto it = items_.find(id);
+    bool first = it == items_.end();
+    if (first) {
+      if (!known_item(type)) {
+        ++t_.unknown_events["item:" + (type.empty() ? std::string("<no type>") : type)];
+        items_.emplace(id, -1);
+        return;
+      }
+      new_step(type == "error" ? "system" : "agent");
+      it = items_.emplace(id, t_.steps.size() - 1).first;
+    }
+    if (it->second < 0) return;  // an unknown item, counted once
+    step& s = t_.steps[it->second];
+
+    if (type == "agent_message") {
+      s.message = harness::get_string(item, "text").value_or("");
+      if (completed) last_agent_message_ = s.message;
+    } else if (type == "reasoning") {
+      s.reasoning = harness::get_string(item, "text").value_or("");
+    } else if (type == "error") {
+      s.message = harness::get_string(item, "message").value_or("error");
+    } else {
+      update_tool(s, id, type, item, completed);
+    }
+  }
+
+  static bool known_item(std::string_view type) {
+    static constexpr std::array<std::string_view, 8> known = {
+        "command_execution", "file_change", "mcp_tool_call", "web_search", "todo_list",
+        "agent_message",     "reasoning",   "error"};
+    for (auto k : known) {
+      if (k == type) return true;
+    }
+    return false;
+  }
+
+  void update_tool(step& s, const std::string& id, const std::string& type, const json& item,
+                   bool completed) {
+    tool_call call;
+    call.id = id;
+    std::string status = harness::get_string(item, "status").value_or("");
+    observation obs;
+    obs.call_id = id;
+    obs.is_error = status == "failed" || status == "declined";
+    if (type == "command_execution") {
+      std::string command = harness::get_string(item, "command").value_or("");
+      call.tool = "shell";
+      call.input = json{{"command", command}};
+      call.command = unwrap_shell_command(command).value_or(command);
+      obs.exit_code = harness::get_int(item, "exit_code");
+      obs.output = harness::truncate_output(
+          harness::get_string(item, "aggregated_output").value_or(""));
+      if (obs.exit_code && *obs.exit_code != 0) obs.is_error = true;
+    } else if (type == "file_change") {
+      const json& changes = harness::get_field(item, "changes");
+      call.tool = "edit";
+      call.input = json{{"changes", changes.is_array() ? changes : json::array()}};
+      std::string summary;
+      for (const json& c : call.input["changes"]) {
+        if (!summary.empty()) summary += '\n';
+        summary += harness::get_string(c, "kind").value_or("?") + " " +
+                   harness::get_string(c, "path").value_or("?");
+      }
+      obs.output = std::move(summary);
+    } else if (type == "mcp_tool_call") {
+      call.tool = fmt::format("mcp:{}/{}", harness::get_string(item, "server").value_or(""),
+                              harness::get_string(item, "tool").value_or(""));
+      const json& args = harness::get_field(item, "arguments");
+      call.input = args.is_null() ? json::object() : args;
+      obs.output = harness::truncate_output(mcp_output(item));
+      if (!harness::get_field(item, "error").is_null()) obs.is_error = true;
+    } else if (type == "web_search") {
+      call.tool = "web_search";
+      call.input = json{{"query", harness::get_string(item, "query").value_or("")}};
+    } else if (type == "todo_list") {
+      const json& items = harness::get_field(item, "items");
+      call.tool = "todo";
+      call.input = json{{"items", items.is_array() ? items : json::array()}};
+    }
+    // The latest event carries the fullest picture of the call (item.updated refines a todo
+    // list); keep one call per item.
+    s.tool_calls.assign(1, std::move(call));
+    if (completed) s.observations.assign(1, std::move(obs));
+  }
+
+  transcript t_;
+  std::map<std::string, long> items_;  // item id -> step index (-1: unknown item type)
+  bool turn_open_ = false;
+  bool saw_terminal_ = false;
+  std::optional<std::string> failed_message_;
+  std::optional<std::string> last_error_;
+  std::optional<std::string> last_agent_message_;
+};
+
+}  // namespace
+
+std::optional<std::string> unwrap_shell_command(std::string_view command) {
+  static constexpr std::array<std::string_view, 6> wrappers = {
+      "/bin/bash -lc ", "/bin/bash -c ", "bash -lc ", "bash -c ", "/bin/sh -c ", "sh -c "};
+  for (auto prefix : wrappers) {
+    if (command.starts_with(prefix)) return unquote_word(command.substr(prefix.size()));
+  }
+  return std::nullopt;
+}
+
+result<harness::transcript> parse_codex_exec_json(std::string_view jsonl) {
+  parser p;
+  int malformed = 0;
+  harness::for_each_jsonl_object(jsonl, malformed, [&](const json& e) { p.on_event(e); });
+  transcript t = std::move(p).finish();
+  t.agent = "codex";
+  t.malformed_lines = malformed;
+  return t;
+}
+
+}  // namespace evalbox::adapters::codex
