@@ -1,0 +1,234 @@
+#include "adapters/codex/transcript.h"
+
+#include <gtest/gtest.h>
+
+#include "sandbox/base/fs.h"
+#include "tests/harness/transcript/golden.h"
+
+namespace evalbox::adapters::codex {
+namespace {
+
+using harness::transcript;
+
+transcript parse_scenario(const std::string& scenario) {
+  auto dir = evalbox::testing::transcript_data_dir() / "codex" / scenario;
+  auto events = read_file(dir / "events.jsonl");
+  EXPECT_TRUE(events) << dir;
+  auto t = parse_codex_exec_json(events.value_or(""));
+  EXPECT_TRUE(t);
+  return t.value_or(transcript{});
+}
+
+void expect_scenario_golden(const std::string& scenario) {
+  transcript t = parse_scenario(scenario);
+  evalbox::testing::expect_golden(
+      harness::to_jsonl(t),
+      evalbox::testing::transcript_data_dir() / "codex" / scenario / "normalized.jsonl");
+}
+
+transcript parse(std::string_view jsonl) {
+  auto t = parse_codex_exec_json(jsonl);
+  EXPECT_TRUE(t);
+  return t.value_or(transcript{});
+}
+
+// --- The real captures -----------------------------------------------------------------------
+
+TEST(CodexGolden, Single) { expect_scenario_golden("single"); }
+TEST(CodexGolden, Multi) { expect_scenario_golden("multi"); }
+TEST(CodexGolden, ModelError) { expect_scenario_golden("model-error"); }
+TEST(CodexGolden, Interrupted) { expect_scenario_golden("interrupted"); }
+
+TEST(CodexSingle, RecordsTheCommandItsExitCodeAndTheFinalMessage) {
+  transcript t = parse_scenario("single");
+  EXPECT_EQ(t.session_id, "01a22d69-3a5e-77b2-a24c-41c5bc61a964");
+  EXPECT_EQ(harness::commands(t), std::vector<std::string>{"echo hello > result.txt"});
+  ASSERT_EQ(t.steps.size(), 2u);
+  ASSERT_EQ(t.steps[0].observations.size(), 1u);
+  EXPECT_EQ(t.steps[0].observations[0].exit_code, 0);
+  EXPECT_FALSE(t.steps[0].observations[0].is_error);
+  EXPECT_EQ(t.final_message, "Created result.txt containing hello.");
+  EXPECT_TRUE(t.completed);
+  EXPECT_FALSE(t.error);
+}
+
+TEST(CodexSingle, UsageComesFromTurnCompletedAndCostStaysUnknown) {
+  transcript t = parse_scenario("single");
+  EXPECT_EQ(t.total.input_tokens, 20u);
+  EXPECT_EQ(t.total.output_tokens, 10u);
+  EXPECT_EQ(t.total.cached_input_tokens, 0u);
+  EXPECT_EQ(t.total.reasoning_tokens, 0u);
+  EXPECT_FALSE(t.total.cost_usd);
+}
+
+TEST(CodexMulti, KeepsTheFailingCommandTheEditAndTheSecondCommandInOrder) {
+  transcript t = parse_scenario("multi");
+  ASSERT_EQ(t.steps.size(), 4u);
+  EXPECT_EQ(harness::commands(t),
+            (std::vector<std::string>{"python3 -c 'import sys; sys.exit(3)'", "cat notes.md"}));
+  EXPECT_EQ(t.steps[0].observations.at(0).exit_code, 3);
+  EXPECT_TRUE(t.steps[0].observations.at(0).is_error);
+  EXPECT_EQ(t.steps[1].tool_calls.at(0).tool, "edit");
+  EXPECT_EQ(t.steps[1].tool_calls.at(0).input["changes"][0]["path"], "/workspace/notes.md");
+  EXPECT_EQ(t.steps[2].observations.at(0).output,
+            "# Notes\nThe check exited with code 3; recorded here.\n");
+  EXPECT_EQ(harness::tools_used(t), (std::vector<std::string>{"edit", "shell"}));
+  EXPECT_EQ(t.total.input_tokens, 40u);
+  EXPECT_EQ(t.total.output_tokens, 20u);
+  EXPECT_EQ(harness::step_count(t), 4);
+}
+
+TEST(CodexModelError, IsAnErrorWithTheClientsMessageAndNoFinalMessage) {
+  transcript t = parse_scenario("model-error");
+  ASSERT_TRUE(t.error);
+  EXPECT_EQ(*t.error,
+            "We\u2019re currently experiencing high demand, which may cause temporary errors.");
+  EXPECT_TRUE(t.completed);  // turn.failed is a final event
+  EXPECT_FALSE(t.final_message);
+  EXPECT_TRUE(t.total.unknown());
+  EXPECT_EQ(harness::step_count(t), 0);
+}
+
+TEST(CodexInterrupted, IsIncompleteButKeepsTheCommandThatRan) {
+  transcript t = parse_scenario("interrupted");
+  EXPECT_FALSE(t.completed);
+  EXPECT_EQ(t.error, "interrupted: no final event");
+  EXPECT_EQ(harness::commands(t),
+            std::vector<std::string>{"python3 -c 'import sys; sys.exit(3)'"});
+  EXPECT_EQ(t.steps.at(0).observations.at(0).exit_code, 3);
+  EXPECT_FALSE(t.final_message);
+  EXPECT_TRUE(t.total.unknown());
+}
+
+// --- Robustness --------------------------------------------------------------------------------
+
+TEST(CodexParser, CountsUnknownEventTypesAndKeepsGoing) {
+  transcript t = parse(R"({"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"session.configured","x":1}
+{"type":"session.configured"}
+{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"hi"}}
+{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":2}}
+)");
+  EXPECT_EQ(t.unknown_events, (std::map<std::string, int>{{"session.configured", 2}}));
+  EXPECT_EQ(t.final_message, "hi");
+  EXPECT_TRUE(t.completed);
+}
+
+TEST(CodexParser, CountsUnknownItemTypesOncePerItem) {
+  transcript t = parse(R"({"type":"turn.started"}
+{"type":"item.started","item":{"id":"item_0","type":"collab_call"}}
+{"type":"item.completed","item":{"id":"item_0","type":"collab_call"}}
+{"type":"turn.completed","usage":{}}
+)");
+  EXPECT_EQ(t.unknown_events, (std::map<std::string, int>{{"item:collab_call", 1}}));
+  EXPECT_TRUE(t.steps.empty());
+}
+
+TEST(CodexParser, CountsMalformedLines) {
+  transcript t = parse("not json\n{\"type\":\"turn.started\"}\n[1,2]\n{\"type\":\n\n"
+                       "{\"type\":\"turn.completed\"}\n");
+  EXPECT_EQ(t.malformed_lines, 3);
+  EXPECT_TRUE(t.completed);
+}
+
+TEST(CodexParser, PairsInterleavedItemsById) {
+  transcript t = parse(R"({"type":"turn.started"}
+{"type":"item.started","item":{"id":"a","type":"command_execution","command":"sleep 1","exit_code":null,"status":"in_progress"}}
+{"type":"item.started","item":{"id":"b","type":"command_execution","command":"false","exit_code":null,"status":"in_progress"}}
+{"type":"item.completed","item":{"id":"b","type":"command_execution","command":"false","aggregated_output":"","exit_code":1,"status":"failed"}}
+{"type":"item.completed","item":{"id":"a","type":"command_execution","command":"sleep 1","aggregated_output":"ok","exit_code":0,"status":"completed"}}
+{"type":"turn.completed","usage":{}}
+)");
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].tool_calls.at(0).command, "sleep 1");
+  EXPECT_EQ(t.steps[0].observations.at(0).call_id, "a");
+  EXPECT_EQ(t.steps[0].observations.at(0).exit_code, 0);
+  EXPECT_EQ(t.steps[0].observations.at(0).output, "ok");
+  EXPECT_EQ(t.steps[1].observations.at(0).call_id, "b");
+  EXPECT_EQ(t.steps[1].observations.at(0).exit_code, 1);
+}
+
+TEST(CodexParser, AStartedItemWithoutCompletionHasNoObservation) {
+  transcript t = parse(R"({"type":"turn.started"}
+{"type":"item.started","item":{"id":"a","type":"command_execution","command":"make","exit_code":null,"status":"in_progress"}}
+)");
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(harness::commands(t), std::vector<std::string>{"make"});
+  EXPECT_TRUE(t.steps[0].observations.empty());
+  EXPECT_FALSE(t.completed);
+}
+
+TEST(CodexParser, SumsUsageOverTurnsAndKeepsUnreportedFieldsNull) {
+  transcript t = parse(R"({"type":"turn.started"}
+{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":5}}
+{"type":"turn.started"}
+{"type":"turn.completed","usage":{"input_tokens":7,"output_tokens":1,"cached_input_tokens":3}}
+)");
+  EXPECT_EQ(t.total.input_tokens, 17u);
+  EXPECT_EQ(t.total.output_tokens, 6u);
+  EXPECT_EQ(t.total.cached_input_tokens, 3u);
+  EXPECT_FALSE(t.total.reasoning_tokens);
+  EXPECT_FALSE(t.total.cost_usd);
+}
+
+TEST(CodexParser, ATopLevelErrorFollowedByACompletedTurnIsNotTheRunsError) {
+  transcript t = parse(R"({"type":"turn.started"}
+{"type":"error","message":"Reconnecting... 1/5"}
+{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"done"}}
+{"type":"turn.completed","usage":{}}
+)");
+  EXPECT_FALSE(t.error);
+  EXPECT_EQ(t.steps.at(0).source, "system");
+  EXPECT_EQ(t.final_message, "done");
+}
+
+TEST(CodexParser, NormalizesMcpWebSearchTodoAndReasoningItems) {
+  transcript t = parse(R"({"type":"turn.started"}
+{"type":"item.completed","item":{"id":"r","type":"reasoning","text":"thinking"}}
+{"type":"item.started","item":{"id":"m","type":"mcp_tool_call","server":"docs","tool":"lookup","arguments":{"q":"x"},"status":"in_progress"}}
+{"type":"item.completed","item":{"id":"m","type":"mcp_tool_call","server":"docs","tool":"lookup","arguments":{"q":"x"},"result":{"content":[{"type":"text","text":"found"}]},"status":"completed"}}
+{"type":"item.completed","item":{"id":"w","type":"web_search","query":"fmt docs"}}
+{"type":"item.started","item":{"id":"t","type":"todo_list","items":[{"text":"a","completed":false}]}}
+{"type":"item.updated","item":{"id":"t","type":"todo_list","items":[{"text":"a","completed":true}]}}
+{"type":"turn.completed","usage":{}}
+)");
+  ASSERT_EQ(t.steps.size(), 4u);
+  EXPECT_EQ(t.steps[0].reasoning, "thinking");
+  EXPECT_EQ(t.steps[1].tool_calls.at(0).tool, "mcp:docs/lookup");
+  EXPECT_EQ(t.steps[1].observations.at(0).output, "found");
+  EXPECT_EQ(t.steps[2].tool_calls.at(0).input["query"], "fmt docs");
+  EXPECT_EQ(t.steps[3].tool_calls.at(0).tool, "todo");
+  EXPECT_EQ(t.steps[3].tool_calls.at(0).input["items"][0]["completed"], true);
+  EXPECT_TRUE(t.steps[3].observations.empty());  // never completed
+  EXPECT_EQ(harness::tools_used(t),
+            (std::vector<std::string>{"mcp:docs/lookup", "todo", "web_search"}));
+}
+
+TEST(CodexParser, PassesASecretInACommandThroughUnchanged) {
+  transcript t = parse(R"({"type":"turn.started"}
+{"type":"item.completed","item":{"id":"a","type":"command_execution","command":"/bin/bash -lc 'curl -H \"Authorization: Bearer sk-proj-SECRET123\" x'","aggregated_output":"","exit_code":0,"status":"completed"}}
+{"type":"turn.completed","usage":{}}
+)");
+  EXPECT_EQ(harness::commands(t),
+            std::vector<std::string>{"curl -H \"Authorization: Bearer sk-proj-SECRET123\" x"});
+  EXPECT_NE(harness::to_jsonl(t).find("sk-proj-SECRET123"), std::string::npos);
+}
+
+TEST(UnwrapShellCommand, RemovesTheBashWrapperAndOneLevelOfQuoting) {
+  EXPECT_EQ(unwrap_shell_command("/bin/bash -lc 'echo hello > result.txt'"),
+            "echo hello > result.txt");
+  EXPECT_EQ(unwrap_shell_command(R"(/bin/bash -lc "python3 -c 'import sys; sys.exit(3)'")"),
+            "python3 -c 'import sys; sys.exit(3)'");
+  EXPECT_EQ(unwrap_shell_command(R"(/bin/bash -lc 'it'\''s')"), "it's");
+  EXPECT_EQ(unwrap_shell_command(R"(bash -lc "a \"b\" \$HOME")"), R"(a "b" $HOME)");
+}
+
+TEST(UnwrapShellCommand, LeavesOtherShapesAlone) {
+  EXPECT_FALSE(unwrap_shell_command("ls -la"));
+  EXPECT_FALSE(unwrap_shell_command("/bin/bash -lc 'a' 'b'"));
+  EXPECT_FALSE(unwrap_shell_command("/bin/bash -lc 'unterminated"));
+}
+
+}  // namespace
+}  // namespace evalbox::adapters::codex
