@@ -1,0 +1,973 @@
+// Strict YAML -> spec conversion for fixtures and suites. yaml-cpp throws; every call into it is
+// in this file, and each failure becomes a config_error with the node's line and column.
+#include "harness/config/parse.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <regex>
+#include <set>
+#include <span>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "sandbox/base/fs.h"
+#include "sandbox/base/units.h"
+
+namespace evalbox::harness {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string_view type_name(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
+  }
+}
+
+bool matches_id(std::string_view s, bool allow_upper) {
+  if (s.empty() || s.size() > 128) return false;
+  auto ok = [&](char c, bool first) {
+    if (c >= 'a' && c <= 'z') return true;
+    if (c >= '0' && c <= '9') return true;
+    if (allow_upper && c >= 'A' && c <= 'Z') return true;
+    return !first && (c == '.' || c == '_' || c == '-');
+  };
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!ok(s[i], i == 0)) return false;
+  return true;
+}
+
+// host:port with port 1..65535; host is a DNS name, "*.name", an IPv4 address or [IPv6].
+bool valid_host_port(std::string_view s, std::string& why) {
+  auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    why = "is not host:port";
+    return false;
+  }
+  std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value < 1 ||
+      value > 65535) {
+    why = fmt::format("has port '{}', not a number in 1..65535", port);
+    return false;
+  }
+  if (host.front() == '[') {
+    if (host.back() != ']' || host.size() < 3) {
+      why = "has an unterminated [IPv6] host";
+      return false;
+    }
+    return true;
+  }
+  if (host.starts_with("*.")) host.remove_prefix(2);
+  for (char c : host) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-';
+    if (!ok) {
+      why = fmt::format("has host '{}' with a character other than letters, digits, '.', '-'",
+                        s.substr(0, colon));
+      return false;
+    }
+  }
+  if (host.empty() || host.front() == '.' || host.back() == '.') {
+    why = fmt::format("has an invalid host '{}'", s.substr(0, colon));
+    return false;
+  }
+  return true;
+}
+
+// A mapping's entries by key, checked against the keys the format allows.
+struct fields {
+  YAML::Node node;
+  std::vector<std::pair<std::string, YAML::Node>> entries;  // in file order
+  std::map<std::string, YAML::Node> keys;                   // values by key
+
+  [[nodiscard]] bool has(const std::string& k) const { return keys.contains(k); }
+  [[nodiscard]] YAML::Node get(const std::string& k) const {
+    auto it = keys.find(k);
+    return it == keys.end() ? YAML::Node() : it->second;
+  }
+};
+
+class reader {
+ public:
+  reader(std::string file, std::vector<config_error>& errors)
+      : file_(std::move(file)), errors_(errors) {}
+
+  source_location at(const YAML::Node& n) const {
+    if (!n.IsDefined()) return {file_, 0, 0};
+    auto m = n.Mark();
+    if (m.line < 0) return {file_, 0, 0};
+    return {file_, m.line + 1, m.column + 1};
+  }
+  source_location at(const YAML::Mark& m) const {
+    if (m.line < 0) return {file_, 0, 0};
+    return {file_, m.line + 1, m.column + 1};
+  }
+
+  void fail(source_location where, std::string what, std::string hint = {}) {
+    errors_.push_back({std::move(where), std::move(what), std::move(hint)});
+  }
+  void fail(const YAML::Node& n, std::string what, std::string hint = {}) {
+    fail(at(n), std::move(what), std::move(hint));
+  }
+
+  [[nodiscard]] size_t error_count() const { return errors_.size(); }
+  [[nodiscard]] const std::string& file() const { return file_; }
+
+  // Checks that `n` is a mapping whose keys are all in `known` and that `required` are there.
+  std::optional<fields> mapping(const YAML::Node& n, std::string_view what,
+                                std::span<const std::string_view> known,
+                                std::span<const std::string_view> required,
+                                bool allow_unknown = false) {
+    if (!n.IsMap()) {
+      fail(n, fmt::format("{} must be a mapping, found {}", what, type_name(n)),
+           fmt::format("write it as `key: value` lines with keys: {}", fmt::join(known, ", ")));
+      return std::nullopt;
+    }
+    fields f;
+    f.node = n;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node& key = it->first;
+      if (!key.IsScalar()) {
+        fail(key, fmt::format("{} has a key that is not a plain name", what));
+        continue;
+      }
+      std::string k = key.Scalar();
+      if (f.keys.contains(k)) {
+        fail(key, fmt::format("{} has '{}' twice", what, k), "keep one of them");
+        continue;
+      }
+      if (!allow_unknown && std::find(known.begin(), known.end(), k) == known.end()) {
+        fail(key, fmt::format("unknown key '{}' in {}", k, what), unknown_hint(k, known));
+        continue;
+      }
+      f.keys.emplace(k, it->second);
+      f.entries.emplace_back(k, it->second);
+    }
+    for (auto r : required) {
+      if (!f.keys.contains(std::string(r)))
+        fail(n, fmt::format("{} is missing '{}'", what, r),
+             fmt::format("add `{}: ...`", r));
+    }
+    return f;
+  }
+
+  static std::string unknown_hint(std::string_view k, std::span<const std::string_view> known) {
+    std::string_view best;
+    size_t best_d = 3;
+    for (auto cand : known) {
+      size_t d = edit_distance(k, cand);
+      if (d < best_d) {
+        best_d = d;
+        best = cand;
+      }
+    }
+    if (!best.empty()) return fmt::format("did you mean '{}'?", best);
+    return fmt::format("the keys allowed here are: {}", fmt::join(known, ", "));
+  }
+
+  std::optional<std::string> string(const YAML::Node& n, std::string_view what,
+                                    bool allow_empty = false) {
+    if (!n.IsScalar()) {
+      fail(n, fmt::format("{} must be a string, found {}", what, type_name(n)),
+           n.IsNull() ? "give it a value" : "quote it if it is meant as text");
+      return std::nullopt;
+    }
+    if (!allow_empty && n.Scalar().empty()) {
+      fail(n, fmt::format("{} must not be empty", what));
+      return std::nullopt;
+    }
+    return n.Scalar();
+  }
+
+  std::optional<double> number(const YAML::Node& n, std::string_view what) {
+    if (n.IsScalar() && n.Tag() != "!") {
+      const std::string& s = n.Scalar();
+      double v = 0;
+      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (!s.empty() && ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(v))
+        return v;
+    }
+    fail(n, fmt::format("{} must be a number, found {}", what, describe(n)));
+    return std::nullopt;
+  }
+
+  std::optional<uint64_t> positive_integer(const YAML::Node& n, std::string_view what) {
+    if (n.IsScalar() && n.Tag() != "!") {
+      const std::string& s = n.Scalar();
+      uint64_t v = 0;
+      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (!s.empty() && ec == std::errc() && ptr == s.data() + s.size()) {
+        if (v >= 1) return v;
+        fail(n, fmt::format("{} must be at least 1", what));
+        return std::nullopt;
+      }
+    }
+    fail(n, fmt::format("{} must be a whole number, found {}", what, describe(n)));
+    return std::nullopt;
+  }
+
+  std::optional<std::vector<std::string>> string_list(const YAML::Node& n, std::string_view what,
+                                                      bool allow_empty_list = false) {
+    if (!n.IsSequence()) {
+      fail(n, fmt::format("{} must be a list, found {}", what, type_name(n)),
+           "write it as [a, b] or as lines starting with '- '");
+      return std::nullopt;
+    }
+    if (!allow_empty_list && n.size() == 0) {
+      fail(n, fmt::format("{} must not be empty", what));
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    size_t before = error_count();
+    for (size_t i = 0; i < n.size(); ++i) {
+      auto s = string(n[i], fmt::format("{}[{}]", what, i));
+      if (s) out.push_back(*s);
+    }
+    if (error_count() != before) return std::nullopt;
+    return out;
+  }
+
+  std::optional<std::string> regex(const YAML::Node& n, std::string_view what) {
+    auto s = string(n, what);
+    if (!s) return std::nullopt;
+    try {
+      std::regex re(*s, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      fail(n, fmt::format("{} is not a valid regular expression: {}", what, e.what()),
+           "write an ECMAScript regex; escape special characters like ( [ . * with \\");
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  std::optional<std::string> relative_path(const YAML::Node& n, std::string_view what) {
+    auto s = string(n, what);
+    if (!s) return std::nullopt;
+    // A trailing '/' (a directory, for git paths) is fine; every component must be plain.
+    std::string_view trimmed = *s;
+    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
+    if (!is_safe_relative(fs::path(trimmed))) {
+      fail(n, fmt::format("{} '{}' must be a relative path without '..'", what, *s),
+           "paths are relative to /workspace");
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  // A YAML value as JSON. Plain scalars become null, booleans and numbers when they read as
+  // such (YAML 1.2 core schema); quoted scalars stay strings.
+  json to_json(const YAML::Node& n) {
+    switch (n.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return nullptr;
+      case YAML::NodeType::Scalar: {
+        const std::string& s = n.Scalar();
+        if (n.Tag() == "!") return s;
+        if (s == "~" || s == "null" || s == "Null" || s == "NULL" || s.empty()) return nullptr;
+        if (s == "true" || s == "True" || s == "TRUE") return true;
+        if (s == "false" || s == "False" || s == "FALSE") return false;
+        {
+          int64_t v = 0;
+          auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+          if (ec == std::errc() && ptr == s.data() + s.size()) return v;
+        }
+        {
+          double v = 0;
+          auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+          if (ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(v)) return v;
+        }
+        return s;
+      }
+      case YAML::NodeType::Sequence: {
+        json a = json::array();
+        for (size_t i = 0; i < n.size(); ++i) a.push_back(to_json(n[i]));
+        return a;
+      }
+      case YAML::NodeType::Map: {
+        json o = json::object();
+        for (auto it = n.begin(); it != n.end(); ++it)
+          o[it->first.IsScalar() ? it->first.Scalar() : std::string("?")] = to_json(it->second);
+        return o;
+      }
+    }
+    return nullptr;
+  }
+
+  std::string describe(const YAML::Node& n) {
+    if (n.IsScalar()) return fmt::format("'{}'", n.Scalar());
+    return std::string(type_name(n));
+  }
+
+ private:
+  std::string file_;
+  std::vector<config_error>& errors_;
+};
+
+// Loads YAML text; on a syntax error records it and returns an undefined node.
+YAML::Node load_yaml(reader& r, std::string_view text) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    return root;
+  } catch (const YAML::ParserException& e) {
+    r.fail(r.at(e.mark), fmt::format("YAML syntax error: {}", e.msg),
+           "check indentation, quoting and that ':' is followed by a space");
+  } catch (const YAML::Exception& e) {
+    r.fail(r.at(e.mark), fmt::format("YAML error: {}", e.msg));
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+bool check_schema(reader& r, const fields& f, std::string_view expected) {
+  auto s = r.string(f.get("schema"), "schema");
+  if (s && *s != expected) {
+    r.fail(f.get("schema"), fmt::format("schema '{}' is not '{}'", *s, expected),
+           fmt::format("write `schema: {}`", expected));
+    return false;
+  }
+  return s.has_value();
+}
+
+// limits: {wall, cpu, memory, pids, disk, output}
+limits_spec parse_limits(reader& r, const YAML::Node& n, std::string_view what) {
+  static constexpr std::string_view known[] = {"wall", "cpu", "memory", "pids", "disk", "output"};
+  limits_spec out;
+  auto f = r.mapping(n, what, known, {});
+  if (!f) return out;
+  for (const auto& [key, value] : f->entries) {
+    std::string name = fmt::format("{}.{}", what, key);
+    if (key == "pids") {
+      out.pids = r.positive_integer(value, name);
+      continue;
+    }
+    if (!value.IsScalar() || value.Scalar().empty()) {
+      r.fail(value, fmt::format("{} must be a value like {}", name,
+                                key == "wall" || key == "cpu" ? "10m or 90s" : "2GiB"));
+      continue;
+    }
+    bool duration = key == "wall" || key == "cpu";
+    auto parsed = duration ? parse_duration_ms(value.Scalar()) : parse_bytes(value.Scalar());
+    if (!parsed) {
+      r.fail(value, fmt::format("{}: {}", name, parsed.error().message),
+             duration ? "units: ms, s, m, h, d (e.g. 10m, 1h30m)"
+                      : "units: B, KiB, MiB, GiB, TiB (or K, M, G, T in powers of 1000)");
+      continue;
+    }
+    if (*parsed == 0) {
+      r.fail(value, fmt::format("{} must be greater than zero", name));
+      continue;
+    }
+    if (key == "wall") out.wall_ms = *parsed;
+    if (key == "cpu") out.cpu_ms = *parsed;
+    if (key == "memory") out.memory_bytes = *parsed;
+    if (key == "disk") out.disk_bytes = *parsed;
+    if (key == "output") out.output_bytes = *parsed;
+  }
+  return out;
+}
+
+// network: none | {allow: [host:port, ...]}
+network_spec parse_network(reader& r, const YAML::Node& n, std::string_view what) {
+  network_spec out;
+  if (n.IsScalar()) {
+    if (n.Scalar() != "none")
+      r.fail(n, fmt::format("{} '{}' is not a network policy", what, n.Scalar()),
+             "write `none`, or `{allow: [host:port, ...]}` to reach only those hosts");
+    return out;
+  }
+  static constexpr std::string_view known[] = {"allow"};
+  auto f = r.mapping(n, what, known, known);
+  if (!f || !f->has("allow")) return out;
+  out.mode = network_spec::mode_kind::allow;
+  YAML::Node list = f->get("allow");
+  auto hosts = r.string_list(list, fmt::format("{}.allow", what));
+  if (!hosts) return out;
+  for (size_t i = 0; i < hosts->size(); ++i) {
+    std::string why;
+    if (!valid_host_port((*hosts)[i], why))
+      r.fail(list[i], fmt::format("{}.allow entry '{}' {}", what, (*hosts)[i], why),
+             "write host:port, e.g. api.openai.com:443");
+  }
+  out.allow = std::move(*hosts);
+  return out;
+}
+
+void parse_file_check(reader& r, const YAML::Node& n, const std::string& what, file_check& out) {
+  static constexpr std::string_view known[] = {"path",    "exists",  "absent", "equals",
+                                               "contains", "matches", "json"};
+  static constexpr std::string_view required[] = {"path"};
+  auto f = r.mapping(n, what, known, required);
+  if (!f) return;
+  if (f->has("path")) {
+    if (auto p = r.relative_path(f->get("path"), what + ".path")) out.path = *p;
+  }
+  std::vector<std::string> preds;
+  for (const auto& [k, v] : f->entries)
+    if (k != "path") preds.push_back(k);
+  if (preds.size() != 1) {
+    r.fail(n,
+           preds.empty() ? fmt::format("{} has no predicate", what)
+                         : fmt::format("{} has {} predicates ({}); it needs exactly one", what,
+                                       preds.size(), fmt::join(preds, ", ")),
+           "use exactly one of exists, absent, equals, contains, matches, json");
+    return;
+  }
+  const std::string& p = preds.front();
+  YAML::Node v = f->get(p);
+  std::string name = fmt::format("{}.{}", what, p);
+  using k = file_check::predicate_kind;
+  if (p == "exists" || p == "absent") {
+    out.predicate = p == "exists" ? k::exists : k::absent;
+    if (!v.IsScalar() || v.Scalar() != "true")
+      r.fail(v, fmt::format("{} must be `true`", name),
+             p == "exists" ? "to require that the file is missing, write `absent: true`"
+                           : "to require that the file exists, write `exists: true`");
+  } else if (p == "equals" || p == "contains") {
+    out.predicate = p == "equals" ? k::equals : k::contains;
+    if (auto s = r.string(v, name, p == "equals")) out.text = *s;
+  } else if (p == "matches") {
+    out.predicate = k::matches;
+    if (auto s = r.regex(v, name)) out.text = *s;
+  } else if (p == "json") {
+    out.predicate = k::json;
+    static constexpr std::string_view jk[] = {"pointer", "equals"};
+    auto jf = r.mapping(v, name, jk, jk);
+    if (!jf) return;
+    if (jf->has("pointer")) {
+      if (auto ptr = r.string(jf->get("pointer"), name + ".pointer", true)) {
+        try {
+          json::json_pointer check(*ptr);
+          out.pointer = *ptr;
+        } catch (const json::exception& e) {
+          r.fail(jf->get("pointer"),
+                 fmt::format("{}.pointer '{}' is not a JSON pointer", name, *ptr),
+                 "write it like /a/b/0 (RFC 6901), or \"\" for the whole document");
+        }
+      }
+    }
+    if (jf->has("equals")) out.expected = r.to_json(jf->get("equals"));
+  }
+}
+
+void parse_git_check(reader& r, const YAML::Node& n, const std::string& what, git_check& out) {
+  static constexpr std::string_view known[] = {"paths", "state"};
+  auto f = r.mapping(n, what, known, known);
+  if (!f) return;
+  if (f->has("paths")) {
+    YAML::Node list = f->get("paths");
+    if (auto paths = r.string_list(list, what + ".paths")) {
+      for (size_t i = 0; i < paths->size(); ++i) {
+        if (r.relative_path(list[i], fmt::format("{}.paths[{}]", what, i)))
+          out.paths.push_back((*paths)[i]);
+      }
+    }
+  }
+  if (f->has("state")) {
+    if (auto s = r.string(f->get("state"), what + ".state")) {
+      if (*s == "changed")
+        out.state = git_check::state_kind::changed;
+      else if (*s == "unchanged")
+        out.state = git_check::state_kind::unchanged;
+      else
+        r.fail(f->get("state"), fmt::format("{}.state '{}' is not a git state", what, *s),
+               "write `changed` or `unchanged`");
+    }
+  }
+}
+
+void parse_transcript_check(reader& r, const YAML::Node& n, const std::string& what,
+                            transcript_check& out) {
+  static constexpr std::string_view known[] = {"command_matches", "final_message_matches",
+                                               "tool_used", "forbid_command", "max_steps"};
+  auto f = r.mapping(n, what, known, {});
+  if (!f) return;
+  if (f->entries.size() != 1) {
+    r.fail(n,
+           f->entries.empty()
+               ? fmt::format("{} has no predicate", what)
+               : fmt::format("{} has {} predicates; it needs exactly one", what,
+                             f->entries.size()),
+           fmt::format("use exactly one of {}", fmt::join(known, ", ")));
+    return;
+  }
+  const auto& [k, v] = f->entries.front();
+  std::string name = fmt::format("{}.{}", what, k);
+  using pk = transcript_check::predicate_kind;
+  if (k == "max_steps") {
+    out.predicate = pk::max_steps;
+    if (auto m = r.positive_integer(v, name)) out.max_steps = *m;
+    return;
+  }
+  if (k == "tool_used") {
+    out.predicate = pk::tool_used;
+    if (auto s = r.string(v, name)) out.pattern = *s;
+    return;
+  }
+  out.predicate = k == "command_matches"         ? pk::command_matches
+                  : k == "final_message_matches" ? pk::final_message_matches
+                                                 : pk::forbid_command;
+  if (auto s = r.regex(v, name)) out.pattern = *s;
+}
+
+std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t index) {
+  static constexpr std::string_view known[] = {"id", "weight", "shell", "file", "git",
+                                               "transcript"};
+  static constexpr std::string_view required[] = {"id"};
+  std::string what = fmt::format("checks[{}]", index);
+  auto f = r.mapping(n, what, known, required);
+  if (!f) return std::nullopt;
+  check_spec c;
+  c.where = r.at(n);
+  if (f->has("id")) {
+    if (auto id = r.string(f->get("id"), what + ".id")) {
+      c.id = *id;
+      if (!matches_id(*id, true))
+        r.fail(f->get("id"), fmt::format("check id '{}' is not a valid id", *id),
+               "use letters, digits, '.', '_' and '-', starting with a letter or digit");
+      else
+        what = fmt::format("checks.{}", *id);
+    }
+  }
+  if (f->has("weight")) {
+    if (auto w = r.number(f->get("weight"), what + ".weight")) {
+      if (*w < 0)
+        r.fail(f->get("weight"), fmt::format("{}.weight must not be negative", what),
+               "0 makes the check informational");
+      c.weight = *w;
+    }
+  }
+  std::vector<std::string> kinds;
+  for (const auto& [k, v] : f->entries)
+    if (k != "id" && k != "weight") kinds.push_back(k);
+  if (kinds.size() != 1) {
+    r.fail(n,
+           kinds.empty() ? fmt::format("{} says nothing to check", what)
+                         : fmt::format("{} has {} kinds ({}); it needs exactly one", what,
+                                       kinds.size(), fmt::join(kinds, ", ")),
+           "give exactly one of shell, file, git, transcript");
+    return c;
+  }
+  const std::string& k = kinds.front();
+  YAML::Node v = f->get(k);
+  if (k == "shell") {
+    c.kind = check_kind::shell;
+    if (auto s = r.string(v, what + ".shell")) c.shell = *s;
+  } else if (k == "file") {
+    c.kind = check_kind::file;
+    parse_file_check(r, v, what + ".file", c.file);
+  } else if (k == "git") {
+    c.kind = check_kind::git;
+    parse_git_check(r, v, what + ".git", c.git);
+  } else {
+    c.kind = check_kind::transcript;
+    parse_transcript_check(r, v, what + ".transcript", c.transcript);
+  }
+  return c;
+}
+
+std::string expand_home(const std::string& p) {
+  if (p == "~" || p.starts_with("~/")) {
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "") + p.substr(1);
+  }
+  return p;
+}
+
+bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string::npos; }
+
+bool is_fixture_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec) && fs::is_regular_file(p / "fixture.yaml", ec);
+}
+
+void parse_fixture_paths(reader& r, const YAML::Node& n, const fs::path& base,
+                         std::vector<fs::path>& out) {
+  auto list = r.string_list(n, "fixtures");
+  if (!list) return;
+  std::set<fs::path> seen;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string& entry = (*list)[i];
+    fs::path full = normalize(base / expand_home(entry));
+    std::vector<fs::path> found;
+    if (has_glob_chars(entry)) {
+      glob_t g{};
+      int rc = ::glob(full.c_str(), GLOB_NOSORT, nullptr, &g);
+      if (rc == 0) {
+        for (size_t j = 0; j < g.gl_pathc; ++j) {
+          fs::path m = normalize(g.gl_pathv[j]);
+          if (is_fixture_dir(m)) found.push_back(m);
+        }
+      }
+      globfree(&g);
+      if (found.empty()) {
+        r.fail(n[i], fmt::format("fixtures glob '{}' matches no fixture directory", entry),
+               fmt::format("a fixture is a directory holding fixture.yaml; the glob is "
+                           "relative to {}",
+                           base.string()));
+        continue;
+      }
+    } else {
+      if (!is_fixture_dir(full)) {
+        r.fail(n[i],
+               fmt::format("fixtures entry '{}' is not a fixture directory ({} has no "
+                           "fixture.yaml)",
+                           entry, full.string()),
+               "paths are relative to the suite file; `evalbox fixture new NAME` makes one");
+        continue;
+      }
+      found.push_back(full);
+    }
+    std::sort(found.begin(), found.end());
+    for (auto& p : found)
+      if (seen.insert(p).second) out.push_back(p);
+  }
+}
+
+std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
+                                              const fs::path& base) {
+  static constexpr std::string_view common[] = {"id",  "adapter", "home_files",  "env",
+                                                "network", "credential", "credentials"};
+  static constexpr std::string_view required[] = {"id", "adapter"};
+  std::string what = fmt::format("candidates[{}]", index);
+  auto f = r.mapping(n, what, common, required, /*allow_unknown=*/true);
+  if (!f) return std::nullopt;
+  candidate_spec c;
+  c.where = r.at(n);
+  if (f->has("id")) {
+    if (auto id = r.string(f->get("id"), what + ".id")) {
+      c.id = *id;
+      if (!matches_id(*id, false))
+        r.fail(f->get("id"), fmt::format("candidate id '{}' is not a valid id", *id),
+               "use [a-z0-9][a-z0-9._-]*");
+      else
+        what = fmt::format("candidates.{}", *id);
+    }
+  }
+  if (f->has("adapter")) {
+    if (auto a = r.string(f->get("adapter"), what + ".adapter")) {
+      c.adapter = *a;
+      const auto& known = known_adapters();
+      if (std::find(known.begin(), known.end(), *a) == known.end())
+        r.fail(f->get("adapter"), fmt::format("{} names unknown adapter '{}'", what, *a),
+               fmt::format("known adapters: {}", fmt::join(known, ", ")));
+    }
+  }
+  if (f->has("home_files")) {
+    YAML::Node h = f->get("home_files");
+    if (auto hf = r.mapping(h, what + ".home_files", {}, {}, true)) {
+      for (const auto& [target, source] : hf->entries) {
+        std::string name = fmt::format("{}.home_files['{}']", what, target);
+        if (!is_safe_relative(fs::path(target))) {
+          r.fail(source, fmt::format("{}: target '{}' must be a relative path without '..'",
+                                     name, target),
+                 "targets are relative to the agent's home directory");
+          continue;
+        }
+        auto src = r.string(source, name);
+        if (!src) continue;
+        fs::path full = normalize(base / expand_home(*src));
+        std::error_code ec;
+        if (!fs::exists(full, ec)) {
+          r.fail(source, fmt::format("{}: source '{}' does not exist ({})", name, *src,
+                                     full.string()),
+                 "sources are relative to the suite file");
+          continue;
+        }
+        c.home_files[target] = full;
+      }
+    }
+  }
+  if (f->has("env")) {
+    if (auto ef = r.mapping(f->get("env"), what + ".env", {}, {}, true)) {
+      for (const auto& [k, v] : ef->entries) {
+        bool ok = !k.empty() && !(k[0] >= '0' && k[0] <= '9');
+        for (char ch : k)
+          ok = ok && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                      (ch >= '0' && ch <= '9') || ch == '_');
+        if (!ok) {
+          r.fail(v, fmt::format("{}.env: '{}' is not a variable name", what, k),
+                 "use letters, digits and '_', not starting with a digit");
+          continue;
+        }
+        if (auto s = r.string(v, fmt::format("{}.env.{}", what, k), true)) c.env[k] = *s;
+      }
+    }
+  }
+  if (f->has("network")) c.network = parse_network(r, f->get("network"), what + ".network");
+  if (f->has("credential") && f->has("credentials"))
+    r.fail(f->get("credentials"), fmt::format("{} has both credential and credentials", what),
+           "list every handle under `credentials`");
+  if (f->has("credential")) {
+    if (auto s = r.string(f->get("credential"), what + ".credential"))
+      c.credentials.push_back(*s);
+  }
+  if (f->has("credentials")) {
+    if (auto l = r.string_list(f->get("credentials"), what + ".credentials")) c.credentials = *l;
+  }
+  for (const auto& [k, v] : f->entries) {
+    if (std::find(std::begin(common), std::end(common), k) != std::end(common)) continue;
+    c.settings[k] = setting{r.to_json(v), r.at(v)};
+  }
+  return c;
+}
+
+}  // namespace
+
+fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
+                                std::vector<config_error>& errors) {
+  reader r(std::string(display), errors);
+  fixture_spec spec;
+  YAML::Node root = load_yaml(r, text);
+  if (!root.IsDefined()) return spec;
+  static constexpr std::string_view known[] = {"schema", "id",      "description", "prompt",
+                                               "follow_up", "setup", "limits",   "network",
+                                               "checks",    "threshold"};
+  static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
+  if (root.IsNull()) {
+    r.fail(source_location{r.file(), 0, 0}, "the file is empty",
+           "start with `schema: evalbox.fixture.v1`, or run `evalbox fixture new NAME`");
+    return spec;
+  }
+  auto f = r.mapping(root, "the fixture", known, required);
+  if (!f) return spec;
+  if (f->has("schema")) check_schema(r, *f, fixture_schema);
+  if (f->has("id")) {
+    if (auto id = r.string(f->get("id"), "id")) {
+      spec.id = *id;
+      if (!matches_id(*id, false))
+        r.fail(f->get("id"), fmt::format("fixture id '{}' is not a valid id", *id),
+               "use lowercase letters, digits, '.', '_' and '-', starting with a letter or "
+               "digit");
+    }
+  }
+  if (f->has("description")) {
+    if (auto s = r.string(f->get("description"), "description", true)) spec.description = *s;
+  }
+  if (f->has("prompt")) {
+    if (auto s = r.string(f->get("prompt"), "prompt")) spec.prompt = *s;
+  }
+  if (f->has("follow_up")) {
+    if (auto s = r.string(f->get("follow_up"), "follow_up")) spec.follow_up = *s;
+  }
+  if (f->has("setup")) {
+    if (auto l = r.string_list(f->get("setup"), "setup", true)) spec.setup = *l;
+  }
+  if (f->has("limits")) spec.limits = parse_limits(r, f->get("limits"), "limits");
+  if (f->has("network")) spec.network = parse_network(r, f->get("network"), "network");
+  if (f->has("threshold")) {
+    if (auto t = r.number(f->get("threshold"), "threshold")) {
+      if (*t < 0 || *t > 1)
+        r.fail(f->get("threshold"), fmt::format("threshold {} is outside 0..1", *t),
+               "it is the weighted share of checks that must pass; 1 means all");
+      spec.threshold = *t;
+    }
+  }
+  if (f->has("checks")) {
+    YAML::Node checks = f->get("checks");
+    if (!checks.IsSequence() || checks.size() == 0) {
+      r.fail(checks,
+             checks.IsSequence() ? std::string("checks must not be empty")
+                                 : fmt::format("checks must be a list, found {}",
+                                               type_name(checks)),
+             "add at least one check: shell, file, git or transcript");
+    } else {
+      std::map<std::string, source_location> ids;
+      double total = 0;
+      for (size_t i = 0; i < checks.size(); ++i) {
+        auto c = parse_check(r, checks[i], i);
+        if (!c) continue;
+        if (!c->id.empty()) {
+          auto [it, fresh] = ids.emplace(c->id, c->where);
+          if (!fresh)
+            r.fail(c->where, fmt::format("check id '{}' is used twice", c->id),
+                   fmt::format("the first is at {}; give each check its own id",
+                               it->second.to_string()));
+        }
+        total += c->weight;
+        spec.checks.push_back(std::move(*c));
+      }
+      if (!spec.checks.empty() && total <= 0)
+        r.fail(checks, "every check has weight 0", "give at least one check a positive weight");
+    }
+  }
+  return spec;
+}
+
+suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
+                            const std::filesystem::path& base_dir,
+                            std::vector<config_error>& errors) {
+  reader r(std::string(display), errors);
+  suite_spec spec;
+  YAML::Node root = load_yaml(r, text);
+  if (!root.IsDefined()) return spec;
+  static constexpr std::string_view known[] = {
+      "schema", "name",        "description", "fixtures", "candidates", "trials",
+      "concurrency", "credentials", "limits", "baseline", "prices",     "results"};
+  static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
+  if (root.IsNull()) {
+    r.fail(source_location{r.file(), 0, 0}, "the file is empty",
+           "start with `schema: evalbox.suite.v1`");
+    return spec;
+  }
+  auto f = r.mapping(root, "the suite", known, required);
+  if (!f) return spec;
+  if (f->has("schema")) check_schema(r, *f, suite_schema);
+  if (f->has("name")) {
+    if (auto s = r.string(f->get("name"), "name")) {
+      spec.name = *s;
+      if (!matches_id(*s, true))
+        r.fail(f->get("name"), fmt::format("suite name '{}' is not a valid name", *s),
+               "it names the results directory: use letters, digits, '.', '_' and '-'");
+    }
+  }
+  if (f->has("description")) {
+    if (auto s = r.string(f->get("description"), "description", true)) spec.description = *s;
+  }
+  if (f->has("fixtures")) parse_fixture_paths(r, f->get("fixtures"), base_dir, spec.fixture_dirs);
+  if (f->has("trials")) {
+    if (auto t = r.positive_integer(f->get("trials"), "trials")) {
+      if (*t > 10000)
+        r.fail(f->get("trials"), "trials is more than 10000");
+      else
+        spec.trials = static_cast<int>(*t);
+    }
+  }
+  if (f->has("concurrency")) {
+    if (auto c = r.positive_integer(f->get("concurrency"), "concurrency")) {
+      if (*c > 1024)
+        r.fail(f->get("concurrency"), "concurrency is more than 1024");
+      else
+        spec.concurrency = static_cast<int>(*c);
+    }
+  }
+  if (f->has("credentials")) {
+    if (auto cf = r.mapping(f->get("credentials"), "credentials", {}, {}, true)) {
+      for (const auto& [handle, path] : cf->entries) {
+        if (!matches_id(handle, true)) {
+          r.fail(path, fmt::format("credential handle '{}' is not a valid name", handle),
+                 "use letters, digits, '.', '_' and '-'");
+          continue;
+        }
+        if (auto p = r.string(path, fmt::format("credentials.{}", handle)))
+          spec.credentials[handle] = normalize(base_dir / expand_home(*p));
+      }
+    }
+  }
+  if (f->has("limits")) spec.default_limits = parse_limits(r, f->get("limits"), "limits");
+  if (f->has("candidates")) {
+    YAML::Node list = f->get("candidates");
+    if (!list.IsSequence() || list.size() == 0) {
+      r.fail(list,
+             list.IsSequence() ? std::string("candidates must not be empty")
+                               : fmt::format("candidates must be a list, found {}",
+                                             type_name(list)),
+             "add at least one `- {id: ..., adapter: ...}`");
+    } else {
+      std::map<std::string, source_location> ids;
+      for (size_t i = 0; i < list.size(); ++i) {
+        auto c = parse_candidate(r, list[i], i, base_dir);
+        if (!c) continue;
+        if (!c->id.empty()) {
+          auto [it, fresh] = ids.emplace(c->id, c->where);
+          if (!fresh)
+            r.fail(c->where, fmt::format("candidate id '{}' is used twice", c->id),
+                   fmt::format("the first is at {}; give each candidate its own id",
+                               it->second.to_string()));
+        }
+        for (const auto& h : c->credentials) {
+          if (!spec.credentials.contains(h))
+            r.fail(c->where,
+                   fmt::format("candidate '{}' uses credential '{}', which the suite does not "
+                               "define",
+                               c->id, h),
+                   fmt::format("add `credentials: {{{}: PATH}}` at the top level of the suite",
+                               h));
+        }
+        spec.candidates.push_back(std::move(*c));
+      }
+    }
+  }
+  if (f->has("baseline")) {
+    if (auto b = r.string(f->get("baseline"), "baseline")) {
+      spec.baseline = *b;
+      if (!spec.candidates.empty() && !spec.find_candidate(*b)) {
+        std::vector<std::string> ids;
+        for (const auto& c : spec.candidates) ids.push_back(c.id);
+        r.fail(f->get("baseline"), fmt::format("baseline '{}' is not a candidate", *b),
+               fmt::format("name one of: {}", fmt::join(ids, ", ")));
+      }
+    }
+  }
+  if (f->has("prices")) {
+    if (auto pf = r.mapping(f->get("prices"), "prices", {}, {}, true)) {
+      static constexpr std::string_view pk[] = {"input_per_mtok", "output_per_mtok"};
+      for (const auto& [model, v] : pf->entries) {
+        std::string name = fmt::format("prices.{}", model);
+        auto p = r.mapping(v, name, pk, pk);
+        if (!p) continue;
+        price_spec price;
+        bool ok = true;
+        for (auto key : pk) {
+          std::string k(key);
+          if (!p->has(k)) {
+            ok = false;
+            continue;
+          }
+          auto num = r.number(p->get(k), name + "." + k);
+          if (!num || *num < 0) {
+            if (num) r.fail(p->get(k), fmt::format("{}.{} must not be negative", name, k));
+            ok = false;
+            continue;
+          }
+          (k == "input_per_mtok" ? price.input_per_mtok : price.output_per_mtok) = *num;
+        }
+        if (ok) spec.prices[model] = price;
+      }
+    }
+  }
+  if (f->has("results")) {
+    if (auto s = r.string(f->get("results"), "results"))
+      spec.results_dir = normalize(base_dir / expand_home(*s));
+  } else if (!spec.name.empty()) {
+    spec.results_dir = fs::path("results") / spec.name;
+  }
+  return spec;
+}
+
+std::string peek_schema(std::string_view text) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    if (root.IsMap() && root["schema"] && root["schema"].IsScalar())
+      return root["schema"].Scalar();
+  } catch (const YAML::Exception&) {
+  }
+  return {};
+}
+
+}  // namespace evalbox::harness

@@ -1,0 +1,33 @@
+// YAML text -> fixture_spec / suite_spec. The only place evalbox reads YAML (yaml-cpp stays in
+// the .cpp files). Parsing is strict: unknown keys, wrong types, missing fields and bad values
+// are each a config_error at FILE:LINE:COL with a hint, and every problem is collected.
+// Directory-level work (workspace/, digests, loading a suite's fixtures) is harness/fixture's.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+#include "harness/config/spec.h"
+
+namespace evalbox::harness {
+
+// Parses the text of a fixture.yaml. `display` names the file in messages. Touches no file;
+// the returned spec has no dir, digest or has_* flags. Problems are appended to `errors`; the
+// spec is meaningful only when none were added.
+fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
+                                std::vector<config_error>& errors);
+
+// Parses the text of a suite file. Paths (fixtures, globs, home_files, results) resolve
+// against `base_dir` (the suite file's directory): fixture paths and globs are resolved to
+// fixture directories (a directory holding fixture.yaml) and home_files sources must exist.
+// The fixtures themselves are not loaded (see harness/fixture/load.h).
+suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
+                            const std::filesystem::path& base_dir,
+                            std::vector<config_error>& errors);
+
+// The schema named by a YAML document's top-level `schema:` key, or "" when there is none or
+// the text is not YAML (used by `evalbox validate` to tell fixtures from suites).
+std::string peek_schema(std::string_view text);
+
+}  // namespace evalbox::harness

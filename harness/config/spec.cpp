@@ -1,0 +1,158 @@
+// The plain-data helpers of the specs: messages, merging, JSON forms for digests and records.
+#include "harness/config/spec.h"
+
+#include <fmt/format.h>
+
+namespace evalbox::harness {
+
+std::string source_location::to_string() const {
+  if (line <= 0) return file;
+  return fmt::format("{}:{}:{}", file, line, column);
+}
+
+std::string config_error::message() const {
+  if (hint.empty()) return fmt::format("{}: {}", where.to_string(), what);
+  return fmt::format("{}: {} (hint: {})", where.to_string(), what, hint);
+}
+
+std::string join_messages(const std::vector<config_error>& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    if (!out.empty()) out += '\n';
+    out += e.message();
+  }
+  return out;
+}
+
+std::unexpected<error> config_failure(const std::vector<config_error>& errors) {
+  return make_error(error_kind::invalid_argument, join_messages(errors));
+}
+
+limits_spec limits_spec::merged_with(const limits_spec& over) const {
+  limits_spec out = *this;
+  if (over.wall_ms) out.wall_ms = over.wall_ms;
+  if (over.cpu_ms) out.cpu_ms = over.cpu_ms;
+  if (over.memory_bytes) out.memory_bytes = over.memory_bytes;
+  if (over.pids) out.pids = over.pids;
+  if (over.disk_bytes) out.disk_bytes = over.disk_bytes;
+  if (over.output_bytes) out.output_bytes = over.output_bytes;
+  return out;
+}
+
+json limits_spec::to_json() const {
+  json j = json::object();
+  if (wall_ms) j["wall_ms"] = *wall_ms;
+  if (cpu_ms) j["cpu_ms"] = *cpu_ms;
+  if (memory_bytes) j["memory_bytes"] = *memory_bytes;
+  if (pids) j["pids"] = *pids;
+  if (disk_bytes) j["disk_bytes"] = *disk_bytes;
+  if (output_bytes) j["output_bytes"] = *output_bytes;
+  return j;
+}
+
+json network_spec::to_json() const {
+  if (mode == mode_kind::none) return "none";
+  return json{{"allow", allow}};
+}
+
+std::string_view to_string(check_kind kind) noexcept {
+  switch (kind) {
+    case check_kind::shell: return "shell";
+    case check_kind::file: return "file";
+    case check_kind::git: return "git";
+    case check_kind::transcript: return "transcript";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(file_check::predicate_kind kind) noexcept {
+  using k = file_check::predicate_kind;
+  switch (kind) {
+    case k::exists: return "exists";
+    case k::absent: return "absent";
+    case k::equals: return "equals";
+    case k::contains: return "contains";
+    case k::matches: return "matches";
+    case k::json: return "json";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(transcript_check::predicate_kind kind) noexcept {
+  using k = transcript_check::predicate_kind;
+  switch (kind) {
+    case k::command_matches: return "command_matches";
+    case k::final_message_matches: return "final_message_matches";
+    case k::tool_used: return "tool_used";
+    case k::forbid_command: return "forbid_command";
+    case k::max_steps: return "max_steps";
+  }
+  return "unknown";
+}
+
+json check_spec::to_json() const {
+  json j{{"id", id}, {"weight", weight}, {"kind", to_string(kind)}};
+  switch (kind) {
+    case check_kind::shell:
+      j["shell"] = shell;
+      break;
+    case check_kind::file: {
+      json f{{"path", file.path}};
+      using k = file_check::predicate_kind;
+      switch (file.predicate) {
+        case k::exists: f["exists"] = true; break;
+        case k::absent: f["absent"] = true; break;
+        case k::equals: f["equals"] = file.text; break;
+        case k::contains: f["contains"] = file.text; break;
+        case k::matches: f["matches"] = file.text; break;
+        case k::json: f["json"] = {{"pointer", file.pointer}, {"equals", file.expected}}; break;
+      }
+      j["file"] = f;
+      break;
+    }
+    case check_kind::git:
+      j["git"] = {{"paths", git.paths},
+                  {"state", git.state == git_check::state_kind::changed ? "changed" : "unchanged"}};
+      break;
+    case check_kind::transcript: {
+      json t = json::object();
+      if (transcript.predicate == transcript_check::predicate_kind::max_steps)
+        t["max_steps"] = transcript.max_steps;
+      else
+        t[std::string(to_string(transcript.predicate))] = transcript.pattern;
+      j["transcript"] = t;
+      break;
+    }
+  }
+  return j;
+}
+
+const std::vector<std::string>& known_adapters() {
+  static const std::vector<std::string> adapters{"claude-code", "codex", "command", "noop",
+                                                 "oracle"};
+  return adapters;
+}
+
+const setting* candidate_spec::find(std::string_view key) const {
+  auto it = settings.find(std::string(key));
+  return it == settings.end() ? nullptr : &it->second;
+}
+
+json candidate_spec::to_json() const {
+  json s = json::object();
+  for (const auto& [k, v] : settings) s[k] = v.value;
+  json h = json::object();
+  for (const auto& [k, v] : home_files) h[k] = v.string();
+  json j{{"id", id}, {"adapter", adapter}, {"settings", s}, {"home_files", h},
+         {"env", env}, {"credentials", credentials}};
+  j["network"] = network ? network->to_json() : json(nullptr);
+  return j;
+}
+
+const candidate_spec* suite_spec::find_candidate(std::string_view id) const {
+  for (const auto& c : candidates)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+}  // namespace evalbox::harness

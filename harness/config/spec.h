@@ -1,0 +1,194 @@
+// The typed specs that fixture.yaml and suite.yaml become (evalbox.fixture.v1, evalbox.suite.v1),
+// and the configuration error that points at FILE:LINE:COL. Plain data: built once by
+// harness/config (parsing) and harness/fixture (directories), read by everything after.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/base/error.h"
+#include "sandbox/base/json.h"
+
+namespace evalbox::harness {
+
+inline constexpr std::string_view fixture_schema = "evalbox.fixture.v1";
+inline constexpr std::string_view suite_schema = "evalbox.suite.v1";
+
+// Where a value came from. line and column are 1-based; 0 means "the whole file".
+struct source_location {
+  std::string file;
+  int line = 0;
+  int column = 0;
+
+  // "FILE:LINE:COL", or "FILE" when line is 0.
+  [[nodiscard]] std::string to_string() const;
+};
+
+// One problem in a configuration file. Several are collected and all reported.
+struct config_error {
+  source_location where;
+  std::string what;  // what is wrong
+  std::string hint;  // what to do about it; may be empty
+
+  // "FILE:LINE:COL: what is wrong (hint: what to do)".
+  [[nodiscard]] std::string message() const;
+};
+
+// Every message, one per line (no trailing newline).
+std::string join_messages(const std::vector<config_error>& errors);
+// An invalid_argument error carrying join_messages(errors) (what load_* return on bad input).
+std::unexpected<error> config_failure(const std::vector<config_error>& errors);
+
+// Per-run resource limits; unset means "the default of the layer below".
+struct limits_spec {
+  std::optional<uint64_t> wall_ms;
+  std::optional<uint64_t> cpu_ms;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> pids;
+  std::optional<uint64_t> disk_bytes;
+  std::optional<uint64_t> output_bytes;
+
+  // Each value of `over` that is set replaces the one here (fixture limits over suite defaults).
+  [[nodiscard]] limits_spec merged_with(const limits_spec& over) const;
+  [[nodiscard]] json to_json() const;  // set fields only, in ms / bytes / count
+};
+
+// YAML `none`, or `{allow: [host:port, ...]}`.
+struct network_spec {
+  enum class mode_kind { none, allow };
+  mode_kind mode = mode_kind::none;
+  std::vector<std::string> allow;  // "host:port", port 1..65535
+
+  [[nodiscard]] json to_json() const;
+};
+
+enum class check_kind { shell, file, git, transcript };
+std::string_view to_string(check_kind kind) noexcept;
+
+// file: {path, exists | absent | equals | contains | matches | json: {pointer, equals}}
+struct file_check {
+  enum class predicate_kind { exists, absent, equals, contains, matches, json };
+  std::string path;  // relative to /workspace, no ".."
+  predicate_kind predicate = predicate_kind::exists;
+  std::string text;     // equals / contains: the text; matches: an ECMAScript regex
+  std::string pointer;  // json: an RFC 6901 JSON pointer ("" is the whole document)
+  json expected;        // json: the value found at `pointer` must equal this
+};
+std::string_view to_string(file_check::predicate_kind kind) noexcept;
+
+// git: {paths: [...], state: changed | unchanged}, against the workspace as it was after setup.
+struct git_check {
+  enum class state_kind { changed, unchanged };
+  std::vector<std::string> paths;  // relative, no ".."; a directory covers what is below it
+  state_kind state = state_kind::unchanged;
+};
+
+// transcript: exactly one of the predicates below, over the normalized transcript.
+struct transcript_check {
+  enum class predicate_kind {
+    command_matches,        // some shell tool call's command matches `pattern`
+    final_message_matches,  // the last assistant message matches `pattern`
+    tool_used,              // some tool call used the tool named `pattern`
+    forbid_command,         // no shell tool call's command matches `pattern`
+    max_steps,              // at most `max_steps` steps
+  };
+  predicate_kind predicate = predicate_kind::command_matches;
+  std::string pattern;  // a regex (ECMAScript, searched, not anchored) or the tool name
+  uint64_t max_steps = 0;
+};
+std::string_view to_string(transcript_check::predicate_kind kind) noexcept;
+
+struct check_spec {
+  std::string id;  // unique within its fixture
+  double weight = 1;
+  check_kind kind = check_kind::shell;
+  std::string shell;  // shell: the command, run by /bin/sh -c in /workspace
+  file_check file;
+  git_check git;
+  transcript_check transcript;
+  source_location where;
+
+  [[nodiscard]] json to_json() const;
+};
+
+struct fixture_spec {
+  std::filesystem::path dir;  // the fixture directory (absolute)
+  std::string id;             // [a-z0-9][a-z0-9._-]*
+  std::string description;    // optional, for people
+  std::string prompt;
+  std::optional<std::string> follow_up;
+  std::vector<std::string> setup;  // shell commands run in /workspace before the agent
+  limits_spec limits;
+  network_spec network;
+  std::vector<check_spec> checks;  // at least one
+  double threshold = 1.0;          // passed when the weighted share of passing checks >= this
+  bool has_grader = false;         // grader/ exists
+  bool has_solution = false;       // solution/solve.sh exists
+  bool has_bin = false;            // bin/ exists
+  std::string digest;              // tree_digest of the whole fixture directory
+
+  [[nodiscard]] std::filesystem::path workspace_dir() const { return dir / "workspace"; }
+  [[nodiscard]] std::filesystem::path grader_dir() const { return dir / "grader"; }
+  [[nodiscard]] std::filesystem::path solution_script() const {
+    return dir / "solution" / "solve.sh";
+  }
+  [[nodiscard]] std::filesystem::path bin_dir() const { return dir / "bin"; }
+};
+
+// An adapter setting: the YAML value as JSON, with where it was written so that an adapter can
+// reject it as "FILE:LINE:COL: ...".
+struct setting {
+  json value;
+  source_location where;
+};
+
+// The adapters the harness knows; an unknown `adapter:` is an error listing these.
+const std::vector<std::string>& known_adapters();
+
+struct candidate_spec {
+  std::string id;
+  std::string adapter;
+  std::map<std::string, setting> settings;  // every key that is not one of the common ones
+  // Target path inside the home (relative) -> source file (absolute; must exist).
+  std::map<std::string, std::filesystem::path> home_files;
+  std::map<std::string, std::string> env;
+  std::optional<network_spec> network;  // unset: the fixture's network
+  // Credential handles this candidate uses (from its `credential` / `credentials` setting);
+  // each exists in suite_spec::credentials.
+  std::vector<std::string> credentials;
+  source_location where;
+
+  // The setting `key`, or nullptr.
+  [[nodiscard]] const setting* find(std::string_view key) const;
+  // Stable JSON of everything that defines the candidate (without `where`), for its digest.
+  [[nodiscard]] json to_json() const;
+};
+
+struct price_spec {
+  double input_per_mtok = 0;   // currency units per million input tokens
+  double output_per_mtok = 0;  // per million output tokens
+};
+
+struct suite_spec {
+  std::filesystem::path file;  // the suite file (absolute)
+  std::string name;
+  std::string description;
+  std::vector<std::filesystem::path> fixture_dirs;  // resolved, absolute, sorted, unique
+  std::vector<fixture_spec> fixtures;               // loaded by load_suite, same order
+  std::vector<candidate_spec> candidates;
+  int trials = 1;
+  int concurrency = 1;
+  std::map<std::string, std::filesystem::path> credentials;  // handle -> source (~ expanded)
+  limits_spec default_limits;
+  std::optional<std::string> baseline;             // a candidate id
+  std::map<std::string, price_spec> prices;        // model or candidate id -> price
+  std::filesystem::path results_dir;               // default "results/<name>" (relative to cwd)
+
+  [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
+};
+
+}  // namespace evalbox::harness

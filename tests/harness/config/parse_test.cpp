@@ -1,0 +1,299 @@
+// Parsing fixture.yaml and suite.yaml text into specs: what valid input becomes, and that bad
+// input is reported at the right place with every problem collected.
+#include "harness/config/parse.h"
+
+#include <gtest/gtest.h>
+
+#include "sandbox/base/fs.h"
+
+namespace evalbox::harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+fixture_spec parse_ok(std::string_view text) {
+  std::vector<config_error> errors;
+  auto spec = parse_fixture_yaml(text, "fixture.yaml", errors);
+  EXPECT_TRUE(errors.empty()) << join_messages(errors);
+  return spec;
+}
+
+std::vector<config_error> fixture_errors(std::string_view text) {
+  std::vector<config_error> errors;
+  parse_fixture_yaml(text, "fixture.yaml", errors);
+  return errors;
+}
+
+constexpr std::string_view kMinimal = R"y(schema: evalbox.fixture.v1
+id: tiny
+prompt: do it
+checks:
+  - {id: a, shell: "true"}
+)y";
+
+TEST(fixture_parse, minimal_fixture_gets_defaults) {
+  auto spec = parse_ok(kMinimal);
+  EXPECT_EQ(spec.id, "tiny");
+  EXPECT_EQ(spec.prompt, "do it");
+  EXPECT_FALSE(spec.follow_up);
+  EXPECT_EQ(spec.threshold, 1.0);
+  EXPECT_EQ(spec.network.mode, network_spec::mode_kind::none);
+  ASSERT_EQ(spec.checks.size(), 1u);
+  EXPECT_EQ(spec.checks[0].kind, check_kind::shell);
+  EXPECT_EQ(spec.checks[0].shell, "true");
+  EXPECT_EQ(spec.checks[0].weight, 1.0);
+  EXPECT_EQ(spec.checks[0].where.line, 5);
+  EXPECT_EQ(spec.checks[0].where.column, 5);
+}
+
+TEST(fixture_parse, every_field_and_check_kind) {
+  auto spec = parse_ok(R"y(schema: evalbox.fixture.v1
+id: full.one_2
+description: all of it
+prompt: |
+  Fix it.
+follow_up: And test it.
+setup: ["git init -q", "git add -A"]
+limits: {wall: 10m, cpu: 90s, memory: 2GiB, pids: 512, disk: 1GiB, output: 8MiB}
+network: {allow: ["api.example.com:443", "[::1]:8080", "*.example.org:80"]}
+threshold: 0.75
+checks:
+  - {id: s, shell: "python3 /grader/t.py", weight: 2}
+  - {id: f1, file: {path: out.txt, equals: "42\n"}}
+  - {id: f2, file: {path: a/b.txt, exists: true}}
+  - {id: f3, file: {path: gone.txt, absent: true}}
+  - {id: f4, file: {path: log.txt, contains: done}}
+  - {id: f5, file: {path: log.txt, matches: "^ok [0-9]+$"}}
+  - {id: f6, file: {path: c.json, json: {pointer: /a/0, equals: {x: 1, y: "2", z: [true, null]}}}}
+  - {id: g, git: {paths: [tests/, setup.py], state: unchanged}}
+  - {id: t1, transcript: {command_matches: "pytest"}}
+  - {id: t2, transcript: {final_message_matches: "(?:done|fixed)"}}
+  - {id: t3, transcript: {tool_used: shell}}
+  - {id: t4, transcript: {forbid_command: "rm -rf"}}
+  - {id: t5, transcript: {max_steps: 40}}
+)y");
+  EXPECT_EQ(spec.id, "full.one_2");
+  EXPECT_EQ(spec.description, "all of it");
+  EXPECT_EQ(spec.prompt, "Fix it.\n");
+  EXPECT_EQ(spec.follow_up, "And test it.");
+  EXPECT_EQ(spec.setup, (std::vector<std::string>{"git init -q", "git add -A"}));
+  EXPECT_EQ(spec.limits.wall_ms, 600000u);
+  EXPECT_EQ(spec.limits.cpu_ms, 90000u);
+  EXPECT_EQ(spec.limits.memory_bytes, 2ull << 30);
+  EXPECT_EQ(spec.limits.pids, 512u);
+  EXPECT_EQ(spec.limits.disk_bytes, 1ull << 30);
+  EXPECT_EQ(spec.limits.output_bytes, 8ull << 20);
+  EXPECT_EQ(spec.network.mode, network_spec::mode_kind::allow);
+  EXPECT_EQ(spec.network.allow.size(), 3u);
+  EXPECT_EQ(spec.threshold, 0.75);
+  ASSERT_EQ(spec.checks.size(), 13u);
+  EXPECT_EQ(spec.checks[0].weight, 2.0);
+  using fk = file_check::predicate_kind;
+  EXPECT_EQ(spec.checks[1].file.predicate, fk::equals);
+  EXPECT_EQ(spec.checks[1].file.text, "42\n");
+  EXPECT_EQ(spec.checks[2].file.predicate, fk::exists);
+  EXPECT_EQ(spec.checks[3].file.predicate, fk::absent);
+  EXPECT_EQ(spec.checks[4].file.predicate, fk::contains);
+  EXPECT_EQ(spec.checks[5].file.predicate, fk::matches);
+  EXPECT_EQ(spec.checks[6].file.predicate, fk::json);
+  EXPECT_EQ(spec.checks[6].file.pointer, "/a/0");
+  EXPECT_EQ(spec.checks[6].file.expected,
+            (json{{"x", 1}, {"y", "2"}, {"z", json::array({true, nullptr})}}));
+  EXPECT_EQ(spec.checks[7].kind, check_kind::git);
+  EXPECT_EQ(spec.checks[7].git.paths, (std::vector<std::string>{"tests/", "setup.py"}));
+  EXPECT_EQ(spec.checks[7].git.state, git_check::state_kind::unchanged);
+  using tk = transcript_check::predicate_kind;
+  EXPECT_EQ(spec.checks[8].transcript.predicate, tk::command_matches);
+  EXPECT_EQ(spec.checks[8].transcript.pattern, "pytest");
+  EXPECT_EQ(spec.checks[9].transcript.predicate, tk::final_message_matches);
+  EXPECT_EQ(spec.checks[10].transcript.predicate, tk::tool_used);
+  EXPECT_EQ(spec.checks[11].transcript.predicate, tk::forbid_command);
+  EXPECT_EQ(spec.checks[12].transcript.predicate, tk::max_steps);
+  EXPECT_EQ(spec.checks[12].transcript.max_steps, 40u);
+}
+
+TEST(fixture_parse, unknown_key_points_at_the_key_with_a_suggestion) {
+  auto errors = fixture_errors(std::string(kMinimal) + "treshold: 0.5\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message(),
+            "fixture.yaml:6:1: unknown key 'treshold' in the fixture (hint: did you mean "
+            "'threshold'?)");
+}
+
+TEST(fixture_parse, every_problem_is_reported_not_just_the_first) {
+  auto errors = fixture_errors(R"y(schema: evalbox.fixture.v2
+id: Bad_Id
+prompt: [not, text]
+checks:
+  - {id: a, shell: x, file: {path: y, exists: true}}
+  - {id: a, git: {paths: [../up], state: maybe}}
+)y");
+  EXPECT_EQ(errors.size(), 7u) << join_messages(errors);
+}
+
+TEST(fixture_parse, missing_required_fields_are_named) {
+  auto errors = fixture_errors("schema: evalbox.fixture.v1\n");
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_NE(errors[0].what.find("'id'"), std::string::npos);
+  EXPECT_NE(errors[1].what.find("'prompt'"), std::string::npos);
+  EXPECT_NE(errors[2].what.find("'checks'"), std::string::npos);
+}
+
+TEST(fixture_parse, invalid_regex_is_rejected_at_parse_time) {
+  auto errors = fixture_errors(R"y(schema: evalbox.fixture.v1
+id: r
+prompt: p
+checks:
+  - {id: t, transcript: {command_matches: "(unclosed"}}
+)y");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].where.line, 5);
+  EXPECT_NE(errors[0].what.find("not a valid regular expression"), std::string::npos);
+}
+
+TEST(fixture_parse, yaml_syntax_error_has_a_location) {
+  auto errors = fixture_errors("schema: evalbox.fixture.v1\nid: [unclosed\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_GT(errors[0].where.line, 0);
+  EXPECT_NE(errors[0].what.find("YAML syntax error"), std::string::npos);
+}
+
+TEST(fixture_parse, duplicate_key_is_an_error) {
+  auto errors = fixture_errors(std::string(kMinimal) + "id: again\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].what.find("'id' twice"), std::string::npos);
+}
+
+TEST(fixture_parse, network_port_out_of_range_is_rejected) {
+  auto errors = fixture_errors(std::string(kMinimal) + "network: {allow: [\"h:70000\"]}\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].what.find("1..65535"), std::string::npos);
+}
+
+TEST(fixture_parse, quoted_json_equals_stays_a_string) {
+  auto spec = parse_ok(R"y(schema: evalbox.fixture.v1
+id: j
+prompt: p
+checks:
+  - {id: a, file: {path: c.json, json: {pointer: /n, equals: "3"}}}
+  - {id: b, file: {path: c.json, json: {pointer: /n, equals: 3}}}
+)y");
+  EXPECT_EQ(spec.checks[0].file.expected, json("3"));
+  EXPECT_EQ(spec.checks[1].file.expected, json(3));
+}
+
+class suite_parse : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (auto name : {"a", "b", "c"}) {
+      ASSERT_TRUE(make_dirs(dir_.path() / "fx" / name / "workspace"));
+      ASSERT_TRUE(write_file(dir_.path() / "fx" / name / "fixture.yaml", "schema: x\n"));
+    }
+    ASSERT_TRUE(make_dirs(dir_.path() / "fx" / "not-a-fixture"));
+    ASSERT_TRUE(write_file(dir_.path() / "home-config.toml", "x = 1\n"));
+  }
+  suite_spec parse(std::string_view text, std::vector<config_error>& errors) {
+    return parse_suite_yaml(text, "suite.yaml", dir_.path(), errors);
+  }
+  temp_dir dir_{"evalbox-suite-parse"};
+};
+
+TEST_F(suite_parse, resolves_globs_settings_and_defaults) {
+  std::vector<config_error> errors;
+  auto spec = parse(R"y(schema: evalbox.suite.v1
+name: demo
+fixtures: ["fx/*", fx/a]
+credentials: {codex-login: ~/.codex/auth.json}
+candidates:
+  - id: agent
+    adapter: command
+    argv: [sh, -c, "echo {prompt}"]
+    transcript: jsonl
+    home_files: {.config/x.toml: home-config.toml}
+    env: {FOO: bar}
+    credential: codex-login
+  - {id: none, adapter: noop, network: {allow: ["api.x.com:443"]}}
+trials: 3
+concurrency: 2
+limits: {wall: 5m}
+baseline: none
+prices: {gpt-x: {input_per_mtok: 1.25, output_per_mtok: 10}}
+)y",
+                    errors);
+  ASSERT_TRUE(errors.empty()) << join_messages(errors);
+  ASSERT_EQ(spec.fixture_dirs.size(), 3u);
+  EXPECT_EQ(spec.fixture_dirs[0], dir_.path() / "fx" / "a");
+  EXPECT_EQ(spec.fixture_dirs[2], dir_.path() / "fx" / "c");
+  EXPECT_EQ(spec.trials, 3);
+  EXPECT_EQ(spec.concurrency, 2);
+  EXPECT_EQ(spec.default_limits.wall_ms, 300000u);
+  EXPECT_EQ(spec.baseline, "none");
+  EXPECT_EQ(spec.results_dir, fs::path("results/demo"));
+  ASSERT_EQ(spec.candidates.size(), 2u);
+  const auto& agent = spec.candidates[0];
+  EXPECT_EQ(agent.adapter, "command");
+  ASSERT_NE(agent.find("argv"), nullptr);
+  EXPECT_EQ(agent.find("argv")->value, (json{"sh", "-c", "echo {prompt}"}));
+  EXPECT_EQ(agent.find("argv")->where.line, 8);
+  EXPECT_EQ(agent.find("argv")->where.column, 11);
+  EXPECT_EQ(agent.find("transcript")->value, json("jsonl"));
+  EXPECT_EQ(agent.find("env"), nullptr);  // a common key, not a setting
+  EXPECT_EQ(agent.home_files.at(".config/x.toml"), dir_.path() / "home-config.toml");
+  EXPECT_EQ(agent.env.at("FOO"), "bar");
+  EXPECT_EQ(agent.credentials, std::vector<std::string>{"codex-login"});
+  EXPECT_FALSE(spec.credentials.at("codex-login").string().starts_with("~"));
+  ASSERT_TRUE(spec.candidates[1].network);
+  EXPECT_EQ(spec.candidates[1].network->allow, std::vector<std::string>{"api.x.com:443"});
+  EXPECT_EQ(spec.prices.at("gpt-x").output_per_mtok, 10.0);
+}
+
+TEST_F(suite_parse, unknown_adapter_lists_the_known_ones) {
+  std::vector<config_error> errors;
+  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+        "  - {id: x, adapter: gemini}\n",
+        errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message(),
+            "suite.yaml:5:22: candidates.x names unknown adapter 'gemini' (hint: known "
+            "adapters: claude-code, codex, command, noop, oracle)");
+}
+
+TEST_F(suite_parse, glob_matching_nothing_is_an_error) {
+  std::vector<config_error> errors;
+  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [\"nowhere/*\"]\ncandidates:\n"
+        "  - {id: x, adapter: noop}\n",
+        errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].what.find("matches no fixture"), std::string::npos);
+  EXPECT_EQ(errors[0].where.line, 3);
+}
+
+TEST_F(suite_parse, undefined_credential_and_duplicate_ids_are_errors) {
+  std::vector<config_error> errors;
+  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+        "  - {id: x, adapter: codex, credential: login}\n"
+        "  - {id: x, adapter: noop}\nbaseline: y\n",
+        errors);
+  ASSERT_EQ(errors.size(), 3u) << join_messages(errors);
+  EXPECT_NE(errors[0].what.find("credential 'login'"), std::string::npos);
+  EXPECT_NE(errors[1].what.find("used twice"), std::string::npos);
+  EXPECT_NE(errors[2].what.find("baseline 'y'"), std::string::npos);
+}
+
+TEST_F(suite_parse, missing_home_file_source_is_an_error) {
+  std::vector<config_error> errors;
+  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+        "  - {id: x, adapter: noop, home_files: {a.txt: missing.txt}}\n",
+        errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].what.find("does not exist"), std::string::npos);
+}
+
+TEST(peek_schema, reads_the_schema_key) {
+  EXPECT_EQ(peek_schema("schema: evalbox.suite.v1\nname: x\n"), "evalbox.suite.v1");
+  EXPECT_EQ(peek_schema("[1, 2]"), "");
+  EXPECT_EQ(peek_schema("a: [unclosed"), "");
+}
+
+}  // namespace
+}  // namespace evalbox::harness
