@@ -39,6 +39,15 @@ TEST(ClaudeGolden, Multi) { expect_scenario_golden("multi"); }
 TEST(ClaudeGolden, ModelError) { expect_scenario_golden("model-error"); }
 TEST(ClaudeGolden, Interrupted) { expect_scenario_golden("interrupted"); }
 
+TEST(ClaudeGolden, EveryGoldenFileReadsBackAsTheParsedTranscript) {
+  for (const char* scenario : {"single", "multi", "model-error", "interrupted"}) {
+    auto back = harness::read_transcript(evalbox::testing::transcript_data_dir() / "claude" /
+                                         scenario / "normalized.jsonl");
+    ASSERT_TRUE(back) << scenario << ": " << back.error().message;
+    EXPECT_EQ(*back, parse_scenario(scenario)) << scenario;
+  }
+}
+
 TEST(ClaudeSingle, RecordsSessionModelCommandExitCodeAndFinalMessage) {
   transcript t = parse_scenario("single");
   EXPECT_EQ(t.session_id, "e1cd68c7-1098-4375-a892-2a4a6dafb574");

@@ -39,6 +39,15 @@ TEST(CodexGolden, Multi) { expect_scenario_golden("multi"); }
 TEST(CodexGolden, ModelError) { expect_scenario_golden("model-error"); }
 TEST(CodexGolden, Interrupted) { expect_scenario_golden("interrupted"); }
 
+TEST(CodexGolden, EveryGoldenFileReadsBackAsTheParsedTranscript) {
+  for (const char* scenario : {"single", "multi", "model-error", "interrupted"}) {
+    auto back = harness::read_transcript(evalbox::testing::transcript_data_dir() / "codex" /
+                                         scenario / "normalized.jsonl");
+    ASSERT_TRUE(back) << scenario << ": " << back.error().message;
+    EXPECT_EQ(*back, parse_scenario(scenario)) << scenario;
+  }
+}
+
 TEST(CodexSingle, RecordsTheCommandItsExitCodeAndTheFinalMessage) {
   transcript t = parse_scenario("single");
   EXPECT_EQ(t.session_id, "01a22d69-3a5e-77b2-a24c-41c5bc61a964");

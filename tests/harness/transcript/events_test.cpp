@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "sandbox/base/fs.h"
+#include "tests/harness/transcript/golden.h"
+
 namespace evalbox::harness {
 namespace {
 
@@ -21,6 +24,17 @@ constexpr std::string_view full_run = R"({"type":"header","schema":"evalbox.even
 {"type":"usage","input_tokens":80,"output_tokens":10}
 {"type":"final","text":"Fixed the off-by-one."}
 )";
+
+TEST(EvalboxEvents, SampleMatchesItsGoldenFile) {
+  auto dir = evalbox::testing::transcript_data_dir() / "evalbox" / "sample";
+  auto events = read_file(dir / "events.jsonl");
+  ASSERT_TRUE(events);
+  transcript t = parse(*events);
+  EXPECT_EQ(t.malformed_lines, 1);
+  EXPECT_EQ(t.unknown_events, (std::map<std::string, int>{{"progress", 1}}));
+  EXPECT_EQ(commands(t), (std::vector<std::string>{"python3 test_sum.py", "python3 test_sum.py"}));
+  evalbox::testing::expect_golden(to_jsonl(t), dir / "normalized.jsonl");
+}
 
 TEST(EvalboxEvents, ParsesAFullRun) {
   transcript t = parse(full_run);
