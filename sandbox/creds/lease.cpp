@@ -1,0 +1,123 @@
+// Credential leases (see lease.h): create once from the source, then lock exclusively.
+#include "sandbox/creds/lease.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+
+#include <fmt/format.h>
+
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::sandbox::creds {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kMaxCredential = 1u << 20;
+
+// Reads a regular file without following a final symlink (the source was validated, but it
+// could have been swapped for a link since).
+result<std::string> read_nofollow(const fs::path& path, size_t max_bytes) {
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return sys_error(errno, "open credential source {}", path.string());
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sys_error(errno, "stat {}", path.string());
+  if (!S_ISREG(st.st_mode))
+    return make_error(error_kind::invalid_argument, "credential source {} is not a regular file",
+                      path.string());
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_error(errno, "read {}", path.string());
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes)
+      return make_error(error_kind::invalid_argument, "credential source {} exceeds 1 MiB",
+                        path.string());
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Writes the lease atomically (temp file, fchown, fsync, rename without replacing): a
+// concurrent creator of the same lease wins or loses cleanly, and a crash leaves no torn file.
+status create_lease(const fs::path& lease, std::string_view content, uid_t uid, gid_t gid) {
+  std::random_device rd;
+  fs::path tmp = lease.parent_path() / fmt::format(".tmp-{:08x}{:08x}", rd(), rd());
+  unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return sys_error(errno, "create {}", tmp.string());
+  auto fail = [&](int err, std::string what) {
+    ::unlink(tmp.c_str());
+    return sys_error(err, "{} {}", what, tmp.string());
+  };
+  std::string_view rest = content;
+  while (!rest.empty()) {
+    ssize_t n = ::write(fd.get(), rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(errno, "write");
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  if (::fchown(fd.get(), uid, gid) != 0 && ::geteuid() == 0) return fail(errno, "fchown");
+  if (::fchmod(fd.get(), 0600) != 0) return fail(errno, "fchmod");
+  if (::fsync(fd.get()) != 0) return fail(errno, "fsync");
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, lease.c_str(), RENAME_NOREPLACE) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    if (err != EEXIST) return sys_error(err, "rename {} -> {}", tmp.string(), lease.string());
+  }
+  return {};
+}
+
+}  // namespace
+
+result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
+                                                   const secret_mount& secret, uid_t owner_uid,
+                                                   gid_t owner_gid) {
+  auto ctx = fmt::format("credential lease {}", secret.handle);
+  if (::mkdir(leases_dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return std::unexpected(sys_error(errno, "mkdir {}", leases_dir.string()).error().with_context(ctx));
+  auto content = EB_TRY_CTX(read_nofollow(secret.source, kMaxCredential), ctx);
+  log::redact_secret(content);
+
+  credential_lease lease;
+  lease.handle_ = secret.handle;
+  lease.source_digest_ = sha256_hex(content);
+  lease.path_ = leases_dir / fmt::format("{}-{}", secret.handle, lease.source_digest_);
+
+  struct stat st {};
+  if (::lstat(lease.path_.c_str(), &st) != 0) {
+    if (errno != ENOENT) return sys_error(errno, "stat {}", lease.path_.string());
+    EB_TRY_CTX(create_lease(lease.path_, content, owner_uid, owner_gid), ctx);
+  }
+  // Our own open file description: flock conflicts between two of them even in one process.
+  lease.fd_.reset(::open(lease.path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+  if (!lease.fd_) return std::unexpected(sys_error(errno, "open {}", lease.path_.string()).error().with_context(ctx));
+  if (::fstat(lease.fd_.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return make_error(error_kind::internal, "{}: {} is not a regular file", ctx,
+                      lease.path_.string());
+  if (::flock(lease.fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err == EWOULDBLOCK)
+      return make_error(error_kind::busy,
+                        "credential {} ({}) is already in use by another run: a lease is "
+                        "exclusive; wait for that run to finish (the runner schedules it after)",
+                        secret.handle, secret.source.string());
+    return std::unexpected(sys_error(err, "flock {}", lease.path_.string()).error().with_context(ctx));
+  }
+  // A rotated token written by an earlier run is a secret too.
+  if (auto current = read_nofollow(lease.path_, kMaxCredential)) log::redact_secret(*current);
+  return lease;
+}
+
+}  // namespace evalbox::sandbox::creds

@@ -1,0 +1,180 @@
+// The mount table as data, and the tmpfs/overlay/bind mounts of a run (see mount.h).
+#include "sandbox/mount/mount.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sandbox/base/fs.h"
+
+namespace evalbox::sandbox::mount {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape(std::string_view s) {
+  auto oct = [](char c) { return c >= '0' && c <= '7'; };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() &&
+        oct(s[i + 1]) && oct(s[i + 2]) && oct(s[i + 3])) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+result<std::vector<mount_entry>> read_mountinfo(const fs::path& file) {
+  auto text = EB_TRY(read_file(file));
+  std::vector<mount_entry> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    mount_entry e;
+    std::string devno, root, mp, field;
+    ss >> e.id >> e.parent_id >> devno >> root >> mp >> e.options;
+    while (ss >> field && field != "-") e.optional += (e.optional.empty() ? "" : " ") + field;
+    ss >> e.fstype >> e.source >> e.super_options;
+    e.mount_point = unescape(mp);
+    e.source = unescape(e.source);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+result<std::vector<fs::path>> mounts_under(const fs::path& dir) {
+  auto table = EB_TRY(read_mountinfo());
+  std::vector<std::pair<size_t, fs::path>> found;  // (order in the table, path)
+  for (size_t i = 0; i < table.size(); ++i)
+    if (is_within(table[i].mount_point, dir)) found.emplace_back(i, table[i].mount_point);
+  // Deepest first; among equal depth, the most recently mounted (later in the table) first,
+  // so stacked mounts on one point come off top-down.
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    auto da = std::distance(a.second.begin(), a.second.end());
+    auto db = std::distance(b.second.begin(), b.second.end());
+    if (da != db) return da > db;
+    return a.first > b.first;
+  });
+  std::vector<fs::path> out;
+  for (auto& [i, p] : found) out.push_back(std::move(p));
+  return out;
+}
+
+bool is_mount_point(const fs::path& path) {
+  auto table = read_mountinfo();
+  if (!table) return false;
+  fs::path want = normalize(path);
+  return std::any_of(table->begin(), table->end(),
+                     [&](const mount_entry& e) { return e.mount_point == want; });
+}
+
+result<int> unmount_all_under(const fs::path& dir) {
+  int count = 0;
+  // Unmounting a mount can expose another stacked below it: repeat until none is left.
+  for (int round = 0; round < 16; ++round) {
+    auto points = EB_TRY(mounts_under(dir));
+    if (points.empty()) return count;
+    for (const auto& p : points) {
+      if (::umount2(p.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+        ++count;
+      } else if (errno != EINVAL && errno != ENOENT) {
+        return sys_error(errno, "umount2({}, MNT_DETACH)", p.string());
+      }
+    }
+  }
+  return make_error(error_kind::internal, "unmount below {}: mounts keep reappearing",
+                    dir.string());
+}
+
+status unmount(const fs::path& target) {
+  if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) != 0)
+    return sys_error(errno, "umount({})", target.string());
+  return {};
+}
+
+status mount_tmpfs(const fs::path& target, uint64_t size_bytes, mode_t mode, uid_t uid,
+                   gid_t gid) {
+  std::string data = fmt::format("size={},mode={:o},uid={},gid={}", size_bytes, mode, uid, gid);
+  if (::mount("evalbox", target.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, data.c_str()) != 0)
+    return sys_error(errno, "mount(tmpfs, {}, {})", target.string(), data);
+  return {};
+}
+
+namespace {
+
+// The legacy mount data of overlayfs is split on ',' and lowerdir on ':'; the run's own paths
+// never contain them unless the state root does, which is refused here with a clear message.
+status check_overlay_path(const fs::path& p) {
+  if (p.string().find_first_of(",:\\") != std::string::npos)
+    return make_error(error_kind::invalid_argument,
+                      "overlay path {} contains ',', ':' or '\\', which overlayfs cannot take; "
+                      "choose a state directory without them",
+                      p.string());
+  return {};
+}
+
+}  // namespace
+
+status mount_overlay(const fs::path& target, const std::vector<fs::path>& lowers,
+                     const fs::path& upper, const fs::path& work) {
+  std::string lowerdir;
+  for (const auto& l : lowers) {
+    EB_TRY(check_overlay_path(l));
+    lowerdir += (lowerdir.empty() ? "" : ":") + l.string();
+  }
+  std::string data = "lowerdir=" + lowerdir;
+  unsigned long flags = MS_NOSUID | MS_NODEV;
+  if (upper.empty()) {
+    flags |= MS_RDONLY;
+  } else {
+    EB_TRY(check_overlay_path(upper));
+    EB_TRY(check_overlay_path(work));
+    data += fmt::format(",upperdir={},workdir={}", upper.string(), work.string());
+  }
+  if (::mount("overlay", target.c_str(), "overlay", flags, data.c_str()) != 0)
+    return sys_error(errno, "mount(overlay, {}, {})", target.string(), data);
+  return {};
+}
+
+status bind(const fs::path& source, const fs::path& target, bool read_only) {
+  if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0)
+    return sys_error(errno, "mount({}, {}, MS_BIND)", source.string(), target.string());
+  if (read_only &&
+      ::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0) {
+    int err = errno;
+    ::umount2(target.c_str(), MNT_DETACH);
+    return sys_error(err, "mount({}, MS_REMOUNT|MS_RDONLY)", target.string());
+  }
+  return {};
+}
+
+status make_private_mount(const fs::path& dir) {
+  fs::path want = normalize(dir);
+  auto table = EB_TRY(read_mountinfo());
+  const mount_entry* top = nullptr;
+  for (const auto& e : table)
+    if (e.mount_point == want) top = &e;  // the last one listed is on top
+  if (top && top->optional.find("shared:") == std::string::npos &&
+      top->optional.find("master:") == std::string::npos)
+    return {};
+  if (!top && ::mount(want.c_str(), want.c_str(), nullptr, MS_BIND, nullptr) != 0)
+    return sys_error(errno, "mount({0}, {0}, MS_BIND)", want.string());
+  if (::mount(nullptr, want.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
+    return sys_error(errno, "mount({}, MS_PRIVATE)", want.string());
+  return {};
+}
+
+}  // namespace evalbox::sandbox::mount

@@ -1,0 +1,247 @@
+// The preparer: validate, then build a run step by step (see preparer.h for the layout).
+// Each step's resources are owned by the session state as soon as they exist, so a failure
+// at any step tears down exactly what was made.
+#include "sandbox/preparer/preparer.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+#include "sandbox/home/home.h"
+#include "sandbox/mount/mount.h"
+#include "sandbox/preparer/session_state.h"
+#include "sandbox/spec/validate.h"
+
+namespace evalbox::sandbox {
+
+namespace fs = std::filesystem;
+
+struct preparer::impl {
+  preparer_options options;
+  std::once_flag started;
+  status start_status;
+};
+
+preparer::preparer(preparer_options options) : impl_(std::make_unique<impl>()) {
+  impl_->options = std::move(options);
+}
+preparer::~preparer() = default;
+
+const preparer_options& preparer::options() const noexcept { return impl_->options; }
+
+namespace {
+
+bool always_mounted(const fs::path& dir) {
+  for (const char* sys : {"/usr", "/bin", "/lib", "/lib64", "/sbin"})
+    if (is_within(dir, sys)) return true;
+  return false;
+}
+
+std::string_view network_name(network_mode m) {
+  switch (m) {
+    case network_mode::none: return "none";
+    case network_mode::allow: return "allow";
+    case network_mode::host: return "host";
+  }
+  return "unknown";
+}
+
+// The canonical effective profile: what the run can see and do. Run id and deadline are not
+// part of it, so equal requests on equal inputs bind to the same digest.
+json effective_profile(const prepared_session::state& s) {
+  const auto& r = s.request;
+  json home_files = json::array();
+  for (const auto& f : r.home.files)
+    home_files.push_back({{"path", f.path.string()}, {"mode", f.mode},
+                          {"sha256", sha256_hex(f.content)}});
+  json home_dirs = json::array();
+  for (const auto& d : r.home.directories) home_dirs.push_back(d.string());
+  json leases = json::array();
+  for (const auto& l : s.leases) {
+    for (const auto& sec : r.secrets)
+      if (sec.handle == l.handle())
+        leases.push_back({{"handle", l.handle()}, {"target", sec.target.string()},
+                          {"source_sha256", l.source_digest()}});
+  }
+  json bundles = json::array();
+  for (const auto& b : r.bundles)
+    bundles.push_back({{"target", b.target.string()}, {"sha256", b.sha256}});
+  json readonly = json::array();
+  for (const auto& m : s.mounts)
+    if (!m.writable && std::none_of(r.bundles.begin(), r.bundles.end(), [&](const bundle& b) {
+          return b.target == m.target;
+        }))
+      readonly.push_back(m.target.string());
+  return json{
+      {"schema", "evalbox.profile.v1"},
+      {"backend", r.backend},
+      {"argv", r.argv},
+      {"env", r.env},
+      {"workspace",
+       {{"digest", r.workspace.digest.empty() ? json(nullptr) : json(r.workspace.digest)},
+        {"strategy", workspace::to_string(s.workspace->strategy())}}},
+      {"home", {{"adapter", r.home.adapter}, {"directories", home_dirs}, {"files", home_files}}},
+      {"leases", leases},
+      {"bundles", bundles},
+      {"readonly_paths", readonly},
+      {"limits",
+       {{"cpu_ms", r.limits.cpu_ms},
+        {"memory_bytes", r.limits.memory_bytes},
+        {"pids", r.limits.pids},
+        {"wall_ms", r.limits.wall_ms},
+        {"disk_bytes", r.limits.disk_bytes},
+        {"output_bytes", r.limits.output_bytes}}},
+      {"network",
+       {{"mode", network_name(r.network.mode)},
+        {"allow", r.network.allow},
+        {"unsafe_host_network", r.network.unsafe_host_network}}},
+      {"landlock", r.landlock},
+  };
+}
+
+// Read-only binds at the same path: the request's, argv[0]'s directory and its resolved
+// target's directory, except what the launcher always mounts.
+std::vector<bind_mount> readonly_binds(const session_request& r) {
+  std::vector<fs::path> dirs = r.readonly_paths;
+  fs::path exe = r.argv.at(0);
+  dirs.push_back(normalize(exe).parent_path());
+  std::error_code ec;
+  fs::path resolved = fs::canonical(exe, ec);
+  if (!ec) dirs.push_back(resolved.parent_path());
+  std::vector<bind_mount> out;
+  std::set<fs::path> seen;
+  for (const auto& d : dirs) {
+    fs::path n = normalize(d);
+    if (always_mounted(n) || !seen.insert(n).second) continue;
+    out.push_back(bind_mount{n, n, false, !fs::is_directory(n, ec)});
+  }
+  return out;
+}
+
+status build(prepared_session::state& s, const fs::path& runs) {
+  const auto& r = s.request;
+  const auto& o = s.options;
+  bool root = ::geteuid() == 0;
+  auto strategy = EB_TRY(workspace::resolve_strategy(r.workspace.strategy, runs));
+
+  s.lock = EB_TRY(run_state::create_run_dir(runs, r.run_id));
+  s.run_dir = s.lock.dir();
+
+  // The disk: the quota holds for the workspace's writes and the home together.
+  bool tmpfs = root && strategy != workspace_strategy::reflink;
+  auto disk = EB_TRY_CTX(workspace::prepare_disk(s.run_dir, r.limits.disk_bytes, tmpfs),
+                         "run disk");
+  s.quota_enforced = disk.tmpfs;
+
+  auto ws = workspace::workspace_tree::materialize(r.workspace, strategy, s.run_dir, disk,
+                                                   o.sandbox_uid, o.sandbox_gid);
+  if (!ws && r.workspace.strategy == workspace_strategy::auto_select &&
+      strategy == workspace_strategy::overlay && ws.error().kind == error_kind::unsupported) {
+    // auto: overlay needs an idmapped mount this filesystem refused; copy into the same disk.
+    log::info("run {}: overlay unavailable ({}); copying the workspace", r.run_id,
+              ws.error().message);
+    EB_TRY(mount::unmount_all_under(s.run_dir / "lower"));
+    for (const char* leftover : {"lower", "workspace", "snapshots", "disk/upper0", "disk/work0"})
+      EB_TRY(remove_tree(s.run_dir / leftover));
+    ws = workspace::workspace_tree::materialize(r.workspace, workspace_strategy::copy,
+                                                s.run_dir, disk, o.sandbox_uid, o.sandbox_gid);
+  }
+  if (!ws) return std::unexpected(std::move(ws).error().with_context("materialize workspace"));
+  s.workspace = std::move(*ws);
+  s.workspace_dir = s.workspace->dir();
+
+  s.home_dir = disk.dir / "home";
+  EB_TRY_CTX(home::lay_out(s.home_dir, r.home, r.secrets, o.sandbox_uid, o.sandbox_gid),
+             "managed home");
+
+  for (const auto& secret : r.secrets) {
+    auto lease = EB_TRY(creds::credential_lease::acquire(run_state::leases_dir(o.state_root),
+                                                          secret, o.sandbox_uid, o.sandbox_gid));
+    s.mounts.push_back(
+        bind_mount{lease.path(), fs::path(sandbox_home) / secret.target, true, true});
+    s.leases.push_back(std::move(lease));
+  }
+  for (const auto& b : r.bundles) {
+    std::error_code ec;
+    s.mounts.push_back(bind_mount{b.source, b.target, false, !fs::is_directory(b.source, ec)});
+  }
+  for (auto& m : readonly_binds(r)) s.mounts.push_back(std::move(m));
+
+  s.launch_dir = s.run_dir / "launches";
+  if (::mkdir(s.launch_dir.c_str(), 0700) != 0)
+    return sys_error(errno, "mkdir {}", s.launch_dir.string());
+
+  s.binding_digest = sha256_hex(canonical_json(effective_profile(s)));
+  json leases = json::array();
+  for (size_t i = 0; i < s.leases.size(); ++i)
+    leases.push_back({{"handle", s.leases[i].handle()},
+                      {"target", (fs::path(sandbox_home) / r.secrets[i].target).string()},
+                      {"exclusive", true}});
+  s.filesystem_identity = json{
+      {"schema", "evalbox.filesystem.v1"},
+      {"workspace", s.workspace->identity()},
+      {"home",
+       {{"path", sandbox_home},
+        {"quota_bytes", disk.quota_bytes},
+        {"enforced", disk.tmpfs},
+        {"shares_quota_with", "workspace"}}},
+      {"leases", leases},
+  };
+  return {};
+}
+
+}  // namespace
+
+result<prepared_session> preparer::prepare(const session_request& request) {
+  const auto& o = impl_->options;
+  auto ctx = fmt::format("prepare run {}", request.run_id);
+  // Nothing is created before the request is known to be good.
+  EB_TRY_CTX(validate(request, validation_context{o.state_root}), ctx);
+
+  fs::path runs = run_state::runs_dir(o.state_root);
+  std::call_once(impl_->started, [&] {
+    impl_->start_status = [&]() -> status {
+      EB_TRY(make_dirs(o.state_root, 0700));
+      EB_TRY(make_dirs(runs, 0700));
+      // Run mounts must not propagate into other namespaces (nor theirs into ours).
+      if (::geteuid() == 0) EB_TRY(mount::make_private_mount(runs));
+      auto counts = EB_TRY(run_state::reclaim_stale(runs));
+      for (const auto& e : counts.errors) log::warn("reclaim: {}", e);
+      return {};
+    }();
+  });
+  if (!impl_->start_status)
+    return std::unexpected(error(impl_->start_status.error()).with_context(ctx));
+
+  auto s = std::make_unique<prepared_session::state>();
+  s->request = request;
+  s->options = o;
+  if (auto built = build(*s, runs); !built) {
+    error e = std::move(built).error().with_context(ctx);
+    // A busy run id is someone else's run: nothing of ours to tear down.
+    if (s->lock.held()) {
+      if (auto t = s->teardown(); !t) log::error("{}: cleanup: {}", ctx, t.error().message);
+    }
+    return std::unexpected(std::move(e));
+  }
+  return prepared_session(std::move(s));
+}
+
+result<reclaim_report> preparer::reclaim_stale() {
+  auto counts = EB_TRY(run_state::reclaim_stale(run_state::runs_dir(impl_->options.state_root)));
+  reclaim_report r;
+  r.runs_reclaimed = counts.runs;
+  r.mounts_unmounted = counts.mounts;
+  r.cgroups_removed = counts.cgroups;
+  r.errors = std::move(counts.errors);
+  return r;
+}
+
+}  // namespace evalbox::sandbox

@@ -1,0 +1,84 @@
+// prepared_session: accessors, snapshots and teardown of a prepared run (see preparer.h).
+#include <fmt/format.h>
+
+#include "sandbox/base/log.h"
+#include "sandbox/preparer/preparer.h"
+#include "sandbox/preparer/session_state.h"
+
+namespace evalbox::sandbox {
+
+namespace fs = std::filesystem;
+
+status prepared_session::state::teardown() {
+  if (closed) return {};
+  // Leases first: the lease files themselves stay (they are the next run's credentials).
+  for (auto& l : leases) l.release();
+  run_state::reclaim_counts counts;
+  if (!run_dir.empty()) {
+    EB_TRY_CTX(run_state::remove_run(run_dir, request.run_id, counts),
+               fmt::format("tear down run {}", request.run_id));
+  }
+  lock.release();
+  closed = true;
+  return {};
+}
+
+prepared_session::prepared_session(std::unique_ptr<state> s) : state_(std::move(s)) {}
+prepared_session::prepared_session(prepared_session&&) noexcept = default;
+prepared_session& prepared_session::operator=(prepared_session&& other) noexcept {
+  if (this != &other) {
+    if (state_) (void)close();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+prepared_session::~prepared_session() {
+  if (!state_) return;
+  if (auto s = close(); !s) log::error("{}", s.error().message);
+}
+
+const session_request& prepared_session::request() const noexcept { return state_->request; }
+const fs::path& prepared_session::run_dir() const noexcept { return state_->run_dir; }
+const fs::path& prepared_session::workspace_dir() const noexcept {
+  return state_->workspace_dir;
+}
+const fs::path& prepared_session::home_dir() const noexcept { return state_->home_dir; }
+fs::path prepared_session::launch_dir() const { return state_->launch_dir; }
+workspace_strategy prepared_session::strategy() const noexcept {
+  return state_->workspace ? state_->workspace->strategy() : workspace_strategy::copy;
+}
+bool prepared_session::disk_quota_enforced() const noexcept { return state_->quota_enforced; }
+uid_t prepared_session::sandbox_uid() const noexcept { return state_->options.sandbox_uid; }
+gid_t prepared_session::sandbox_gid() const noexcept { return state_->options.sandbox_gid; }
+const std::vector<bind_mount>& prepared_session::mounts() const noexcept {
+  return state_->mounts;
+}
+const std::string& prepared_session::binding_digest() const noexcept {
+  return state_->binding_digest;
+}
+const json& prepared_session::filesystem_identity() const noexcept {
+  return state_->filesystem_identity;
+}
+
+result<workspace_snapshot> prepared_session::snapshot_workspace() {
+  if (!state_ || state_->closed || !state_->workspace)
+    return make_error(error_kind::invalid_argument, "snapshot: the session is closed");
+  auto [view, index] = EB_TRY_CTX(state_->workspace->snapshot(),
+                                  fmt::format("run {}", state_->request.run_id));
+  return workspace_snapshot{view, index};
+}
+
+result<std::vector<std::string>> prepared_session::changed_paths(
+    const workspace_snapshot& since) const {
+  if (!state_ || state_->closed || !state_->workspace)
+    return make_error(error_kind::invalid_argument, "changed_paths: the session is closed");
+  return state_->workspace->changed_paths(since.index);
+}
+
+status prepared_session::close() {
+  if (!state_) return {};
+  return state_->teardown();
+}
+
+}  // namespace evalbox::sandbox

@@ -1,0 +1,420 @@
+// Request validation (see validate.h). Rules run in the order of the request's fields; the
+// first violation is reported. Nothing here writes to disk.
+#include "sandbox/spec/validate.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/units.h"
+
+namespace evalbox::sandbox {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::unexpected<error> invalid(std::string message) {
+  return make_error(error_kind::invalid_argument, std::move(message));
+}
+
+// Lexical and resolved forms of a path: a symlink that points into a protected root is
+// caught by the resolved form, a path that does not exist (yet) by the lexical one.
+std::vector<fs::path> forms(const fs::path& p) {
+  std::vector<fs::path> out{normalize(p)};
+  std::error_code ec;
+  fs::path canon = fs::weakly_canonical(p, ec);
+  if (!ec && canon != out.front()) out.push_back(canon);
+  return out;
+}
+
+// The protected root that `p` lies inside (or, when `contains` is set, that lies inside
+// `p`, which would expose it through a mount of p), if any.
+std::optional<fs::path> hit_protected(const fs::path& p, const std::vector<fs::path>& roots,
+                                      bool contains) {
+  for (const auto& root : roots) {
+    for (const auto& pf : forms(p)) {
+      for (const auto& rf : forms(root)) {
+        if (is_within(pf, rf)) return root;
+        if (contains && is_within(rf, pf)) return root;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+status check_not_protected(std::string_view what, const fs::path& p,
+                           const std::vector<fs::path>& roots, bool contains) {
+  if (auto root = hit_protected(p, roots, contains)) {
+    bool inside = false;
+    for (const auto& pf : forms(p))
+      for (const auto& rf : forms(*root)) inside = inside || is_within(pf, rf);
+    return make_error(
+        error_kind::permission,
+        "{} {} {} protected root {}: protected roots (the project, results, grader files, "
+        "run state, credential sources) must never be visible to or run by the sandbox; "
+        "move it out of {} or drop it from the request",
+        what, p.string(), inside ? "lies inside" : "would expose the", root->string(),
+        root->string());
+  }
+  return {};
+}
+
+// The system directories the launcher always mounts read-only: no extra bind needed.
+bool always_mounted(const fs::path& dir) {
+  for (const char* sys : {"/usr", "/bin", "/lib", "/lib64", "/sbin"})
+    if (is_within(dir, sys)) return true;
+  return false;
+}
+
+status check_limits(const resource_limits& l) {
+  using b = limit_bounds;
+  auto range = [](std::string_view name, uint64_t v, uint64_t lo, uint64_t hi,
+                  auto fmt_fn) -> status {
+    if (v < lo || v > hi)
+      return invalid(fmt::format(
+          "limit {} = {} is outside the accepted range {}..{}: zero is no limit and larger "
+          "values are unit mistakes; set a value in that range",
+          name, fmt_fn(v), fmt_fn(lo), fmt_fn(hi)));
+    return {};
+  };
+  auto bytes = [](uint64_t v) { return format_bytes(v); };
+  auto ms = [](uint64_t v) { return format_duration_ms(v); };
+  auto count = [](uint64_t v) { return std::to_string(v); };
+  EB_TRY(range("cpu", l.cpu_ms, b::cpu_ms_min, b::cpu_ms_max, ms));
+  EB_TRY(range("memory", l.memory_bytes, b::memory_min, b::memory_max, bytes));
+  EB_TRY(range("pids", l.pids, b::pids_min, b::pids_max, count));
+  EB_TRY(range("wall", l.wall_ms, b::wall_ms_min, b::wall_ms_max, ms));
+  EB_TRY(range("disk", l.disk_bytes, b::disk_min, b::disk_max, bytes));
+  EB_TRY(range("output", l.output_bytes, b::output_min, b::output_max, bytes));
+  return {};
+}
+
+status check_network(const network_policy& n) {
+  if (n.mode == network_mode::host && !n.unsafe_host_network)
+    return invalid(
+        "network mode host shares the host's network with the agent; it needs the explicit "
+        "unsafe_host_network opt-in, or use none/allow");
+  if (n.mode == network_mode::allow && n.allow.empty())
+    return invalid("network mode allow with an empty allow list reaches nothing: list "
+                   "host:port entries or use none");
+  for (const auto& a : n.allow)
+    if (!valid_allow_entry(a))
+      return invalid(fmt::format(
+          "network allow entry '{}' is malformed: write host:port (or [v6]:port) with a "
+          "port in 1..65535",
+          a));
+  return {};
+}
+
+status check_argv0(const session_request& r, const std::vector<fs::path>& roots) {
+  if (r.argv.empty()) return invalid("argv is empty: give the agent's command, argv[0] first");
+  for (const auto& a : r.argv)
+    if (a.find('\0') != std::string::npos)
+      return invalid("argv contains a NUL byte, which no program can receive");
+  fs::path exe = r.argv[0];
+  if (!exe.is_absolute())
+    return invalid(fmt::format(
+        "argv[0] '{}' is not an absolute path: nothing is searched in PATH; give the full "
+        "host path of the program",
+        exe.string()));
+  EB_TRY(check_not_protected("argv[0]", exe, roots, false));
+  struct stat st {};
+  if (::stat(exe.c_str(), &st) != 0)
+    return make_error(error_kind::not_found,
+                      "argv[0] {} does not exist (or cannot be reached): install the agent or "
+                      "fix its path",
+                      exe.string());
+  if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0 || ::access(exe.c_str(), X_OK) != 0)
+    return invalid(fmt::format(
+        "argv[0] {} is not an executable file: point it at the program itself and make it "
+        "executable (chmod +x)",
+        exe.string()));
+  // The directories that will be bound read-only for it must not expose a protected root.
+  for (const auto& f : forms(exe)) {
+    fs::path dir = f.parent_path();
+    if (!always_mounted(dir))
+      EB_TRY(check_not_protected("argv[0]'s directory", dir, roots, true));
+  }
+  return {};
+}
+
+// Rejects a symlink in any existing component of `rel` below `base` (the launcher would
+// follow it out of the tree).
+status check_no_symlink(const fs::path& base, const fs::path& rel, std::string_view what) {
+  fs::path cur = base;
+  for (const auto& part : rel) {
+    cur /= part;
+    struct stat st {};
+    if (::lstat(cur.c_str(), &st) != 0) return {};
+    if (S_ISLNK(st.st_mode))
+      return invalid(fmt::format(
+          "{} passes through the symlink {}: a mount target must not follow a link out of "
+          "its tree; use a path without links",
+          what, cur.string()));
+  }
+  return {};
+}
+
+status check_workspace(const session_request& r, const std::vector<fs::path>& roots) {
+  const fs::path& src = r.workspace.source;
+  if (src.empty() || !src.is_absolute())
+    return invalid(fmt::format("workspace source '{}' is not an absolute path: give the "
+                               "fixture workspace directory's host path",
+                               src.string()));
+  EB_TRY(check_not_protected("workspace source", src, roots, true));
+  struct stat st {};
+  if (::stat(src.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return make_error(error_kind::not_found,
+                      "workspace source {} is not an existing directory: create it or fix the "
+                      "path",
+                      src.string());
+  fs::path git = src / ".git";
+  if (::lstat(git.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    return invalid(fmt::format(
+        "workspace {}/.git is {} instead of a real directory: a gitfile or link points at a "
+        "repository outside the workspace, which the sandbox cannot see and must not write; "
+        "make the fixture hold its own .git directory (git clone --no-separate-git-dir)",
+        src.string(), S_ISLNK(st.st_mode) ? "a symlink" : "a file"));
+  if (!r.workspace.digest.empty() && !is_sha256_hex(r.workspace.digest))
+    return invalid(fmt::format("workspace digest '{}' is not 64 lowercase hex characters "
+                               "(a SHA-256): fix or omit it",
+                               r.workspace.digest));
+  return {};
+}
+
+status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
+  if (!valid_handle(s.handle))
+    return invalid(fmt::format("credential handle '{}' must match [A-Za-z0-9_.-]{{1,64}}: it "
+                               "names the lease file",
+                               s.handle));
+  if (!s.source.is_absolute())
+    return invalid(fmt::format("credential {} source '{}' is not an absolute path", s.handle,
+                               s.source.string()));
+  // The source is always a protected root itself; only the request's and the state's count.
+  std::vector<fs::path> others;
+  for (const auto& root : roots)
+    if (normalize(root) != normalize(s.source)) others.push_back(root);
+  EB_TRY(check_not_protected(fmt::format("credential {} source", s.handle), s.source, others,
+                             false));
+  struct stat st {};
+  if (::lstat(s.source.c_str(), &st) != 0)
+    return make_error(error_kind::not_found,
+                      "credential {} source {} does not exist: log in with the agent first "
+                      "or fix the path",
+                      s.handle, s.source.string());
+  if (S_ISLNK(st.st_mode))
+    return invalid(fmt::format("credential {} source {} is a symlink: a lease is copied from "
+                               "a regular file only (a link could be swapped for another "
+                               "file); give the link's target",
+                               s.handle, s.source.string()));
+  if (!S_ISREG(st.st_mode))
+    return invalid(fmt::format("credential {} source {} is not a regular file", s.handle,
+                               s.source.string()));
+  if (static_cast<uint64_t>(st.st_size) > max_credential_bytes)
+    return invalid(fmt::format("credential {} source {} is {} (more than 1 MiB): that is not "
+                               "a credential file; point at the token file itself",
+                               s.handle, s.source.string(), format_bytes(st.st_size)));
+  if (st.st_mode & 077)
+    return make_error(error_kind::permission,
+                      "credential {} source {} has mode {:04o}: group or others may read or "
+                      "write it; run chmod 600 {} first",
+                      s.handle, s.source.string(), st.st_mode & 07777, s.source.string());
+  if (!is_safe_relative(s.target))
+    return invalid(fmt::format("credential {} target '{}' must be a relative path inside the "
+                               "home without '..' (e.g. .codex/auth.json)",
+                               s.handle, s.target.string()));
+  return {};
+}
+
+status check_bundle(const bundle& b, const std::vector<fs::path>& roots,
+                    const fs::path& workspace_source) {
+  if (!is_sha256_hex(b.sha256))
+    return invalid(fmt::format("bundle {} digest '{}' is not 64 lowercase hex characters (a "
+                               "SHA-256 tree digest)",
+                               b.source.string(), b.sha256));
+  if (!b.source.is_absolute())
+    return invalid(fmt::format("bundle source '{}' is not an absolute path", b.source.string()));
+  EB_TRY(check_not_protected("bundle source", b.source, roots, true));
+  fs::path t = b.target;
+  if (!t.is_absolute() || t.lexically_normal() != t || normalize(t) == "/" ||
+      !is_safe_relative(t.relative_path()))
+    return invalid(fmt::format("bundle target '{}' must be an absolute, normalized path inside "
+                               "the sandbox other than / (e.g. /evalbox/bin)",
+                               t.string()));
+  for (const char* reserved : {"/proc", "/dev", "/sys", "/tmp"})
+    if (is_within(t, reserved))
+      return invalid(fmt::format("bundle target {} lies in {}, which the sandbox builds "
+                                 "itself; choose another path",
+                                 t.string(), reserved));
+  if (is_within(t, sandbox_workspace) && normalize(t) != fs::path(sandbox_workspace))
+    EB_TRY(check_no_symlink(workspace_source, t.lexically_relative(sandbox_workspace),
+                            fmt::format("bundle target {}", t.string())));
+  auto digest = tree_digest(b.source);
+  if (!digest)
+    return make_error(error_kind::not_found, "bundle source {} cannot be read: {}",
+                      b.source.string(), digest.error().message);
+  if (*digest != b.sha256)
+    return invalid(fmt::format("bundle {} does not match its digest: expected {}, found {}; "
+                               "the content changed since it was named, rebuild the bundle",
+                               b.source.string(), b.sha256, *digest));
+  return {};
+}
+
+status check_targets(const session_request& r) {
+  std::map<fs::path, std::string> seen;  // sandbox path -> what claimed it
+  auto claim = [&](fs::path target, std::string what) -> status {
+    target = normalize(target);
+    auto [it, fresh] = seen.emplace(target, what);
+    if (!fresh)
+      return invalid(fmt::format("duplicate target {}: both {} and {} are placed there; give "
+                                 "each its own path",
+                                 target.string(), it->second, what));
+    return {};
+  };
+  fs::path home = sandbox_home;
+  for (const auto& d : r.home.directories) {
+    if (!is_safe_relative(d))
+      return invalid(fmt::format("home directory '{}' must be a relative path without '..'",
+                                 d.string()));
+    seen.emplace(normalize(home / d), "home directory " + d.string());  // repeats are fine
+  }
+  for (const auto& f : r.home.files) {
+    if (!is_safe_relative(f.path))
+      return invalid(fmt::format("home file '{}' must be a relative path without '..'",
+                                 f.path.string()));
+    if (f.mode & ~07777u)
+      return invalid(fmt::format("home file {} has an invalid mode {:o}", f.path.string(),
+                                 f.mode));
+    EB_TRY(claim(home / f.path, "home file " + f.path.string()));
+  }
+  std::set<std::string> handles;
+  std::set<fs::path> sources;
+  for (const auto& s : r.secrets) {
+    if (!handles.insert(s.handle).second)
+      return invalid(fmt::format("credential handle {} appears twice: one lease per handle",
+                                 s.handle));
+    if (!sources.insert(normalize(s.source)).second)
+      return invalid(fmt::format("credential source {} appears twice: a lease is exclusive, "
+                                 "so one run cannot hold it twice",
+                                 s.source.string()));
+    EB_TRY(claim(home / s.target, "credential " + s.handle));
+  }
+  for (const auto& b : r.bundles) EB_TRY(claim(b.target, "bundle " + b.source.string()));
+  for (const auto& p : r.readonly_paths) {
+    if (!seen.count(normalize(p)))  // the same path twice is harmless
+      EB_TRY(claim(p, "read-only path " + p.string()));
+  }
+  // A file target cannot also be the parent of another target.
+  for (const auto& [path, what] : seen) {
+    if (what.rfind("home file", 0) != 0 && what.rfind("credential", 0) != 0) continue;
+    for (const auto& [other, other_what] : seen)
+      if (other != path && is_within(other, path))
+        return invalid(fmt::format("{} at {} is a file, but {} is placed below it", what,
+                                   path.string(), other_what));
+  }
+  return {};
+}
+
+}  // namespace
+
+bool valid_run_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > 64) return false;
+  auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!lower_alnum(id[0])) return false;
+  return std::all_of(id.begin(), id.end(), [&](char c) {
+    return lower_alnum(c) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+bool valid_handle(std::string_view h) noexcept {
+  if (h.empty() || h.size() > 64 || h == "." || h == "..") return false;
+  return std::all_of(h.begin(), h.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+  });
+}
+
+bool valid_allow_entry(std::string_view e) noexcept {
+  auto colon = e.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view host = e.substr(0, colon), port = e.substr(colon + 1);
+  if (port.empty() || port.size() > 5) return false;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (value < 1 || value > 65535) return false;
+  if (host.front() == '[')
+    return host.size() > 2 && host.back() == ']' &&
+           std::all_of(host.begin() + 1, host.end() - 1, [](char c) {
+             return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
+           });
+  if (host.size() > 253) return false;
+  return std::all_of(host.begin(), host.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+  });
+}
+
+std::vector<fs::path> protected_roots(const session_request& r, const fs::path& state_root) {
+  std::vector<fs::path> roots = r.protected_roots;
+  for (const auto& s : r.secrets) roots.push_back(s.source);
+  if (!state_root.empty()) {
+    roots.push_back(state_root);
+    roots.push_back(state_root / "credential-leases");
+  }
+  return roots;
+}
+
+status validate(const session_request& r, const validation_context& ctx) {
+  if (!valid_run_id(r.run_id))
+    return invalid(fmt::format("run id '{}' must match [a-z0-9][a-z0-9_.-]{{0,63}}: it names "
+                               "the run directory and cgroup",
+                               r.run_id));
+  if (r.authorized_until <= ctx.now)
+    return make_error(error_kind::expired,
+                      "run {}: its authorization expired; a stale request (e.g. from a "
+                      "crashed planner) is not run — plan the run again",
+                      r.run_id);
+  if (r.backend != "linux")
+    return invalid(fmt::format("backend '{}' is unknown: the only backend is linux",
+                               r.backend));
+  for (const auto& root : r.protected_roots)
+    if (!root.is_absolute())
+      return invalid(fmt::format("protected root '{}' is not an absolute path", root.string()));
+  auto roots = protected_roots(r, ctx.state_root);
+  EB_TRY(check_argv0(r, roots));
+  for (const auto& [k, v] : r.env)
+    if (k.empty() || k.find_first_of("=\0", 0, 2) != std::string::npos ||
+        v.find('\0') != std::string::npos)
+      return invalid(fmt::format("environment variable '{}' has an empty name or contains "
+                                 "'=' or a NUL byte",
+                                 k));
+  EB_TRY(check_workspace(r, roots));
+  for (const auto& s : r.secrets) EB_TRY(check_secret(s, roots));
+  for (const auto& p : r.readonly_paths) {
+    if (!p.is_absolute())
+      return invalid(fmt::format("read-only path '{}' is not an absolute path", p.string()));
+    EB_TRY(check_not_protected("read-only path", p, roots, true));
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0)
+      return make_error(error_kind::not_found, "read-only path {} does not exist",
+                        p.string());
+  }
+  EB_TRY(check_targets(r));
+  EB_TRY(check_limits(r.limits));
+  EB_TRY(check_network(r.network));
+  // Last: the only O(size) rule.
+  for (const auto& b : r.bundles) EB_TRY(check_bundle(b, roots, r.workspace.source));
+  return {};
+}
+
+}  // namespace evalbox::sandbox

@@ -1,0 +1,246 @@
+// Workspace materialization, snapshots and change lists (see workspace.h).
+#include "sandbox/workspace/workspace.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sandbox/base/fs.h"
+#include "sandbox/mount/mount.h"
+#include "sandbox/workspace/tree.h"
+
+namespace evalbox::sandbox::workspace {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(workspace_strategy s) noexcept {
+  switch (s) {
+    case workspace_strategy::auto_select: return "auto";
+    case workspace_strategy::overlay: return "overlay";
+    case workspace_strategy::reflink: return "reflink";
+    case workspace_strategy::copy: return "copy";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool overlayfs_listed() {
+  std::ifstream in("/proc/filesystems");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.size() >= 7 && line.compare(line.size() - 7, 7, "overlay") == 0) return true;
+  return false;
+}
+
+status mkdir_owned(const fs::path& p, mode_t mode, uid_t uid, gid_t gid) {
+  if (::mkdir(p.c_str(), mode) != 0) return sys_error(errno, "mkdir {}", p.string());
+  if (::chmod(p.c_str(), mode) != 0) return sys_error(errno, "chmod {}", p.string());
+  if (::lchown(p.c_str(), uid, gid) != 0 && ::geteuid() == 0)
+    return sys_error(errno, "chown {}", p.string());
+  return {};
+}
+
+fs::path upper(const disk_info& d, int n) { return d.dir / fmt::format("upper{}", n); }
+fs::path work(const disk_info& d, int n) { return d.dir / fmt::format("work{}", n); }
+
+}  // namespace
+
+result<workspace_strategy> resolve_strategy(workspace_strategy requested,
+                                            const fs::path& probe_dir) {
+  bool root = ::geteuid() == 0;
+  bool overlay_ok = root && overlayfs_listed();
+  switch (requested) {
+    case workspace_strategy::overlay:
+      if (!overlay_ok)
+        return make_error(error_kind::unsupported,
+                          "workspace strategy overlay needs root and overlayfs ({}); use "
+                          "auto or copy",
+                          root ? "overlay is not in /proc/filesystems: modprobe overlay"
+                               : "not running as root");
+      return requested;
+    case workspace_strategy::reflink:
+      if (!reflink_supported(probe_dir))
+        return make_error(error_kind::unsupported,
+                          "workspace strategy reflink: the state filesystem at {} does not "
+                          "support FICLONE (btrfs and xfs do); use auto, overlay or copy",
+                          probe_dir.string());
+      return requested;
+    case workspace_strategy::copy:
+      return requested;
+    case workspace_strategy::auto_select:
+      if (overlay_ok) return workspace_strategy::overlay;
+      if (reflink_supported(probe_dir)) return workspace_strategy::reflink;
+      return workspace_strategy::copy;
+  }
+  return make_error(error_kind::invalid_argument, "unknown workspace strategy");
+}
+
+result<disk_info> prepare_disk(const fs::path& run_dir, uint64_t quota_bytes, bool use_tmpfs) {
+  disk_info d{run_dir / "disk", use_tmpfs, quota_bytes};
+  if (::mkdir(d.dir.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", d.dir.string());
+  if (use_tmpfs) EB_TRY(mount::mount_tmpfs(d.dir, quota_bytes, 0700, 0, 0));
+  return d;
+}
+
+result<workspace_tree> workspace_tree::materialize(const workspace_spec& spec,
+                                                   workspace_strategy strategy,
+                                                   const fs::path& run_dir,
+                                                   const disk_info& disk, uid_t uid, gid_t gid) {
+  workspace_tree t;
+  t.strategy_ = strategy;
+  t.run_dir_ = run_dir;
+  t.disk_ = disk;
+  t.uid_ = uid;
+  t.gid_ = gid;
+  struct stat src {};
+  if (::stat(spec.source.c_str(), &src) != 0)
+    return sys_error(errno, "stat {}", spec.source.string());
+  mode_t root_mode = src.st_mode & 01777;
+  EB_TRY(make_dirs(run_dir / "snapshots", 0700));
+  switch (strategy) {
+    case workspace_strategy::overlay: {
+      fs::path lower = run_dir / "lower";
+      EB_TRY(mkdir_owned(lower, 0700, 0, 0));
+      if (src.st_uid == uid && src.st_gid == gid) {
+        EB_TRY(mount::bind(spec.source, lower, true));
+      } else {
+        EB_TRY(mount::bind_idmapped(spec.source, lower, src.st_uid, src.st_gid, uid, gid));
+        t.idmapped_ = true;
+      }
+      EB_TRY(mkdir_owned(upper(disk, 0), root_mode, uid, gid));
+      EB_TRY(mkdir_owned(work(disk, 0), 0700, 0, 0));
+      t.dir_ = run_dir / "workspace";
+      EB_TRY(mkdir_owned(t.dir_, 0700, 0, 0));
+      EB_TRY(mount::mount_overlay(t.dir_, {lower}, upper(disk, 0), work(disk, 0)));
+      return t;
+    }
+    case workspace_strategy::reflink:
+    case workspace_strategy::copy: {
+      t.dir_ = strategy == workspace_strategy::copy ? disk.dir / "workspace"
+                                                    : run_dir / "workspace";
+      EB_TRY(mkdir_owned(t.dir_, 0700, uid, gid));
+      auto mode = strategy == workspace_strategy::copy ? copy_mode::copy : copy_mode::reflink;
+      if (auto s = copy_tree(spec.source, t.dir_, mode, uid, gid); !s) {
+        if (s.error().sys_errno == ENOSPC)
+          return make_error(error_kind::invalid_argument,
+                            "workspace {} does not fit in the disk quota of {} bytes: raise "
+                            "limits.disk",
+                            spec.source.string(), disk.quota_bytes);
+        return std::unexpected(std::move(s).error().with_context("copy workspace"));
+      }
+      return t;
+    }
+    case workspace_strategy::auto_select:
+      break;
+  }
+  return make_error(error_kind::internal, "materialize: strategy not resolved");
+}
+
+json workspace_tree::identity() const {
+  return json{{"strategy", to_string(strategy_)},
+              {"quota_bytes", disk_.quota_bytes},
+              {"enforced", disk_.tmpfs},
+              {"fs_type", strategy_ == workspace_strategy::overlay
+                              ? "overlay"
+                              : (disk_.tmpfs && strategy_ == workspace_strategy::copy ? "tmpfs"
+                                                                                     : "host")},
+              {"idmapped", idmapped_},
+              {"layers", top_upper_ + 1}};
+}
+
+result<std::pair<fs::path, int>> workspace_tree::snapshot() {
+  int n = static_cast<int>(snapshots_.size());
+  fs::path view = run_dir_ / "snapshots" / std::to_string(n);
+  if (strategy_ != workspace_strategy::overlay) {
+    EB_TRY(mkdir_owned(view, 0700, uid_, gid_));
+    EB_TRY_CTX(copy_tree(dir_, view, copy_mode::copy, uid_, gid_), "snapshot workspace");
+    EB_TRY(mount::bind(view, view, true));
+    snapshots_.emplace_back(view, -1);
+    return std::make_pair(view, n);
+  }
+  // The writable upper freezes into the top lower; a fresh upper takes the writes from now on.
+  int frozen = top_upper_;
+  std::vector<fs::path> lowers;
+  for (int i = frozen; i >= 0; --i) lowers.push_back(upper(disk_, i));
+  lowers.push_back(run_dir_ / "lower");
+  EB_TRY_CTX(mount::unmount(dir_), "snapshot: a process still uses the workspace");
+  struct stat root {};
+  ::stat(upper(disk_, frozen).c_str(), &root);
+  auto remount_old = [&] {
+    (void)mount::mount_overlay(dir_, std::vector<fs::path>(lowers.begin() + 1, lowers.end()),
+                               upper(disk_, frozen), work(disk_, frozen));
+  };
+  status s = mkdir_owned(upper(disk_, frozen + 1), root.st_mode & 01777, root.st_uid,
+                         root.st_gid);
+  if (s) s = mkdir_owned(work(disk_, frozen + 1), 0700, 0, 0);
+  if (s) s = mount::mount_overlay(dir_, lowers, upper(disk_, frozen + 1), work(disk_, frozen + 1));
+  if (!s) {
+    remount_old();
+    return std::unexpected(std::move(s).error().with_context("snapshot workspace"));
+  }
+  top_upper_ = frozen + 1;
+  EB_TRY(mkdir_owned(view, 0700, 0, 0));
+  EB_TRY_CTX(mount::mount_overlay(view, lowers, {}, {}), "snapshot view");
+  snapshots_.emplace_back(view, frozen);
+  return std::make_pair(view, n);
+}
+
+namespace {
+
+bool is_whiteout(const struct stat& st) {
+  return S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
+}
+
+bool is_opaque(const fs::path& dir) {
+  char v[4] = {};
+  ssize_t n = ::lgetxattr(dir.c_str(), "trusted.overlay.opaque", v, sizeof v);
+  return n > 0 && v[0] == 'y';
+}
+
+// Collects the relative paths an upper layer touches. An opaque directory hides everything
+// below it in the layers under it: those paths are candidates too (found in `view`).
+void walk_upper(const fs::path& upper_root, const fs::path& rel, const fs::path& view,
+                std::set<std::string>& out) {
+  std::error_code ec;
+  for (fs::directory_iterator it(upper_root / rel, ec), end; !ec && it != end; it.increment(ec)) {
+    fs::path r = rel / it->path().filename();
+    out.insert(r.string());
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || is_whiteout(st)) continue;
+    if (S_ISDIR(st.st_mode)) {
+      if (is_opaque(it->path()))
+        for (const auto& hidden : list_tree(view / r)) out.insert((r / hidden).string());
+      walk_upper(upper_root, r, view, out);
+    }
+  }
+}
+
+}  // namespace
+
+result<std::vector<std::string>> workspace_tree::changed_paths(int since_index) const {
+  if (since_index < 0 || since_index >= static_cast<int>(snapshots_.size()))
+    return make_error(error_kind::not_found, "no workspace snapshot {}", since_index);
+  const auto& [view, frozen] = snapshots_[static_cast<size_t>(since_index)];
+  std::set<std::string> candidates;
+  if (strategy_ == workspace_strategy::overlay) {
+    // Only the layers written since the snapshot can hold changes: O(changes).
+    for (int i = frozen + 1; i <= top_upper_; ++i) walk_upper(upper(disk_, i), {}, view, candidates);
+  } else {
+    for (auto& p : list_tree(view)) candidates.insert(std::move(p));
+    for (auto& p : list_tree(dir_)) candidates.insert(std::move(p));
+  }
+  std::vector<std::string> out;
+  for (const auto& c : candidates)
+    if (entry_differs(view, dir_, c)) out.push_back(c);
+  return out;
+}
+
+}  // namespace evalbox::sandbox::workspace
