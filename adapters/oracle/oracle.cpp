@@ -1,0 +1,70 @@
+// adapter: oracle (see oracle.h). The solution directory is projected read-only at
+// /evalbox/solution as a content-addressed bundle; its stdout becomes one shell step.
+#include "adapters/oracle/oracle.h"
+
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+
+namespace evalbox::adapters {
+
+namespace {
+
+constexpr std::string_view kSolutionTarget = "/evalbox/solution";
+
+class oracle_adapter final : public harness::adapter {
+ public:
+  std::string_view id() const override { return "oracle"; }
+
+  std::vector<harness::config_error> validate(const harness::candidate_spec& c) const override {
+    std::vector<harness::config_error> errors;
+    for (const auto& [key, value] : c.settings) errors.push_back(harness::unknown_setting(c, key, {}));
+    return errors;
+  }
+
+  result<harness::agent_plan> plan(const harness::run_context& ctx) const override {
+    if (!ctx.fixture.has_solution)
+      return make_error(error_kind::invalid_argument,
+                        "fixture {} has no solution/solve.sh: the oracle has nothing to run "
+                        "(add one, or drop the oracle candidate)",
+                        ctx.fixture.id);
+    auto dir = ctx.fixture.solution_script().parent_path();
+    harness::agent_plan p;
+    p.argv = {"/bin/sh", std::string(kSolutionTarget) + "/solve.sh"};
+    p.home.adapter = "oracle";
+    p.bundles.push_back(sandbox::bundle{dir, EB_TRY(tree_digest(dir)), kSolutionTarget});
+    return p;
+  }
+
+  result<harness::transcript> read_transcript(
+      const harness::run_context&, const std::vector<harness::agent_output>& outputs) const override {
+    harness::transcript t;
+    t.agent = "oracle";
+    for (const auto& out : outputs) {
+      harness::step s;
+      s.index = static_cast<int>(t.steps.size());
+      harness::tool_call call;
+      call.id = fmt::format("solve-{}", s.index);
+      call.tool = "shell";
+      call.command = "sh solution/solve.sh";
+      call.input = json{{"command", *call.command}};
+      s.tool_calls.push_back(call);
+      harness::observation obs;
+      obs.call_id = call.id;
+      if (out.exited) obs.exit_code = out.exit_code;
+      obs.output = harness::truncate_output(read_file(out.stdout_path).value_or(""));
+      obs.is_error = !out.exited || out.exit_code != 0;
+      s.observations.push_back(std::move(obs));
+      t.steps.push_back(std::move(s));
+    }
+    t.completed = !outputs.empty() && outputs.back().exited;
+    return t;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<harness::adapter> make_oracle_adapter() {
+  return std::make_unique<oracle_adapter>();
+}
+
+}  // namespace evalbox::adapters

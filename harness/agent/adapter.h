@@ -1,0 +1,98 @@
+// The adapter interface: how one agent runtime (Codex CLI, Claude Code, a scripted command,
+// the fixture's own solution) is translated into a sandbox session and how its native output
+// becomes the normalized transcript. Implementations live in adapters/<name>/; only the
+// composition root (harness/cli) names them.
+//
+// Lifecycle per run: validate() once per suite load → plan() before preparation → the
+// sandbox runs the plan's argv (and plan_follow_up()'s, when the fixture has a follow-up) →
+// read_transcript() after the agent's processes are gone.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/config/spec.h"
+#include "harness/transcript/transcript.h"
+#include "sandbox/base/error.h"
+#include "sandbox/spec/request.h"
+
+namespace evalbox::harness {
+
+// What an adapter knows about the run it plans.
+struct run_context {
+  const fixture_spec& fixture;
+  const candidate_spec& candidate;
+  int trial = 0;
+  std::string run_id;
+  // Suite credential handles → host source files (the candidate may lease some of them).
+  const std::map<std::string, std::filesystem::path>& credentials;
+};
+
+// What the adapter asks of the sandbox for one agent launch.
+struct agent_plan {
+  std::vector<std::string> argv;  // argv[0]: an absolute host path
+  std::map<std::string, std::string> env;  // added to the harness's base environment
+  sandbox::home_layout home;
+  std::vector<sandbox::secret_mount> secrets;
+  std::vector<std::filesystem::path> readonly_paths;  // e.g. an npm prefix
+  std::vector<sandbox::bundle> bundles;               // e.g. the oracle's solution
+  std::optional<std::string> stdin_data;              // else /dev/null
+  bool landlock = true;  // off when the agent's own sandbox must mount
+  // How read_transcript() should treat stdout: the raw bytes are always kept as native/.
+  std::string stdout_name = "stdout.txt";
+};
+
+// Where a finished launch left its output (host paths).
+struct agent_output {
+  std::filesystem::path stdout_path;
+  std::filesystem::path stderr_path;
+  std::filesystem::path home_dir;    // the managed home after the run (native session files)
+  std::filesystem::path native_dir;  // runs/<id>/native: copy native files worth keeping here
+  int exit_code = 0;                 // the agent's exit status (exited outcome)
+  bool exited = true;                // false: killed (timed out, signaled, limit)
+};
+
+class adapter {
+ public:
+  virtual ~adapter() = default;
+  [[nodiscard]] virtual std::string_view id() const = 0;
+  // Rejects unknown or ill-typed candidate settings, each with its file:line:col.
+  [[nodiscard]] virtual std::vector<config_error> validate(const candidate_spec& c) const = 0;
+  virtual result<agent_plan> plan(const run_context& ctx) const = 0;
+  // The launch for the fixture's follow_up prompt (resuming the same session), or nullopt
+  // when this adapter has nothing to do for it.
+  virtual result<std::optional<agent_plan>> plan_follow_up(const run_context& ctx,
+                                                           const agent_output& first) const {
+    (void)ctx;
+    (void)first;
+    return std::optional<agent_plan>{};
+  }
+  // The normalized transcript of the whole run (all launches), from the native output.
+  virtual result<transcript> read_transcript(const run_context& ctx,
+                                             const std::vector<agent_output>& outputs) const = 0;
+};
+
+// Adapter lookup, filled by the composition root.
+class adapter_registry {
+ public:
+  void add(std::unique_ptr<adapter> a);
+  [[nodiscard]] const adapter* find(std::string_view id) const;
+  [[nodiscard]] std::vector<std::string> ids() const;
+
+ private:
+  std::vector<std::unique_ptr<adapter>> adapters_;
+};
+
+// Shared by adapters: `{prompt}` substituted in each argument.
+std::vector<std::string> substitute_prompt(const std::vector<std::string>& argv,
+                                           std::string_view prompt);
+// An error for an unknown setting key, listing the known ones.
+config_error unknown_setting(const candidate_spec& c, const std::string& key,
+                             const std::vector<std::string>& known);
+
+}  // namespace evalbox::harness
