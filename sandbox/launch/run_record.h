@@ -40,7 +40,8 @@ struct run_record {
   uint64_t wall_ms = 0;
   uint64_t cpu_ms = 0;
   uint64_t peak_memory_bytes = 0;
-  uint64_t output_bytes = 0;
+  uint64_t output_bytes = 0;       // bytes the program wrote to stdout+stderr (kept or not)
+  bool output_truncated = false;   // the captured output ends with the truncation marker
   bool pids_limit_hit = false;
   // Mechanisms in force.
   json mechanisms = json::object();  // user_ns, landlock_abi, seccomp_digest, cgroup, network

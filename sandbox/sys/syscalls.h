@@ -90,6 +90,12 @@ inline int pidfd_send_signal(int pidfd, int sig, siginfo_t* info, unsigned int f
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, info, flags));
 }
 
+// capset(2): glibc does not wrap it (libcap does, but the sandbox child must not allocate).
+// `hdr` and `data` are struct __user_cap_header_struct / __user_cap_data_struct[2].
+inline int capset(void* hdr, const void* data) noexcept {
+  return static_cast<int>(::syscall(SYS_capset, hdr, data));
+}
+
 inline int close_range(unsigned int first, unsigned int last, unsigned int flags) noexcept {
   return static_cast<int>(::syscall(SYS_close_range, first, last, flags));
 }

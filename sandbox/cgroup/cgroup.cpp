@@ -1,0 +1,278 @@
+// Both cgroup implementations (v1 and v2) and the choice between them for this host.
+#include "sandbox/cgroup/cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "sandbox/base/fs.h"
+#include "sandbox/base/unique_fd.h"
+#include "sandbox/sys/probe.h"
+
+namespace evalbox::sandbox::cgroup {
+namespace fs = std::filesystem;
+namespace {
+
+status write_value(const fs::path& file, std::string_view value) {
+  // O_TRUNC is harmless on cgroupfs and needed for the fake tree in tests.
+  unique_fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return sys_error(errno, "open({})", file.string());
+  if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
+    return sys_error(errno, "write({}, {})", file.string(), value);
+  }
+  return {};
+}
+
+std::optional<std::string> read_small(const fs::path& file) {
+  auto r = read_file(file, 1 << 20);
+  if (!r) return std::nullopt;
+  return *r;
+}
+
+uint64_t read_u64(const fs::path& file) {
+  auto s = read_small(file);
+  if (!s) return 0;
+  try {
+    return std::stoull(*s);
+  } catch (...) {
+    return 0;
+  }
+}
+
+// "key value" lines (memory.events, cpu.stat, memory.oom_control, pids.events).
+uint64_t read_keyed(const fs::path& file, std::string_view key) {
+  auto s = read_small(file);
+  if (!s) return 0;
+  std::istringstream in(*s);
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v;
+  }
+  return 0;
+}
+
+status make_dir(const fs::path& p) {
+  if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST) return sys_error(errno, "mkdir({})", p.string());
+  return {};
+}
+
+// Kills every task listed in `procs` until the list is empty (a forking task may add more
+// while we kill), bounded in time.
+void kill_tasks(const fs::path& procs) {
+  for (int round = 0; round < 200; ++round) {
+    auto s = read_small(procs);
+    if (!s || s->empty()) return;
+    std::istringstream in(*s);
+    pid_t pid = 0;
+    while (in >> pid) ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// rmdir that waits briefly for killed tasks to leave (EBUSY until they are reaped).
+status remove_dir(const fs::path& p) {
+  for (int i = 0; i < 200; ++i) {
+    if (::rmdir(p.c_str()) == 0 || errno == ENOENT) return {};
+    if (errno != EBUSY) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return sys_error(errno, "rmdir({})", p.string());
+}
+
+class v2_cgroup final : public run_cgroup {
+ public:
+  v2_cgroup(fs::path leaf, unique_fd dir) : leaf_(std::move(leaf)), dir_(std::move(dir)) {}
+  ~v2_cgroup() override { (void)destroy(); }
+  std::string_view version() const noexcept override { return "v2"; }
+  int clone_into_fd() const noexcept override { return dir_.get(); }
+  status add_pid(pid_t pid) override {
+    return write_value(leaf_ / "cgroup.procs", std::to_string(pid));
+  }
+  result<usage> read_usage() const override {
+    usage u;
+    u.cpu_ns = read_keyed(leaf_ / "cpu.stat", "usage_usec") * 1000;
+    u.peak_memory_bytes = read_u64(leaf_ / "memory.peak");
+    u.oom_kills = read_keyed(leaf_ / "memory.events", "oom_kill");
+    u.pids_limit_hit = read_keyed(leaf_ / "pids.events", "max") > 0;
+    return u;
+  }
+  status destroy() override {
+    if (destroyed_) return {};
+    destroyed_ = true;
+    dir_.reset();
+    if (!fs::exists(leaf_)) return {};
+    // cgroup.kill (5.14+) kills atomically, even a task that is forking right now.
+    if (fs::exists(leaf_ / "cgroup.kill")) (void)write_value(leaf_ / "cgroup.kill", "1");
+    kill_tasks(leaf_ / "cgroup.procs");
+    if (is_fake()) {
+      // A fake cgroupfs (tests): the "kernel files" are ordinary files.
+      std::error_code ec;
+      fs::remove_all(leaf_, ec);
+    } else {
+      EB_TRY(remove_dir(leaf_));
+    }
+    ::rmdir(leaf_.parent_path().c_str());  // the run's directory, when no other launch uses it
+    return {};
+  }
+  std::vector<fs::path> paths() const override { return {leaf_}; }
+
+ private:
+  bool is_fake() const {
+    struct statfs sf {};
+    return ::statfs(leaf_.c_str(), &sf) == 0 && sf.f_type != CGROUP2_SUPER_MAGIC;
+  }
+  fs::path leaf_;
+  unique_fd dir_;
+  bool destroyed_ = false;
+};
+
+class v1_cgroup final : public run_cgroup {
+ public:
+  explicit v1_cgroup(std::map<std::string, fs::path> leaves) : leaves_(std::move(leaves)) {}
+  ~v1_cgroup() override { (void)destroy(); }
+  std::string_view version() const noexcept override { return "v1"; }
+  int clone_into_fd() const noexcept override { return -1; }
+  status add_pid(pid_t pid) override {
+    for (const auto& [ctl, dir] : leaves_) {
+      EB_TRY_CTX(write_value(dir / "cgroup.procs", std::to_string(pid)), "cgroup " + ctl);
+    }
+    return {};
+  }
+  result<usage> read_usage() const override {
+    usage u;
+    if (auto it = leaves_.find("cpuacct"); it != leaves_.end()) {
+      u.cpu_ns = read_u64(it->second / "cpuacct.usage");
+    }
+    if (auto it = leaves_.find("memory"); it != leaves_.end()) {
+      u.peak_memory_bytes = read_u64(it->second / "memory.max_usage_in_bytes");
+      u.oom_kills = read_keyed(it->second / "memory.oom_control", "oom_kill");
+    }
+    if (auto it = leaves_.find("pids"); it != leaves_.end()) {
+      u.pids_limit_hit = read_keyed(it->second / "pids.events", "max") > 0;
+    }
+    return u;
+  }
+  status destroy() override {
+    if (destroyed_) return {};
+    destroyed_ = true;
+    status first;
+    for (const auto& [ctl, dir] : leaves_) {
+      if (!fs::exists(dir)) continue;
+      kill_tasks(dir / "cgroup.procs");
+      if (auto s = remove_dir(dir); !s && first) first = s;
+      ::rmdir(dir.parent_path().c_str());
+    }
+    return first;
+  }
+  std::vector<fs::path> paths() const override {
+    std::vector<fs::path> out;
+    for (const auto& [ctl, dir] : leaves_) out.push_back(dir);
+    return out;
+  }
+
+ private:
+  std::map<std::string, fs::path> leaves_;
+  bool destroyed_ = false;
+};
+
+}  // namespace
+
+result<std::unique_ptr<run_cgroup>> create_v2(const fs::path& root, const std::string& run_id,
+                                              const std::string& leaf, const limits& lim) {
+  // Enable the controllers for the levels below, where offered (a fake or undelegated tree
+  // may offer none; then the limit files below are what matters).
+  auto enable = [](const fs::path& dir) {
+    auto offered = read_small(dir / "cgroup.controllers").value_or("");
+    std::string want;
+    for (const char* c : {"memory", "pids", "cpu"}) {
+      if (offered.find(c) != std::string::npos) want += fmt::format("+{} ", c);
+    }
+    if (!want.empty()) (void)write_value(dir / "cgroup.subtree_control", want);
+  };
+  const fs::path base = root / "evalbox";
+  const fs::path run = base / run_id;
+  const fs::path dir = run / leaf;
+  enable(root);
+  EB_TRY(make_dir(base));
+  enable(base);
+  EB_TRY(make_dir(run));
+  enable(run);
+  if (::mkdir(dir.c_str(), 0755) != 0) return sys_error(errno, "mkdir({})", dir.string());
+  unique_fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return sys_error(errno, "open({})", dir.string());
+  auto cg = std::make_unique<v2_cgroup>(dir, std::move(fd));
+  if (lim.memory_bytes) {
+    EB_TRY(write_value(dir / "memory.max", std::to_string(lim.memory_bytes)));
+    (void)write_value(dir / "memory.swap.max", "0");  // absent without swap accounting
+  }
+  if (lim.pids) EB_TRY(write_value(dir / "pids.max", std::to_string(lim.pids)));
+  return cg;
+}
+
+result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::path>& mounts,
+                                              const std::string& run_id,
+                                              const std::string& leaf, const limits& lim) {
+  std::map<std::string, fs::path> leaves;
+  for (const auto& [ctl, mnt] : mounts) {
+    if (mnt.empty()) continue;
+    const fs::path dir = mnt / "evalbox" / run_id / leaf;
+    EB_TRY(make_dir(mnt / "evalbox"));
+    EB_TRY(make_dir(mnt / "evalbox" / run_id));
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      int err = errno;
+      v1_cgroup partial(std::move(leaves));
+      return sys_error(err, "mkdir({})", dir.string());
+    }
+    leaves[ctl] = dir;
+  }
+  auto cg = std::make_unique<v1_cgroup>(leaves);
+  if (auto it = leaves.find("memory"); it != leaves.end() && lim.memory_bytes) {
+    const auto v = std::to_string(lim.memory_bytes);
+    EB_TRY(write_value(it->second / "memory.limit_in_bytes", v));
+    // memsw = memory: no escape into swap (absent without swap accounting).
+    if (fs::exists(it->second / "memory.memsw.limit_in_bytes")) {
+      (void)write_value(it->second / "memory.memsw.limit_in_bytes", v);
+    }
+  }
+  if (auto it = leaves.find("pids"); it != leaves.end() && lim.pids) {
+    EB_TRY(write_value(it->second / "pids.max", std::to_string(lim.pids)));
+  }
+  return cg;
+}
+
+result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
+                                                    const std::string& leaf, const limits& lim) {
+  // v2: the unified mount, if it offers memory and pids to our subtree.
+  for (const char* root_s : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    const fs::path root = root_s; {
+    auto ctl = read_small(root / "cgroup.controllers");
+    if (ctl && ctl->find("memory") != std::string::npos && ctl->find("pids") != std::string::npos &&
+        ::access((root / "cgroup.subtree_control").c_str(), W_OK) == 0) {
+      return create_v2(root, run_id, leaf, lim);
+    }
+  }
+  }
+  std::map<std::string, fs::path> mounts;
+  for (const char* c : {"memory", "pids", "cpu", "cpuacct"}) {
+    auto m = sys::cgroup_v1_mount(c);
+    if (!m.empty() && ::access(m.c_str(), W_OK) == 0) mounts[c] = m;
+  }
+  if (mounts.contains("memory") && mounts.contains("pids")) {
+    return create_v1(mounts, run_id, leaf, lim);
+  }
+  return make_error(error_kind::unsupported,
+                    "no writable cgroup: neither a delegated cgroup v2 with memory and pids nor "
+                    "cgroup v1 memory and pids mounts");
+}
+
+}  // namespace evalbox::sandbox::cgroup

@@ -1,0 +1,68 @@
+// The run's control group: limits memory and pids, measures CPU time, peak memory and OOM
+// kills, and kills every task of a launch. Two implementations behind this one header: cgroup
+// v2 (one directory under the unified root, entered with CLONE_INTO_CGROUP) and cgroup v1 (one
+// directory per controller: memory, pids, cpu, cpuacct; entered by writing the pid).
+//
+// Naming: <root>/evalbox/<run_id>/<leaf> (v2) and <controller mount>/evalbox/<run_id>/<leaf>
+// (v1), leaf = "<label>-<seq>". The preparer's reclaim removes <...>/evalbox/<run_id> of stale
+// runs. Lifecycle: create → add the child (before it runs anything) → read_usage while it runs
+// → destroy (kills leftovers, removes the directories; also done by the destructor).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/base/error.h"
+
+namespace evalbox::sandbox::cgroup {
+
+struct limits {
+  uint64_t memory_bytes = 0;  // 0: unlimited
+  uint64_t pids = 0;          // 0: unlimited
+};
+
+struct usage {
+  uint64_t cpu_ns = 0;
+  uint64_t peak_memory_bytes = 0;
+  uint64_t oom_kills = 0;
+  bool pids_limit_hit = false;
+};
+
+class run_cgroup {
+ public:
+  virtual ~run_cgroup() = default;
+  [[nodiscard]] virtual std::string_view version() const noexcept = 0;  // "v1" | "v2"
+  // A directory fd for clone3(CLONE_INTO_CGROUP), or -1 when the pid must be added instead.
+  [[nodiscard]] virtual int clone_into_fd() const noexcept = 0;
+  virtual status add_pid(pid_t pid) = 0;
+  virtual result<usage> read_usage() const = 0;
+  // SIGKILLs every task still in the cgroup and removes its directories. Idempotent.
+  virtual status destroy() = 0;
+  // The leaf directories (one per controller for v1), for tests and diagnostics.
+  [[nodiscard]] virtual std::vector<std::filesystem::path> paths() const = 0;
+};
+
+// v2 under `root` (normally the cgroup2 mount). Enables +memory +pids +cpu in the
+// subtree_control files on the way down where the parent offers them.
+result<std::unique_ptr<run_cgroup>> create_v2(const std::filesystem::path& root,
+                                              const std::string& run_id,
+                                              const std::string& leaf, const limits& lim);
+
+// v1 with the given controller mounts ("memory" -> /sys/fs/cgroup/memory, ...). Controllers
+// missing from the map are not used.
+result<std::unique_ptr<run_cgroup>> create_v1(
+    const std::map<std::string, std::filesystem::path>& mounts, const std::string& run_id,
+    const std::string& leaf, const limits& lim);
+
+// Chooses for this host: v2 when its root delegates memory and pids, else v1 when memory and
+// pids controllers are mounted and writable, else unsupported.
+result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
+                                                    const std::string& leaf, const limits& lim);
+
+}  // namespace evalbox::sandbox::cgroup

@@ -1,0 +1,272 @@
+// The child's step interpreter. Everything here runs after clone3 in the sandbox child: only
+// system calls on precomputed data, no allocation, no locks, no exceptions.
+#include "sandbox/helper/child.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/sys/syscalls.h"
+
+namespace evalbox::sandbox::helper {
+namespace {
+
+void write_all(int fd, const void* buf, size_t n) noexcept {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+[[noreturn]] void fail(const child_context& ctx, int phase, size_t index, int err) noexcept {
+  step_failure f{phase, static_cast<int32_t>(index), err == 0 ? EIO : err};
+  write_all(ctx.error_fd, &f, sizeof f);
+  ::_exit(127);
+}
+
+int pass_listener(const child_context& ctx, const step& s) noexcept {
+  if (ctx.net_fd < 0) return EBADF;
+  int fd = ::socket(s.mode == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int rc;
+  if (s.mode == 6) {
+    sockaddr_in6 sa{};
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(static_cast<uint16_t>(s.flags));
+    ::inet_pton(AF_INET6, s.a, &sa.sin6_addr);
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  } else {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(s.flags));
+    ::inet_pton(AF_INET, s.a, &sa.sin_addr);
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  }
+  if (rc != 0 || ::listen(fd, 64) != 0) {
+    int err = errno;
+    ::close(fd);
+    return err;
+  }
+  // One byte (the listener's index in the plan) with the socket attached.
+  char tag = static_cast<char>(s.len);
+  iovec iov{&tag, 1};
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  rc = static_cast<int>(::sendmsg(ctx.net_fd, &msg, MSG_NOSIGNAL));
+  int err = errno;
+  ::close(fd);
+  return rc < 0 ? err : 0;
+}
+
+int drop_caps(const child_context& ctx) noexcept {
+  // Lock the root-is-special rules off first (needs CAP_SETPCAP, which is dropped next):
+  // exec of a setuid-root or file-capability binary then grants nothing.
+  unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                       SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED;
+  if (::prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return errno;
+  for (int cap = 0; cap <= ctx.cap_last; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return errno;
+  }
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return errno;
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (sys::capset(&hdr, data) != 0) return errno;
+  return 0;
+}
+
+int run_step(const child_context& ctx, const step& s) noexcept {
+  switch (s.kind) {
+    case op::wait_parent: {
+      char b = 0;
+      ssize_t n;
+      do n = ::read(ctx.sync_fd, &b, 1);
+      while (n < 0 && errno == EINTR);
+      ::close(ctx.sync_fd);
+      if (n != 1) return n < 0 ? errno : EPIPE;  // the helper died before releasing us
+      return 0;
+    }
+    case op::set_ids:
+      if (::setresgid(0, 0, 0) != 0) return errno;
+      if (ctx.map_groups && ::setgroups(0, nullptr) != 0) return errno;
+      if (::setresuid(0, 0, 0) != 0) return errno;
+      return 0;
+    case op::unshare:
+      return ::unshare(static_cast<int>(s.flags)) == 0 ? 0 : errno;
+    case op::mount:
+      return ::mount(s.a, s.b, s.c, s.flags, s.data) == 0 ? 0 : errno;
+    case op::set_attr: {
+      mount_attr attr{};
+      attr.attr_set = s.flags;
+      unsigned int at = s.mode ? AT_RECURSIVE : 0;
+      return sys::mount_setattr(AT_FDCWD, s.b, at, &attr) == 0 ? 0 : errno;
+    }
+    case op::make_dir:
+      if (::mkdir(s.b, static_cast<mode_t>(s.mode)) == 0 || errno == EEXIST) return 0;
+      return errno;
+    case op::make_file: {
+      int fd = ::open(s.b, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode);
+      if (fd < 0) return errno;
+      ::close(fd);
+      return 0;
+    }
+    case op::make_symlink:
+      if (::symlink(s.a, s.b) == 0) return 0;
+      return errno;
+    case op::write_file: {
+      int fd = ::open(s.b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, s.mode);
+      if (fd < 0) return errno;
+      ssize_t w = ::write(fd, s.data, s.len);
+      int err = errno;
+      ::close(fd);
+      return w == static_cast<ssize_t>(s.len) ? 0 : (w < 0 ? err : EIO);
+    }
+    case op::change_dir:
+      return ::chdir(s.b) == 0 ? 0 : errno;
+    case op::pivot_root:
+      // pivot_root(".", ".") stacks the old root under the new one; detaching "." then
+      // removes it, so nothing of the host's tree stays reachable (no put_old directory).
+      if (sys::pivot_root(".", ".") != 0) return errno;
+      if (::umount2(".", MNT_DETACH) != 0) return errno;
+      return ::chdir("/") == 0 ? 0 : errno;
+    case op::umount:
+      return ::umount2(s.b, static_cast<int>(s.flags)) == 0 ? 0 : errno;
+    case op::set_hostname:
+      return ::sethostname(s.a, std::strlen(s.a)) == 0 ? 0 : errno;
+    case op::loopback_up: {
+      int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) return errno;
+      ifreq ifr{};
+      std::memcpy(ifr.ifr_name, "lo", 3);
+      int rc = ::ioctl(fd, SIOCGIFFLAGS, &ifr);
+      if (rc == 0) {
+        ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+        rc = ::ioctl(fd, SIOCSIFFLAGS, &ifr);
+      }
+      int err = errno;
+      ::close(fd);
+      return rc == 0 ? 0 : err;
+    }
+    case op::listen_pass:
+      return pass_listener(ctx, s);
+    case op::rlimit: {
+      rlimit rl{s.len, s.len2};
+      return ::setrlimit(static_cast<__rlimit_resource>(s.mode), &rl) == 0 ? 0 : errno;
+    }
+    case op::death_signal:
+      return ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0 ? 0 : errno;
+    case op::new_session:
+      return ::setsid() >= 0 ? 0 : errno;
+    case op::stdio: {
+      const int from[3] = {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd};
+      for (int i = 0; i < 3; ++i) {
+        if (from[i] < 0) continue;
+        if (::dup2(from[i], i) < 0) return errno;
+      }
+      return 0;
+    }
+    case op::close_fds: {
+      // Nothing the helper or pid 1 holds may reach the program: pipes, the plan, sockets.
+      // The error pipe stays until exec (it is close-on-exec) so later steps can report.
+      const unsigned keep = static_cast<unsigned>(ctx.error_fd);
+      if (keep > 3 && sys::close_range(3, keep - 1, 0) != 0) return errno;
+      return sys::close_range(keep + 1, ~0U, 0) == 0 ? 0 : errno;
+    }
+    case op::oom_score: {
+      // The id change made us non-dumpable, which leaves /proc/self owned by an unmapped id;
+      // exec would make the program dumpable anyway.
+      if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
+      int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return errno;
+      ssize_t w = ::write(fd, "0", 1);
+      int err = errno;
+      ::close(fd);
+      return w == 1 ? 0 : err;
+    }
+    case op::no_new_privs:
+      return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? 0 : errno;
+    case op::drop_caps:
+      return drop_caps(ctx);
+    case op::landlock:
+      return ctx.landlock ? landlock::apply(*ctx.landlock) : 0;
+    case op::seccomp:
+      return ctx.seccomp ? seccomp::install(*ctx.seccomp) : 0;
+    case op::exec:
+      ::execve(ctx.argv[0], ctx.argv, ctx.envp);
+      return errno;
+  }
+  return EINVAL;
+}
+
+[[noreturn]] void run_init(const child_context& ctx, pid_t program) noexcept {
+  // Pid 1 keeps only what it needs: the status pipe (and the error pipe, close-on-exec).
+  for (int fd : {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.net_fd}) {
+    if (fd > 2) ::close(fd);
+  }
+  for (;;) {
+    int st = 0;
+    pid_t p = ::waitpid(-1, &st, 0);
+    if (p < 0) {
+      if (errno == EINTR) continue;
+      ::_exit(126);  // no children left and no report: cannot happen
+    }
+    if (p == program) {
+      write_all(ctx.status_fd, &st, sizeof st);
+      // Exiting kills every other process of the pid namespace: no lingering daemons.
+      ::_exit(0);
+    }
+  }
+}
+
+}  // namespace
+
+void child_main(const child_context& ctx) noexcept {
+  // The helper blocks its termination signals (it reads them through a signalfd); the mask
+  // is inherited across clone and exec, so unblock them here.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (size_t i = 0; i < ctx.setup.size(); ++i) {
+    if (int err = run_step(ctx, ctx.setup[i]); err != 0) fail(ctx, 0, i, err);
+  }
+  pid_t program = ::fork();
+  if (program < 0) fail(ctx, 0, ctx.setup.size(), errno);
+  if (program == 0) {
+    for (size_t i = 0; i < ctx.program.size(); ++i) {
+      if (int err = run_step(ctx, ctx.program[i]); err != 0) fail(ctx, 1, i, err);
+    }
+    ::_exit(127);  // the last step is exec
+  }
+  run_init(ctx, program);
+}
+
+}  // namespace evalbox::sandbox::helper

@@ -1,0 +1,92 @@
+// The sandbox child: an ordered list of named steps, precomputed by the helper before clone3
+// and only read by the child. The child allocates nothing; when a step fails it writes
+// {phase, step index, errno} to a close-on-exec pipe and _exits, and the helper turns that
+// into "step <name>: <ERRNO>".
+//
+// Processes: the clone3 child is pid 1 of the run's pid namespace. It runs the `setup` steps
+// (mounts, pivot_root, hostname, loopback, rlimits), then forks the program's process, which
+// runs the `program` steps (session, stdio, fds, privileges, Landlock, seccomp) and execs.
+// Pid 1 stays as a tiny init: it reaps, and when the program's process exits it reports the
+// wait status to the helper and exits, and the kernel kills every other process of the run.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "sandbox/landlock/landlock.h"
+#include "sandbox/seccomp/seccomp.h"
+
+namespace evalbox::sandbox::helper {
+
+enum class op : uint8_t {
+  wait_parent,     // read the release byte: uid/gid maps and cgroup are in place
+  set_ids,         // setresgid/setgroups/setresuid to 0 inside (the mapped host id)
+  unshare,         // unshare(flags)
+  mount,           // mount(a, b, c, flags, data)
+  set_attr,        // mount_setattr(b, AT_RECURSIVE?, set=flags)
+  make_dir,        // mkdir(b, mode), EEXIST tolerated
+  make_file,       // open(b, O_CREAT) as a mount point, an existing file tolerated
+  make_symlink,    // symlink(a, b)
+  write_file,      // b := data[0, len) with mode
+  change_dir,      // chdir(b)
+  pivot_root,      // pivot_root(".", ".") in the new root, then the old root is detached
+  umount,          // umount2(b, flags)
+  set_hostname,    // sethostname(a)
+  loopback_up,     // bring `lo` up
+  listen_pass,     // listen on (a=ip, flags=port) and pass the socket to the helper
+  rlimit,          // setrlimit(mode, {len, len2})
+  death_signal,    // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
+  // program process
+  new_session,
+  stdio,
+  close_fds,
+  oom_score,       // undo the helper's oom_score_adj protection of pid 1
+  no_new_privs,
+  drop_caps,
+  landlock,
+  seccomp,
+  exec,
+};
+
+struct step {
+  const char* name = "";
+  op kind = op::make_dir;
+  const char* a = nullptr;
+  const char* b = nullptr;
+  const char* c = nullptr;
+  const char* data = nullptr;
+  unsigned long flags = 0;
+  uint64_t len = 0;
+  uint64_t len2 = 0;
+  int mode = 0;
+};
+
+// What one failed step reports.
+struct step_failure {
+  int32_t phase = 0;  // 0 setup (pid 1), 1 program
+  int32_t index = 0;
+  int32_t err = 0;
+};
+
+struct child_context {
+  std::vector<step> setup;
+  std::vector<step> program;
+  int sync_fd = -1;     // read end: one byte when released
+  int error_fd = -1;    // write end, CLOEXEC: step_failure
+  int status_fd = -1;   // write end: the program's wait status (int)
+  int net_fd = -1;      // socketpair end for passing listening sockets, or -1
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // -1: keep 0/1/2 (inherit_stdio)
+  bool map_groups = true;  // setgroups allowed (the helper is root)
+  int cap_last = 40;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const landlock::ruleset* landlock = nullptr;
+  const seccomp::filter* seccomp = nullptr;
+};
+
+[[noreturn]] void child_main(const child_context& ctx) noexcept;
+
+}  // namespace evalbox::sandbox::helper

@@ -1,0 +1,128 @@
+// The launcher: turns a prepared session and launch options into a launch plan, runs the
+// helper with Boost.Process (this is the only file that includes it), waits (polling the
+// cancel token) and reads the run record back.
+#include "sandbox/launch/launcher.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <boost/process.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
+#include "sandbox/launch/plan.h"
+
+namespace evalbox::sandbox {
+namespace fs = std::filesystem;
+namespace bp = boost::process;
+
+fs::path helper_path() {
+  if (const char* env = std::getenv("EVALBOX_HELPER"); env && *env) return env;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = self.parent_path() / "evalbox-sandbox";
+    if (fs::exists(beside, ec)) return beside;
+  }
+  return EVALBOX_HELPER_BUILD_PATH;
+}
+
+namespace {
+
+std::atomic<int> next_seq{0};
+
+// Credential leases are the writable file binds inside the managed home.
+bool is_secret_mount(const bind_mount& m) {
+  return m.writable && m.is_file && is_within(m.target, "/home/agent");
+}
+
+}  // namespace
+
+result<run_record> launch(const prepared_session& session, const launch_options& options,
+                          const cancel_token* cancel) {
+  const session_request& req = session.request();
+  launch_plan p;
+  p.run_id = req.run_id;
+  p.label = options.label;
+  p.seq = ++next_seq;
+  p.host_uid = session.sandbox_uid();
+  p.host_gid = session.sandbox_gid();
+  const fs::path dir = session.launch_dir();
+  EB_TRY(make_dirs(dir, 0700));
+  const std::string base = (dir / fmt::format("{}-{}", p.label, p.seq)).string();
+  p.root_dir = base + ".root";
+  if (::mkdir(p.root_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return sys_error(errno, "mkdir({})", p.root_dir);
+  }
+  p.workspace_dir = session.workspace_dir().string();
+  p.home_dir = session.home_dir().string();
+  for (const auto& m : session.mounts()) {
+    if (!options.with_secrets && is_secret_mount(m)) continue;
+    p.mounts.push_back(m);
+  }
+  for (const auto& m : options.extra_mounts) p.mounts.push_back(m);
+  p.argv = options.argv.empty() ? req.argv : options.argv;
+  p.env = options.env ? *options.env : req.env;
+  p.cwd = options.cwd.string();
+  p.limits = options.limits_override ? *options.limits_override : req.limits;
+  p.network = options.network_override ? *options.network_override : req.network;
+  p.landlock = req.landlock;
+  p.tmp_bytes = std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30),
+                                   1ull << 30);
+  p.inherit_stdio = options.inherit_stdio;
+  if (options.stdin_data) {
+    p.stdin_path = base + ".stdin";
+    EB_TRY(write_file(p.stdin_path, *options.stdin_data, 0600));
+  }
+  if (!options.inherit_stdio) {
+    p.stdout_path = options.stdout_path.empty() ? base + ".stdout" : options.stdout_path.string();
+    p.stderr_path = options.stderr_path.empty()
+                        ? (options.stdout_path.empty() ? base + ".stderr" : p.stdout_path)
+                        : options.stderr_path.string();
+  }
+  p.binding_digest = session.binding_digest();
+  const std::string plan_path = base + ".plan.json";
+  const std::string record_path = base + ".record.json";
+  EB_TRY(write_file(plan_path, pretty_json(p.to_json()), 0600));
+
+  const fs::path helper = helper_path();
+  int exit_code = -1;
+  try {
+    std::error_code ec;
+    bp::child c = options.inherit_stdio
+                      ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
+                                  ec)
+                      : bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
+                                  bp::std_in < bp::null, ec);
+    if (ec) {
+      return make_error(error_kind::io, "start {}: {}", helper.string(), ec.message());
+    }
+    bool signalled = false;
+    while (c.running(ec)) {
+      if (cancel && !signalled && cancel->requested.load()) {
+        // The helper kills the run, tears down and records outcome `cancelled`.
+        ::kill(c.id(), SIGTERM);
+        signalled = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    c.wait(ec);
+    exit_code = c.exit_code();
+  } catch (const std::exception& e) {
+    return make_error(error_kind::io, "run {}: {}", helper.string(), e.what());
+  }
+  ::rmdir(p.root_dir.c_str());
+  auto j = read_json_file(record_path);
+  if (!j) {
+    return make_error(error_kind::internal, "{} exited with code {} and wrote no record: {}",
+                      helper.string(), exit_code, j.error().message);
+  }
+  auto rec = run_record::from_json(*j);
+  if (!rec) return make_error(error_kind::internal, "{}: not a run record", record_path);
+  return std::move(*rec);
+}
+
+}  // namespace evalbox::sandbox

@@ -1,0 +1,37 @@
+// The seccomp policy: default allow, and EPERM for a documented list of system calls that reach
+// kernel interfaces a program under evaluation has no business with, even as root of its own
+// user namespace (each entry's reason is beside it in seccomp.cpp). Namespace and mount calls
+// stay allowed: agents build nested sandboxes (bubblewrap) and must be able to.
+//
+// Lifecycle: compile() in the helper before clone (libseccomp allocates); install() in the
+// program's process as the last step before execve (allocates nothing).
+#pragma once
+
+#include <linux/filter.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/base/error.h"
+
+namespace evalbox::sandbox::seccomp {
+
+struct denied_call {
+  const char* name;
+  const char* reason;
+};
+
+// The policy as data, in order (for docs and tests).
+const std::vector<denied_call>& denied_calls();
+
+struct filter {
+  std::vector<sock_filter> program;  // the exported BPF
+  std::string digest;                // sha256 of the BPF bytes, recorded in the run record
+};
+
+result<filter> compile();
+
+// prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER); no_new_privs must already be set. 0 or errno.
+int install(const filter& f) noexcept;
+
+}  // namespace evalbox::sandbox::seccomp
