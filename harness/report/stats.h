@@ -1,0 +1,225 @@
+// The statistics behind every evalbox report: per-fixture tallies, pass@k and pass^k, Wilson and
+// fixture-clustered bootstrap intervals, paired comparisons with a plain-words verdict, flaky
+// fixtures and usage (tokens, cost, wall time). Pure computation over plain data: no I/O.
+//
+// Rules that hold everywhere (docs/statistics.md has the formulas):
+// - an infrastructure error is never a task failure: it is left out of every denominator,
+//   counted, and listed with its message;
+// - every estimate carries its n, and what n counts (trials or fixtures) is part of its name;
+// - a value nobody reported is std::nullopt (JSON null), never 0;
+// - randomness (bootstrap, permutation tests) comes from std::mt19937_64 seeded from
+//   options::seed and the names involved, so the same outcomes give the same numbers anywhere.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandbox/base/error.h"
+#include "sandbox/base/json.h"
+
+namespace evalbox::harness::stats {
+
+// One finished run as the report sees it (a row of results.jsonl).
+struct run_outcome {
+  enum class verdict { passed, failed, error };  // error = infrastructure, not the task
+
+  std::string candidate;
+  std::string fixture;
+  int trial = 0;
+  verdict outcome = verdict::failed;
+  std::string error_message;  // why the run is an infrastructure error
+  std::optional<double> wall_ms;
+  std::optional<uint64_t> input_tokens, output_tokens;
+  std::optional<double> cost_usd;  // reported by the client or priced from the suite's table
+};
+
+struct interval {
+  double lo = 0.0;
+  double hi = 1.0;
+  double level = 0.95;
+
+  bool excludes_zero() const { return lo > 0.0 || hi < 0.0; }
+};
+
+// ---- Estimators and tests on plain numbers -------------------------------------------------
+
+// The standard normal quantile Φ⁻¹(p) for 0 < p < 1 (|error| < 1e-12).
+double normal_quantile(double p);
+
+// Wilson score interval for `successes` out of `n` trials; n = 0 gives [0, 1].
+interval wilson(uint64_t successes, uint64_t n, double level = 0.95);
+
+// The unbiased pass@k estimator 1 − C(n−c, k)/C(n, k): the chance that at least one of k trials
+// drawn without replacement from n (c of them passing) passes. Computed as a product, so it is
+// exact in floating point for any n. nullopt unless 1 ≤ k ≤ n and c ≤ n.
+std::optional<double> pass_at_k(uint64_t n, uint64_t c, uint64_t k);
+
+// pass^k = C(c, k)/C(n, k): the chance that all k trials drawn from n pass. Same domain.
+std::optional<double> pass_hat_k(uint64_t n, uint64_t c, uint64_t k);
+
+// Two-sided exact McNemar p-value for discordant counts b and c: 2·P(X ≤ min(b, c)) for
+// X ~ Binomial(b + c, ½), capped at 1. b = c = 0 gives 1.
+double mcnemar_exact_p(uint64_t b, uint64_t c);
+
+// Two-sided paired sign-flip permutation p-value for H0 "the per-fixture differences are
+// symmetric about 0": exact over all 2^m sign patterns of the m non-zero differences when
+// m ≤ 16, otherwise Monte Carlo with `samples` seeded draws ((1 + hits) / (1 + samples)).
+double sign_flip_p(std::span<const double> differences, int samples, uint64_t seed);
+
+// Percentile bootstrap interval of the mean of `values` (each value is one cluster, e.g. one
+// fixture's pass rate): resample values with replacement `samples` times. nullopt when fewer
+// than two values (one cluster says nothing about the spread between clusters).
+std::optional<interval> bootstrap_mean(std::span<const double> values, double level, int samples,
+                                       uint64_t seed);
+
+// ---- Summaries of a set of outcomes --------------------------------------------------------
+
+struct options {
+  double level = 0.95;             // of every interval and of the verdict's tests
+  int bootstrap_samples = 2000;    // B of every bootstrap
+  int permutation_samples = 10000; // Monte Carlo draws of the sign-flip test when m > 20
+  uint64_t seed = 20240601;        // mixed with candidate names: order of input is irrelevant
+  std::string oracle = "oracle";   // the reference candidate; flagged in flaky fixtures
+  std::optional<std::string> baseline;  // compare every other candidate against this one
+};
+
+// One candidate on one fixture.
+struct cell {
+  std::string candidate;
+  std::string fixture;
+  uint64_t n = 0;       // trials that did not error: the denominator
+  uint64_t passes = 0;
+  uint64_t errors = 0;  // infrastructure errors, outside n
+  std::optional<double> rate;  // passes / n; nullopt when n = 0
+  interval ci;                 // Wilson on (passes, n)
+};
+
+struct k_estimate {
+  uint64_t k = 0;
+  double value = 0.0;
+  uint64_t fixtures = 0;  // n: the estimate is a mean over this many fixtures
+};
+
+// Non-negative quantities reported by some runs. `missing` runs did not report; the
+// distribution is over the `n` that did, and every field is nullopt when n = 0.
+struct distribution {
+  uint64_t n = 0;
+  uint64_t missing = 0;
+  std::optional<double> total, min, p50, p90, p99, max;  // percentiles: nearest rank
+};
+
+struct cost_total {
+  uint64_t known = 0;    // runs with a cost
+  uint64_t unknown = 0;  // runs without one: the total below does not include them
+  std::optional<double> known_usd;  // sum over known runs; nullopt when none is known
+};
+
+// Resources used by a set of runs, errored runs included (they consumed them too).
+struct usage {
+  uint64_t runs = 0;
+  distribution input_tokens, output_tokens, wall_ms;
+  cost_total cost;
+};
+
+struct candidate_summary {
+  std::string candidate;
+  uint64_t fixtures = 0;  // fixtures with n > 0: the n of pass@1 and its bootstrap
+  std::vector<std::string> fixtures_without_trials;  // every trial errored: excluded, counted
+  uint64_t trials = 0;    // non-error trials over all fixtures: the n of the pooled rate
+  uint64_t passes = 0;
+  uint64_t errors = 0;
+  std::optional<double> pass_at_1;           // mean over fixtures of per-fixture rates
+  std::optional<interval> pass_at_1_ci;      // fixture-clustered percentile bootstrap
+  std::optional<double> pooled_rate;         // passes / trials, for reference
+  std::optional<interval> pooled_ci;         // Wilson on pooled trials (ignores clustering)
+  uint64_t max_k = 0;                        // the smallest n over fixtures with n > 0
+  std::vector<k_estimate> pass_at;           // pass@k for k = 1..max_k, mean over fixtures
+  std::vector<k_estimate> pass_hat;          // pass^k for k = 1..max_k, mean over fixtures
+  usage use;
+};
+
+struct fixture_difference {
+  std::string fixture;
+  double candidate_rate = 0.0;
+  uint64_t candidate_n = 0;
+  double baseline_rate = 0.0;
+  uint64_t baseline_n = 0;
+  double difference = 0.0;  // candidate_rate − baseline_rate
+};
+
+struct mcnemar_test {
+  uint64_t b = 0;  // fixtures where the candidate passed and the baseline failed
+  uint64_t c = 0;  // fixtures where the candidate failed and the baseline passed
+  double p_value = 1.0;
+};
+
+inline constexpr std::string_view verdict_better = "better";
+inline constexpr std::string_view verdict_worse = "worse";
+inline constexpr std::string_view verdict_no_difference = "no detectable difference at this n";
+inline constexpr std::string_view verdict_no_shared = "no shared fixtures";
+
+struct paired_comparison {
+  std::string candidate;
+  std::string baseline;
+  uint64_t n = 0;  // shared fixtures: n > 0 for both
+  std::vector<std::string> candidate_only, baseline_only;  // not shared, so not compared
+  std::vector<fixture_difference> differences;
+  std::optional<double> mean_difference;
+  std::optional<interval> ci;              // paired percentile bootstrap over shared fixtures
+  std::optional<double> sign_flip_p;       // paired permutation test over shared fixtures
+  std::optional<mcnemar_test> mcnemar;     // only when every shared fixture has one trial each
+  std::string verdict;                     // one of the verdict_* strings
+};
+
+struct flaky_fixture {
+  std::string fixture;
+  std::vector<std::string> candidates;  // each had both a pass and a failure on it
+  bool oracle = false;                  // the oracle is among them: the fixture itself is flaky
+};
+
+struct error_entry {
+  std::string candidate;
+  std::string fixture;
+  int trial = 0;
+  std::string message;
+};
+
+struct summary {
+  options settings;
+  uint64_t runs = 0;
+  std::vector<cell> cells;                     // sorted by candidate, then fixture
+  std::vector<candidate_summary> candidates;   // sorted by name
+  std::vector<paired_comparison> comparisons;  // each non-oracle candidate vs the baseline
+  std::vector<flaky_fixture> flaky;            // sorted by fixture
+  std::vector<error_entry> errors;             // sorted by candidate, fixture, trial
+  usage overall;
+};
+
+// Tallies outcomes per candidate × fixture (Wilson intervals at `level`). Rejects duplicate (candidate, fixture, trial) rows,
+// empty names, and negative or non-finite wall time or cost.
+result<std::vector<cell>> tabulate(std::span<const run_outcome> outcomes, double level = 0.95);
+
+// Summarizes the cells of one candidate (all with the same candidate name, any order). Leaves
+// `use` empty: usage needs the runs themselves (summarize_usage).
+candidate_summary summarize_candidate(std::span<const cell> cells, const options& opts);
+
+// Compares `candidate` against `baseline` over the fixtures both ran with n > 0.
+// "better"/"worse" needs all of: the paired bootstrap interval excludes 0, the sign-flip test
+// rejects at 1 − level, and (when it applies) the exact McNemar test rejects at 1 − level.
+paired_comparison compare(std::span<const cell> candidate, std::span<const cell> baseline,
+                          const options& opts);
+
+usage summarize_usage(std::span<const run_outcome> outcomes);
+
+// Everything above for one set of outcomes. Fails on invalid input or options (a level outside
+// (0, 1), fewer than one bootstrap sample, a baseline that is not a candidate).
+result<summary> summarize(std::span<const run_outcome> outcomes, const options& opts = {});
+
+// The summary as JSON, schema "evalbox.summary.v1" (docs/statistics.md); unknown values are null.
+json to_json(const summary& s);
+
+}  // namespace evalbox::harness::stats
