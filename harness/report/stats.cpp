@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <numeric>
 #include <random>
 #include <set>
@@ -50,8 +51,8 @@ uint64_t derive_seed(uint64_t seed, std::initializer_list<std::string_view> part
 // Uniform in [0, n) by rejection: std::uniform_int_distribution is implementation-defined, and
 // a report must give the same interval on every standard library.
 uint64_t uniform_index(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() -
-                         std::numeric_limits<uint64_t>::max() % n;
+  const uint64_t limit =
+      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
   uint64_t x = rng();
   while (x >= limit) x = rng();
   return x % n;
@@ -127,7 +128,7 @@ double normal_quantile(double p) {
         ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
   }
   const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
-  const double u = e * std::sqrt(2.0 * M_PI) * std::exp(x * x / 2.0);
+  const double u = e * std::sqrt(2.0 * std::numbers::pi) * std::exp(x * x / 2.0);
   return x - u / (1.0 + x * u / 2.0);
 }
 
@@ -178,8 +179,8 @@ double mcnemar_exact_p(uint64_t b, uint64_t c) {
   double tail = 0.0;
   for (uint64_t i = 0; i <= x; ++i) {
     const double id = static_cast<double>(i);
-    tail += std::exp(std::lgamma(md + 1) - std::lgamma(id + 1) - std::lgamma(md - id + 1) +
-                     log_half_m);
+    tail +=
+        std::exp(std::lgamma(md + 1) - std::lgamma(id + 1) - std::lgamma(md - id + 1) + log_half_m);
   }
   return std::min(1.0, 2.0 * tail);
 }
@@ -257,9 +258,16 @@ result<std::vector<cell>> tabulate(std::span<const run_outcome> outcomes, double
     c.candidate = o.candidate;
     c.fixture = o.fixture;
     switch (o.outcome) {
-      case run_outcome::verdict::passed: ++c.n; ++c.passes; break;
-      case run_outcome::verdict::failed: ++c.n; break;
-      case run_outcome::verdict::error: ++c.errors; break;
+      case run_outcome::verdict::passed:
+        ++c.n;
+        ++c.passes;
+        break;
+      case run_outcome::verdict::failed:
+        ++c.n;
+        break;
+      case run_outcome::verdict::error:
+        ++c.errors;
+        break;
     }
   }
   std::vector<cell> out;
@@ -481,8 +489,8 @@ json opt(const std::optional<interval>& i) { return i ? to_json(*i) : json(nullp
 // Token counts stay integers; wall time keeps its fraction.
 json to_json(const distribution& d, bool counts) {
   auto v = [&](const std::optional<double>& x) { return counts ? opt_count(x) : opt(x); };
-  return {{"n", d.n},       {"missing", d.missing}, {"total", v(d.total)}, {"min", v(d.min)},
-          {"p50", v(d.p50)}, {"p90", v(d.p90)},       {"p99", v(d.p99)},     {"max", v(d.max)}};
+  return {{"n", d.n},        {"missing", d.missing}, {"total", v(d.total)}, {"min", v(d.min)},
+          {"p50", v(d.p50)}, {"p90", v(d.p90)},      {"p99", v(d.p99)},     {"max", v(d.max)}};
 }
 
 json to_json(const usage& u) {
@@ -521,10 +529,16 @@ json to_json(const summary& s) {
         {{"candidate", c.candidate},
          {"fixtures", {{"n", c.fixtures}, {"without_trials", c.fixtures_without_trials}}},
          {"trials", {{"n", c.trials}, {"passes", c.passes}, {"errors", c.errors}}},
-         {"pass_at_1", {{"value", opt(c.pass_at_1)}, {"n", c.fixtures}, {"ci", opt(c.pass_at_1_ci)},
-                        {"method", "fixture-clustered percentile bootstrap"}}},
-         {"pooled", {{"value", opt(c.pooled_rate)}, {"n", c.trials}, {"ci", opt(c.pooled_ci)},
-                     {"method", "wilson"}}},
+         {"pass_at_1",
+          {{"value", opt(c.pass_at_1)},
+           {"n", c.fixtures},
+           {"ci", opt(c.pass_at_1_ci)},
+           {"method", "fixture-clustered percentile bootstrap"}}},
+         {"pooled",
+          {{"value", opt(c.pooled_rate)},
+           {"n", c.trials},
+           {"ci", opt(c.pooled_ci)},
+           {"method", "wilson"}}},
          {"max_k", c.max_k},
          {"pass_at_k", to_json(c.pass_at)},
          {"pass_hat_k", to_json(c.pass_hat)},
@@ -534,8 +548,12 @@ json to_json(const summary& s) {
 
   json cells = json::array();
   for (const cell& c : s.cells) {
-    cells.push_back({{"candidate", c.candidate}, {"fixture", c.fixture}, {"n", c.n},
-                     {"passes", c.passes}, {"errors", c.errors}, {"rate", opt(c.rate)},
+    cells.push_back({{"candidate", c.candidate},
+                     {"fixture", c.fixture},
+                     {"n", c.n},
+                     {"passes", c.passes},
+                     {"errors", c.errors},
+                     {"rate", opt(c.rate)},
                      {"ci", c.n > 0 ? to_json(c.ci) : json(nullptr)}});
   }
   j["cells"] = std::move(cells);
@@ -544,17 +562,25 @@ json to_json(const summary& s) {
   for (const paired_comparison& p : s.comparisons) {
     json diffs = json::array();
     for (const fixture_difference& d : p.differences) {
-      diffs.push_back({{"fixture", d.fixture}, {"candidate_rate", d.candidate_rate},
-                       {"candidate_n", d.candidate_n}, {"baseline_rate", d.baseline_rate},
-                       {"baseline_n", d.baseline_n}, {"difference", d.difference}});
+      diffs.push_back({{"fixture", d.fixture},
+                       {"candidate_rate", d.candidate_rate},
+                       {"candidate_n", d.candidate_n},
+                       {"baseline_rate", d.baseline_rate},
+                       {"baseline_n", d.baseline_n},
+                       {"difference", d.difference}});
     }
-    json mc = p.mcnemar ? json{{"b", p.mcnemar->b}, {"c", p.mcnemar->c},
-                               {"p_value", p.mcnemar->p_value}}
-                        : json(nullptr);
-    comparisons.push_back({{"candidate", p.candidate}, {"baseline", p.baseline}, {"n", p.n},
-                           {"mean_difference", opt(p.mean_difference)}, {"ci", opt(p.ci)},
-                           {"sign_flip_p", opt(p.sign_flip_p)}, {"mcnemar", std::move(mc)},
-                           {"verdict", p.verdict}, {"differences", std::move(diffs)},
+    json mc = p.mcnemar
+                  ? json{{"b", p.mcnemar->b}, {"c", p.mcnemar->c}, {"p_value", p.mcnemar->p_value}}
+                  : json(nullptr);
+    comparisons.push_back({{"candidate", p.candidate},
+                           {"baseline", p.baseline},
+                           {"n", p.n},
+                           {"mean_difference", opt(p.mean_difference)},
+                           {"ci", opt(p.ci)},
+                           {"sign_flip_p", opt(p.sign_flip_p)},
+                           {"mcnemar", std::move(mc)},
+                           {"verdict", p.verdict},
+                           {"differences", std::move(diffs)},
                            {"candidate_only", p.candidate_only},
                            {"baseline_only", p.baseline_only}});
   }
@@ -568,7 +594,9 @@ json to_json(const summary& s) {
 
   json errors = json::array();
   for (const error_entry& e : s.errors) {
-    errors.push_back({{"candidate", e.candidate}, {"fixture", e.fixture}, {"trial", e.trial},
+    errors.push_back({{"candidate", e.candidate},
+                      {"fixture", e.fixture},
+                      {"trial", e.trial},
                       {"message", e.message}});
   }
   j["errors"] = std::move(errors);

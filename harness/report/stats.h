@@ -79,11 +79,11 @@ std::optional<interval> bootstrap_mean(std::span<const double> values, double le
 // ---- Summaries of a set of outcomes --------------------------------------------------------
 
 struct options {
-  double level = 0.95;             // of every interval and of the verdict's tests
-  int bootstrap_samples = 2000;    // B of every bootstrap
-  int permutation_samples = 10000; // Monte Carlo draws of the sign-flip test when m > 20
-  uint64_t seed = 20240601;        // mixed with candidate names: order of input is irrelevant
-  std::string oracle = "oracle";   // the reference candidate; flagged in flaky fixtures
+  double level = 0.95;                  // of every interval and of the verdict's tests
+  int bootstrap_samples = 2000;         // B of every bootstrap
+  int permutation_samples = 10000;      // Monte Carlo draws of the sign-flip test when m > 20
+  uint64_t seed = 20240601;             // mixed with candidate names: order of input is irrelevant
+  std::string oracle = "oracle";        // the reference candidate; flagged in flaky fixtures
   std::optional<std::string> baseline;  // compare every other candidate against this one
 };
 
@@ -91,9 +91,9 @@ struct options {
 struct cell {
   std::string candidate;
   std::string fixture;
-  uint64_t n = 0;       // trials that did not error: the denominator
+  uint64_t n = 0;  // trials that did not error: the denominator
   uint64_t passes = 0;
-  uint64_t errors = 0;  // infrastructure errors, outside n
+  uint64_t errors = 0;         // infrastructure errors, outside n
   std::optional<double> rate;  // passes / n; nullopt when n = 0
   interval ci;                 // Wilson on (passes, n)
 };
@@ -113,8 +113,8 @@ struct distribution {
 };
 
 struct cost_total {
-  uint64_t known = 0;    // runs with a cost
-  uint64_t unknown = 0;  // runs without one: the total below does not include them
+  uint64_t known = 0;               // runs with a cost
+  uint64_t unknown = 0;             // runs without one: the total below does not include them
   std::optional<double> known_usd;  // sum over known runs; nullopt when none is known
 };
 
@@ -129,16 +129,16 @@ struct candidate_summary {
   std::string candidate;
   uint64_t fixtures = 0;  // fixtures with n > 0: the n of pass@1 and its bootstrap
   std::vector<std::string> fixtures_without_trials;  // every trial errored: excluded, counted
-  uint64_t trials = 0;    // non-error trials over all fixtures: the n of the pooled rate
+  uint64_t trials = 0;  // non-error trials over all fixtures: the n of the pooled rate
   uint64_t passes = 0;
   uint64_t errors = 0;
-  std::optional<double> pass_at_1;           // mean over fixtures of per-fixture rates
-  std::optional<interval> pass_at_1_ci;      // fixture-clustered percentile bootstrap
-  std::optional<double> pooled_rate;         // passes / trials, for reference
-  std::optional<interval> pooled_ci;         // Wilson on pooled trials (ignores clustering)
-  uint64_t max_k = 0;                        // the smallest n over fixtures with n > 0
-  std::vector<k_estimate> pass_at;           // pass@k for k = 1..max_k, mean over fixtures
-  std::vector<k_estimate> pass_hat;          // pass^k for k = 1..max_k, mean over fixtures
+  std::optional<double> pass_at_1;       // mean over fixtures of per-fixture rates
+  std::optional<interval> pass_at_1_ci;  // fixture-clustered percentile bootstrap
+  std::optional<double> pooled_rate;     // passes / trials, for reference
+  std::optional<interval> pooled_ci;     // Wilson on pooled trials (ignores clustering)
+  uint64_t max_k = 0;                    // the smallest n over fixtures with n > 0
+  std::vector<k_estimate> pass_at;       // pass@k for k = 1..max_k, mean over fixtures
+  std::vector<k_estimate> pass_hat;      // pass^k for k = 1..max_k, mean over fixtures
   usage use;
 };
 
@@ -165,14 +165,14 @@ inline constexpr std::string_view verdict_no_shared = "no shared fixtures";
 struct paired_comparison {
   std::string candidate;
   std::string baseline;
-  uint64_t n = 0;  // shared fixtures: n > 0 for both
+  uint64_t n = 0;                                          // shared fixtures: n > 0 for both
   std::vector<std::string> candidate_only, baseline_only;  // not shared, so not compared
   std::vector<fixture_difference> differences;
   std::optional<double> mean_difference;
-  std::optional<interval> ci;              // paired percentile bootstrap over shared fixtures
-  std::optional<double> sign_flip_p;       // paired permutation test over shared fixtures
-  std::optional<mcnemar_test> mcnemar;     // only when every shared fixture has one trial each
-  std::string verdict;                     // one of the verdict_* strings
+  std::optional<interval> ci;           // paired percentile bootstrap over shared fixtures
+  std::optional<double> sign_flip_p;    // paired permutation test over shared fixtures
+  std::optional<mcnemar_test> mcnemar;  // only when every shared fixture has one trial each
+  std::string verdict;                  // one of the verdict_* strings
 };
 
 struct flaky_fixture {
@@ -199,8 +199,8 @@ struct summary {
   usage overall;
 };
 
-// Tallies outcomes per candidate × fixture (Wilson intervals at `level`). Rejects duplicate (candidate, fixture, trial) rows,
-// empty names, and negative or non-finite wall time or cost.
+// Tallies outcomes per candidate × fixture (Wilson intervals at `level`). Rejects duplicate
+// (candidate, fixture, trial) rows, empty names, and negative or non-finite wall time or cost.
 result<std::vector<cell>> tabulate(std::span<const run_outcome> outcomes, double level = 0.95);
 
 // Summarizes the cells of one candidate (all with the same candidate name, any order). Leaves

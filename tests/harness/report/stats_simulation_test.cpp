@@ -1,11 +1,11 @@
 // Simulated suites with known true pass rates: do the reported intervals cover the truth, and
 // does the paired verdict find a real improvement without inventing one? Seeded: every run of
 // this test sees the same 200 suites.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "harness/report/stats.h"
 
@@ -63,9 +63,10 @@ TEST(StatsSimulation, BootstrapIntervalOfPassAt1CoversTheTrueMeanRate) {
     covers_population += ci->lo <= population_mean && population_mean <= ci->hi;
     covers_suite += ci->lo <= suite_mean && suite_mean <= ci->hi;
   }
-  std::printf("95%% bootstrap interval of pass@1 covered the population mean in %d/%d suites, "
-              "the suite's own mean in %d/%d\n",
-              covers_population, suites, covers_suite, suites);
+  std::printf(
+      "95%% bootstrap interval of pass@1 covered the population mean in %d/%d suites, "
+      "the suite's own mean in %d/%d\n",
+      covers_population, suites, covers_suite, suites);
   EXPECT_GE(covers_population, suites * 9 / 10);
   EXPECT_GE(covers_suite, suites * 9 / 10);
 }

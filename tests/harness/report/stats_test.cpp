@@ -1,10 +1,10 @@
 // Report statistics against known values: estimators, intervals, tests, summaries and JSON.
 #include "harness/report/stats.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace evalbox::harness::stats {
 namespace {
@@ -318,7 +318,8 @@ paired_comparison compare_of(const std::vector<run_outcome>& o) {
 }
 
 TEST(Compare, ClearlyBetterIsBetter) {
-  auto c = compare_of(paired(20, 5, [](int f) { return 3 + f % 3; }, [](int f) { return f % 3; }));
+  auto c = compare_of(paired(
+      20, 5, [](int f) { return 3 + f % 3; }, [](int f) { return f % 3; }));
   EXPECT_EQ(c.verdict, verdict_better);
   EXPECT_EQ(c.n, 20u);
   EXPECT_NEAR(*c.mean_difference, 0.6, 1e-12);
@@ -328,7 +329,8 @@ TEST(Compare, ClearlyBetterIsBetter) {
 }
 
 TEST(Compare, ClearlyWorseIsWorse) {
-  auto c = compare_of(paired(20, 5, [](int f) { return f % 2; }, [](int f) { return 4 - f % 2; }));
+  auto c = compare_of(paired(
+      20, 5, [](int f) { return f % 2; }, [](int f) { return 4 - f % 2; }));
   EXPECT_EQ(c.verdict, verdict_worse);
   EXPECT_LT(c.ci->hi, 0.0);
 }
@@ -344,7 +346,8 @@ TEST(Compare, IdenticalResultsShowNoDifference) {
 TEST(Compare, TooFewFixturesShowNoDifferenceEvenWhenEveryOneImproves) {
   // Three fixtures, 5/5 vs 0/5 on each: the bootstrap interval is [1, 1], but three fixtures
   // cannot show that the improvement generalizes (sign-flip p = 2/8).
-  auto c = compare_of(paired(3, 5, [](int) { return 5; }, [](int) { return 0; }));
+  auto c = compare_of(paired(
+      3, 5, [](int) { return 5; }, [](int) { return 0; }));
   EXPECT_EQ(c.verdict, verdict_no_difference);
   EXPECT_EQ(c.n, 3u);
   EXPECT_DOUBLE_EQ(*c.sign_flip_p, 0.25);
@@ -364,14 +367,16 @@ TEST(Compare, SingleTrialPairsUseMcNemar) {
 
 TEST(Compare, McNemarMustAgreeWhenItApplies) {
   // b = 5, c = 0 over 5 discordant pairs: McNemar p = 0.0625, not below 0.05.
-  auto c = compare_of(paired(8, 1, [](int f) { return f < 5 ? 1 : 0; }, [](int) { return 0; }));
+  auto c = compare_of(paired(
+      8, 1, [](int f) { return f < 5 ? 1 : 0; }, [](int) { return 0; }));
   ASSERT_TRUE(c.mcnemar);
   EXPECT_DOUBLE_EQ(c.mcnemar->p_value, 0.0625);
   EXPECT_EQ(c.verdict, verdict_no_difference);
 }
 
 TEST(Compare, OnlySharedFixturesWithTrialsAreCompared) {
-  std::vector<run_outcome> o = paired(10, 2, [](int) { return 2; }, [](int) { return 0; });
+  std::vector<run_outcome> o = paired(
+      10, 2, [](int) { return 2; }, [](int) { return 0; });
   add_trials(o, "cand", "cand-only", 1, 1);
   add_trials(o, "base", "base-only", 1, 1);
   o.push_back(run("cand", "errored", 0, verdict::error));
@@ -460,7 +465,8 @@ TEST(Usage, TokenDistributionsAndWallTimePercentiles) {
 // ---- JSON ----------------------------------------------------------------------------------
 
 TEST(SummaryJson, CarriesSchemaAndEveryNumbersN) {
-  std::vector<run_outcome> o = paired(6, 3, [](int f) { return f % 4; }, [](int f) { return f % 2; });
+  std::vector<run_outcome> o = paired(
+      6, 3, [](int f) { return f % 4; }, [](int f) { return f % 2; });
   o.push_back(run("cand", fixture_name(0), 99, verdict::error));
   options opts;
   opts.baseline = "base";
