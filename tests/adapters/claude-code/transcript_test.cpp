@@ -201,6 +201,31 @@ TEST(ClaudeParser, CostStaysUnknownWhenTheResultOmitsIt) {
   EXPECT_EQ(t.total.output_tokens, 2u);
 }
 
+TEST(ClaudeParser, SurvivesEveryPrefixOfARealStream) {
+  auto events = read_file(evalbox::testing::transcript_data_dir() / "claude/multi/events.jsonl");
+  ASSERT_TRUE(events);
+  for (size_t n = 0; n <= events->size(); n += 13) {
+    auto t = parse_claude_stream_json(std::string_view(*events).substr(0, n));
+    ASSERT_TRUE(t) << n;
+    if (n < events->size() - 2) {
+      EXPECT_FALSE(t->completed) << n;
+    }
+  }
+}
+
+TEST(ClaudeParser, ToleratesFieldsOfTheWrongType) {
+  transcript t = parse(R"({"type":5}
+{"type":"item.completed","item":"oops"}
+{"type":"item.completed","item":{"id":7,"type":["x"]}}
+{"type":"assistant","message":"oops"}
+{"type":"assistant","message":{"id":1,"content":[5,{"type":"tool_use","id":null,"name":3,"input":"x"}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","content":{"a":1},"is_error":"yes"}]}}
+{"type":"result","usage":"none","num_turns":"two","total_cost_usd":"free"}
+{"type":"turn.completed","usage":[1]}
+)");
+  EXPECT_EQ(t.malformed_lines, 0);
+}
+
 TEST(ClaudeParser, PassesASecretInACommandThroughUnchanged) {
   transcript t = parse(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"export ANTHROPIC_API_KEY=sk-ant-api03-SECRET && env"}}]}}
 )");

@@ -214,6 +214,31 @@ TEST(CodexParser, NormalizesMcpWebSearchTodoAndReasoningItems) {
             (std::vector<std::string>{"mcp:docs/lookup", "todo", "web_search"}));
 }
 
+TEST(CodexParser, SurvivesEveryPrefixOfARealStream) {
+  auto events = read_file(evalbox::testing::transcript_data_dir() / "codex/multi/events.jsonl");
+  ASSERT_TRUE(events);
+  for (size_t n = 0; n <= events->size(); n += 13) {
+    auto t = parse_codex_exec_json(std::string_view(*events).substr(0, n));
+    ASSERT_TRUE(t) << n;
+    if (n < events->size() - 2) {
+      EXPECT_FALSE(t->completed) << n;
+    }
+  }
+}
+
+TEST(CodexParser, ToleratesFieldsOfTheWrongType) {
+  transcript t = parse(R"({"type":5}
+{"type":"item.completed","item":"oops"}
+{"type":"item.completed","item":{"id":7,"type":["x"]}}
+{"type":"assistant","message":"oops"}
+{"type":"assistant","message":{"id":1,"content":[5,{"type":"tool_use","id":null,"name":3,"input":"x"}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","content":{"a":1},"is_error":"yes"}]}}
+{"type":"result","usage":"none","num_turns":"two","total_cost_usd":"free"}
+{"type":"turn.completed","usage":[1]}
+)");
+  EXPECT_EQ(t.malformed_lines, 0);
+}
+
 TEST(CodexParser, PassesASecretInACommandThroughUnchanged) {
   transcript t = parse(R"({"type":"turn.started"}
 {"type":"item.completed","item":{"id":"a","type":"command_execution","command":"/bin/bash -lc 'curl -H \"Authorization: Bearer sk-proj-SECRET123\" x'","aggregated_output":"","exit_code":0,"status":"completed"}}
