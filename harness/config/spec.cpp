@@ -5,6 +5,17 @@
 
 namespace evalbox::harness {
 
+bool is_valid_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > 128) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    char c = id[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              (i > 0 && (c == '.' || c == '_' || c == '-'));
+    if (!ok) return false;
+  }
+  return true;
+}
+
 std::string source_location::to_string() const {
   if (line <= 0) return file;
   return fmt::format("{}:{}:{}", file, line, column);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/base/error.h"
@@ -17,6 +18,9 @@ namespace evalbox::harness {
 
 inline constexpr std::string_view fixture_schema = "evalbox.fixture.v1";
 inline constexpr std::string_view suite_schema = "evalbox.suite.v1";
+
+// True for a valid fixture or candidate id: [a-z0-9][a-z0-9._-]*, at most 128 characters.
+bool is_valid_id(std::string_view id) noexcept;
 
 // Where a value came from. line and column are 1-based; 0 means "the whole file".
 struct source_location {
