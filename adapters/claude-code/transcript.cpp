@@ -228,6 +228,9 @@ class parser {
     std::optional<std::string> text = get_string(e, "result");
     if (!failed) {
       t_.final_message = text;
+      for (auto it = t_.steps.rbegin(); !t_.final_message && it != t_.steps.rend(); ++it) {
+        if (it->source == "agent" && !it->message.empty()) t_.final_message = it->message;
+      }
       return;
     }
     if (text && !text->empty()) {

@@ -194,6 +194,14 @@ TEST(ClaudeParser, AnErrorResultWithoutTextNamesItsSubtype) {
   EXPECT_TRUE(t.completed);
 }
 
+TEST(ClaudeParser, FinalMessageFallsBackToTheLastAgentTextWhenResultHasNone) {
+  transcript t = parse(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"all done"}]}}
+{"type":"result","subtype":"success","is_error":false}
+)");
+  EXPECT_EQ(t.final_message, "all done");
+  EXPECT_FALSE(t.error);
+}
+
 TEST(ClaudeParser, CostStaysUnknownWhenTheResultOmitsIt) {
   transcript t = parse(R"({"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":3,"output_tokens":2}}
 )");
