@@ -64,8 +64,9 @@ class parser {
       // message is all there is: input tokens are final at message start, output is not.
       t_.completed = false;
       t_.error = "interrupted: no final event";
-      for (const auto& s : t_.steps) {
-        if (s.metrics) t_.total += *s.metrics;
+      t_.final_message.reset();
+      for (size_t i = invocation_first_step_; i < t_.steps.size(); ++i) {
+        if (t_.steps[i].metrics) t_.total += *t_.steps[i].metrics;
       }
     }
     harness::renumber_steps(t_);
@@ -77,6 +78,9 @@ class parser {
     if (type == "system") {
       std::string subtype = get_string(e, "subtype").value_or("");
       if (subtype == "init") {
+        // A follow-up invocation appended to the stream starts over: it needs its own result.
+        saw_result_ = false;
+        invocation_first_step_ = t_.steps.size();
         t_.session_id = get_string(e, "session_id").value_or(t_.session_id);
         t_.model = get_string(e, "model").value_or(t_.model);
       } else {
@@ -246,6 +250,7 @@ class parser {
   transcript t_;
   std::string last_message_id_;
   bool saw_result_ = false;
+  size_t invocation_first_step_ = 0;  // first step of the current invocation
 };
 
 }  // namespace

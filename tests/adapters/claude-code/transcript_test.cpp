@@ -202,6 +202,21 @@ TEST(ClaudeParser, FinalMessageFallsBackToTheLastAgentTextWhenResultHasNone) {
   EXPECT_FALSE(t.error);
 }
 
+TEST(ClaudeParser, AKilledFollowUpInvocationIsInterruptedDespiteTheFirstResult) {
+  transcript t = parse(R"({"type":"system","subtype":"init","session_id":"s"}
+{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"first"}],"usage":{"input_tokens":10}}}
+{"type":"result","subtype":"success","is_error":false,"result":"first","usage":{"input_tokens":10,"output_tokens":5},"total_cost_usd":0.5}
+{"type":"system","subtype":"init","session_id":"s"}
+{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"make"}}],"usage":{"input_tokens":7}}}
+)");
+  EXPECT_FALSE(t.completed);
+  EXPECT_EQ(t.error, "interrupted: no final event");
+  EXPECT_FALSE(t.final_message);
+  EXPECT_EQ(t.total.input_tokens, 17u);  // the first result plus what the second stream showed
+  EXPECT_EQ(t.total.output_tokens, 5u);
+  EXPECT_EQ(t.total.cost_usd, 0.5);
+}
+
 TEST(ClaudeParser, CostStaysUnknownWhenTheResultOmitsIt) {
   transcript t = parse(R"({"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":3,"output_tokens":2}}
 )");
