@@ -111,14 +111,15 @@ class v2_cgroup final : public run_cgroup {
     destroyed_ = true;
     dir_.reset();
     if (!fs::exists(leaf_)) return {};
-    // cgroup.kill (5.14+) kills atomically, even a task that is forking right now.
-    if (fs::exists(leaf_ / "cgroup.kill")) (void)write_value(leaf_ / "cgroup.kill", "1");
-    kill_tasks(leaf_ / "cgroup.procs");
     if (is_fake()) {
-      // A fake cgroupfs (tests): the "kernel files" are ordinary files.
+      // A fake cgroupfs (tests): the "kernel files" are ordinary files and the pids in them
+      // are not ours to kill.
       std::error_code ec;
       fs::remove_all(leaf_, ec);
     } else {
+      // cgroup.kill (5.14+) kills atomically, even a task that is forking right now.
+      if (fs::exists(leaf_ / "cgroup.kill")) (void)write_value(leaf_ / "cgroup.kill", "1");
+      kill_tasks(leaf_ / "cgroup.procs");
       EB_TRY(remove_dir(leaf_));
     }
     ::rmdir(leaf_.parent_path().c_str());  // the run's directory, when no other launch uses it

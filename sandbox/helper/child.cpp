@@ -95,12 +95,26 @@ int drop_caps(const child_context& ctx) noexcept {
                        SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED;
   if (::prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return errno;
   for (int cap = 0; cap <= ctx.cap_last; ++cap) {
+    if (ctx.keep_setfcap && cap == CAP_SETFCAP) continue;
     if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return errno;
   }
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return errno;
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
+  if (ctx.keep_setfcap) {
+    // A nested user namespace may map its root to ours ("0 0 1", as bubblewrap does) only if
+    // its creator held CAP_SETFCAP here (verify_root_map in kernel/user_namespace.c). Kept
+    // as an ambient capability so it survives exec; it is local to the run's namespace.
+    const __u32 bit = 1u << (CAP_SETFCAP % 32);
+    data[CAP_SETFCAP / 32].effective = bit;
+    data[CAP_SETFCAP / 32].permitted = bit;
+    data[CAP_SETFCAP / 32].inheritable = bit;
+  }
   if (sys::capset(&hdr, data) != 0) return errno;
+  if (ctx.keep_setfcap &&
+      ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETFCAP, 0, 0) != 0) {
+    return errno;
+  }
   return 0;
 }
 
@@ -182,6 +196,18 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       rlimit rl{s.len, s.len2};
       return ::setrlimit(static_cast<__rlimit_resource>(s.mode), &rl) == 0 ? 0 : errno;
     }
+    case op::open_path: {
+      int fd = ::open(s.b, O_PATH | O_CLOEXEC | (s.flags ? O_NOFOLLOW : 0));
+      if (fd < 0) return errno;
+      int rc = ::dup3(fd, s.mode, O_CLOEXEC);
+      int err = errno;
+      ::close(fd);
+      return rc < 0 ? err : 0;
+    }
+    case op::close_range:
+      return sys::close_range(static_cast<unsigned>(s.mode), static_cast<unsigned>(s.len), 0) == 0
+                 ? 0
+                 : errno;
     case op::death_signal:
       return ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0 ? 0 : errno;
     case op::new_session:

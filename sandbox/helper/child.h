@@ -39,6 +39,8 @@ enum class op : uint8_t {
   listen_pass,     // listen on (a=ip, flags=port) and pass the socket to the helper
   rlimit,          // setrlimit(mode, {len, len2})
   death_signal,    // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
+  open_path,       // open(b, O_PATH) and move it to fd `mode` (a mount source, see main.cpp)
+  close_range,     // close fds [mode, len]
   // program process
   new_session,
   stdio,
@@ -80,6 +82,7 @@ struct child_context {
   int net_fd = -1;      // socketpair end for passing listening sockets, or -1
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // -1: keep 0/1/2 (inherit_stdio)
   bool map_groups = true;  // setgroups allowed (the helper is root)
+  bool keep_setfcap = false;  // nested user namespaces that map root to ours (no Landlock)
   int cap_last = 40;
   char* const* argv = nullptr;
   char* const* envp = nullptr;

@@ -45,6 +45,9 @@ namespace {
 namespace fs = std::filesystem;
 using clock = std::chrono::steady_clock;
 
+// Fixed descriptor numbers for the child's mount sources; nothing else uses them.
+constexpr int source_fd_base = 600;
+
 // Owns every string and array the child reads; built before clone3, never touched after.
 struct compiled {
   std::deque<std::string> strings;
@@ -55,6 +58,10 @@ struct compiled {
   seccomp::filter sf;
   net::allow_plan allow;
   std::string landlock_reason;
+  // Mount sources are opened (O_PATH) while the child still has the helper's filesystem ids,
+  // which may traverse the run directory (mode 0700); binds then name /proc/self/fd/N.
+  std::vector<step> opens;
+  int next_fd = source_fd_base;
 
   const char* keep(std::string s) { return strings.emplace_back(std::move(s)).c_str(); }
   const char* name(std::string s) { return keep(std::move(s)); }
@@ -102,9 +109,15 @@ void add_bind(compiled& c, const std::string& root, const std::string& source,
   mk.b = c.keep(target);
   mk.mode = is_file ? 0644 : 0755;
   add_setup(c, (is_file ? "create " : "mkdir ") + inside.string(), mk);
+  step open;
+  open.kind = op::open_path;
+  open.b = c.keep(source);
+  open.mode = c.next_fd++;
+  open.name = c.name("open " + source);
+  c.opens.push_back(open);
   step b;
   b.kind = op::mount;
-  b.a = c.keep(source);
+  b.a = c.keep(fmt::format("/proc/self/fd/{}", open.mode));
   b.b = mk.b;
   b.flags = MS_BIND | MS_REC;
   add_setup(c, "bind " + inside.string(), b);
@@ -169,7 +182,8 @@ void add_system_path(compiled& c, const std::string& root, const std::string& pa
 }
 
 result<compiled*> compile(const launch_plan& plan, compiled& c) {
-  const std::string root = plan.root_dir;
+  // Targets are relative to the new root, which is the working directory while it is built.
+  const std::string root = ".";
   const bool own_net = plan.network.mode != network_mode::host;
   if (plan.network.mode == network_mode::host && !plan.network.unsafe_host_network) {
     return make_error(error_kind::invalid_argument,
@@ -181,9 +195,6 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
   s = {};
   s.kind = op::death_signal;
   add_setup(c, "parent death signal", s);
-  s = {};
-  s.kind = op::set_ids;
-  add_setup(c, "set ids", s);
   // After the helper moved us into the run's cgroup: that cgroup becomes our root, so the
   // host's hierarchy is not visible through /proc/self/cgroup.
   s = {};
@@ -199,11 +210,20 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
   s = {};
   s.kind = op::mount;
   s.a = "tmpfs";
-  s.b = c.keep(root);
+  s.b = c.keep(plan.root_dir);
   s.c = "tmpfs";
   s.flags = MS_NOSUID | MS_NODEV;
-  s.data = "mode=0755,size=4m";
+  s.data = "mode=0755,size=4m,uid=0,gid=0";
   add_setup(c, "tmpfs root", s);
+  const size_t head_end = c.ctx.setup.size();
+  {
+    step open;
+    open.kind = op::open_path;
+    open.b = c.keep(plan.root_dir);
+    open.mode = c.next_fd++;
+    open.name = "open the new root";
+    c.opens.push_back(open);
+  }
   for (const char* p : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     add_system_path(c, root, p);
   }
@@ -232,9 +252,9 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
   for (const auto& m : plan.mounts) {
     add_bind(c, root, m.source.string(), m.target, m.writable, m.is_file);
   }
-  add_tmpfs(c, root, "/tmp", fmt::format("mode=1777,size={}", plan.tmp_bytes),
+  add_tmpfs(c, root, "/tmp", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
             MS_NOSUID | MS_NODEV);
-  add_tmpfs(c, root, "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC);
+  add_tmpfs(c, root, "/dev", "mode=0755,size=64k,uid=0,gid=0", MS_NOSUID | MS_NOEXEC);
   for (const char* d : {"null", "zero", "full", "random", "urandom", "tty"}) {
     const std::string host = fmt::format("/dev/{}", d);
     if (::access(host.c_str(), F_OK) != 0) continue;
@@ -270,7 +290,7 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
   add_symlink(c, root, "/proc/self/fd/0", "/dev/stdin");
   add_symlink(c, root, "/proc/self/fd/1", "/dev/stdout");
   add_symlink(c, root, "/proc/self/fd/2", "/dev/stderr");
-  add_tmpfs(c, root, "/dev/shm", fmt::format("mode=1777,size={}", plan.tmp_bytes),
+  add_tmpfs(c, root, "/dev/shm", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
             MS_NOSUID | MS_NODEV);
   s = {};
   s.kind = op::make_dir;
@@ -290,10 +310,26 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
   s.b = c.keep(root + "/mnt");
   s.mode = 0755;
   add_setup(c, "mkdir /mnt", s);
+  // Splice: head, the source opens, then become uid 0 of the namespace (files created on the
+  // new tmpfs need a mapped owner) and enter the new root, then the body built above.
+  {
+    std::vector<step> body(c.ctx.setup.begin() + static_cast<long>(head_end), c.ctx.setup.end());
+    c.ctx.setup.resize(head_end);
+    for (const auto& o : c.opens) c.ctx.setup.push_back(o);
+    s = {};
+    s.kind = op::set_ids;
+    add_setup(c, "set ids", s);
+    s = {};
+    s.kind = op::change_dir;
+    s.b = c.keep(fmt::format("/proc/self/fd/{}", source_fd_base));
+    add_setup(c, "chdir new root", s);
+    for (const auto& b : body) c.ctx.setup.push_back(b);
+  }
   s = {};
-  s.kind = op::change_dir;
-  s.b = c.keep(root);
-  add_setup(c, "chdir new root", s);
+  s.kind = op::close_range;
+  s.mode = source_fd_base;
+  s.len = static_cast<uint64_t>(c.next_fd);
+  add_setup(c, "close source fds", s);
   s = {};
   s.kind = op::pivot_root;
   add_setup(c, "pivot_root", s);
@@ -366,6 +402,9 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
 
   // Landlock: negotiated now, applied in the program's process.
   int abi = landlock::kernel_abi();
+  // Candidates without Landlock are those whose own sandbox must mount: they also keep the one
+  // capability a nested user namespace needs to map its root to ours.
+  c.ctx.keep_setfcap = !plan.landlock;
   if (!plan.landlock) {
     c.landlock_reason = "disabled for this candidate (its own sandbox needs mount)";
   } else if (abi == 0) {
@@ -504,7 +543,8 @@ status supervisor::run() {
   mech["landlock_abi"] = c.ll.abi;
   if (c.ll.abi == 0) mech["landlock_reason"] = c.landlock_reason;
   mech["seccomp_digest"] = c.sf.digest;
-  mech["capabilities"] = "none";
+  mech["capabilities"] = c.ctx.keep_setfcap ? "CAP_SETFCAP (namespace-local, nested sandboxes)"
+                                              : "none";
   mech["no_new_privs"] = true;
   mech["network"] = plan_.network.mode == network_mode::none    ? "none"
                     : plan_.network.mode == network_mode::allow ? "allow"
