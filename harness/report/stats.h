@@ -50,6 +50,10 @@ struct interval {
 // The standard normal quantile Φ⁻¹(p) for 0 < p < 1 (|error| < 1e-12).
 double normal_quantile(double p);
 
+// Student's t quantile for integer df ≥ 1 (|relative error| < 1e-12 up to df = 100000, then the
+// normal quantile).
+double student_t_quantile(double p, uint64_t df);
+
 // Wilson score interval for `successes` out of `n` trials; n = 0 gives [0, 1].
 interval wilson(uint64_t successes, uint64_t n, double level = 0.95);
 
@@ -70,9 +74,10 @@ double mcnemar_exact_p(uint64_t b, uint64_t c);
 // m ≤ 16, otherwise Monte Carlo with `samples` seeded draws ((1 + hits) / (1 + samples)).
 double sign_flip_p(std::span<const double> differences, int samples, uint64_t seed);
 
-// Percentile bootstrap interval of the mean of `values` (each value is one cluster, e.g. one
-// fixture's pass rate): resample values with replacement `samples` times. nullopt when fewer
-// than two values (one cluster says nothing about the spread between clusters).
+// Expanded percentile bootstrap interval of the mean of `values` (each value is one cluster,
+// e.g. one fixture's pass rate): resample values with replacement `samples` times and read the
+// quantiles at Φ(−√(n/(n−1))·t_{n−1}) instead of α/2, which keeps coverage near nominal with few
+// clusters. nullopt when fewer than two values (one cluster says nothing about the spread).
 std::optional<interval> bootstrap_mean(std::span<const double> values, double level, int samples,
                                        uint64_t seed);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 namespace evalbox::harness::stats {
@@ -45,6 +46,16 @@ TEST(NormalQuantile, MatchesTabulatedValues) {
   EXPECT_NEAR(normal_quantile(0.5), 0.0, 1e-15);
   EXPECT_NEAR(normal_quantile(0.995), 2.5758293035489, 1e-12);
   EXPECT_NEAR(normal_quantile(0.001), -3.090232306167813, 1e-12);
+}
+
+TEST(StudentT, MatchesTabulatedValues) {
+  EXPECT_NEAR(student_t_quantile(0.975, 1), 12.706204736174707, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.975, 2), 4.302652729749464, 1e-10);
+  EXPECT_NEAR(student_t_quantile(0.975, 4), 2.7764451051977934, 1e-10);
+  EXPECT_NEAR(student_t_quantile(0.975, 29), 2.045229642132703, 1e-10);
+  EXPECT_NEAR(student_t_quantile(0.995, 10), 3.169272672616872, 1e-10);
+  EXPECT_NEAR(student_t_quantile(0.025, 4), -2.7764451051977934, 1e-10);
+  EXPECT_NEAR(student_t_quantile(0.975, 1000000), 1.959963984540054, 1e-5);
 }
 
 TEST(Wilson, EightOfTenAtNinetyFivePercent) {
@@ -160,6 +171,26 @@ TEST(Bootstrap, SameSeedSameInterval) {
   EXPECT_TRUE(a->lo != c->lo || a->hi != c->hi);
   EXPECT_LT(a->lo, 0.45);  // mean 0.45
   EXPECT_GT(a->hi, 0.45);
+}
+
+TEST(Bootstrap, TwoClustersSpanTheirRange) {
+  // With two fixtures the expanded tail is ~1e-72: the interval is every resampled mean.
+  std::vector<double> two = {0.2, 0.8};
+  auto i = bootstrap_mean(two, 0.95, 2000, 3);
+  ASSERT_TRUE(i);
+  EXPECT_DOUBLE_EQ(i->lo, 0.2);
+  EXPECT_DOUBLE_EQ(i->hi, 0.8);
+}
+
+TEST(Bootstrap, WiderThanTheNormalIntervalForFewClusters) {
+  // Ten clusters, mean 0.52, sample sd 0.3425: the z interval's lower bound is 0.3077 and the
+  // plain percentile bootstrap's is about 0.318; the expanded interval reaches below both.
+  std::vector<double> v = {0.0, 0.2, 0.2, 0.4, 0.4, 0.6, 0.6, 0.8, 1.0, 1.0};
+  auto i = bootstrap_mean(v, 0.95, 4000, 8);
+  ASSERT_TRUE(i);
+  EXPECT_LT(i->lo, 0.52 - 1.96 * 0.3425 / std::sqrt(10.0));
+  EXPECT_GT(i->hi, 0.52 + 1.96 * 0.3425 / std::sqrt(10.0));
+  EXPECT_GT(i->lo, 0.2);  // and not absurdly wide
 }
 
 TEST(Bootstrap, OneClusterGivesNoInterval) {
