@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
       "evalbox: evaluate coding agents on your own fixtures, each run in an isolated sandbox.\n"
       "\n"
       "  evalbox doctor                  what this host supports, and what to fix\n"
+      "  evalbox gc                      reclaim what crashed runs left behind\n"
       ,
       "evalbox"};
   app.require_subcommand(1);
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
 
   action selected;
   register_doctor(app, selected);      // host features and hints
+  register_gc(app, selected);          // reclaim what crashed runs left behind
 
   try {
     app.parse(argc, argv);
