@@ -799,6 +799,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
     } else {
       std::map<std::string, source_location> ids;
       double total = 0;
+      size_t errors_before = r.error_count();
       for (size_t i = 0; i < checks.size(); ++i) {
         auto c = parse_check(r, checks[i], i);
         if (!c) continue;
@@ -809,10 +810,10 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
                    fmt::format("the first is at {}; give each check its own id",
                                it->second.to_string()));
         }
-        total += c->weight;
+        total += std::max(c->weight, 0.0);
         spec.checks.push_back(std::move(*c));
       }
-      if (!spec.checks.empty() && total <= 0)
+      if (!spec.checks.empty() && total <= 0 && r.error_count() == errors_before)
         r.fail(checks, "every check has weight 0", "give at least one check a positive weight");
     }
   }
@@ -917,8 +918,9 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
     if (auto b = r.string(f->get("baseline"), "baseline")) {
       spec.baseline = *b;
       if (!spec.candidates.empty() && !spec.find_candidate(*b)) {
-        std::vector<std::string> ids;
-        for (const auto& c : spec.candidates) ids.push_back(c.id);
+        std::set<std::string> ids;
+        for (const auto& c : spec.candidates)
+          if (!c.id.empty()) ids.insert(c.id);
         r.fail(f->get("baseline"), fmt::format("baseline '{}' is not a candidate", *b),
                fmt::format("name one of: {}", fmt::join(ids, ", ")));
       }

@@ -1,0 +1,68 @@
+// Golden error messages for bad input: each tests/data/config/{fixture,suite}/NAME.yaml is
+// parsed and every message it yields must equal NAME.expected, line for line. Set
+// EVALBOX_UPDATE_GOLDEN=1 to rewrite the .expected files (then read the diff).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "harness/config/parse.h"
+#include "sandbox/base/fs.h"
+
+namespace evalbox::harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kData = fs::path(EVALBOX_SOURCE_DIR) / "tests" / "data" / "config";
+
+std::vector<std::string> cases() {
+  std::vector<std::string> out;
+  for (auto kind : {"fixture", "suite"})
+    for (const auto& e : fs::directory_iterator(kData / kind))
+      if (e.path().extension() == ".yaml")
+        out.push_back(std::string(kind) + "/" + e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(golden, messages_match) {
+  fs::path yaml = kData / (GetParam() + ".yaml");
+  fs::path expected_file = kData / (GetParam() + ".expected");
+  auto text = read_file(yaml);
+  ASSERT_TRUE(text) << text.error().message;
+  std::vector<config_error> errors;
+  std::string display = yaml.filename().string();
+  if (GetParam().starts_with("fixture/"))
+    parse_fixture_yaml(*text, display, errors);
+  else
+    parse_suite_yaml(*text, display, yaml.parent_path(), errors);
+  ASSERT_FALSE(errors.empty()) << GetParam() << " is bad input and must yield errors";
+  std::string actual = join_messages(errors) + "\n";
+  // Absolute paths in messages depend on the checkout; the goldens say <data>.
+  for (size_t at; (at = actual.find(kData.string())) != std::string::npos;)
+    actual.replace(at, kData.string().size(), "<data>");
+  if (const char* u = std::getenv("EVALBOX_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    ASSERT_TRUE(write_file(expected_file, actual));
+    return;
+  }
+  auto expected = read_file(expected_file);
+  ASSERT_TRUE(expected) << "missing " << expected_file << "; run with EVALBOX_UPDATE_GOLDEN=1";
+  EXPECT_EQ(actual, *expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(config, golden, ::testing::ValuesIn(cases()),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace evalbox::harness
