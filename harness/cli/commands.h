@@ -29,5 +29,6 @@ using action = std::function<int()>;
 void register_doctor(CLI::App& app, action& out);
 void register_gc(CLI::App& app, action& out);
 void register_sandbox(CLI::App& app, action& out);
+void register_validate(CLI::App& app, action& out);
 
 }  // namespace evalbox::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       "\n"
       "  evalbox doctor                  what this host supports, and what to fix\n"
       "  evalbox gc                      reclaim what crashed runs left behind\n"
+      "  evalbox validate PATH...        check fixtures and suites without running them\n"
       ,
       "evalbox"};
   app.require_subcommand(1);
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   action selected;
   register_doctor(app, selected);      // host features and hints
   register_gc(app, selected);          // reclaim what crashed runs left behind
+  register_validate(app, selected);    // fixtures and suites, checked without running
 
   try {
     app.parse(argc, argv);
