@@ -86,7 +86,8 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
                                                    gid_t owner_gid) {
   auto ctx = fmt::format("credential lease {}", secret.handle);
   if (::mkdir(leases_dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return std::unexpected(sys_error(errno, "mkdir {}", leases_dir.string()).error().with_context(ctx));
+    return std::unexpected(
+        sys_error(errno, "mkdir {}", leases_dir.string()).error().with_context(ctx));
   auto content = EB_TRY_CTX(read_nofollow(secret.source, kMaxCredential), ctx);
   log::redact_secret(content);
 
@@ -102,7 +103,9 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
   }
   // Our own open file description: flock conflicts between two of them even in one process.
   lease.fd_.reset(::open(lease.path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
-  if (!lease.fd_) return std::unexpected(sys_error(errno, "open {}", lease.path_.string()).error().with_context(ctx));
+  if (!lease.fd_)
+    return std::unexpected(
+        sys_error(errno, "open {}", lease.path_.string()).error().with_context(ctx));
   if (::fstat(lease.fd_.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return make_error(error_kind::internal, "{}: {} is not a regular file", ctx,
                       lease.path_.string());
@@ -113,7 +116,8 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
                         "credential {} ({}) is already in use by another run: a lease is "
                         "exclusive; wait for that run to finish (the runner schedules it after)",
                         secret.handle, secret.source.string());
-    return std::unexpected(sys_error(err, "flock {}", lease.path_.string()).error().with_context(ctx));
+    return std::unexpected(
+        sys_error(err, "flock {}", lease.path_.string()).error().with_context(ctx));
   }
   // A rotated token written by an earlier run is a secret too.
   if (auto current = read_nofollow(lease.path_, kMaxCredential)) log::redact_secret(*current);

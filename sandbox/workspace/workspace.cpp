@@ -232,7 +232,8 @@ result<std::vector<std::string>> workspace_tree::changed_paths(int since_index) 
   std::set<std::string> candidates;
   if (strategy_ == workspace_strategy::overlay) {
     // Only the layers written since the snapshot can hold changes: O(changes).
-    for (int i = frozen + 1; i <= top_upper_; ++i) walk_upper(upper(disk_, i), {}, view, candidates);
+    for (int i = frozen + 1; i <= top_upper_; ++i)
+      walk_upper(upper(disk_, i), {}, view, candidates);
   } else {
     for (auto& p : list_tree(view)) candidates.insert(std::move(p));
     for (auto& p : list_tree(dir_)) candidates.insert(std::move(p));

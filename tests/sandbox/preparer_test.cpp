@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -204,9 +205,10 @@ TEST_P(Prepare, OpaqueDirectoryCountsHiddenFilesAsDeleted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, Prepare,
-                         ::testing::Values(workspace_strategy::overlay, workspace_strategy::copy),
-                         [](const auto& param_info) {
-                           return param_info.param == workspace_strategy::overlay ? "overlay" : "copy";
+                         ::testing::Values(workspace_strategy::overlay,
+                                           workspace_strategy::copy),
+                         [](const auto& p) {
+                           return p.param == workspace_strategy::overlay ? "overlay" : "copy";
                          });
 
 TEST(PrepareAuto, PicksOverlayOnThisHost) {
@@ -267,8 +269,9 @@ TEST(PrepareHome, LaysOutHomeWithPlaceholdersForLeases) {
   EXPECT_EQ(mode_of(home / ".codex/auth.json"), 0600u);
   EXPECT_EQ(owner_of(home / ".codex/auth.json"), s->sandbox_uid());
 
-  auto it = std::find_if(s->mounts().begin(), s->mounts().end(),
-                         [](const bind_mount& m) { return m.target == "/home/agent/.codex/auth.json"; });
+  auto it = std::find_if(s->mounts().begin(), s->mounts().end(), [](const bind_mount& m) {
+    return m.target == "/home/agent/.codex/auth.json";
+  });
   ASSERT_NE(it, s->mounts().end());
   EXPECT_TRUE(it->writable);
   EXPECT_TRUE(it->is_file);
@@ -352,6 +355,33 @@ TEST(PrepareLaunchDir, IsAnEmptyDirectoryInTheRun) {
   EXPECT_TRUE(fs::is_directory(s->launch_dir()));
   EXPECT_TRUE(fs::is_empty(s->launch_dir()));
   EXPECT_TRUE(is_within(s->launch_dir(), s->run_dir()));
+}
+
+TEST(PrepareThreads, ConcurrentPreparesFromOnePreparerAllSucceed) {
+  REQUIRE_ROOT_MOUNTS();
+  prep_env env;
+  preparer p(env.options());
+  constexpr int kThreads = 4;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 3; ++round) {
+        auto s = p.prepare(env.request(fmt::format("t{}-{}", i, round)));
+        if (!s) {
+          errors[static_cast<size_t>(i)] = s.error().message;
+          return;
+        }
+        if (!read_file(s->workspace_dir() / "README.md")) {
+          errors[static_cast<size_t>(i)] = "workspace not readable";
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_TRUE(fs::is_empty(env.state / "runs"));
 }
 
 }  // namespace
