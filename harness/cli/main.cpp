@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
 
   action selected;
   register_doctor(app, selected);      // host features and hints
+  register_sandbox(app, selected);     // a command or a shell in a throwaway sandbox
   register_gc(app, selected);          // reclaim what crashed runs left behind
   register_validate(app, selected);    // fixtures and suites, checked without running
 

@@ -281,6 +281,11 @@ void child_main(const child_context& ctx) noexcept {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // An ignored signal stays ignored across exec: give the program default dispositions
+  // whatever its launcher ignored (evalbox ignores SIGINT while a terminal is passed through).
+  for (int sig : {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
+    ::signal(sig, SIG_DFL);
+  }
   for (size_t i = 0; i < ctx.setup.size(); ++i) {
     if (int err = run_step(ctx, ctx.setup[i]); err != 0) fail(ctx, 0, i, err);
   }

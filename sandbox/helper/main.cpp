@@ -383,7 +383,10 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
     uint64_t sec = (plan.limits.cpu_ms + 999) / 1000;
     add_rlimit("rlimit cpu", RLIMIT_CPU, sec + 1, sec + 2);
   }
-  add_program(c, "new session", op::new_session);
+  // A new session detaches the program from any terminal of the caller. With the caller's
+  // terminal passed through (sandbox shell) it stays in the caller's foreground group, so that
+  // Ctrl-C reaches it; TIOCSTI/TIOCLINUX are denied by seccomp either way.
+  if (!plan.inherit_stdio) add_program(c, "new session", op::new_session);
   add_program(c, "stdio", op::stdio);
   {
     step ch;
@@ -704,7 +707,10 @@ status supervisor::start(compiled& c) {
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si{};
       while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo != SIGCHLD) kill_run(outcome_kind::cancelled);
+        if (si.ssi_signo == SIGCHLD) continue;
+        // With a terminal passed through, Ctrl-C is the program's to handle.
+        if (si.ssi_signo == SIGINT && plan_.inherit_stdio) continue;
+        kill_run(outcome_kind::cancelled);
       }
     }
     if (fds[2].revents) on_output(out_);

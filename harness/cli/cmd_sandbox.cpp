@@ -1,0 +1,259 @@
+// `evalbox sandbox exec|shell`: run a command (or an interactive shell) in a throwaway sandbox
+// over a host directory, like bwrap but with evalbox's own boundary: the workspace is a
+// copy-on-write view (the host directory is never modified), the home is empty, the network
+// is off unless allowed, and the limits are those given.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
+#include "sandbox/base/units.h"
+#include "sandbox/launch/launcher.h"
+#include "sandbox/preparer/preparer.h"
+
+namespace evalbox::cli {
+namespace {
+namespace fs = std::filesystem;
+using namespace evalbox::sandbox;
+
+// Exit codes of `sandbox exec`, after timeout(1) and env(1).
+constexpr int exit_timed_out = 124;
+constexpr int exit_sandbox_error = 125;
+constexpr int exit_not_found = 127;
+
+struct exec_args {
+  std::string workspace;
+  std::string network = "none";
+  std::string memory = "2GiB";
+  std::string wall = "10m";
+  std::string cpu = "10m";
+  std::string disk = "1GiB";
+  uint64_t pids = 512;
+  bool no_landlock = false;
+  std::string state_dir;
+  std::string record;
+  std::vector<std::string> command;
+};
+
+cancel_token* g_cancel = nullptr;
+extern "C" void on_terminate(int) {
+  if (g_cancel) g_cancel->requested.store(true);
+}
+
+result<fs::path> resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return fs::absolute(name).lexically_normal();
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (!dirs.empty()) {
+    auto colon = dirs.find(':');
+    fs::path dir(std::string(dirs.substr(0, colon)));
+    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
+    if (dir.empty()) continue;
+    fs::path candidate = dir / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return make_error(error_kind::not_found, "{}: not found in PATH", name);
+}
+
+result<network_policy> parse_network(const std::string& text) {
+  network_policy n;
+  if (text == "none") return n;
+  if (text == "unsafe-host") {
+    n.mode = network_mode::host;
+    n.unsafe_host_network = true;
+    return n;
+  }
+  if (text.starts_with("allow:")) {
+    n.mode = network_mode::allow;
+    std::string_view rest = std::string_view(text).substr(6);
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      n.allow.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    if (n.allow.empty()) return make_error(error_kind::invalid_argument, "--network allow: is empty");
+    return n;
+  }
+  return make_error(error_kind::invalid_argument,
+                    "--network {}: expected none, allow:HOST:PORT[,HOST:PORT...] or unsafe-host",
+                    text);
+}
+
+result<session_request> make_request(const exec_args& a) {
+  session_request r;
+  r.run_id = fmt::format("sandbox-{}-{}", ::getpid(),
+                         std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
+  r.authorized_until = std::chrono::system_clock::now() + std::chrono::hours(24 * 365);
+  if (a.command.empty()) return make_error(error_kind::invalid_argument, "no command given");
+  r.argv = a.command;
+  r.argv[0] = EB_TRY(resolve_program(a.command[0])).string();
+  r.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+           {"HOME", "/home/agent"},
+           {"USER", "agent"}};
+  for (const char* k : {"TERM", "LANG", "LC_ALL", "COLORTERM"}) {
+    if (const char* v = std::getenv(k); v && *v) r.env[k] = v;
+  }
+  r.workspace.source = fs::absolute(a.workspace).lexically_normal();
+  r.workspace.strategy = workspace_strategy::auto_select;
+  r.home.adapter = "sandbox";
+  r.limits.memory_bytes = EB_TRY_CTX(parse_bytes(a.memory), "--memory");
+  r.limits.wall_ms = EB_TRY_CTX(parse_duration_ms(a.wall), "--wall");
+  r.limits.cpu_ms = EB_TRY_CTX(parse_duration_ms(a.cpu), "--cpu");
+  r.limits.disk_bytes = EB_TRY_CTX(parse_bytes(a.disk), "--disk");
+  r.limits.pids = a.pids;
+  r.network = EB_TRY(parse_network(a.network));
+  r.landlock = !a.no_landlock;
+  return r;
+}
+
+int exit_code_for(const run_record& rec) {
+  switch (rec.outcome) {
+    case outcome_kind::exited: return rec.exit_code;
+    case outcome_kind::signaled: return 128 + rec.signal;
+    case outcome_kind::timed_out: return exit_timed_out;
+    case outcome_kind::cpu_limit: return 128 + SIGXCPU;
+    case outcome_kind::oom_killed: return 128 + SIGKILL;
+    case outcome_kind::output_limit: return 128 + SIGPIPE;
+    case outcome_kind::cancelled: return exit_sigint;
+  }
+  return exit_internal;
+}
+
+int run_exec(const exec_args& a) {
+  auto req = make_request(a);
+  if (!req) {
+    fmt::print(stderr, "evalbox sandbox: {}\n", req.error().message);
+    return req.error().kind == error_kind::not_found ? exit_not_found : exit_usage;
+  }
+  auto opts = default_preparer_options();
+  if (!a.state_dir.empty()) opts.state_root = fs::absolute(a.state_dir);
+  preparer prep(opts);
+  auto session = prep.prepare(*req);
+  if (!session) {
+    fmt::print(stderr, "evalbox sandbox: prepare: {}\n", session.error().message);
+    return session.error().kind == error_kind::invalid_argument ? exit_usage : exit_sandbox_error;
+  }
+  cancel_token cancel;
+  g_cancel = &cancel;
+  // SIGINT from the terminal reaches the program itself (same foreground group); SIGTERM and
+  // SIGHUP stop the run through the helper so that teardown still happens.
+  struct sigaction sa {};
+  sa.sa_handler = on_terminate;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  struct sigaction old_int {};
+  ::sigaction(SIGINT, &ign, &old_int);
+  launch_options lo;
+  lo.label = "exec";
+  lo.inherit_stdio = true;
+  auto rec = launch(*session, lo, &cancel);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  g_cancel = nullptr;
+  if (auto closed = session->close(); !closed) {
+    fmt::print(stderr, "evalbox sandbox: teardown: {}\n", closed.error().message);
+  }
+  if (!rec) {
+    fmt::print(stderr, "evalbox sandbox: {}\n", rec.error().message);
+    return exit_sandbox_error;
+  }
+  if (!a.record.empty()) {
+    if (auto w = write_file_atomic(a.record, pretty_json(rec->to_json())); !w) {
+      fmt::print(stderr, "evalbox sandbox: --record: {}\n", w.error().message);
+    }
+  }
+  if (!rec->ok()) {
+    fmt::print(stderr, "evalbox sandbox: sandbox error: {}\n", rec->error);
+    return exit_sandbox_error;
+  }
+  switch (rec->outcome) {
+    case outcome_kind::timed_out:
+      fmt::print(stderr, "evalbox sandbox: killed: wall-time limit of {} reached\n", a.wall);
+      break;
+    case outcome_kind::cpu_limit:
+      fmt::print(stderr, "evalbox sandbox: killed: CPU-time limit of {} reached\n", a.cpu);
+      break;
+    case outcome_kind::oom_killed:
+      fmt::print(stderr, "evalbox sandbox: killed: memory limit of {} reached\n", a.memory);
+      break;
+    case outcome_kind::cancelled:
+      fmt::print(stderr, "evalbox sandbox: cancelled\n");
+      break;
+    default:
+      break;
+  }
+  return exit_code_for(*rec);
+}
+
+void add_common(CLI::App* cmd, exec_args& a) {
+  cmd->add_option("--workspace", a.workspace,
+                  "host directory seen at /workspace (copy-on-write: never modified)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--network", a.network,
+                  "none (default: loopback only), allow:HOST:PORT[,HOST:PORT...] (loopback IPs "
+                  "relayed, names through a CONNECT proxy), or unsafe-host");
+  cmd->add_option("--memory", a.memory, "memory limit (default 2GiB)");
+  cmd->add_option("--wall", a.wall, "wall-time limit (default 10m)");
+  cmd->add_option("--cpu", a.cpu, "CPU-time limit (default 10m)");
+  cmd->add_option("--disk", a.disk, "disk quota of the workspace and /tmp (default 1GiB)");
+  cmd->add_option("--pids", a.pids, "process limit (default 512)");
+  cmd->add_flag("--no-landlock", a.no_landlock,
+                "turn Landlock off (for programs that build their own sandbox with mount)");
+  cmd->add_option("--state-dir", a.state_dir,
+                  "where run state lives (default: EVALBOX_STATE_DIR or the standard location)");
+  cmd->add_option("--record", a.record, "write the run record (evalbox.run-record.v1) here");
+}
+
+}  // namespace
+
+void register_sandbox(CLI::App& app, action& out) {
+  auto* sb = app.add_subcommand("sandbox", "Run a command or a shell in a throwaway sandbox");
+  sb->require_subcommand(1);
+
+  auto ea = std::make_shared<exec_args>();
+  auto* exec = sb->add_subcommand(
+      "exec",
+      "Run CMD in a throwaway sandbox over --workspace and exit with its exit code\n"
+      "(128+N when killed by signal N, 124 when the wall limit killed it, 125 when the\n"
+      "sandbox itself failed; the message is on stderr).\n"
+      "\n"
+      "Examples:\n"
+      "  evalbox sandbox exec --workspace . -- make test\n"
+      "  evalbox sandbox exec --workspace . --memory 512MiB --wall 30s -- python3 run.py\n"
+      "  evalbox sandbox exec --workspace . --network allow:127.0.0.1:8080 -- curl "
+      "127.0.0.1:8080\n"
+      "  evalbox sandbox exec --workspace . --record run.json -- sh -c 'echo hi'");
+  add_common(exec, *ea);
+  exec->add_option("command", ea->command, "the command and its arguments (after --)")
+      ->required();
+  exec->callback([&out, ea] { out = [ea] { return run_exec(*ea); }; });
+
+  auto sa = std::make_shared<exec_args>();
+  auto* shell = sb->add_subcommand(
+      "shell",
+      "An interactive shell (/bin/bash -i, else /bin/sh -i) in a throwaway sandbox over\n"
+      "--workspace, with your terminal passed through: for looking around a fixture as the\n"
+      "agent would see it. Exit the shell to tear the sandbox down.\n"
+      "\n"
+      "Example:\n"
+      "  evalbox sandbox shell --workspace fixtures/examples/off-by-one/workspace");
+  add_common(shell, *sa);
+  shell->callback([&out, sa] {
+    out = [sa] {
+      exec_args a = *sa;
+      a.command = {::access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", "-i"};
+      return run_exec(a);
+    };
+  });
+}
+
+}  // namespace evalbox::cli
