@@ -30,5 +30,7 @@ void register_doctor(CLI::App& app, action& out);
 void register_gc(CLI::App& app, action& out);
 void register_sandbox(CLI::App& app, action& out);
 void register_validate(CLI::App& app, action& out);
+void register_fixture(CLI::App& app, action& out);
+void register_run(CLI::App& app, action& out);
 
 }  // namespace evalbox::cli

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
       "  evalbox doctor                  what this host supports, and what to fix\n"
       "  evalbox gc                      reclaim what crashed runs left behind\n"
       "  evalbox validate PATH...        check fixtures and suites without running them\n"
+      "  evalbox run SUITE               run fixtures x candidates x trials, graded and reported\n"
+      "  evalbox fixture test DIR...     is the fixture trustworthy? (oracle passes, noop fails)\n"
+      "  evalbox fixture new NAME        scaffold a fixture to edit\n"
       ,
       "evalbox"};
   app.require_subcommand(1);
@@ -25,7 +28,9 @@ int main(int argc, char** argv) {
   register_doctor(app, selected);      // host features and hints
   register_sandbox(app, selected);     // a command or a shell in a throwaway sandbox
   register_gc(app, selected);          // reclaim what crashed runs left behind
+  register_run(app, selected);         // the batch evaluation
   register_validate(app, selected);    // fixtures and suites, checked without running
+  register_fixture(app, selected);     // fixture authoring: new (and test)
 
   try {
     app.parse(argc, argv);

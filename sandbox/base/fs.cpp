@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <random>
+#include <vector>
 
 #include "sandbox/base/unique_fd.h"
 
@@ -203,6 +205,149 @@ bool is_safe_relative(const fs::path& rel) {
     if (part == ".." || part.empty() || part == ".") return false;
   }
   return true;
+}
+
+namespace {
+
+// Walks `rel` component by component from `root_fd` with O_NOFOLLOW; a symlink met on the way
+// restarts the walk from the root with its target spliced in (at most 40 times, like the
+// kernel). Returns the fd of the parent directory and the final name.
+struct walk_state {
+  unique_fd dir;
+  std::string name;  // final component ("" for the root itself)
+};
+
+result<walk_state> walk_beneath(int root_fd, const fs::path& rel, bool follow_final, int& hops) {
+  std::vector<std::string> parts;
+  for (const auto& p : rel.lexically_normal()) {
+    std::string s = p.string();
+    if (s.empty() || s == "." || s == "/") continue;
+    if (s == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(s);
+  }
+  unique_fd dir(::fcntl(root_fd, F_DUPFD_CLOEXEC, 0));
+  if (!dir) return sys_error(errno, "dup");
+  if (parts.empty()) return walk_state{std::move(dir), ""};
+  fs::path walked;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    bool last = i + 1 == parts.size();
+    struct stat st {};
+    if (::fstatat(dir.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT && last) return walk_state{std::move(dir), parts[i]};
+      if (errno == ENOENT || errno == ENOTDIR) return walk_state{unique_fd(), ""};
+      return sys_error(errno, "stat {}", (walked / parts[i]).string());
+    }
+    if (S_ISLNK(st.st_mode) && (!last || follow_final)) {
+      if (++hops > 40) return make_error(error_kind::invalid_argument, "{}: too many symlinks", rel.string());
+      char buf[4096];
+      ssize_t n = ::readlinkat(dir.get(), parts[i].c_str(), buf, sizeof buf - 1);
+      if (n < 0) return sys_error(errno, "readlink {}", (walked / parts[i]).string());
+      fs::path target(std::string(buf, static_cast<size_t>(n)));
+      fs::path rest;
+      for (size_t j = i + 1; j < parts.size(); ++j) rest /= parts[j];
+      fs::path next = target.is_absolute() ? target.relative_path() : walked / target;
+      return walk_beneath(root_fd, next / rest, follow_final, hops);
+    }
+    if (last) return walk_state{std::move(dir), parts[i]};
+    if (!S_ISDIR(st.st_mode)) return walk_state{unique_fd(), ""};
+    unique_fd sub(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) return sys_error(errno, "open {}", (walked / parts[i]).string());
+    dir = std::move(sub);
+    walked /= parts[i];
+  }
+  return walk_state{unique_fd(), ""};
+}
+
+}  // namespace
+
+result<beneath_entry> lookup_beneath(const fs::path& root, const fs::path& rel, bool follow_final,
+                                     bool read_content, size_t max_bytes) {
+  unique_fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd) return sys_error(errno, "open {}", root.string());
+  int hops = 0;
+  auto w = EB_TRY(walk_beneath(root_fd.get(), rel, follow_final, hops));
+  beneath_entry e;
+  if (!w.dir) return e;
+  struct stat st {};
+  const char* name = w.name.empty() ? "." : w.name.c_str();
+  if (::fstatat(w.dir.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return e;
+    return sys_error(errno, "stat {}", rel.string());
+  }
+  e.mode = st.st_mode & 07777;
+  if (S_ISDIR(st.st_mode)) {
+    e.type = beneath_entry::type_kind::directory;
+  } else if (S_ISLNK(st.st_mode)) {
+    e.type = beneath_entry::type_kind::symlink;
+    char buf[4096];
+    ssize_t n = ::readlinkat(w.dir.get(), name, buf, sizeof buf);
+    if (n >= 0) e.content.assign(buf, static_cast<size_t>(n));
+  } else if (S_ISREG(st.st_mode)) {
+    e.type = beneath_entry::type_kind::regular;
+    if (read_content) {
+      unique_fd fd(::openat(w.dir.get(), name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) return sys_error(errno, "open {}", rel.string());
+      char buf[65536];
+      for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return sys_error(errno, "read {}", rel.string());
+        }
+        if (n == 0) break;
+        if (e.content.size() + static_cast<size_t>(n) > max_bytes)
+          return make_error(error_kind::invalid_argument, "{} is larger than {} bytes",
+                            rel.string(), max_bytes);
+        e.content.append(buf, static_cast<size_t>(n));
+      }
+    }
+  } else {
+    e.type = beneath_entry::type_kind::other;
+  }
+  return e;
+}
+
+result<std::vector<std::string>> list_beneath(const fs::path& root, const fs::path& rel) {
+  auto top = EB_TRY(lookup_beneath(root, rel, false, false));
+  std::vector<std::string> out;
+  if (top.type == beneath_entry::type_kind::missing) return out;
+  if (top.type != beneath_entry::type_kind::directory) {
+    out.push_back(rel.lexically_normal().generic_string());
+    return out;
+  }
+  // The directory itself was reached without following symlinks in its last component, and
+  // every component before it was resolved inside the root: walk it with nofollow semantics.
+  std::vector<fs::path> stack{rel.lexically_normal()};
+  while (!stack.empty()) {
+    fs::path dir = stack.back();
+    stack.pop_back();
+    unique_fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd) return sys_error(errno, "open {}", root.string());
+    int hops = 0;
+    auto w = EB_TRY(walk_beneath(root_fd.get(), dir, false, hops));
+    if (!w.dir) continue;
+    unique_fd dfd(w.name.empty() ? ::fcntl(w.dir.get(), F_DUPFD_CLOEXEC, 0)
+                                 : ::openat(w.dir.get(), w.name.c_str(),
+                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dfd) continue;
+    DIR* d = ::fdopendir(dfd.release());
+    if (!d) continue;
+    while (dirent* ent = ::readdir(d)) {
+      std::string_view n = ent->d_name;
+      if (n == "." || n == "..") continue;
+      struct stat st {};
+      if (::fstatat(::dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      fs::path child = dir / std::string(n);
+      if (S_ISDIR(st.st_mode)) stack.push_back(child);
+      else out.push_back(child.lexically_normal().generic_string());
+    }
+    ::closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 temp_dir::temp_dir(std::string_view prefix) {

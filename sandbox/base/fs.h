@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sandbox/base/error.h"
 
@@ -34,6 +35,24 @@ std::filesystem::path normalize(const std::filesystem::path& path);
 bool is_within(const std::filesystem::path& path, const std::filesystem::path& prefix);
 // A relative path with no "..", no absolute root and no empty components.
 bool is_safe_relative(const std::filesystem::path& rel);
+
+// An entry looked up beneath a root directory as if that directory were "/": symlinks are
+// resolved inside the root (an absolute or ".." target never leaves it), so a tree written by
+// untrusted code can be read on the host without following its links out. Used by grading.
+struct beneath_entry {
+  enum class type_kind { missing, regular, directory, symlink, other };
+  type_kind type = type_kind::missing;
+  mode_t mode = 0;           // permission bits
+  std::string content;       // regular files (when read), or the link text (symlinks)
+};
+// `follow_final`: resolve a final symlink (inside the root) instead of reporting it.
+result<beneath_entry> lookup_beneath(const std::filesystem::path& root,
+                                     const std::filesystem::path& rel, bool follow_final,
+                                     bool read_content, size_t max_bytes = 64u << 20);
+// Relative paths of every non-directory entry below `rel` (itself if it is not a directory),
+// never following symlinks. Sorted.
+result<std::vector<std::string>> list_beneath(const std::filesystem::path& root,
+                                              const std::filesystem::path& rel);
 
 // RAII temporary directory (for tests and scratch work); removed on destruction.
 class temp_dir {

@@ -1,0 +1,193 @@
+// `evalbox fixture ...`: commands for fixture authors. `fixture new` scaffolds a fixture;
+// `fixture test` (the sandboxed oracle/noop check) has its own section below.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <signal.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/session.h"
+#include "harness/fixture/load.h"
+#include "harness/fixture/scaffold.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::cli {
+
+namespace {
+
+// ---- evalbox fixture new NAME [--dir D] -------------------------------------------------------
+
+void add_fixture_new(CLI::App& fixture, action& out) {
+  auto* cmd = fixture.add_subcommand(
+      "new", "Create a fixture directory D/NAME that is valid as created, to edit from there.");
+  auto name = std::make_shared<std::string>();
+  auto dir = std::make_shared<std::string>(".");
+  cmd->add_option("name", *name, "fixture id: [a-z0-9][a-z0-9._-]*")->required();
+  cmd->add_option("--dir", *dir, "directory to create it in (default: the current one)");
+  cmd->callback([&out, name, dir] {
+    out = [name, dir] {
+      auto made = harness::scaffold_fixture(*dir, *name);
+      if (!made) {
+        log::error("{}", made.error().message);
+        return made.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
+      }
+      fmt::print(
+          "created {0}\n"
+          "  fixture.yaml        the prompt, setup, limits and checks\n"
+          "  workspace/          the files the agent starts from (/workspace)\n"
+          "  grader/check.sh     hidden from the agent; at /grader while checks run\n"
+          "  solution/solve.sh   the reference solution (the oracle)\n"
+          "next: edit them, then `evalbox validate {0}` and `evalbox fixture test {0}`\n",
+          made->string());
+      return exit_ok;
+    };
+  });
+}
+
+// ---- evalbox fixture test DIR... --------------------------------------------------------------
+// Runs oracle and noop on each fixture in the sandbox.
+
+struct fixture_test_args {
+  std::vector<std::string> dirs;
+  int trials = 1;
+  std::string results;
+  int concurrency = 2;
+};
+
+// A fixture is trusted when the oracle passes every trial and the untouched workspace (noop)
+// fails at least one check; says which check broke that.
+int fixture_test(const fixture_test_args& a) {
+  harness::suite_spec suite;
+  suite.name = "fixture-test";
+  suite.file = std::filesystem::current_path() / "fixture-test";
+  std::vector<harness::config_error> errors;
+  for (const auto& d : a.dirs) {
+    auto f = harness::load_fixture(d, &errors);
+    if (f) suite.fixtures.push_back(std::move(*f));
+  }
+  if (!errors.empty()) {
+    fmt::print(stderr, "{}\n", harness::join_messages(errors));
+    return exit_usage;
+  }
+  if (suite.fixtures.empty()) {
+    fmt::print(stderr, "no fixtures given\n");
+    return exit_usage;
+  }
+  for (const auto& f : suite.fixtures) suite.fixture_dirs.push_back(f.dir);
+  for (const char* id : {"oracle", "noop"}) {
+    harness::candidate_spec c;
+    c.id = id;
+    c.adapter = id;
+    c.where = {suite.file.string(), 0, 0};
+    suite.candidates.push_back(std::move(c));
+  }
+  suite.trials = a.trials;
+  std::optional<temp_dir> scratch;
+  std::filesystem::path results_path = a.results;
+  if (results_path.empty()) {
+    scratch.emplace("evalbox-fixture-test");
+    results_path = scratch->path();
+  }
+  auto runs = harness::plan_runs(suite, {});
+  if (!runs) {
+    fmt::print(stderr, "{}\n", runs.error().message);
+    return exit_usage;
+  }
+  suite_run_options o;
+  o.results_dir = results_path;
+  o.concurrency = a.concurrency;
+  o.resume = !a.results.empty();
+  o.quiet = true;
+  auto done = run_planned(suite, *runs, o);
+  if (!done) {
+    log::error("{}", done.error().message);
+    return exit_internal;
+  }
+  if (done->signal) return done->signal == SIGINT ? exit_sigint : exit_sigterm;
+
+  int invalid = 0;
+  for (const auto& f : suite.fixtures) {
+    int oracle_n = 0, oracle_pass = 0, noop_failed = 0, noop_n = 0;
+    std::vector<std::string> problems;
+    std::set<std::string> noop_failing_checks;
+    for (const auto& r : done->records) {
+      if (r["fixture"].value("id", "") != f.id) continue;
+      std::string cand = r["candidate"].value("id", "");
+      std::string verdict = r.value("verdict", "");
+      if (r["execution"].value("status", "") == "error" || verdict == "not_assessed") {
+        const auto& e = r["execution"]["error"].is_string() ? r["execution"]["error"] : r["grading"]["error"];
+        problems.push_back(fmt::format("{} trial {} could not be assessed: {}", cand,
+                                       r.value("trial", 0), e.is_string() ? e.get<std::string>() : "error"));
+        continue;
+      }
+      if (cand == "oracle") {
+        ++oracle_n;
+        if (verdict == "passed") {
+          ++oracle_pass;
+        } else {
+          for (const auto& c : r["grading"]["checks"])
+            if (!c.value("passed", false))
+              problems.push_back(fmt::format("the oracle fails check '{}' (trial {}): {}",
+                                             c.value("id", ""), r.value("trial", 0), c.value("detail", "")));
+        }
+      } else {
+        ++noop_n;
+        bool any_failed = false;
+        for (const auto& c : r["grading"]["checks"])
+          if (!c.value("passed", false)) {
+            any_failed = true;
+            noop_failing_checks.insert(c.value("id", ""));
+          }
+        if (any_failed) ++noop_failed;
+      }
+    }
+    if (noop_n > 0 && noop_failed == 0)
+      problems.push_back("the untouched workspace (noop) passes every check: the checks do not "
+                         "test the task");
+    bool ok = problems.empty() && oracle_n == a.trials && oracle_pass == oracle_n;
+    if (ok) {
+      std::string failing;
+      for (const auto& c : noop_failing_checks) failing += (failing.empty() ? "" : ", ") + c;
+      fmt::print("ok       {:<24} oracle {}/{} passed; untouched workspace fails: {}\n", f.id,
+                 oracle_pass, oracle_n, failing);
+    } else {
+      ++invalid;
+      fmt::print("INVALID  {:<24} {}\n", f.id, problems.empty() ? "oracle did not run" : problems.front());
+      for (size_t i = 1; i < problems.size(); ++i) fmt::print("         {:<24} {}\n", "", problems[i]);
+    }
+  }
+  if (!a.results.empty()) fmt::print("results: {}\n", results_path.string());
+  return invalid == 0 ? exit_ok : exit_task_failed;
+}
+
+void add_fixture_test(CLI::App& fixture, action& out) {
+  auto a = std::make_shared<fixture_test_args>();
+  auto* cmd = fixture.add_subcommand(
+      "test",
+      "Check that fixtures can be trusted: in the sandbox, the reference solution (oracle) "
+      "must pass every trial and the untouched workspace (noop) must fail at least one check. "
+      "Exit 0 only when every fixture is valid; otherwise the output says which check broke it.\n\n"
+      "Example: evalbox fixture test fixtures/examples/off-by-one --trials 3");
+  cmd->add_option("dirs", a->dirs, "fixture directories")->required();
+  cmd->add_option("--trials", a->trials, "oracle and noop trials per fixture")->capture_default_str();
+  cmd->add_option("--results", a->results, "keep results here (default: a temporary directory)");
+  cmd->add_option("--concurrency,-j", a->concurrency, "runs at once")->capture_default_str();
+  cmd->callback([&out, a] { out = [a] { return fixture_test(*a); }; });
+}
+
+}  // namespace
+
+void register_fixture(CLI::App& app, action& out) {
+  auto* fixture = app.add_subcommand("fixture", "Author fixtures: scaffold and test them.");
+  fixture->require_subcommand(1);
+  add_fixture_new(*fixture, out);
+  add_fixture_test(*fixture, out);
+}
+
+}  // namespace evalbox::cli

@@ -1,0 +1,8 @@
+// The composition root's list of adapters: the only place that names concrete adapters.
+#pragma once
+
+#include "harness/agent/adapter.h"
+
+namespace evalbox::cli {
+harness::adapter_registry make_registry();
+}

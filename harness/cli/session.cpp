@@ -1,0 +1,135 @@
+// Running a planned suite from the command line (see session.h).
+#include "harness/cli/session.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <algorithm>
+#include <thread>
+
+#include "harness/cli/registry.h"
+#include "harness/results/results.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::cli {
+
+namespace {
+
+// Blocks SIGINT/SIGTERM in every thread (workers inherit the mask) and waits for them on a
+// dedicated thread, which cancels the run. The sandbox helper unblocks them for the program.
+class signal_watch {
+ public:
+  explicit signal_watch(sandbox::cancel_token& token) : token_(token) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);  // wakes the watcher at the end
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    thread_ = std::thread([this, set] {
+      int sig = 0;
+      while (sigwait(&set, &sig) == 0) {
+        if (sig == SIGUSR1 && done_.load()) return;
+        if (sig == SIGINT || sig == SIGTERM) {
+          signal_.store(sig);
+          token_.requested.store(true);
+          static constexpr char msg[] = "\nevalbox: stopping: killing running sandboxes, recording nothing unfinished\n";
+          (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+        }
+      }
+    });
+  }
+  ~signal_watch() {
+    done_.store(true);
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int signal() const { return signal_.load(); }
+
+ private:
+  sandbox::cancel_token& token_;
+  sigset_t old_{};
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+  std::atomic<int> signal_{0};
+};
+
+}  // namespace
+
+std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite) {
+  auto registry = make_registry();
+  std::vector<harness::config_error> errors;
+  for (const auto& c : suite.candidates) {
+    const auto* a = registry.find(c.adapter);
+    if (!a) {
+      std::string known;
+      for (const auto& id : registry.ids()) known += (known.empty() ? "" : ", ") + id;
+      errors.push_back({c.where, fmt::format("adapter '{}' is not available in this build", c.adapter),
+                        "available: " + known});
+      continue;
+    }
+    auto e = a->validate(c);
+    errors.insert(errors.end(), e.begin(), e.end());
+  }
+  return errors;
+}
+
+result<suite_run> run_planned(const harness::suite_spec& suite,
+                              const std::vector<harness::run_spec>& runs,
+                              const suite_run_options& options) {
+  auto registry = make_registry();
+  sandbox::cancel_token cancel;
+  suite_run out;
+  bool tty = ::isatty(STDERR_FILENO) == 1 && !std::getenv("CI");
+
+  harness::runner_options ro;
+  ro.results_dir = options.results_dir;
+  ro.concurrency = options.concurrency;
+  ro.retries = options.retries;
+  ro.resume = options.resume;
+  ro.sandbox = sandbox::default_preparer_options();
+  if (const char* home = std::getenv("HOME"); home && *home && std::string_view(home) != "/")
+    ro.protected_roots.push_back(home);
+  ro.cancel = &cancel;
+  if (!options.quiet) {
+    ro.on_progress = [tty](const harness::progress& p) {
+      double eta = p.done > 0 ? p.elapsed_s / p.done * (p.total - p.done) : 0;
+      if (tty) {
+        fmt::print(stderr, "\r\033[K[{}/{}] {} passed, {} failed, {} errors, ETA {:.0f}s  {}",
+                   p.done, p.total, p.passed, p.failed, p.errors, eta, p.last);
+        if (p.done == p.total) fmt::print(stderr, "\n");
+      } else {
+        fmt::print(stderr, "[{}/{}] {}\n", p.done, p.total, p.last);
+      }
+    };
+  }
+  {
+    // A home directory that holds the results or fixtures cannot be protected wholesale.
+    auto& roots = ro.protected_roots;
+    roots.erase(std::remove_if(roots.begin(), roots.end(), [&](const std::filesystem::path& r) {
+                  if (is_within(normalize(options.results_dir), r)) return true;
+                  for (const auto& f : suite.fixtures)
+                    if (is_within(f.dir, r)) return true;
+                  return is_within(suite.file, r);
+                }),
+                roots.end());
+  }
+  signal_watch watch(cancel);
+  auto totals = harness::run_suite(suite, runs, registry, ro);
+  out.signal = watch.signal();
+  if (!totals) return std::unexpected(totals.error());
+  out.totals = *totals;
+  harness::results_dir results(options.results_dir);
+  out.records = EB_TRY(results.read_records());
+  auto s = harness::write_reports(options.results_dir, out.records, suite.name, suite.baseline);
+  if (!s) log::warn("reports: {}", s.error().message);
+  else out.summary = std::move(*s);
+  return out;
+}
+
+}  // namespace evalbox::cli

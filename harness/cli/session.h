@@ -1,0 +1,39 @@
+// What `evalbox run` and `evalbox fixture test` share: signal handling (Ctrl-C stops
+// scheduling and kills running sandboxes), the progress line, running a planned suite and
+// writing its reports.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/plan/plan.h"
+#include "harness/report/report.h"
+#include "harness/runner/runner.h"
+
+namespace evalbox::cli {
+
+struct suite_run {
+  harness::run_totals totals;
+  std::vector<json> records;  // every record in the results directory after the run
+  std::optional<harness::stats::summary> summary;
+  int signal = 0;             // SIGINT/SIGTERM that stopped it, else 0
+};
+
+struct suite_run_options {
+  std::filesystem::path results_dir;
+  int concurrency = 1;
+  int retries = 0;
+  bool resume = true;
+  bool quiet = false;  // no progress output
+};
+
+// Plans nothing: runs `runs` of `suite`, then writes the reports from results.jsonl.
+result<suite_run> run_planned(const harness::suite_spec& suite,
+                              const std::vector<harness::run_spec>& runs,
+                              const suite_run_options& options);
+
+// Adapter-level validation of every candidate (settings), as config errors.
+std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite);
+
+}  // namespace evalbox::cli

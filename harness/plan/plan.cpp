@@ -1,0 +1,64 @@
+// The run matrix and run ids.
+#include "harness/plan/plan.h"
+
+#include "sandbox/base/digest.h"
+
+namespace evalbox::harness {
+
+result<std::string> candidate_digest(const candidate_spec& c) {
+  json j = c.to_json();
+  json files = json::object();
+  for (const auto& [target, source] : c.home_files)
+    files[target] = EB_TRY_CTX(sha256_file(source), fmt::format("candidate {}", c.id));
+  j["home_file_digests"] = files;
+  return sha256_hex(canonical_json(j));
+}
+
+bool glob_match(std::string_view p, std::string_view t) {
+  size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
+      ++pi;
+      ++ti;
+    } else if (pi < p.size() && p[pi] == '*') {
+      star = pi++;
+      mark = ti;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      ti = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options) {
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count)
+    return make_error(error_kind::invalid_argument, "shard {}/{} is not valid (K/N with 0 <= K < N)",
+                      options.shard_index, options.shard_count);
+  int trials = options.trials > 0 ? options.trials : suite.trials;
+  std::vector<std::string> cand_digests;
+  for (const auto& c : suite.candidates) cand_digests.push_back(EB_TRY(candidate_digest(c)));
+  std::vector<run_spec> runs;
+  size_t index = 0;
+  for (size_t f = 0; f < suite.fixtures.size(); ++f) {
+    for (size_t c = 0; c < suite.candidates.size(); ++c) {
+      std::string name = suite.fixtures[f].id + "/" + suite.candidates[c].id;
+      bool selected = options.filter.empty() || glob_match(options.filter, name);
+      for (int t = 0; t < trials; ++t, ++index) {
+        if (!selected) continue;
+        if (static_cast<int>(index % static_cast<size_t>(options.shard_count)) != options.shard_index)
+          continue;
+        std::string key = fmt::format("evalbox.run.v1\n{}\n{}\n{}", suite.fixtures[f].digest,
+                                      cand_digests[c], t);
+        runs.push_back({f, c, t, sha256_hex(key).substr(0, 16)});
+      }
+    }
+  }
+  return runs;
+}
+
+}  // namespace evalbox::harness

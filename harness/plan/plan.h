@@ -1,0 +1,37 @@
+// The run matrix: fixtures × candidates × trials, each with a deterministic run id, so a rerun
+// finds what is already recorded (resume) and N shards split the same matrix the same way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/config/spec.h"
+#include "sandbox/base/error.h"
+
+namespace evalbox::harness {
+
+struct run_spec {
+  size_t fixture = 0;    // index into suite_spec::fixtures
+  size_t candidate = 0;  // index into suite_spec::candidates
+  int trial = 0;         // 0-based
+  std::string run_id;    // 16 hex digits of sha256(fixture digest, candidate digest, trial)
+};
+
+struct plan_options {
+  int trials = 0;           // 0: the suite's
+  std::string filter;       // glob over "fixture/candidate" ("*" and "?"), empty = all
+  int shard_index = 0;      // K of K/N (0-based)
+  int shard_count = 1;
+};
+
+// The digest of everything that defines a candidate: its settings, env, network, and the
+// content of its home files. A changed candidate gets new run ids.
+result<std::string> candidate_digest(const candidate_spec& c);
+
+// Runs in a stable order (fixture, candidate, trial).
+result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options);
+
+// Shell-style glob: '*' any run of characters (including '/'), '?' one character.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+}  // namespace evalbox::harness

@@ -1,0 +1,498 @@
+// The runner (see runner.h). One run's pipeline is execute_run(); the scheduler around it
+// keeps `concurrency` workers busy, respecting credential exclusivity.
+#include "harness/runner/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "harness/grading/grading.h"
+#include "harness/results/results.h"
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::harness {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+std::map<std::string, std::string> base_environment() {
+  return {{"PATH", "/evalbox/bin:/usr/local/bin:/usr/bin:/bin"},
+          {"HOME", "/home/agent"},
+          {"TMPDIR", "/tmp"},
+          {"LANG", "C.UTF-8"},
+          {"TERM", "dumb"},
+          {"USER", "root"},
+          {"LOGNAME", "root"}};
+}
+
+namespace {
+
+std::string now_rfc3339() {
+  auto now = std::chrono::system_clock::now();
+  auto t = std::chrono::system_clock::to_time_t(now);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+uint64_t ms_since(clock_type::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count());
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+sandbox::resource_limits effective_limits(const suite_spec& suite, const fixture_spec& f) {
+  sandbox::resource_limits l;
+  limits_spec spec = suite.default_limits.merged_with(f.limits);
+  if (spec.wall_ms) l.wall_ms = *spec.wall_ms;
+  if (spec.cpu_ms) l.cpu_ms = *spec.cpu_ms;
+  if (spec.memory_bytes) l.memory_bytes = *spec.memory_bytes;
+  if (spec.pids) l.pids = *spec.pids;
+  if (spec.disk_bytes) l.disk_bytes = *spec.disk_bytes;
+  if (spec.output_bytes) l.output_bytes = *spec.output_bytes;
+  return l;
+}
+
+sandbox::network_policy to_policy(const network_spec& n) {
+  sandbox::network_policy p;
+  p.mode = n.mode == network_spec::mode_kind::allow ? sandbox::network_mode::allow
+                                                     : sandbox::network_mode::none;
+  p.allow = n.allow;
+  return p;
+}
+
+// How a run ended, before it becomes run.json.
+struct run_state {
+  std::string execution_status = "completed";  // completed | error
+  std::string error_kind;                      // setup | sandbox | agent | adapter | host
+  std::string error;
+  json records = json::object();               // label -> run record
+  json grading = nullptr;
+  std::string verdict = "not_assessed";
+  json usage = nullptr;
+  json timings = json::object();
+  bool cancelled = false;
+  bool lease_busy = false;
+  bool infrastructure() const {
+    return execution_status == "error" && error_kind != "agent" && error_kind != "adapter";
+  }
+};
+
+class run_executor {
+ public:
+  run_executor(const suite_spec& suite, const adapter_registry& adapters,
+               const runner_options& options, sandbox::preparer& prep, const results_dir& results)
+      : suite_(suite), adapters_(adapters), options_(options), preparer_(prep), results_(results) {}
+
+  run_state execute(const run_spec& r, int attempt);
+
+ private:
+  result<sandbox::run_record> launch(const sandbox::prepared_session& s,
+                                     sandbox::launch_options o, run_state& st) {
+    auto rec = sandbox::launch(s, o, options_.cancel);
+    if (rec) st.records[o.label] = rec->to_json();
+    return rec;
+  }
+
+  const suite_spec& suite_;
+  const adapter_registry& adapters_;
+  const runner_options& options_;
+  sandbox::preparer& preparer_;
+  const results_dir& results_;
+};
+
+run_state run_executor::execute(const run_spec& r, int attempt) {
+  run_state st;
+  const fixture_spec& fixture = suite_.fixtures[r.fixture];
+  const candidate_spec& cand = suite_.candidates[r.candidate];
+  const fs::path run_dir = results_.run_dir(r.run_id);
+  const fs::path native = run_dir / "native";
+  auto fail = [&st](std::string kind, std::string message) {
+    st.execution_status = "error";
+    st.error_kind = std::move(kind);
+    st.error = log::scrub(message);
+    return st;
+  };
+
+  (void)remove_tree(run_dir);  // a crashed earlier attempt left an unrecorded directory
+  if (auto s = make_dirs(native); !s) return fail("host", s.error().message);
+
+  const adapter* ad = adapters_.find(cand.adapter);
+  if (!ad) return fail("adapter", fmt::format("no adapter named '{}'", cand.adapter));
+  run_context ctx{fixture, cand, r.trial, r.run_id, suite_.credentials};
+  auto plan = ad->plan(ctx);
+  if (!plan) return fail("adapter", plan.error().message);
+
+  // --- the session request -------------------------------------------------------------------
+  sandbox::session_request req;
+  req.run_id = fmt::format("{}-{}", r.run_id, attempt);
+  sandbox::resource_limits limits = effective_limits(suite_, fixture);
+  req.authorized_until = std::chrono::system_clock::now() + std::chrono::hours(1) +
+                         std::chrono::milliseconds(limits.wall_ms * 4);
+  req.argv = plan->argv;
+  req.env = base_environment();
+  for (const auto& [k, v] : plan->env) req.env[k] = v;
+  for (const auto& [k, v] : cand.env) req.env[k] = v;
+  req.workspace.source = fixture.workspace_dir();
+  req.workspace.digest = fixture.digest;
+  req.home = plan->home;
+  for (const auto& [target, source] : cand.home_files) {
+    auto content = read_file(source, 1u << 20);
+    if (!content) return fail("adapter", content.error().message);
+    req.home.files.push_back({target, *content, 0644});
+  }
+  req.secrets = plan->secrets;
+  req.bundles = plan->bundles;
+  if (fixture.has_bin) {
+    auto d = tree_digest(fixture.bin_dir());
+    if (!d) return fail("host", d.error().message);
+    req.bundles.push_back({fixture.bin_dir(), *d, "/evalbox/bin"});
+  }
+  req.readonly_paths = plan->readonly_paths;
+  req.protected_roots = options_.protected_roots;
+  req.protected_roots.push_back(results_.root());
+  if (fixture.has_grader) req.protected_roots.push_back(fixture.grader_dir());
+  if (cand.adapter != "oracle" && fixture.has_solution)
+    req.protected_roots.push_back(fixture.solution_script().parent_path());
+  req.limits = limits;
+  req.network = to_policy(cand.network ? *cand.network : fixture.network);
+  req.landlock = plan->landlock;
+
+  auto t0 = clock_type::now();
+  auto session = preparer_.prepare(req);
+  st.timings["prepare_ms"] = ms_since(t0);
+  if (!session) {
+    if (session.error().kind == error_kind::busy) st.lease_busy = true;
+    return fail("sandbox", session.error().message);
+  }
+
+  auto finish_session = [&] {
+    if (auto s = session->close(); !s) log::warn("run {}: teardown: {}", r.run_id, s.error().message);
+  };
+
+  // --- setup ---------------------------------------------------------------------------------
+  if (!fixture.setup.empty()) {
+    auto t1 = clock_type::now();
+    std::string script = "set -e\n";
+    for (const auto& cmd : fixture.setup) script += cmd + "\n";
+    sandbox::launch_options o;
+    o.label = "setup";
+    o.argv = {"/bin/sh", "-c", script};
+    o.env = base_environment();
+    o.with_secrets = false;
+    o.network_override = sandbox::network_policy{};
+    o.stdout_path = run_dir / "setup.log";
+    o.stderr_path = run_dir / "setup.log";
+    auto rec = launch(*session, o, st);
+    st.timings["setup_ms"] = ms_since(t1);
+    if (!rec) return finish_session(), fail("sandbox", rec.error().message);
+    if (!rec->ok()) return finish_session(), fail("sandbox", rec->error);
+    if (rec->outcome == sandbox::outcome_kind::cancelled) return finish_session(), st.cancelled = true, st;
+    if (rec->outcome != sandbox::outcome_kind::exited || rec->exit_code != 0)
+      return finish_session(), fail("setup", fmt::format("setup failed ({} {}); see runs/{}/setup.log",
+                                                    to_string(rec->outcome), rec->exit_code, r.run_id));
+  }
+  auto before = session->snapshot_workspace();
+  if (!before) return finish_session(), fail("sandbox", before.error().message);
+
+  // --- the agent -----------------------------------------------------------------------------
+  std::vector<agent_output> outputs;
+  auto t2 = clock_type::now();
+  auto run_agent = [&](const agent_plan& p, const std::string& label) -> std::optional<sandbox::run_record> {
+    sandbox::launch_options o;
+    o.label = label;
+    o.argv = p.argv;
+    std::map<std::string, std::string> env = req.env;
+    for (const auto& [k, v] : p.env) env[k] = v;
+    o.env = env;
+    o.stdout_path = native / (label == "agent" ? p.stdout_name : label + "." + p.stdout_name);
+    o.stderr_path = native / (label == "agent" ? "stderr.txt" : label + ".stderr.txt");
+    o.stdin_data = p.stdin_data;
+    auto rec = launch(*session, o, st);
+    if (!rec) {
+      fail("sandbox", rec.error().message);
+      return std::nullopt;
+    }
+    if (!rec->ok()) {
+      fail("sandbox", rec->error);
+      return std::nullopt;
+    }
+    outputs.push_back({o.stdout_path, o.stderr_path, session->home_dir(), native,
+                       rec->exit_code, rec->outcome == sandbox::outcome_kind::exited});
+    return std::move(*rec);
+  };
+  auto agent_rec = run_agent(*plan, "agent");
+  if (!agent_rec) return finish_session(), st;
+  if (agent_rec->outcome == sandbox::outcome_kind::cancelled) return finish_session(), st.cancelled = true, st;
+  if (fixture.follow_up && agent_rec->outcome == sandbox::outcome_kind::exited) {
+    auto fp = ad->plan_follow_up(ctx, outputs.back());
+    if (!fp) return finish_session(), fail("adapter", fp.error().message);
+    if (*fp) {
+      auto rec2 = run_agent(**fp, "follow-up");
+      if (!rec2) return finish_session(), st;
+      if (rec2->outcome == sandbox::outcome_kind::cancelled) return finish_session(), st.cancelled = true, st;
+    }
+  }
+  st.timings["agent_ms"] = ms_since(t2);
+
+  auto tr = ad->read_transcript(ctx, outputs);
+  if (!tr) return finish_session(), fail("adapter", tr.error().message);
+  fs::path transcript_path = run_dir / "transcript.jsonl";
+  if (auto s = write_transcript(transcript_path, *tr); !s) return finish_session(), fail("host", s.error().message);
+  if (!tr->total.unknown()) {
+    json u;
+    auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+    u["input_tokens"] = opt(tr->total.input_tokens);
+    u["output_tokens"] = opt(tr->total.output_tokens);
+    u["cached_input_tokens"] = opt(tr->total.cached_input_tokens);
+    u["reasoning_tokens"] = opt(tr->total.reasoning_tokens);
+    u["cost_usd"] = opt(tr->total.cost_usd);
+    st.usage = u;
+  }
+  if (agent_rec->outcome == sandbox::outcome_kind::signaled)
+    return finish_session(), fail("agent", fmt::format("the agent was killed by signal {}", agent_rec->signal));
+  if (tr->error) return finish_session(), fail("agent", *tr->error);
+
+  // --- workspace diff and grading ------------------------------------------------------------
+  auto after = session->snapshot_workspace();
+  if (!after) return finish_session(), fail("sandbox", after.error().message);
+  auto t3 = clock_type::now();
+  if (auto changed = session->changed_paths(*before); changed && !changed->empty()) {
+    std::string script;
+    size_t n = 0;
+    for (const auto& p : *changed) {
+      if (++n > 2000) break;
+      std::string q = shell_quote(p);
+      // Directories are listed too (created, removed, made opaque): their files have entries.
+      script += "[ -d /evalbox/before/" + q + " ] || [ -d /workspace/" + q +
+                " ] || diff -uN --no-dereference --label " + shell_quote("a/" + p) + " --label " +
+                shell_quote("b/" + p) + " /evalbox/before/" + q + " /workspace/" + q + "\n";
+    }
+    sandbox::launch_options o;
+    o.label = "diff";
+    o.argv = {"/bin/sh", "-c", script + "exit 0"};
+    o.env = base_environment();
+    o.with_secrets = false;
+    o.network_override = sandbox::network_policy{};
+    o.extra_mounts.push_back({before->view, "/evalbox/before", false, false});
+    o.stdout_path = run_dir / "workspace.diff";
+    o.stderr_path = run_dir / "diff.log";
+    if (auto rec = sandbox::launch(*session, o, options_.cancel); !rec || !rec->ok())
+      log::warn("run {}: workspace diff failed: {}", r.run_id, rec ? rec->error : rec.error().message);
+  } else {
+    (void)write_file(run_dir / "workspace.diff", "");
+  }
+
+  int check_index = 0;
+  shell_check_runner run_shell = [&](const check_spec& c) -> result<shell_check_outcome> {
+    sandbox::launch_options o;
+    o.label = fmt::format("grade-{}", check_index++);
+    o.argv = {"/bin/sh", "-c", c.shell};
+    o.env = base_environment();
+    o.with_secrets = false;
+    o.network_override = sandbox::network_policy{};
+    if (fixture.has_grader) o.extra_mounts.push_back({fixture.grader_dir(), "/grader", false, false});
+    o.extra_mounts.push_back({transcript_path, "/evalbox/transcript.jsonl", false, true});
+    fs::path log_path = run_dir / "checks" / (c.id + ".log");
+    EB_TRY(make_dirs(log_path.parent_path()));
+    o.stdout_path = log_path;
+    o.stderr_path = log_path;
+    auto rec = EB_TRY(sandbox::launch(*session, o, options_.cancel));
+    if (!rec.ok()) return make_error(error_kind::io, "grading sandbox: {}", rec.error);
+    if (rec.outcome == sandbox::outcome_kind::cancelled)
+      return make_error(error_kind::cancelled, "cancelled");
+    std::string out = read_file(log_path).value_or("");
+    if (out.size() > 400) out = out.substr(out.size() - 400);
+    return shell_check_outcome{rec.outcome == sandbox::outcome_kind::exited, rec.exit_code,
+                               std::string(to_string(rec.outcome)), out};
+  };
+  grading_result g = grade({fixture, *tr, before->view, after->view, run_shell});
+  st.timings["grading_ms"] = ms_since(t3);
+  if (options_.cancel && options_.cancel->requested.load()) return finish_session(), st.cancelled = true, st;
+  st.grading = g.to_json(fixture.threshold);
+  st.verdict = g.ok ? (g.passed ? "passed" : "failed") : "not_assessed";
+  // The session stays alive until the caller has recorded the result.
+  finish_session();
+  return st;
+}
+
+json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st,
+                 const std::string& cand_digest, int attempts, const std::string& started,
+                 uint64_t wall_ms) {
+  const auto& f = suite.fixtures[r.fixture];
+  const auto& c = suite.candidates[r.candidate];
+  json j;
+  j["schema"] = run_schema;
+  j["run_id"] = r.run_id;
+  j["suite"] = suite.name;
+  j["fixture"] = {{"id", f.id}, {"digest", f.digest}};
+  j["candidate"] = {{"id", c.id}, {"adapter", c.adapter}, {"digest", cand_digest}};
+  j["trial"] = r.trial;
+  j["attempts"] = attempts;
+  json exec = {{"status", st.execution_status}, {"records", st.records}};
+  exec["error"] = st.error.empty() ? json(nullptr) : json(st.error);
+  exec["error_kind"] = st.error_kind.empty() ? json(nullptr) : json(st.error_kind);
+  if (st.records.contains("agent")) {
+    const auto& a = st.records["agent"];
+    exec["outcome"] = a.value("outcome", json(nullptr));
+    exec["exit_code"] = a.value("exit_code", json(nullptr));
+  } else {
+    exec["outcome"] = nullptr;
+    exec["exit_code"] = nullptr;
+  }
+  j["execution"] = exec;
+  j["grading"] = st.grading.is_null()
+                     ? json{{"status", "skipped"}, {"checks", json::array()}, {"score", nullptr},
+                            {"threshold", f.threshold}, {"error", nullptr}}
+                     : st.grading;
+  j["verdict"] = st.verdict;
+  json usage = st.usage.is_null() ? json{{"input_tokens", nullptr}, {"output_tokens", nullptr},
+                                         {"cached_input_tokens", nullptr}, {"reasoning_tokens", nullptr},
+                                         {"cost_usd", nullptr}}
+                                  : st.usage;
+  j["usage"] = usage;
+  json timings = st.timings;
+  timings["started_at"] = started;
+  timings["finished_at"] = now_rfc3339();
+  timings["wall_ms"] = wall_ms;
+  j["timings"] = timings;
+  return j;
+}
+
+}  // namespace
+
+result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,
+                             const adapter_registry& adapters, const runner_options& options) {
+  results_dir results(options.results_dir);
+  EB_TRY_CTX(results.create(), "results directory");
+  run_totals totals;
+  totals.planned = static_cast<int>(runs.size());
+
+  std::set<std::string> done;
+  if (options.resume) done = EB_TRY(results.recorded_ids());
+  std::deque<run_spec> queue;
+  for (const auto& r : runs) {
+    if (done.count(r.run_id)) ++totals.skipped;
+    else queue.push_back(r);
+  }
+
+  std::vector<std::string> cand_digests;
+  for (const auto& c : suite.candidates) cand_digests.push_back(EB_TRY(candidate_digest(c)));
+
+  sandbox::preparer prep(options.sandbox);
+  if (auto rec = prep.reclaim_stale(); !rec) log::warn("reclaim: {}", rec.error().message);
+  run_executor exec(suite, adapters, options, prep, results);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<std::string> leased;  // credential handles held by running runs
+  progress prog;
+  prog.total = static_cast<int>(queue.size());
+  auto started = clock_type::now();
+  std::optional<error> fatal;
+  int running = 0;
+  bool lease_note_shown = false;
+
+  auto stopping = [&] { return options.cancel && options.cancel->requested.load(); };
+
+  auto worker = [&] {
+    for (;;) {
+      run_spec r;
+      std::vector<std::string> handles;
+      {
+        std::unique_lock lock(mu);
+        for (;;) {
+          if (stopping() || fatal || queue.empty()) return;
+          auto it = std::find_if(queue.begin(), queue.end(), [&](const run_spec& q) {
+            for (const auto& h : suite.candidates[q.candidate].credentials)
+              if (leased.count(h)) return false;
+            return true;
+          });
+          if (it != queue.end()) {
+            r = *it;
+            queue.erase(it);
+            handles = suite.candidates[r.candidate].credentials;
+            for (const auto& h : handles) leased.insert(h);
+            ++running;
+            break;
+          }
+          if (!lease_note_shown) {
+            lease_note_shown = true;
+            log::info("waiting: a run's credential lease is in use by another run "
+                      "(one login serves one run at a time)");
+          }
+          cv.wait_for(lock, std::chrono::milliseconds(200));
+        }
+      }
+      auto t0 = clock_type::now();
+      std::string started_at = now_rfc3339();
+      run_state st;
+      int attempt = 0;
+      for (;;) {
+        st = exec.execute(r, attempt);
+        if (st.cancelled || stopping()) break;
+        if (st.lease_busy) {  // held by another evalbox process: wait, not counted as a retry
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          continue;
+        }
+        if (!st.infrastructure() || attempt >= options.retries) break;
+        log::warn("run {} attempt {}: {}: {} (retrying)", r.run_id, attempt + 1, st.error_kind, st.error);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500 << std::min(attempt, 5)));
+        ++attempt;
+      }
+      bool recorded = false;
+      if (!st.cancelled && !stopping()) {
+        json j = to_run_json(suite, r, st, cand_digests[r.candidate], attempt + 1, started_at,
+                             ms_since(t0));
+        if (auto s = results.record(j); !s) {
+          std::lock_guard lock(mu);
+          fatal = s.error();
+        } else {
+          recorded = true;
+        }
+      }
+      std::lock_guard lock(mu);
+      for (const auto& h : handles) leased.erase(h);
+      --running;
+      cv.notify_all();
+      if (!recorded) continue;
+      ++prog.done;
+      if (st.execution_status == "error") ++totals.execution_errors, ++prog.errors;
+      else if (st.verdict == "not_assessed") ++totals.grader_errors, ++prog.errors;
+      else if (st.verdict == "passed") ++totals.passed, ++prog.passed;
+      else ++totals.failed, ++prog.failed;
+      prog.elapsed_s = std::chrono::duration<double>(clock_type::now() - started).count();
+      prog.last = fmt::format("{}/{}#{}: {}", suite.fixtures[r.fixture].id,
+                              suite.candidates[r.candidate].id, r.trial,
+                              st.execution_status == "error" ? "error (" + st.error_kind + ")" : st.verdict);
+      if (options.on_progress) options.on_progress(prog);
+    }
+  };
+
+  int n = std::max(1, std::min<int>(options.concurrency, static_cast<int>(queue.size())));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (fatal) return std::unexpected(*fatal);
+  totals.interrupted = stopping() && !queue.empty();
+  if (stopping()) totals.interrupted = true;
+  return totals;
+}
+
+}  // namespace evalbox::harness
