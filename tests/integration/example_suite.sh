@@ -1,0 +1,45 @@
+# The embedded default: the example suite runs, grades and reports; resume records nothing
+# twice; `fixture test` accepts every example.
+source "$(dirname "$0")/lib.sh"
+need_isolation
+R=$WORK/results
+set +e
+"$EVALBOX" run "$SRC/fixtures/examples/suite.yaml" --results "$R" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+cat "$WORK/out"
+# noop fails every fixture, so a task failed: exit 1 (not 2: no execution error).
+[ "$rc" = 1 ] || { cat "$WORK/err"; fail "exit $rc, expected 1"; }
+[ "$(lines "$R/results.jsonl")" = 18 ] || fail "expected 18 recorded runs"
+python3 - "$R" <<'PY'
+import json, sys, collections
+R = sys.argv[1]
+rows = [json.loads(l) for l in open(f"{R}/results.jsonl")]
+by = collections.defaultdict(list)
+for r in rows:
+    assert r["schema"] == "evalbox.run.v1"
+    assert r["execution"]["status"] == "completed", r["execution"]
+    by[r["candidate"]["id"]].append(r["verdict"])
+assert by["oracle"] == ["passed"] * 6, by["oracle"]
+assert by["noop"] == ["failed"] * 6, by["noop"]
+assert by["scripted"].count("passed") == 3, by["scripted"]
+for r in rows:
+    assert r["usage"]["cost_usd"] is None or r["candidate"]["id"] == "scripted"
+s = json.load(open(f"{R}/summary.json"))
+assert s["schema"] == "evalbox.summary.v1"
+assert "junit" not in open(f"{R}/report.md").read()
+j = open(f"{R}/junit.xml").read()
+assert j.count("<testcase") == 18 and j.count("<failure") == 9, j.count("<failure")
+PY
+for f in report.md summary.json junit.xml; do [ -s "$R/$f" ] || fail "$f missing"; done
+grep -q "oracle" "$R/report.md" || fail "report.md lacks the oracle"
+# Resume: nothing runs again, nothing is recorded twice.
+set +e
+"$EVALBOX" run "$SRC/fixtures/examples/suite.yaml" --results "$R" >/dev/null 2>"$WORK/err2"
+set -e
+grep -q "18 run(s) were already recorded" "$WORK/err2" || { cat "$WORK/err2"; fail "resume did not skip"; }
+[ "$(lines "$R/results.jsonl")" = 18 ] || fail "resume recorded runs twice"
+# Every example fixture is trustworthy.
+"$EVALBOX" fixture test $(ls -d "$SRC"/fixtures/examples/*/ | grep -v /agents/) || fail "fixture test"
+no_residue
+echo "example suite: ok"

@@ -1,0 +1,39 @@
+# Shared by the integration scripts: arguments, a private state dir, assertions, skip rules.
+set -euo pipefail
+EVALBOX=$1
+export EVALBOX_HELPER=$2
+SRC=$3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/evalbox-it-XXXXXX")
+export EVALBOX_STATE_DIR=$WORK/state
+cleanup() {
+  "$EVALBOX" gc >/dev/null 2>&1 || true
+  # The state root keeps a private bind of runs/ (see docs/state.md): take it down too.
+  while grep -q " $WORK/" /proc/self/mountinfo; do
+    umount -l "$(grep " $WORK/" /proc/self/mountinfo | awk '{print $5}' | sort -r | head -1)" || break
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+need_isolation() {
+  if ! "$EVALBOX" doctor >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
+    [ "${EVALBOX_REQUIRE_ISOLATION:-}" = 1 ] && fail "the sandbox cannot run here (evalbox doctor)"
+    echo "SKIP: needs root and a working sandbox (evalbox doctor)"; exit 0
+  fi
+}
+lines() { [ -f "$1" ] && wc -l < "$1" | tr -d ' ' || echo 0; }
+no_residue() {
+  if grep -q " $EVALBOX_STATE_DIR/runs/" /proc/self/mountinfo; then
+    grep " $EVALBOX_STATE_DIR/runs/" /proc/self/mountinfo >&2; fail "mounts left under the state dir"
+  fi
+  local left; left=$(find "$EVALBOX_STATE_DIR/runs" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+  [ "$left" = 0 ] || fail "$left run directories left in the state dir"
+  # No cgroup of a recorded run is left (other tests may run beside this one).
+  if [ -f "${R:-/nonexistent}/results.jsonl" ]; then
+    for id in $(python3 -c 'import json,sys; [print(json.loads(l)["run_id"]) for l in open(sys.argv[1])]' "$R/results.jsonl"); do
+      for c in memory pids; do
+        if compgen -G "/sys/fs/cgroup/$c/evalbox/$id-*" >/dev/null; then fail "cgroup of run $id left"; fi
+      done
+    done
+  fi
+}
