@@ -88,6 +88,30 @@ int pass_listener(const child_context& ctx, const step& s) noexcept {
   return rc < 0 ? err : 0;
 }
 
+// Opens `path` (relative to the new root, the working directory) refusing any symlink or
+// escape on the way: a symlink planted in /workspace or /home/agent by an earlier launch of the
+// session must not redirect where evalbox creates a mount point or mounts.
+int open_beneath(const char* path, uint64_t extra_flags) noexcept {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC | extra_flags;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return sys::openat2(AT_FDCWD, path, &how);
+}
+
+// Splits `path` at its last '/' into a parent opened beneath the root and the final name.
+int open_parent(const char* path, const char** name) noexcept {
+  const char* slash = std::strrchr(path, '/');
+  if (!slash || slash == path) return -EINVAL;
+  char parent[4096];
+  const size_t len = static_cast<size_t>(slash - path);
+  if (len >= sizeof parent) return -ENAMETOOLONG;
+  std::memcpy(parent, path, len);
+  parent[len] = '\0';
+  *name = slash + 1;
+  int fd = open_beneath(parent, O_DIRECTORY);
+  return fd < 0 ? -errno : fd;
+}
+
 int drop_caps(const child_context& ctx) noexcept {
   // Lock the root-is-special rules off first (needs CAP_SETPCAP, which is dropped next):
   // exec of a setuid-root or file-capability binary then grants nothing.
@@ -144,11 +168,28 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       unsigned int at = s.mode ? AT_RECURSIVE : 0;
       return sys::mount_setattr(AT_FDCWD, s.b, at, &attr) == 0 ? 0 : errno;
     }
-    case op::make_dir:
-      if (::mkdir(s.b, static_cast<mode_t>(s.mode)) == 0 || errno == EEXIST) return 0;
-      return errno;
+    case op::make_dir: {
+      const char* name = nullptr;
+      int dir = open_parent(s.b, &name);
+      if (dir < 0) return -dir;
+      int rc = ::mkdirat(dir, name, static_cast<mode_t>(s.mode));
+      int err = errno;
+      ::close(dir);
+      return rc == 0 || err == EEXIST ? 0 : err;
+    }
     case op::make_file: {
-      int fd = ::open(s.b, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode);
+      const char* name = nullptr;
+      int dir = open_parent(s.b, &name);
+      if (dir < 0) return -dir;
+      int fd = ::openat(dir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode);
+      int err = errno;
+      ::close(dir);
+      if (fd < 0) return err;
+      ::close(fd);
+      return 0;
+    }
+    case op::check_target: {
+      int fd = open_beneath(s.b, 0);
       if (fd < 0) return errno;
       ::close(fd);
       return 0;

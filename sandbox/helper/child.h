@@ -27,8 +27,9 @@ enum class op : uint8_t {
   unshare,         // unshare(flags)
   mount,           // mount(a, b, c, flags, data)
   set_attr,        // mount_setattr(b, AT_RECURSIVE?, set=flags)
-  make_dir,        // mkdir(b, mode), EEXIST tolerated
-  make_file,       // open(b, O_CREAT) as a mount point, an existing file tolerated
+  make_dir,        // mkdir(b, mode), EEXIST tolerated; b's parent reached without symlinks
+  make_file,       // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise
+  check_target,    // b resolves beneath the new root without any symlink (a mount target)
   make_symlink,    // symlink(a, b)
   write_file,      // b := data[0, len) with mode
   change_dir,      // chdir(b)

@@ -115,6 +115,10 @@ void add_bind(compiled& c, const std::string& root, const std::string& source,
   open.mode = c.next_fd++;
   open.name = c.name("open " + source);
   c.opens.push_back(open);
+  step check;
+  check.kind = op::check_target;
+  check.b = mk.b;
+  add_setup(c, "check " + inside.string(), check);
   step b;
   b.kind = op::mount;
   b.a = c.keep(fmt::format("/proc/self/fd/{}", open.mode));

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -46,6 +47,10 @@ namespace evalbox::sys {
 // The child runs on a copy of the caller's stack (no new stack is given), like fork().
 inline pid_t clone3(struct clone_args* args) noexcept {
   return static_cast<pid_t>(::syscall(SYS_clone3, args, sizeof(struct clone_args)));
+}
+
+inline int openat2(int dirfd, const char* path, struct open_how* how) noexcept {
+  return static_cast<int>(::syscall(SYS_openat2, dirfd, path, how, sizeof(struct open_how)));
 }
 
 inline int pivot_root(const char* new_root, const char* put_old) noexcept {

@@ -285,5 +285,22 @@ TEST_F(escape_test, a_setuid_root_binary_grants_nothing) {
   EXPECT_EQ(output(), "euid 0 capeff 0000000000000000\n");
 }
 
+TEST_F(escape_test, a_symlink_planted_at_a_lease_target_redirects_no_mount_to_the_host) {
+  // An earlier launch replaced the lease's directory in the home with a link to a host dir.
+  temp_dir host_dir("evalbox-escape-target");
+  const fs::path codex = session_->home_dir() / ".codex";
+  std::error_code ec;
+  fs::remove_all(codex, ec);
+  ASSERT_EQ(::symlink(host_dir.path().c_str(), codex.c_str()), 0);
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto r = launch(*session_, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->error_step, "create /home/agent/.codex/auth.json");
+  EXPECT_NE(r->error.find("ELOOP"), std::string::npos) << r->error;
+  EXPECT_TRUE(fs::is_empty(host_dir.path()));
+  fs::remove(codex, ec);  // let the session's teardown find its home as it made it
+}
+
 }  // namespace
 }  // namespace evalbox::sandbox
