@@ -559,7 +559,27 @@ status supervisor::run() {
   mech["cgroup"] = "none";
   rec_.mechanisms = mech;
   auto st = start(c);
+  const std::string cg = cg_ ? fmt::format("cgroup {}", cg_->version()) : "";
   rec_.mechanisms["cgroup"] = cg_ ? std::string(cg_->version()) : "none";
+  // Each limit with the mechanisms that enforced it (0 = no limit).
+  const auto& l = plan_.limits;
+  auto by = [](std::initializer_list<std::string> parts) {
+    json a = json::array();
+    for (const auto& p : parts) {
+      if (!p.empty()) a.push_back(p);
+    }
+    return a;
+  };
+  rec_.mechanisms["limits"] = {
+      {"memory_bytes", {{"value", l.memory_bytes}, {"by", by({cg})}}},
+      {"pids", {{"value", l.pids}, {"by", by({cg})}}},
+      {"cpu_ms", {{"value", l.cpu_ms}, {"by", by({cg.empty() ? "" : cg + " accounting",
+                                                  "RLIMIT_CPU"})}}},
+      {"wall_ms", {{"value", l.wall_ms}, {"by", by({"helper"})}}},
+      {"output_bytes",
+       {{"value", l.output_bytes}, {"by", by({plan_.inherit_stdio ? "" : "helper"})}}},
+      {"disk_bytes", {{"value", l.disk_bytes}, {"by", by({"RLIMIT_FSIZE", "tmpfs size"})}}},
+  };
   if (cg_) (void)cg_->destroy();
   return st;
 }

@@ -59,6 +59,19 @@ TEST_F(helper_test, runs_as_root_of_its_namespace_without_capabilities) {
   EXPECT_EQ(r.mechanisms["seccomp_digest"].get<std::string>().size(), 64u);
 }
 
+TEST_F(helper_test, records_each_limit_with_its_mechanism) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root (a writable cgroup)");
+  auto r = env_.run({"/bin/true"});
+  ASSERT_EQ(r.error, "");
+  const json& lim = r.mechanisms["limits"];
+  const std::string cg = "cgroup " + r.mechanisms["cgroup"].get<std::string>();
+  EXPECT_EQ(lim["memory_bytes"]["value"], env_.plan.limits.memory_bytes);
+  EXPECT_EQ(lim["memory_bytes"]["by"], json::array({cg}));
+  EXPECT_EQ(lim["pids"]["by"], json::array({cg}));
+  EXPECT_EQ(lim["cpu_ms"]["by"], json::array({cg + " accounting", "RLIMIT_CPU"}));
+  EXPECT_EQ(lim["output_bytes"]["by"], json::array({"helper"}));
+}
+
 TEST_F(helper_test, a_failed_setup_step_is_an_error_naming_the_step) {
   env_.plan.cwd = "/no/such/dir";
   auto r = env_.run({"/bin/true"});
