@@ -2,13 +2,13 @@
 // over a host directory, like bwrap but with evalbox's own boundary: the workspace is a
 // copy-on-write view (the host directory is never modified), the home is empty, the network
 // is off unless allowed, and the limits are those given.
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
-#include <fmt/format.h>
 
 #include "harness/cli/commands.h"
 #include "sandbox/base/fs.h"
@@ -77,7 +77,8 @@ result<network_policy> parse_network(const std::string& text) {
       n.allow.emplace_back(rest.substr(0, comma));
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
-    if (n.allow.empty()) return make_error(error_kind::invalid_argument, "--network allow: is empty");
+    if (n.allow.empty())
+      return make_error(error_kind::invalid_argument, "--network allow: is empty");
     return n;
   }
   return make_error(error_kind::invalid_argument,
@@ -114,13 +115,20 @@ result<session_request> make_request(const exec_args& a) {
 
 int exit_code_for(const run_record& rec) {
   switch (rec.outcome) {
-    case outcome_kind::exited: return rec.exit_code;
-    case outcome_kind::signaled: return 128 + rec.signal;
-    case outcome_kind::timed_out: return exit_timed_out;
-    case outcome_kind::cpu_limit: return 128 + SIGXCPU;
-    case outcome_kind::oom_killed: return 128 + SIGKILL;
-    case outcome_kind::output_limit: return 128 + SIGPIPE;
-    case outcome_kind::cancelled: return exit_sigint;
+    case outcome_kind::exited:
+      return rec.exit_code;
+    case outcome_kind::signaled:
+      return 128 + rec.signal;
+    case outcome_kind::timed_out:
+      return exit_timed_out;
+    case outcome_kind::cpu_limit:
+      return 128 + SIGXCPU;
+    case outcome_kind::oom_killed:
+      return 128 + SIGKILL;
+    case outcome_kind::output_limit:
+      return 128 + SIGPIPE;
+    case outcome_kind::cancelled:
+      return exit_sigint;
   }
   return exit_internal;
 }
@@ -233,8 +241,7 @@ void register_sandbox(CLI::App& app, action& out) {
       "127.0.0.1:8080\n"
       "  evalbox sandbox exec --workspace . --record run.json -- sh -c 'echo hi'");
   add_common(exec, *ea);
-  exec->add_option("command", ea->command, "the command and its arguments (after --)")
-      ->required();
+  exec->add_option("command", ea->command, "the command and its arguments (after --)")->required();
   exec->callback([&out, ea] { out = [ea] { return run_exec(*ea); }; });
 
   auto sa = std::make_shared<exec_args>();

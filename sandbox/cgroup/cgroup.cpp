@@ -2,8 +2,8 @@
 #include "sandbox/cgroup/cgroup.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <linux/magic.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -62,7 +62,8 @@ uint64_t read_keyed(const fs::path& file, std::string_view key) {
 }
 
 status make_dir(const fs::path& p) {
-  if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST) return sys_error(errno, "mkdir({})", p.string());
+  if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST)
+    return sys_error(errno, "mkdir({})", p.string());
   return {};
 }
 
@@ -221,8 +222,8 @@ result<std::unique_ptr<run_cgroup>> create_v2(const fs::path& root, const std::s
 }
 
 result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::path>& mounts,
-                                              const std::string& run_id,
-                                              const std::string& leaf, const limits& lim) {
+                                              const std::string& run_id, const std::string& leaf,
+                                              const limits& lim) {
   std::map<std::string, fs::path> leaves;
   for (const auto& [ctl, mnt] : mounts) {
     if (mnt.empty()) continue;
@@ -255,13 +256,15 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                                                     const std::string& leaf, const limits& lim) {
   // v2: the unified mount, if it offers memory and pids to our subtree.
   for (const char* root_s : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-    const fs::path root = root_s; {
-    auto ctl = read_small(root / "cgroup.controllers");
-    if (ctl && ctl->find("memory") != std::string::npos && ctl->find("pids") != std::string::npos &&
-        ::access((root / "cgroup.subtree_control").c_str(), W_OK) == 0) {
-      return create_v2(root, run_id, leaf, lim);
+    const fs::path root = root_s;
+    {
+      auto ctl = read_small(root / "cgroup.controllers");
+      if (ctl && ctl->find("memory") != std::string::npos &&
+          ctl->find("pids") != std::string::npos &&
+          ::access((root / "cgroup.subtree_control").c_str(), W_OK) == 0) {
+        return create_v2(root, run_id, leaf, lim);
+      }
     }
-  }
   }
   std::map<std::string, fs::path> mounts;
   for (const char* c : {"memory", "pids", "cpu", "cpuacct"}) {

@@ -51,8 +51,8 @@ class run_cgroup {
 // v2 under `root` (normally the cgroup2 mount). Enables +memory +pids +cpu in the
 // subtree_control files on the way down where the parent offers them.
 result<std::unique_ptr<run_cgroup>> create_v2(const std::filesystem::path& root,
-                                              const std::string& run_id,
-                                              const std::string& leaf, const limits& lim);
+                                              const std::string& run_id, const std::string& leaf,
+                                              const limits& lim);
 
 // v1 with the given controller mounts ("memory" -> /sys/fs/cgroup/memory, ...). Controllers
 // missing from the map are not used.

@@ -135,8 +135,7 @@ int drop_caps(const child_context& ctx) noexcept {
     data[CAP_SETFCAP / 32].inheritable = bit;
   }
   if (sys::capset(&hdr, data) != 0) return errno;
-  if (ctx.keep_setfcap &&
-      ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETFCAP, 0, 0) != 0) {
+  if (ctx.keep_setfcap && ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETFCAP, 0, 0) != 0) {
     return errno;
   }
   return 0;

@@ -22,31 +22,31 @@
 namespace evalbox::sandbox::helper {
 
 enum class op : uint8_t {
-  wait_parent,     // read the release byte: uid/gid maps and cgroup are in place
-  set_ids,         // setresgid/setgroups/setresuid to 0 inside (the mapped host id)
-  unshare,         // unshare(flags)
-  mount,           // mount(a, b, c, flags, data)
-  set_attr,        // mount_setattr(b, AT_RECURSIVE?, set=flags)
-  make_dir,        // mkdir(b, mode), EEXIST tolerated; b's parent reached without symlinks
-  make_file,       // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise
-  check_target,    // b resolves beneath the new root without any symlink (a mount target)
-  make_symlink,    // symlink(a, b)
-  write_file,      // b := data[0, len) with mode
-  change_dir,      // chdir(b)
-  pivot_root,      // pivot_root(".", ".") in the new root, then the old root is detached
-  umount,          // umount2(b, flags)
-  set_hostname,    // sethostname(a)
-  loopback_up,     // bring `lo` up
-  listen_pass,     // listen on (a=ip, flags=port) and pass the socket to the helper
-  rlimit,          // setrlimit(mode, {len, len2})
-  death_signal,    // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
-  open_path,       // open(b, O_PATH) and move it to fd `mode` (a mount source, see main.cpp)
-  close_range,     // close fds [mode, len]
+  wait_parent,   // read the release byte: uid/gid maps and cgroup are in place
+  set_ids,       // setresgid/setgroups/setresuid to 0 inside (the mapped host id)
+  unshare,       // unshare(flags)
+  mount,         // mount(a, b, c, flags, data)
+  set_attr,      // mount_setattr(b, AT_RECURSIVE?, set=flags)
+  make_dir,      // mkdir(b, mode), EEXIST tolerated; b's parent reached without symlinks
+  make_file,     // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise
+  check_target,  // b resolves beneath the new root without any symlink (a mount target)
+  make_symlink,  // symlink(a, b)
+  write_file,    // b := data[0, len) with mode
+  change_dir,    // chdir(b)
+  pivot_root,    // pivot_root(".", ".") in the new root, then the old root is detached
+  umount,        // umount2(b, flags)
+  set_hostname,  // sethostname(a)
+  loopback_up,   // bring `lo` up
+  listen_pass,   // listen on (a=ip, flags=port) and pass the socket to the helper
+  rlimit,        // setrlimit(mode, {len, len2})
+  death_signal,  // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
+  open_path,     // open(b, O_PATH) and move it to fd `mode` (a mount source, see main.cpp)
+  close_range,   // close fds [mode, len]
   // program process
   new_session,
   stdio,
   close_fds,
-  oom_score,       // undo the helper's oom_score_adj protection of pid 1
+  oom_score,  // undo the helper's oom_score_adj protection of pid 1
   no_new_privs,
   drop_caps,
   landlock,
@@ -77,12 +77,12 @@ struct step_failure {
 struct child_context {
   std::vector<step> setup;
   std::vector<step> program;
-  int sync_fd = -1;     // read end: one byte when released
-  int error_fd = -1;    // write end, CLOEXEC: step_failure
-  int status_fd = -1;   // write end: the program's wait status (int)
-  int net_fd = -1;      // socketpair end for passing listening sockets, or -1
+  int sync_fd = -1;    // read end: one byte when released
+  int error_fd = -1;   // write end, CLOEXEC: step_failure
+  int status_fd = -1;  // write end: the program's wait status (int)
+  int net_fd = -1;     // socketpair end for passing listening sockets, or -1
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // -1: keep 0/1/2 (inherit_stdio)
-  bool map_groups = true;  // setgroups allowed (the helper is root)
+  bool map_groups = true;                             // setgroups allowed (the helper is root)
   bool keep_setfcap = false;  // nested user namespaces that map root to ours (no Landlock)
   int cap_last = 40;
   char* const* argv = nullptr;

@@ -134,8 +134,8 @@ void add_bind(compiled& c, const std::string& root, const std::string& source,
   add_setup(c, (writable ? "harden " : "read-only ") + inside.string(), attr);
 }
 
-void add_tmpfs(compiled& c, const std::string& root, const std::string& inside,
-               std::string options, unsigned long flags) {
+void add_tmpfs(compiled& c, const std::string& root, const std::string& inside, std::string options,
+               unsigned long flags) {
   step mk;
   mk.kind = op::make_dir;
   mk.b = c.keep(root + inside);
@@ -239,16 +239,16 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
   add_file(c, root, "/etc/passwd", passwd_text());
   add_file(c, root, "/etc/group", "root:x:0:\nagent:x:0:\nnogroup:x:65534:\n");
   add_file(c, root, "/etc/hostname", plan.hostname + "\n");
-  add_file(c, root, "/etc/hosts",
-           fmt::format("127.0.0.1 localhost {0}\n::1 localhost ip6-localhost {0}\n",
-                       plan.hostname));
+  add_file(
+      c, root, "/etc/hosts",
+      fmt::format("127.0.0.1 localhost {0}\n::1 localhost ip6-localhost {0}\n", plan.hostname));
   add_file(c, root, "/etc/nsswitch.conf",
            "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n");
   std::string resolv = "# evalbox: no name service inside (network none or allow)\n";
   if (plan.network.mode == network_mode::host) resolv = read_file("/etc/resolv.conf").value_or("");
   add_file(c, root, "/etc/resolv.conf", resolv);
-  for (const char* p : {"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives",
-                        "/etc/ld.so.cache", "/etc/localtime"}) {
+  for (const char* p : {"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/ld.so.cache",
+                        "/etc/localtime"}) {
     add_system_path(c, root, p);
   }
   add_bind(c, root, plan.workspace_dir, "/workspace", true, false);
@@ -444,8 +444,8 @@ result<compiled*> compile(const launch_plan& plan, compiled& c) {
   std::map<std::string, std::string> env = plan.env;
   if (c.allow.proxy_port) {
     const std::string url = fmt::format("http://127.0.0.1:{}", c.allow.proxy_port);
-    for (const char* k : {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy",
-                          "all_proxy"}) {
+    for (const char* k :
+         {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"}) {
       env[k] = url;
     }
   }
@@ -550,8 +550,8 @@ status supervisor::run() {
   mech["landlock_abi"] = c.ll.abi;
   if (c.ll.abi == 0) mech["landlock_reason"] = c.landlock_reason;
   mech["seccomp_digest"] = c.sf.digest;
-  mech["capabilities"] = c.ctx.keep_setfcap ? "CAP_SETFCAP (namespace-local, nested sandboxes)"
-                                              : "none";
+  mech["capabilities"] =
+      c.ctx.keep_setfcap ? "CAP_SETFCAP (namespace-local, nested sandboxes)" : "none";
   mech["no_new_privs"] = true;
   mech["network"] = plan_.network.mode == network_mode::none    ? "none"
                     : plan_.network.mode == network_mode::allow ? "allow"
@@ -573,8 +573,8 @@ status supervisor::run() {
   rec_.mechanisms["limits"] = {
       {"memory_bytes", {{"value", l.memory_bytes}, {"by", by({cg})}}},
       {"pids", {{"value", l.pids}, {"by", by({cg})}}},
-      {"cpu_ms", {{"value", l.cpu_ms}, {"by", by({cg.empty() ? "" : cg + " accounting",
-                                                  "RLIMIT_CPU"})}}},
+      {"cpu_ms",
+       {{"value", l.cpu_ms}, {"by", by({cg.empty() ? "" : cg + " accounting", "RLIMIT_CPU"})}}},
       {"wall_ms", {{"value", l.wall_ms}, {"by", by({"helper"})}}},
       {"output_bytes",
        {{"value", l.output_bytes}, {"by", by({plan_.inherit_stdio ? "" : "helper"})}}},
@@ -649,8 +649,8 @@ status supervisor::start(compiled& c) {
   unique_fd sigfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) return sys_error(errno, "signalfd");
 
-  uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                   CLONE_PIDFD;
+  uint64_t flags =
+      CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
   if (plan_.network.mode != network_mode::host) flags |= CLONE_NEWNET;
   int pidfd_raw = -1;
   clone_args args{};
@@ -663,8 +663,9 @@ status supervisor::start(compiled& c) {
   }
   const auto started = clock::now();
   pid_t pid = sys::clone3(&args);
-  if (pid < 0) return sys_error(errno, "clone3(user, mount, pid, ipc, uts{})",
-                                (flags & CLONE_NEWNET) ? ", net" : "");
+  if (pid < 0)
+    return sys_error(errno, "clone3(user, mount, pid, ipc, uts{})",
+                     (flags & CLONE_NEWNET) ? ", net" : "");
   if (pid == 0) child_main(c.ctx);
   pid_ = pid;
   pidfd_.reset(pidfd_raw);
@@ -708,12 +709,12 @@ status supervisor::start(compiled& c) {
   rusage ru{};
   int exit_raw = 0;
   std::optional<clock::time_point> drain_deadline;
-  const auto wall_deadline =
-      plan_.limits.wall_ms ? started + std::chrono::milliseconds(plan_.limits.wall_ms)
-                           : clock::time_point::max();
+  const auto wall_deadline = plan_.limits.wall_ms
+                                 ? started + std::chrono::milliseconds(plan_.limits.wall_ms)
+                                 : clock::time_point::max();
   for (;;) {
-    if (exited && ((!out_.open && !err_.open) ||
-                   (drain_deadline && clock::now() > *drain_deadline))) {
+    if (exited &&
+        ((!out_.open && !err_.open) || (drain_deadline && clock::now() > *drain_deadline))) {
       break;
     }
     std::vector<pollfd> fds = {
@@ -777,8 +778,7 @@ status supervisor::start(compiled& c) {
       if (::wait4(pid_, &exit_raw, 0, &ru) == pid_) {
         exited = true;
         rec_.wall_ms = static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started)
-                .count());
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count());
         drain_deadline = clock::now() + std::chrono::seconds(2);
         // Collect a last report still in the pipes.
         int ws = 0;
@@ -820,8 +820,8 @@ status supervisor::start(compiled& c) {
                            ? steps[static_cast<size_t>(failure->index)].name
                            : "fork program";
     rec_.error_step = name;
-    rec_.error = fmt::format("step {}: {}: {}", name, errno_name(failure->err),
-                             std::strerror(failure->err));
+    rec_.error =
+        fmt::format("step {}: {}: {}", name, errno_name(failure->err), std::strerror(failure->err));
     return {};
   }
   if (forced_) {
@@ -847,8 +847,8 @@ status supervisor::start(compiled& c) {
     const int sig = WTERMSIG(ws);
     if (sig == SIGKILL && u.oom_kills > 0) {
       rec_.outcome = outcome_kind::oom_killed;
-    } else if (sig == SIGXCPU || (sig == SIGKILL && plan_.limits.cpu_ms &&
-                                  rec_.cpu_ms >= plan_.limits.cpu_ms)) {
+    } else if (sig == SIGXCPU ||
+               (sig == SIGKILL && plan_.limits.cpu_ms && rec_.cpu_ms >= plan_.limits.cpu_ms)) {
       rec_.outcome = outcome_kind::cpu_limit;  // RLIMIT_CPU, the second fence
     } else {
       rec_.outcome = outcome_kind::signaled;
@@ -888,7 +888,8 @@ int main(int argc, char** argv) {
       return usage_error("unknown argument");
     }
   }
-  if (plan_path.empty() || record_path.empty()) return usage_error("--plan and --record are required");
+  if (plan_path.empty() || record_path.empty())
+    return usage_error("--plan and --record are required");
   run_record rec;
   auto write_record = [&]() {
     if (auto w = write_file_atomic(record_path, pretty_json(rec.to_json()), 0644); !w) {

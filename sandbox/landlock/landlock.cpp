@@ -53,8 +53,12 @@ ruleset make_ruleset(int abi, const std::vector<path_rule>& rules) {
   for (const auto& r : rules) {
     uint64_t rights = 0;
     switch (r.kind) {
-      case access::read_only: rights = fs_read | fs_exec; break;
-      case access::read_write: rights = rs.handled_fs; break;
+      case access::read_only:
+        rights = fs_read | fs_exec;
+        break;
+      case access::read_write:
+        rights = rs.handled_fs;
+        break;
       case access::device:
         rights = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
                  LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV | fs_read;
@@ -70,8 +74,8 @@ int apply(const ruleset& rs) noexcept {
   if (rs.abi <= 0) return 0;
   ruleset_attr_v6 attr{rs.handled_fs, 0, rs.scoped};
   const size_t size = rs.abi >= 6 ? sizeof(attr) : sizeof(uint64_t);
-  int fd = sys::landlock_create_ruleset(reinterpret_cast<const landlock_ruleset_attr*>(&attr),
-                                        size, 0);
+  int fd =
+      sys::landlock_create_ruleset(reinterpret_cast<const landlock_ruleset_attr*>(&attr), size, 0);
   if (fd < 0) return errno;
   for (size_t i = 0; i < rs.paths.size(); ++i) {
     int pfd = ::open(rs.paths[i].c_str(), O_PATH | O_CLOEXEC);

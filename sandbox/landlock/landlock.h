@@ -26,9 +26,9 @@ struct path_rule {
 };
 
 struct ruleset {
-  int abi = 0;                 // 0: do not apply
+  int abi = 0;  // 0: do not apply
   uint64_t handled_fs = 0;
-  uint64_t scoped = 0;         // ABI 6: abstract unix sockets and signals stay in the run
+  uint64_t scoped = 0;  // ABI 6: abstract unix sockets and signals stay in the run
   std::vector<std::string> paths;
   std::vector<uint64_t> rights;  // per path, a subset of handled_fs
 };

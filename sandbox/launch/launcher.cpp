@@ -70,8 +70,8 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   p.limits = options.limits_override ? *options.limits_override : req.limits;
   p.network = options.network_override ? *options.network_override : req.network;
   p.landlock = req.landlock;
-  p.tmp_bytes = std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30),
-                                   1ull << 30);
+  p.tmp_bytes =
+      std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30), 1ull << 30);
   p.inherit_stdio = options.inherit_stdio;
   if (options.stdin_data) {
     p.stdin_path = base + ".stdin";
@@ -93,8 +93,7 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   try {
     std::error_code ec;
     bp::child c = options.inherit_stdio
-                      ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
-                                  ec)
+                      ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path, ec)
                       : bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
                                   bp::std_in < bp::null, ec);
     if (ec) {

@@ -7,9 +7,12 @@ namespace {
 
 std::string_view mode_name(network_mode m) {
   switch (m) {
-    case network_mode::none: return "none";
-    case network_mode::allow: return "allow";
-    case network_mode::host: return "host";
+    case network_mode::none:
+      return "none";
+    case network_mode::allow:
+      return "allow";
+    case network_mode::host:
+      return "host";
   }
   return "none";
 }
@@ -17,7 +20,8 @@ std::string_view mode_name(network_mode m) {
 template <class T>
 result<T> get(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end()) return make_error(error_kind::invalid_argument, "launch plan: missing {}", key);
+  if (it == j.end())
+    return make_error(error_kind::invalid_argument, "launch plan: missing {}", key);
   try {
     return it->get<T>();
   } catch (const json::exception& e) {
@@ -30,8 +34,10 @@ result<T> get(const json& j, const char* key) {
 json launch_plan::to_json() const {
   json mounts_j = json::array();
   for (const auto& m : mounts) {
-    mounts_j.push_back({{"source", m.source.string()}, {"target", m.target.string()},
-                        {"writable", m.writable}, {"is_file", m.is_file}});
+    mounts_j.push_back({{"source", m.source.string()},
+                        {"target", m.target.string()},
+                        {"writable", m.writable},
+                        {"is_file", m.is_file}});
   }
   return json{
       {"schema", launch_plan_schema},

@@ -26,9 +26,9 @@ struct launch_plan {
   // helper is not root these must be its own ids, and setgroups is denied.
   uid_t host_uid = 0;
   gid_t host_gid = 0;
-  std::string root_dir;       // an empty host directory: the mount point of the new root
-  std::string workspace_dir;  // host path bound read-write at /workspace
-  std::string home_dir;       // host path bound read-write at /home/agent
+  std::string root_dir;            // an empty host directory: the mount point of the new root
+  std::string workspace_dir;       // host path bound read-write at /workspace
+  std::string home_dir;            // host path bound read-write at /home/agent
   std::vector<bind_mount> mounts;  // leases, bundles, read-only paths, extra mounts (in order)
   std::vector<std::string> argv;   // argv[0] is an absolute path inside the sandbox
   std::map<std::string, std::string> env;  // exactly the program's environment

@@ -5,13 +5,20 @@ namespace evalbox::sandbox {
 
 std::string_view to_string(outcome_kind kind) noexcept {
   switch (kind) {
-    case outcome_kind::exited: return "exited";
-    case outcome_kind::signaled: return "signaled";
-    case outcome_kind::timed_out: return "timed_out";
-    case outcome_kind::cpu_limit: return "cpu_limit";
-    case outcome_kind::oom_killed: return "oom_killed";
-    case outcome_kind::output_limit: return "output_limit";
-    case outcome_kind::cancelled: return "cancelled";
+    case outcome_kind::exited:
+      return "exited";
+    case outcome_kind::signaled:
+      return "signaled";
+    case outcome_kind::timed_out:
+      return "timed_out";
+    case outcome_kind::cpu_limit:
+      return "cpu_limit";
+    case outcome_kind::oom_killed:
+      return "oom_killed";
+    case outcome_kind::output_limit:
+      return "output_limit";
+    case outcome_kind::cancelled:
+      return "cancelled";
   }
   return "exited";
 }

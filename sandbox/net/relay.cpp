@@ -24,22 +24,26 @@ result<target> parse_target(std::string_view text) {
   if (text.starts_with('[')) {
     auto close = text.find(']');
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return make_error(error_kind::invalid_argument, "network target {}: expected [ip]:port", text);
+      return make_error(error_kind::invalid_argument, "network target {}: expected [ip]:port",
+                        text);
     }
     host = text.substr(1, close - 1);
     port = text.substr(close + 2);
   } else {
     auto colon = text.rfind(':');
     if (colon == std::string_view::npos || colon == 0) {
-      return make_error(error_kind::invalid_argument, "network target {}: expected host:port", text);
+      return make_error(error_kind::invalid_argument, "network target {}: expected host:port",
+                        text);
     }
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
   }
   unsigned long p = 0;
   for (char ch : port) {
-    if (ch < '0' || ch > '9') p = 70000;
-    else p = p * 10 + static_cast<unsigned long>(ch - '0');
+    if (ch < '0' || ch > '9')
+      p = 70000;
+    else
+      p = p * 10 + static_cast<unsigned long>(ch - '0');
     if (p > 65535) break;
   }
   if (port.empty() || p == 0 || p > 65535) {
@@ -107,7 +111,9 @@ struct relay::conn {
   bool dead = false;
 };
 
-relay::relay(allow_plan plan) : plan_(std::move(plan)) { listeners_.resize(plan_.listeners.size()); }
+relay::relay(allow_plan plan) : plan_(std::move(plan)) {
+  listeners_.resize(plan_.listeners.size());
+}
 relay::~relay() = default;
 
 void relay::add_listener(size_t index, unique_fd fd) {
@@ -241,8 +247,10 @@ void relay::fill(std::vector<pollfd>& fds) {
     auto flush = [&](int fd, std::string& buf) {
       if (buf.empty() || fd < 0) return;
       ssize_t w = ::write(fd, buf.data(), buf.size());
-      if (w > 0) buf.erase(0, static_cast<size_t>(w));
-      else if (w < 0 && errno != EAGAIN && errno != EINTR) c->dead = true;
+      if (w > 0)
+        buf.erase(0, static_cast<size_t>(w));
+      else if (w < 0 && errno != EAGAIN && errno != EINTR)
+        c->dead = true;
     };
     if (!c->proxy_pending) flush(c->outside.get(), c->to_outside);
     flush(c->inside.get(), c->to_inside);
@@ -276,8 +284,10 @@ void relay::handle(const std::vector<pollfd>& fds) {
     conn& c = *conns_[k];
     if (i + 1 >= fds.size()) break;
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (c.proxy_pending) proxy_request(c);
-      else pump(c, true);
+      if (c.proxy_pending)
+        proxy_request(c);
+      else
+        pump(c, true);
     }
     if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) pump(c, false);
   }

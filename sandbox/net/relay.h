@@ -26,17 +26,17 @@ inline constexpr uint16_t default_proxy_port = 3128;
 struct target {
   std::string host;  // lower-case name or IP literal (no brackets)
   uint16_t port = 0;
-  bool ip_loopback = false;  // 127.0.0.0/8 or ::1 literal
+  bool ip_loopback = false;                // 127.0.0.0/8 or ::1 literal
   [[nodiscard]] std::string text() const;  // "host:port" ("[::1]:80")
 };
 
 result<target> parse_target(std::string_view text);
 
 struct listener {
-  std::string ip;       // inside address to listen on
+  std::string ip;  // inside address to listen on
   uint16_t port = 0;
   bool ipv6 = false;
-  bool proxy = false;   // the CONNECT proxy; else a relay to `relay_to`
+  bool proxy = false;  // the CONNECT proxy; else a relay to `relay_to`
   target relay_to;
 };
 

@@ -86,8 +86,8 @@ result<filter> compile() {
   }
   // ioctl TIOCSTI/TIOCLINUX: push characters into a terminal's input; with the host user's
   // terminal passed through (sandbox shell) that is command injection into the host shell.
-  for (unsigned long req : {static_cast<unsigned long>(TIOCSTI),
-                            static_cast<unsigned long>(TIOCLINUX)}) {
+  for (unsigned long req :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
     int rc = seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
                               SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, req));
     if (rc < 0) return sys_error(-rc, "seccomp_rule_add(ioctl)");
@@ -107,8 +107,8 @@ result<filter> compile() {
   if (::pread(mem.get(), f.program.data(), static_cast<size_t>(size), 0) != size) {
     return sys_error(errno, "read exported BPF");
   }
-  f.digest = sha256_hex(std::string_view(reinterpret_cast<const char*>(f.program.data()),
-                                         static_cast<size_t>(size)));
+  f.digest = sha256_hex(
+      std::string_view(reinterpret_cast<const char*>(f.program.data()), static_cast<size_t>(size)));
   return f;
 }
 

@@ -3,13 +3,12 @@
 // mount, cgroup, run file or process of the run left). Nothing here may skip under
 // EVALBOX_REQUIRE_ISOLATION=1, and no test sends traffic to any address but loopback.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <fstream>
@@ -77,7 +76,8 @@ class escape_test : public ::testing::Test {
     }
   }
 
-  run_record run(std::vector<std::string> argv, const std::function<void(resource_limits&)>& f = {}) {
+  run_record run(std::vector<std::string> argv,
+                 const std::function<void(resource_limits&)>& f = {}) {
     launch_options o;
     o.label = "escape";
     o.argv = std::move(argv);
@@ -173,15 +173,15 @@ TEST_F(escape_test, a_fork_bomb_hits_the_pids_limit) {
   EXPECT_EQ(r.outcome, outcome_kind::exited);
   EXPECT_TRUE(r.pids_limit_hit);
   int forked = -1, refused = -1;
-  ASSERT_EQ(std::sscanf(output().c_str(), "forked %d refused %d", &forked, &refused), 2) << output();
+  ASSERT_EQ(std::sscanf(output().c_str(), "forked %d refused %d", &forked, &refused), 2)
+      << output();
   EXPECT_LT(forked, 64);
   EXPECT_GT(refused, 200);
 }
 
 TEST_F(escape_test, a_memory_hog_is_oom_killed) {
-  auto r = run({hostile, "memory-hog", "256"}, [](resource_limits& l) {
-    l.memory_bytes = 64ull << 20;
-  });
+  auto r =
+      run({hostile, "memory-hog", "256"}, [](resource_limits& l) { l.memory_bytes = 64ull << 20; });
   EXPECT_EQ(r.outcome, outcome_kind::oom_killed) << output();
   EXPECT_EQ(output(), "");
   EXPECT_LE(r.peak_memory_bytes, 64ull << 20);
@@ -194,7 +194,8 @@ TEST_F(escape_test, an_output_flood_hits_the_output_limit) {
   EXPECT_TRUE(r.output_truncated);
   const std::string out = output();
   EXPECT_EQ(out.substr(0, 6), "y\ny\ny\n");
-  EXPECT_TRUE(out.ends_with("[evalbox: output truncated: the run passed its limit of 65536 bytes]\n"));
+  EXPECT_TRUE(
+      out.ends_with("[evalbox: output truncated: the run passed its limit of 65536 bytes]\n"));
   EXPECT_LT(out.size(), (64u << 10) + 200);
 }
 
@@ -223,9 +224,9 @@ TEST_F(escape_test, cannot_connect_to_a_host_loopback_port_and_sees_only_lo) {
   ASSERT_EQ(::listen(listener.get(), 4), 0);
   socklen_t len = sizeof sa;
   ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&sa), &len);
-  auto r = run({"/bin/sh", "-c",
-                fmt::format("{0} connect 127.0.0.1 {1}; {0} interfaces", hostile,
-                            ntohs(sa.sin_port))});
+  auto r =
+      run({"/bin/sh", "-c",
+           fmt::format("{0} connect 127.0.0.1 {1}; {0} interfaces", hostile, ntohs(sa.sin_port))});
   EXPECT_EQ(output(), "refused connect: ECONNREFUSED\ninterfaces lo\n");
   EXPECT_LT(::accept(listener.get(), nullptr, nullptr), 0);  // nobody came through
   EXPECT_EQ(r.mechanisms["network"], "none");
@@ -247,8 +248,8 @@ TEST_F(escape_test, cannot_ptrace_a_host_process) {
 }
 
 TEST_F(escape_test, cannot_mount_over_usr_or_remount_it_writable) {
-  auto r = run({"/bin/sh", "-c",
-                fmt::format("{0} mount-usr; {0} remount-usr-rw; {0} write-usr", hostile)});
+  auto r = run(
+      {"/bin/sh", "-c", fmt::format("{0} mount-usr; {0} remount-usr-rw; {0} write-usr", hostile)});
   EXPECT_EQ(output(),
             "refused mount tmpfs on /usr: EPERM\nrefused remount /usr rw: EPERM\n"
             "refused /usr/evalbox-escape: EROFS\n");

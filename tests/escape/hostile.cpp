@@ -65,8 +65,10 @@ int fork_bomb(int max) {
       ::sleep(3);
       ::_exit(0);
     }
-    if (p < 0) ++refused;
-    else ++forked;
+    if (p < 0)
+      ++refused;
+    else
+      ++forked;
   }
   std::printf("forked %d refused %d\n", forked, refused);
   std::fflush(stdout);
@@ -98,7 +100,8 @@ int connect_to(const char* ip, int port) {
 int interfaces() {
   struct if_nameindex* list = ::if_nameindex();
   std::string out;
-  for (auto* i = list; i && i->if_index; ++i) out += (out.empty() ? "" : " ") + std::string(i->if_name);
+  for (auto* i = list; i && i->if_index; ++i)
+    out += (out.empty() ? "" : " ") + std::string(i->if_name);
   std::printf("interfaces %s\n", out.c_str());
   return 0;
 }

@@ -1,8 +1,7 @@
 // `evalbox sandbox exec` as a user runs it: exit codes, the record file, and a host workspace
 // that is never modified.
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 
@@ -26,8 +25,8 @@ class cli_sandbox_test : public ::testing::Test {
   int exec(const std::string& args) {
     const std::string cmd = fmt::format(
         "{}/harness/cli/evalbox sandbox exec --state-dir {} --workspace {} {} > {} 2>{}",
-        EVALBOX_BINARY_DIR, (dir_.path() / "state").string(), (dir_.path() / "ws").string(),
-        args, (dir_.path() / "out").string(), (dir_.path() / "err").string());
+        EVALBOX_BINARY_DIR, (dir_.path() / "state").string(), (dir_.path() / "ws").string(), args,
+        (dir_.path() / "out").string(), (dir_.path() / "err").string());
     int st = std::system(cmd.c_str());
     out_ = read_file(dir_.path() / "out").value_or("");
     err_ = read_file(dir_.path() / "err").value_or("");

@@ -67,8 +67,8 @@ class helper_env {
     pid_t pid = ::fork();
     if (pid == 0) {
       const std::string h = helper_binary().string();
-      ::execl(h.c_str(), h.c_str(), "--plan", plan_path.c_str(), "--record",
-              record_path.c_str(), nullptr);
+      ::execl(h.c_str(), h.c_str(), "--plan", plan_path.c_str(), "--record", record_path.c_str(),
+              nullptr);
       ::_exit(127);
     }
     if (while_running) while_running(pid);

@@ -1,11 +1,10 @@
 // The helper run by hand-written plans over temp directories: outcomes, limits, errors that
 // name their step, cancellation, nested namespaces, and the network relay and proxy.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
@@ -23,9 +22,9 @@ class helper_test : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto& h = evalbox::testing::host();
-    EVALBOX_REQUIRE_FEATURE(h.user_namespaces && h.mount_namespaces && h.pid_namespaces &&
-                                h.net_namespaces,
-                            "user, mount, pid and net namespaces");
+    EVALBOX_REQUIRE_FEATURE(
+        h.user_namespaces && h.mount_namespaces && h.pid_namespaces && h.net_namespaces,
+        "user, mount, pid and net namespaces");
   }
   helper_env env_;
 };
@@ -143,8 +142,8 @@ TEST_F(helper_test, leaves_no_cgroup_behind) {
 
 TEST_F(helper_test, nested_user_namespaces_can_mount_when_landlock_is_off) {
   env_.plan.landlock = false;
-  auto r = env_.run({"/usr/bin/unshare", "-Urm", "/bin/sh", "-c",
-                     "mount -t tmpfs x /mnt && echo mounted"});
+  auto r = env_.run(
+      {"/usr/bin/unshare", "-Urm", "/bin/sh", "-c", "mount -t tmpfs x /mnt && echo mounted"});
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.exit_code, 0) << env_.output();
   EXPECT_EQ(env_.output(), "mounted\n");
@@ -226,11 +225,10 @@ TEST_F(helper_test, the_proxy_allows_listed_names_and_refuses_others) {
   pong_server server;
   env_.plan.network.mode = network_mode::allow;
   env_.plan.network.allow = {fmt::format("localhost:{}", server.port)};
-  auto r = env_.run(
-      {"/bin/sh", "-c",
-       fmt::format("curl -s --max-time 5 -p telnet://localhost:{0}; "
-                   "curl -s --max-time 5 -p telnet://localhost:{1} || echo refused",
-                   server.port, server.port + 1)});
+  auto r = env_.run({"/bin/sh", "-c",
+                     fmt::format("curl -s --max-time 5 -p telnet://localhost:{0}; "
+                                 "curl -s --max-time 5 -p telnet://localhost:{1} || echo refused",
+                                 server.port, server.port + 1)});
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(env_.output(), "pong\nrefused\n");
   ASSERT_EQ(r.connections.size(), 2u);

@@ -29,10 +29,10 @@ TEST(run_record_contract, has_exactly_the_documented_keys) {
   json j = sample().to_json();
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "binding_digest", "connections", "cpu_ms", "error", "error_step",
-                      "exit_code", "mechanisms", "outcome", "output_bytes", "output_truncated",
-                      "peak_memory_bytes", "pids_limit_hit", "schema", "signal", "wall_ms"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"binding_digest", "connections", "cpu_ms", "error",
+                                            "error_step", "exit_code", "mechanisms", "outcome",
+                                            "output_bytes", "output_truncated", "peak_memory_bytes",
+                                            "pids_limit_hit", "schema", "signal", "wall_ms"}));
   EXPECT_EQ(j["schema"], "evalbox.run-record.v1");
   EXPECT_EQ(j["outcome"], "signaled");
   EXPECT_TRUE(j["exit_code"].is_null());

@@ -1,10 +1,10 @@
 // The seccomp policy as data: every entry has a reason, mount/namespace calls are not denied,
 // and compilation is deterministic (the digest in the run record identifies the policy).
+#include "sandbox/seccomp/seccomp.h"
+
 #include <gtest/gtest.h>
 
 #include <string_view>
-
-#include "sandbox/seccomp/seccomp.h"
 
 namespace evalbox::sandbox::seccomp {
 namespace {
@@ -17,8 +17,8 @@ TEST(seccomp_policy, every_denied_call_has_a_reason) {
 
 TEST(seccomp_policy, leaves_nested_sandbox_calls_allowed) {
   for (const auto& d : denied_calls()) {
-    for (std::string_view allowed : {"mount", "umount2", "unshare", "pivot_root", "setns",
-                                     "clone", "clone3", "ptrace"}) {
+    for (std::string_view allowed :
+         {"mount", "umount2", "unshare", "pivot_root", "setns", "clone", "clone3", "ptrace"}) {
       EXPECT_NE(std::string_view(d.name), allowed);
     }
   }
