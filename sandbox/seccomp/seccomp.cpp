@@ -54,6 +54,10 @@ const std::vector<denied_call>& denied_calls() {
       {"sysfs", "obsolete; lists host filesystems"},
       {"_sysctl", "obsolete sysctl interface"},
       {"fanotify_init", "watches whole filesystems, including beyond the run's tree"},
+      // Programs that try io_uring (libuv, tokio) fall back to ordinary calls on EPERM.
+      {"io_uring_setup", "large attack surface; its operations bypass this filter's view"},
+      {"io_uring_enter", "large attack surface; its operations bypass this filter's view"},
+      {"io_uring_register", "large attack surface; its operations bypass this filter's view"},
   };
   return calls;
 }

@@ -25,6 +25,15 @@ class launcher_test : public ::testing::Test {
   prep_env env_;
 };
 
+TEST(helper_path, prefers_the_environment_then_the_build_tree) {
+  ::setenv("EVALBOX_HELPER", "/opt/evalbox/evalbox-sandbox", 1);
+  EXPECT_EQ(helper_path(), "/opt/evalbox/evalbox-sandbox");
+  ::unsetenv("EVALBOX_HELPER");
+  // The test binary has no helper beside it: the compiled-in build path.
+  EXPECT_EQ(helper_path(),
+            std::filesystem::path(EVALBOX_BINARY_DIR) / "sandbox/helper/evalbox-sandbox");
+}
+
 TEST_F(launcher_test, runs_in_workspace_and_captures_output) {
   preparer prep(env_.options());
   auto req = env_.request("launch");
