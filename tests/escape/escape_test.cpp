@@ -116,6 +116,17 @@ TEST_F(escape_test, cannot_read_the_host_home_or_state_root) {
   EXPECT_EQ(output(), "rc=2\n");
 }
 
+TEST_F(escape_test, cannot_read_another_runs_workspace) {
+  auto other = prep_->prepare(env_.request("escape-other"));
+  ASSERT_TRUE(other) << other.error().message;
+  const std::string path = (other->workspace_dir() / "README.md").string();
+  ASSERT_TRUE(fs::exists(path));
+  auto r = run({hostile, "read", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(output(), "refused " + path + ": ENOENT\n");
+  ASSERT_TRUE(other->close());
+}
+
 TEST_F(escape_test, cannot_read_a_protected_root_through_a_workspace_symlink) {
   const fs::path link = session_->workspace_dir() / "planted";
   ASSERT_EQ(::symlink((protected_dir_ / "secret.txt").c_str(), link.c_str()), 0);
