@@ -61,7 +61,8 @@ result<std::unique_ptr<run_cgroup>> create_v1(
     const std::string& leaf, const limits& lim);
 
 // Chooses for this host: v2 when its root delegates memory and pids, else v1 when memory and
-// pids controllers are mounted and writable, else unsupported.
+// pids controllers are mounted and writable, else unsupported. EVALBOX_CGROUP_V2_ROOT forces
+// v2 at that root.
 result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                                                     const std::string& leaf, const limits& lim);
 

@@ -140,6 +140,30 @@ TEST_F(helper_test, leaves_no_cgroup_behind) {
   }
 }
 
+TEST_F(helper_test, enters_a_cgroup_v2_leaf_with_clone_into_cgroup) {
+  const std::filesystem::path unified = "/sys/fs/cgroup/unified";
+  EVALBOX_REQUIRE_FEATURE(
+      evalbox::testing::host().root && std::filesystem::exists(unified / "cgroup.procs"),
+      "root and a cgroup2 mount at /sys/fs/cgroup/unified");
+  // The unified mount here offers no controllers: no limits, only membership.
+  env_.plan.limits.memory_bytes = 0;
+  env_.plan.limits.pids = 0;
+  ::setenv("EVALBOX_CGROUP_V2_ROOT", unified.c_str(), 1);
+  const auto leaf = unified / "evalbox" / env_.plan.run_id / "agent-0";
+  std::string procs;
+  auto r = env_.run({"/bin/sleep", "1"}, [&](pid_t) {
+    for (int i = 0; i < 100 && procs.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      procs = read_file(leaf / "cgroup.procs").value_or("");
+    }
+  });
+  ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.mechanisms["cgroup"], "v2");
+  EXPECT_FALSE(procs.empty());  // pid 1 and the program were in the leaf
+  EXPECT_FALSE(std::filesystem::exists(leaf.parent_path()));
+}
+
 TEST_F(helper_test, nested_user_namespaces_can_mount_when_landlock_is_off) {
   env_.plan.landlock = false;
   auto r = env_.run(
