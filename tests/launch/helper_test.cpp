@@ -192,6 +192,19 @@ TEST_F(helper_test, landlock_confines_writes_to_the_writable_trees) {
   EXPECT_EQ(r.mechanisms["landlock_abi"], std::min(evalbox::testing::host().landlock_abi, 7));
 }
 
+TEST_F(helper_test, host_network_needs_the_unsafe_opt_in) {
+  env_.plan.network.mode = network_mode::host;
+  auto refused = env_.run({"/bin/true"});
+  EXPECT_NE(refused.error.find("network.unsafe_host_network"), std::string::npos) << refused.error;
+  env_.plan.network.unsafe_host_network = true;
+  auto r = env_.run({"/bin/sh", "-c", "cat /proc/net/dev | wc -l"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.mechanisms["network"], "host (unsafe)");
+  // The same interfaces as the host's (its own netns would list only lo).
+  const std::string host_dev = read_file("/proc/net/dev").value_or("");
+  EXPECT_EQ(env_.output(), fmt::format("{}\n", std::count(host_dev.begin(), host_dev.end(), '\n')));
+}
+
 // A loopback TCP server on the host: accepts one connection, sends "pong", closes.
 class pong_server {
  public:
