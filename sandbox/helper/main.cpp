@@ -4,13 +4,14 @@
 //   evalbox-sandbox --plan PLAN.json --record RECORD.json
 //
 // Table of contents (each pass in the order it runs; docs/sandbox.md explains why):
-//   1. read the plan                       (plan.h; a bad plan is an error record)
-//   2. compile the child's steps           (mount list, etc files, argv/env, Landlock, seccomp)
-//   3. create the run's cgroup             (sandbox/cgroup)
-//   4. clone3 into new namespaces          (user, mount, pid, ipc, uts, net unless host)
-//   5. map ids, enter the cgroup, release  (uid_map/gid_map, cgroup.procs, sync pipe)
-//   6. supervise                           (output caps, wall/cpu limits, relay, signals)
-//   7. tear down and write the record      (kill what is left, remove the cgroup)
+//   1. read the plan                       main.cpp (plan.h; a bad plan is an error record)
+//   2. compile the child's steps           compile.cpp (mounts, /etc, argv/env, Landlock, seccomp)
+//   3. create the run's cgroup             supervisor.cpp (sandbox/cgroup)
+//   4. clone3 into new namespaces          supervisor.cpp (user, mount, pid, ipc, uts, net)
+//   5. map ids, enter the cgroup, release  supervisor.cpp (uid_map/gid_map, cgroup, sync pipe)
+//   6. run the steps, exec                 child.cpp (pid 1, then the program's process)
+//   7. supervise                           supervisor.cpp (output cap, limits, relay, signals)
+//   8. tear down and write the record      supervisor.cpp, main.cpp (kill, remove the cgroup)
 #include <sys/prctl.h>
 
 #include <csignal>
