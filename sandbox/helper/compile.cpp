@@ -130,7 +130,10 @@ void add_system_path(compiled& c, const std::string& root, const std::string& pa
   if (S_ISLNK(st.st_mode)) {
     std::error_code ec;
     auto target = fs::read_symlink(path, ec);
-    if (!ec) add_symlink(c, root, target.string(), path);
+    if (!ec) {
+      add_symlink(c, root, target.string(), path);
+      c.links[path] = (fs::path(path).parent_path() / target).lexically_normal();
+    }
     return;
   }
   add_bind(c, root, path, path, false, !S_ISDIR(st.st_mode));
@@ -207,7 +210,16 @@ status compile(const launch_plan& plan, compiled& c) {
   add_bind(c, root, plan.workspace_dir, "/workspace", true, false);
   add_bind(c, root, plan.home_dir, "/home/agent", true, false);
   for (const auto& m : plan.mounts) {
-    add_bind(c, root, m.source.string(), m.target, m.writable, m.is_file);
+    // A target below one of the symlinks recreated above (/lib/x on merged-/usr Debian) is
+    // mounted at the link's destination: mount targets never go through a symlink.
+    fs::path target = m.target;
+    for (const auto& [link, dest] : c.links) {
+      if (target != link && is_within(target, link)) {
+        target = dest / target.lexically_relative(link);
+        break;
+      }
+    }
+    add_bind(c, root, m.source.string(), target, m.writable, m.is_file);
   }
   add_tmpfs(c, root, "/tmp", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
             MS_NOSUID | MS_NODEV);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <deque>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,7 @@ struct compiled {
   // which may traverse the run directory (mode 0700); binds then name /proc/self/fd/N.
   std::vector<step> opens;
   int next_fd = source_fd_base;
+  std::map<std::string, std::filesystem::path> links;  // recreated system symlinks -> dest
 
   const char* keep(std::string s) { return strings.emplace_back(std::move(s)).c_str(); }
   const char* name(std::string s) { return keep(std::move(s)); }

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <thread>
@@ -89,6 +90,21 @@ TEST_F(helper_test, a_missing_mount_source_is_an_error_naming_the_source) {
   auto r = env_.run({"/bin/true"});
   EXPECT_EQ(r.error_step, "open " + (env_.dir() / "absent").string());
   EXPECT_NE(r.error.find("ENOENT"), std::string::npos);
+}
+
+TEST_F(helper_test, mounts_a_target_below_a_system_symlink_at_its_destination) {
+  struct stat st {};
+  EVALBOX_REQUIRE_FEATURE(::lstat("/lib", &st) == 0 && S_ISLNK(st.st_mode),
+                          "a merged-/usr host (/lib is a symlink)");
+  const std::filesystem::path tool = env_.dir() / "tool";
+  ASSERT_TRUE(make_dirs(tool, 0755));
+  ASSERT_TRUE(write_file(tool / "marker", "tool\n"));
+  // Read-only paths are mounted at their own (existing) host path.
+  EVALBOX_REQUIRE_FEATURE(std::filesystem::exists("/lib/os-release"), "/lib/os-release");
+  env_.plan.mounts.push_back({tool / "marker", "/lib/os-release", false, true});
+  auto r = env_.run({"/bin/cat", "/lib/os-release"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(env_.output(), "tool\n");
 }
 
 TEST_F(helper_test, output_past_the_cap_is_truncated_with_a_marker_and_killed) {
