@@ -1,0 +1,55 @@
+# evalbox run's exit status tells a script what happened: 64 invalid configuration (nothing
+# created), 2 an execution failed (a setup that fails), 1 a check failed, 0 all passed.
+source "$(dirname "$0")/lib.sh"
+need_isolation
+mk_fixture() {  # NAME SETUP CHECK-YAML
+  mkdir -p "$WORK/s/$1/workspace"
+  echo "content" > "$WORK/s/$1/workspace/file.txt"
+  cat > "$WORK/s/$1/fixture.yaml" <<YAML
+schema: evalbox.fixture.v1
+id: $1
+prompt: do nothing
+setup: [$2]
+checks:
+  - $3
+YAML
+}
+mk_suite() {  # FIXTURE
+  cat > "$WORK/s/suite-$1.yaml" <<YAML
+schema: evalbox.suite.v1
+name: $1
+fixtures: [$1]
+candidates:
+  - {id: noop, adapter: noop}
+YAML
+}
+run() { set +e; "$EVALBOX" run "$WORK/s/suite-$1.yaml" --results "$WORK/r-$1" --retries 0 >/dev/null 2>"$WORK/err-$1"; echo $?; set -e; }
+
+mk_fixture good '"true"' '{id: there, file: {path: file.txt, exists: true}}'
+mk_suite good
+[ "$(run good)" = 0 ] || { cat "$WORK/err-good"; fail "a passing suite must exit 0"; }
+
+mk_fixture badsetup '"exit 7"' '{id: there, file: {path: file.txt, exists: true}}'
+mk_suite badsetup
+[ "$(run badsetup)" = 2 ] || { cat "$WORK/err-badsetup"; fail "a failing setup must exit 2"; }
+grep -q '"error_kind":"setup"' "$WORK/r-badsetup/results.jsonl" || fail "setup error not recorded as such"
+grep -q '"verdict":"not_assessed"' "$WORK/r-badsetup/results.jsonl" || fail "a setup error is not a task failure"
+
+mk_fixture badgrader '"true"' '{id: broken, shell: "exit 0", weight: 1}'
+mk_suite badgrader
+# A grader that exits non-zero is a failed check (task failure, 1), not a grader error.
+sed -i 's/exit 0/exit 5/' "$WORK/s/badgrader/fixture.yaml"
+[ "$(run badgrader)" = 1 ] || { cat "$WORK/err-badgrader"; fail "a failing check must exit 1"; }
+
+cat > "$WORK/s/suite-invalid.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: invalid
+fixtures: [good]
+candidates:
+  - {id: noop, adapter: noop, colour: blue}
+YAML
+[ "$(run invalid)" = 64 ] || fail "invalid configuration must exit 64"
+grep -q "suite-invalid.yaml:5:" "$WORK/err-invalid" || { cat "$WORK/err-invalid"; fail "error must name file:line"; }
+[ ! -e "$WORK/r-invalid" ] || fail "invalid configuration must create nothing"
+no_residue
+echo "exit codes: ok"
