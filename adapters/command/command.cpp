@@ -51,12 +51,14 @@ class command_adapter final : public harness::adapter {
       errors.push_back({argv->where, "argv must be a non-empty list of strings",
                         "e.g. argv: [agents/my-agent.sh, \"{prompt}\"]"});
     } else {
+      bool all_strings = true;
       for (const auto& a : argv->value)
         if (!a.is_string()) {
           errors.push_back({argv->where, "argv must be a list of strings", "quote numbers"});
+          all_strings = false;
           break;
         }
-      if (errors.empty()) {
+      if (all_strings) {
         auto prog = resolve_program(argv->value[0].get<std::string>(), c.where.file);
         if (!prog || ::access(prog->c_str(), X_OK) != 0)
           errors.push_back({argv->where,

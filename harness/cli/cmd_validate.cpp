@@ -9,20 +9,12 @@
 
 #include "harness/agent/adapter.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/registry.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/load.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 
-#if __has_include("adapters/noop/noop.h")
-#include "adapters/noop/noop.h"
-#endif
-#if __has_include("adapters/oracle/oracle.h")
-#include "adapters/oracle/oracle.h"
-#endif
-#if __has_include("adapters/command/command.h")
-#include "adapters/command/command.h"
-#endif
 
 namespace evalbox::cli {
 
@@ -30,22 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using harness::config_error;
-
-// The adapters whose settings validate can check. Adapters not built yet are checked only
-// for their name (harness::known_adapters).
-harness::adapter_registry validation_registry() {
-  harness::adapter_registry r;
-#if __has_include("adapters/noop/noop.h")
-  r.add(adapters::make_noop_adapter());
-#endif
-#if __has_include("adapters/oracle/oracle.h")
-  r.add(adapters::make_oracle_adapter());
-#endif
-#if __has_include("adapters/command/command.h")
-  r.add(adapters::make_command_adapter());
-#endif
-  return r;
-}
 
 enum class kind { fixture, fixture_file, suite };
 
@@ -78,7 +54,7 @@ void register_validate(CLI::App& app, action& out) {
   cmd->add_flag("--json", *as_json, "print evalbox.validate.v1 JSON on stdout");
   cmd->callback([&out, paths, as_json] {
     out = [paths, as_json] {
-      auto registry = validation_registry();
+      auto registry = make_registry();
       json report{{"schema", "evalbox.validate.v1"}, {"inputs", json::array()}};
       size_t bad = 0;
       for (const auto& arg : *paths) {

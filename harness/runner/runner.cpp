@@ -434,7 +434,7 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
           }
           if (!lease_note_shown) {
             lease_note_shown = true;
-            log::info("waiting: a run's credential lease is in use by another run "
+            log::warn("waiting: a run's credential lease is in use by another run "
                       "(one login serves one run at a time)");
           }
           cv.wait_for(lock, std::chrono::milliseconds(200));
