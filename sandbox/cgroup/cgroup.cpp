@@ -71,7 +71,7 @@ status make_dir(const fs::path& p) {
 // Kills every task listed in `procs` until the list is empty (a forking task may add more
 // while we kill), bounded in time.
 void kill_tasks(const fs::path& procs) {
-  for (int round = 0; round < 200; ++round) {
+  for (int round = 0; round < 2000; ++round) {
     auto s = read_small(procs);
     if (!s || s->empty()) return;
     std::istringstream in(*s);
@@ -81,9 +81,10 @@ void kill_tasks(const fs::path& procs) {
   }
 }
 
-// rmdir that waits briefly for killed tasks to leave (EBUSY until they are reaped).
+// rmdir that waits for killed tasks to leave (EBUSY until they are reaped), up to 10 s: on a
+// loaded machine the exit of a large process tree takes a while.
 status remove_dir(const fs::path& p) {
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 2000; ++i) {
     if (::rmdir(p.c_str()) == 0 || errno == ENOENT) return {};
     if (errno != EBUSY) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -207,6 +207,10 @@ status compile(const launch_plan& plan, compiled& c) {
                         "/etc/localtime"}) {
     add_system_path(c, root, p);
   }
+  // The private /tmp comes before the binds, so that an agent installed below the host's /tmp
+  // (read-only at the same path) is not hidden by it.
+  add_tmpfs(c, root, "/tmp", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
+            MS_NOSUID | MS_NODEV);
   add_bind(c, root, plan.workspace_dir, "/workspace", true, false);
   add_bind(c, root, plan.home_dir, "/home/agent", true, false);
   for (const auto& m : plan.mounts) {
@@ -221,8 +225,6 @@ status compile(const launch_plan& plan, compiled& c) {
     }
     add_bind(c, root, m.source.string(), target, m.writable, m.is_file);
   }
-  add_tmpfs(c, root, "/tmp", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
-            MS_NOSUID | MS_NODEV);
   add_tmpfs(c, root, "/dev", "mode=0755,size=64k,uid=0,gid=0", MS_NOSUID | MS_NOEXEC);
   for (const char* d : {"null", "zero", "full", "random", "urandom", "tty"}) {
     const std::string host = fmt::format("/dev/{}", d);

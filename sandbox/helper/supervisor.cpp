@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "sandbox/base/json.h"
@@ -114,7 +115,13 @@ status supervisor::run() {
        {{"value", l.output_bytes}, {"by", by({plan_.inherit_stdio ? "" : "helper"})}}},
       {"disk_bytes", {{"value", l.disk_bytes}, {"by", by({"RLIMIT_FSIZE", "tmpfs size"})}}},
   };
-  if (cg_) (void)cg_->destroy();
+  if (cg_) {
+    // Not a failure of the run: the preparer's reclaim removes what is left. Said on stderr.
+    if (auto d = cg_->destroy(); !d) {
+      std::fprintf(stderr, "evalbox-sandbox: remove the run's cgroup: %s\n",
+                   d.error().message.c_str());
+    }
+  }
   return st;
 }
 
@@ -370,7 +377,13 @@ status supervisor::start(compiled& c) {
       return {};
     }
     rec_.error_step = "init";
-    rec_.error = fmt::format("the run's init died without a report (wait status {:#x})", exit_raw);
+    rec_.error =
+        WIFSIGNALED(exit_raw)
+            ? fmt::format("pid 1 of the run was killed by signal {} from outside the sandbox "
+                          "(not by evalbox-sandbox) before the program finished",
+                          WTERMSIG(exit_raw))
+            : fmt::format("pid 1 of the run exited with status {} without a report",
+                          WEXITSTATUS(exit_raw));
     return {};
   }
   const int ws = *wait_status;
