@@ -24,11 +24,14 @@ YAML
 R=$WORK/results
 "$EVALBOX" run "$WORK/slow/suite.yaml" --results "$R" >/dev/null 2>&1 &
 pid=$!
+# Both agents must be running inside their sandboxes before the interrupt.
+running=0
 for _ in $(seq 1 200); do
-  [ "$(find "$EVALBOX_STATE_DIR/runs" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" -ge 2 ] && break
+  running=$(pgrep -fc "$WORK/slow/agents/slow.sh" || true)
+  [ "$running" -ge 2 ] && break
   sleep 0.05
 done
-sleep 0.5
+[ "$running" -ge 2 ] || fail "the agents never started"
 kill -INT "$pid"
 start=$(date +%s)
 set +e

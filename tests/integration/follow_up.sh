@@ -1,0 +1,47 @@
+# A fixture's follow_up prompt reaches the agent in a second launch of the same session: the
+# workspace keeps the first launch's work, and both launches' transcripts are kept.
+source "$(dirname "$0")/lib.sh"
+need_isolation
+mkdir -p "$WORK/s/fx/workspace" "$WORK/s/agents"
+cat > "$WORK/s/fx/fixture.yaml" <<'YAML'
+schema: evalbox.fixture.v1
+id: two-turns
+prompt: first
+follow_up: second
+checks:
+  - {id: both, file: {path: log.txt, equals: "first\nsecond\n"}}
+YAML
+cat > "$WORK/s/agents/echo.sh" <<'SH'
+#!/bin/sh
+echo "$EVALBOX_PROMPT" >> log.txt
+printf '{"type":"tool_call","id":"c%s","tool":"shell","input":{"command":"echo %s"}}\n' "$EVALBOX_PROMPT" "$EVALBOX_PROMPT"
+SH
+chmod +x "$WORK/s/agents/echo.sh"
+cat > "$WORK/s/suite.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: follow
+fixtures: [fx]
+candidates:
+  - {id: echo, adapter: command, argv: [agents/echo.sh], transcript: jsonl}
+YAML
+"$EVALBOX" run "$WORK/s/suite.yaml" --results "$WORK/r" >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; fail "run failed"; }
+python3 - "$WORK/r" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
+assert len(r) == 1 and r[0]["verdict"] == "passed", r
+assert set(r[0]["execution"]["records"]) >= {"agent", "follow-up"}, r[0]["execution"]["records"].keys()
+# The evalbox.run.v1 contract (docs/results.md): these keys, no more, no fewer.
+assert set(r[0]) == {"schema", "run_id", "suite", "fixture", "candidate", "trial", "attempts",
+                     "execution", "grading", "verdict", "usage", "timings"}, sorted(r[0])
+assert set(r[0]["execution"]) == {"status", "error", "error_kind", "outcome", "exit_code", "records"}
+assert set(r[0]["grading"]) == {"status", "checks", "score", "threshold", "error"}
+assert set(r[0]["usage"]) == {"input_tokens", "output_tokens", "cached_input_tokens",
+                              "reasoning_tokens", "cost_usd"}
+assert r[0]["usage"]["cost_usd"] is None
+run = sys.argv[1] + "/runs/" + r[0]["run_id"]
+steps = [json.loads(l) for l in open(run + "/transcript.jsonl") if '"step"' in l]
+cmds = [c.get("command") for s in steps for c in s.get("tool_calls", [])]
+assert cmds == ["echo first", "echo second"], cmds
+PY
+no_residue
+echo "follow-up: ok"
