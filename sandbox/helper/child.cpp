@@ -9,6 +9,7 @@
 #include <linux/securebits.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -248,8 +249,14 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       return sys::close_range(static_cast<unsigned>(s.mode), static_cast<unsigned>(s.len), 0) == 0
                  ? 0
                  : errno;
-    case op::death_signal:
-      return ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0 ? 0 : errno;
+    case op::death_signal: {
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+      // The helper may have died before the flag was set: its end of the status pipe is then
+      // closed, and there is no one to run for.
+      pollfd p{ctx.status_fd, 0, 0};
+      if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) return EPIPE;
+      return 0;
+    }
     case op::new_session:
       return ::setsid() >= 0 ? 0 : errno;
     case op::stdio: {

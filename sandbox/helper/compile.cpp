@@ -152,9 +152,6 @@ status compile(const launch_plan& plan, compiled& c) {
   step s;
   s.kind = op::wait_parent;
   add_setup(c, "wait for the helper", s);
-  s = {};
-  s.kind = op::death_signal;
-  add_setup(c, "parent death signal", s);
   // After the helper moved us into the run's cgroup: that cgroup becomes our root, so the
   // host's hierarchy is not visible through /proc/self/cgroup.
   s = {};
@@ -290,6 +287,10 @@ status compile(const launch_plan& plan, compiled& c) {
     s = {};
     s.kind = op::set_ids;
     add_setup(c, "set ids", s);
+    // After set ids: a change of credentials clears the parent-death signal.
+    s = {};
+    s.kind = op::death_signal;
+    add_setup(c, "parent death signal", s);
     s = {};
     s.kind = op::change_dir;
     s.b = c.keep(fmt::format("/proc/self/fd/{}", source_fd_base));

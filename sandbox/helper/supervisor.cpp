@@ -377,13 +377,13 @@ status supervisor::start(compiled& c) {
       return {};
     }
     rec_.error_step = "init";
-    rec_.error =
-        WIFSIGNALED(exit_raw)
-            ? fmt::format("pid 1 of the run was killed by signal {} from outside the sandbox "
-                          "(not by evalbox-sandbox) before the program finished",
-                          WTERMSIG(exit_raw))
-            : fmt::format("pid 1 of the run exited with status {} without a report",
-                          WEXITSTATUS(exit_raw));
+    rec_.error = WIFSIGNALED(exit_raw)
+                     ? fmt::format(
+                           "pid 1 of the run was killed by signal {} from outside the sandbox "
+                           "(not by evalbox-sandbox) before the program finished",
+                           WTERMSIG(exit_raw))
+                     : fmt::format("pid 1 of the run exited with status {} without a report",
+                                   WEXITSTATUS(exit_raw));
     return {};
   }
   const int ws = *wait_status;

@@ -147,6 +147,34 @@ TEST_F(helper_test, sigterm_to_the_helper_cancels_the_run) {
   EXPECT_LT(r.wall_ms, 5000u);
 }
 
+TEST_F(helper_test, a_killed_helper_takes_its_run_with_it) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root (a cgroup to watch the run in)");
+  const auto leaf =
+      std::filesystem::path("/sys/fs/cgroup/pids/evalbox") / env_.plan.run_id / "agent-0";
+  std::string before, after;
+  env_.run({"/bin/sleep", "30"}, [&](pid_t helper) {
+    for (int i = 0; i < 100 && before.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      before = read_file(leaf / "cgroup.procs").value_or("");
+    }
+    ::kill(helper, SIGKILL);
+    // Pid 1 has PR_SET_PDEATHSIG(SIGKILL): the whole pid namespace dies with the helper.
+    for (int i = 0; i < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      after = read_file(leaf / "cgroup.procs").value_or("?");
+      if (after.empty()) break;
+    }
+  });
+  EXPECT_FALSE(before.empty());
+  EXPECT_EQ(after, "");
+  // What the killed helper could not remove is the preparer's reclaim's job; here, the test's.
+  for (const char* ctl : {"memory", "pids", "cpu", "cpuacct"}) {
+    const auto run = std::filesystem::path("/sys/fs/cgroup") / ctl / "evalbox" / env_.plan.run_id;
+    ::rmdir((run / "agent-0").c_str());
+    ::rmdir(run.c_str());
+  }
+}
+
 TEST_F(helper_test, leaves_no_cgroup_behind) {
   auto r = env_.run({"/bin/true"});
   ASSERT_EQ(r.error, "");
