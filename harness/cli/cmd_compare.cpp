@@ -1,0 +1,98 @@
+// `evalbox compare`: the paired comparison of two results directories that share fixtures (the
+// candidates of A against those of B), or of two candidates within one results directory.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/report/compare.h"
+#include "harness/results/results.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::cli {
+
+namespace {
+
+struct compare_args {
+  std::vector<std::string> dirs;
+  std::string candidate;
+  std::string baseline;
+  bool json_out = false;
+  double level = 0.95;
+};
+
+result<std::vector<json>> load(const std::string& dir) {
+  harness::results_dir results(dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(results.results_file(), ec))
+    return make_error(error_kind::not_found, "{}: no results.jsonl here", dir);
+  auto records = EB_TRY(results.read_records());
+  if (records.empty())
+    return make_error(error_kind::not_found, "{}: results.jsonl has no complete record", dir);
+  return records;
+}
+
+int compare_command(const compare_args& a) {
+  if (a.dirs.size() == 1 && (a.candidate.empty() || a.baseline.empty())) {
+    fmt::print(stderr, "compare within one results directory needs --candidate and --baseline\n");
+    return exit_usage;
+  }
+  if (!(a.level > 0.0 && a.level < 1.0)) {
+    fmt::print(stderr, "--level {} is not in (0, 1)\n", a.level);
+    return exit_usage;
+  }
+  harness::compare_request req;
+  auto base = load(a.dirs[0]);
+  if (!base) {
+    fmt::print(stderr, "{}\n", base.error().message);
+    return exit_usage;
+  }
+  req.baseline_records = std::move(*base);
+  req.baseline_label = a.dirs[0];
+  if (a.dirs.size() == 2) {
+    auto cand = load(a.dirs[1]);
+    if (!cand) {
+      fmt::print(stderr, "{}\n", cand.error().message);
+      return exit_usage;
+    }
+    req.candidate_records = std::move(*cand);
+    req.candidate_label = a.dirs[1];
+  } else {
+    req.candidate_records = req.baseline_records;
+    req.candidate_label = a.dirs[0];
+  }
+  if (!a.candidate.empty()) req.candidate = a.candidate;
+  if (!a.baseline.empty()) req.baseline = a.baseline;
+  req.options.level = a.level;
+  auto r = harness::compare_results(req);
+  if (!r) {
+    fmt::print(stderr, "{}\n", r.error().message);
+    return exit_usage;
+  }
+  if (a.json_out) fmt::print("{}", pretty_json(harness::compare_to_json(*r)));
+  else fmt::print("{}", harness::render_compare_table(*r));
+  return exit_ok;
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app, action& out) {
+  auto a = std::make_shared<compare_args>();
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "Paired comparison over shared fixtures: per-fixture differences, a paired bootstrap "
+      "interval, the sign-flip and exact McNemar tests, and a verdict.\n\n"
+      "  evalbox compare A B                 every candidate id in both: B's against A's\n"
+      "  evalbox compare A B --candidate X --baseline Y   X in B against Y in A\n"
+      "  evalbox compare R --candidate X --baseline Y     both in one results directory");
+  cmd->add_option("results", a->dirs, "RESULTS_A [RESULTS_B]: A holds the baseline side")
+      ->required()
+      ->expected(1, 2);
+  cmd->add_option("--candidate", a->candidate, "the candidate id (in B, or in the one directory)");
+  cmd->add_option("--baseline", a->baseline, "the baseline id (in A)");
+  cmd->add_option("--level", a->level, "confidence level of the interval and tests")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->json_out, "print evalbox.compare.v1 JSON instead of a table");
+  cmd->callback([&out, a] { out = [a] { return compare_command(*a); }; });
+}
+
+}  // namespace evalbox::cli

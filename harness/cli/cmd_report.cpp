@@ -1,0 +1,92 @@
+// `evalbox report RESULTS_DIR`: regenerates the reports from results.jsonl alone, so results
+// merged from several machines (or shards) report exactly like one process's.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/report/report.h"
+#include "harness/results/results.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::cli {
+
+namespace {
+
+struct report_args {
+  std::string dir;
+  std::vector<std::string> formats;
+  std::string baseline;
+  bool no_baseline = false;
+};
+
+// The baseline is a suite setting, not part of any record: take it from the flag, else from
+// the summary.json a previous run or report wrote (docs/report.md).
+std::optional<std::string> baseline_of(const report_args& a) {
+  if (a.no_baseline) return std::nullopt;
+  if (!a.baseline.empty()) return a.baseline;
+  std::error_code ec;
+  auto summary_path = std::filesystem::path(a.dir) / "summary.json";
+  if (!std::filesystem::exists(summary_path, ec)) return std::nullopt;
+  auto previous = read_json_file(summary_path);
+  if (!previous || !previous->is_object()) return std::nullopt;
+  const json& b = (*previous)["settings"]["baseline"];
+  if (b.is_string()) return b.get<std::string>();
+  return std::nullopt;
+}
+
+int report_command(const report_args& a) {
+  std::vector<harness::report_format> formats;
+  for (const auto& f : a.formats) formats.push_back(*harness::parse_report_format(f));
+  if (formats.empty())
+    formats.assign(std::begin(harness::all_report_formats), std::end(harness::all_report_formats));
+
+  harness::results_dir results(a.dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(results.results_file(), ec)) {
+    fmt::print(stderr, "{}: no results.jsonl here (is it a results directory?)\n", a.dir);
+    return exit_usage;
+  }
+  auto records = results.read_records();
+  if (!records) {
+    log::error("{}", records.error().message);
+    return exit_internal;
+  }
+  if (records->empty()) {
+    fmt::print(stderr, "{}: results.jsonl has no complete evalbox.run.v1 record\n", a.dir);
+    return exit_usage;
+  }
+  auto suite = harness::suite_name_of(*records, std::filesystem::path(a.dir).filename());
+  auto s = harness::write_reports(a.dir, *records, suite, baseline_of(a), formats);
+  if (!s) {
+    fmt::print(stderr, "reports for {}: {}\n", a.dir, s.error().message);
+    return s.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
+  }
+  fmt::print("{}", harness::render_terminal_summary(*s));
+  std::string written;
+  for (auto f : formats)
+    written += fmt::format(" {}", (std::filesystem::path(a.dir) / harness::report_file_name(f))
+                                      .string());
+  fmt::print("reports:{}\n", written);
+  return exit_ok;
+}
+
+}  // namespace
+
+void register_report(CLI::App& app, action& out) {
+  auto a = std::make_shared<report_args>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Regenerate the reports of a results directory from its results.jsonl alone: "
+      "summary.json, report.md, report.html and junit.xml (or the --format ones).\n\n"
+      "Example: evalbox report results/examples --format html");
+  cmd->add_option("results", a->dir, "the results directory (holds results.jsonl)")->required();
+  cmd->add_option("--format", a->formats, "md, html, json or junit (repeatable; default: all)")
+      ->check(CLI::IsMember({"md", "html", "json", "junit"}));
+  cmd->add_option("--baseline", a->baseline,
+                  "compare every candidate with this one (default: the baseline recorded in "
+                  "the directory's summary.json, if any)");
+  cmd->add_flag("--no-baseline", a->no_baseline, "no paired comparison");
+  cmd->callback([&out, a] { out = [a] { return report_command(*a); }; });
+}
+
+}  // namespace evalbox::cli

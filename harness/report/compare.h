@@ -1,0 +1,46 @@
+// `evalbox compare`: the paired comparison of candidates across two results directories that
+// share fixtures, or of two candidates within one, computed from results.jsonl records alone
+// with the same statistics as the reports (stats::compare), and rendered as a table or JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/report/stats.h"
+#include "sandbox/base/error.h"
+#include "sandbox/base/json.h"
+
+namespace evalbox::harness {
+
+struct compare_request {
+  // Records of the baseline side (results A) and of the candidate side (results B); for a
+  // comparison within one results directory both are the same records.
+  std::vector<json> baseline_records;
+  std::vector<json> candidate_records;
+  std::string baseline_label;   // "A" / the directory, for the table
+  std::string candidate_label;  // "B"
+  // Both set: that candidate (candidate side) against that baseline (baseline side). Only one
+  // set: that candidate id on both sides. Neither: every candidate id present on both sides.
+  std::optional<std::string> candidate;
+  std::optional<std::string> baseline;
+  stats::options options;
+};
+
+struct compare_result {
+  std::string baseline_label, candidate_label;
+  std::vector<stats::paired_comparison> comparisons;
+};
+
+// Fails when a named candidate has no runs on its side, when nothing is shared, or on records
+// the statistics reject (duplicate trials).
+result<compare_result> compare_results(const compare_request& request);
+
+// A table per comparison: verdict, mean difference with its interval, the tests, and every
+// shared fixture's rates and difference.
+std::string render_compare_table(const compare_result& r);
+// schema evalbox.compare.v1: {schema, baseline_results, candidate_results, comparisons}, each
+// comparison exactly as in summary.json.
+json compare_to_json(const compare_result& r);
+
+}  // namespace evalbox::harness

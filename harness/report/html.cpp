@@ -1,0 +1,514 @@
+// report.html (see report.h): one self-contained page. The summary, charts and tables are
+// rendered here, in C++; the per-run drill-downs (checks, workspace diff, transcript steps) are
+// embedded as JSON in a <script type="application/json"> block and turned into DOM by a small
+// inline script only when a run is opened, so a report of 10,000 runs loads quickly.
+//
+// Escaping: everything from a record or a run's files reaches the page either through
+// svg::escape (HTML text and attributes) or through script_json (JSON inside <script>, where
+// "</script>" or "<!--" in a diff would otherwise end the block). The inline script builds
+// nodes with textContent only, never innerHTML.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "harness/report/report.h"
+#include "harness/report/svg.h"
+#include "sandbox/base/fs.h"
+
+namespace evalbox::harness {
+
+namespace {
+
+using svg::escape;
+using report_text::interval;
+using report_text::percent;
+
+const json& field(const json& j, const char* key) {
+  static const json null_value;
+  return j.is_object() && j.contains(key) ? j[key] : null_value;
+}
+
+std::string str(const json& j, const char* key) {
+  const json& v = field(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+// JSON that can sit inside <script>: "<", ">" and "&" only occur inside strings, where \u
+// escapes mean the same; U+2028/U+2029 are escaped for old JavaScript parsers.
+std::string script_json(const json& j) {
+  std::string raw = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(raw.size() + raw.size() / 16);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else if (c == '\xE2' && i + 2 < raw.size() && raw[i + 1] == '\x80' &&
+             (raw[i + 2] == '\xA8' || raw[i + 2] == '\xA9')) {
+      out += raw[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The first `cap` bytes of `text` (of `total` in the whole file), cut at the last newline
+// before the cap when `at_line` (a transcript keeps whole JSON lines) and never inside a UTF-8
+// sequence, with a marker saying what was left out.
+std::string cap_text(std::string text, uint64_t total, size_t cap, bool at_line,
+                     std::string_view file) {
+  if (total <= cap && text.size() == total) return text;
+  size_t cut = std::min(cap, text.size());
+  if (at_line) {
+    size_t nl = cut == 0 ? std::string::npos : text.rfind('\n', cut - 1);
+    cut = nl == std::string::npos ? 0 : nl + 1;
+  }
+  while (cut > 0 && cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  text.resize(cut);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  text += fmt::format("[evalbox: cut here, {} bytes omitted; the whole file is {}]\n",
+                      total - cut, file);
+  return text;
+}
+
+// Reads runs/<id>/<name> for embedding, within the per-file cap and the remaining budget.
+// null when the run has no such file.
+json embed_file(const std::filesystem::path& dir, const std::string& run_id, const char* name,
+                bool at_line, const html_options& opt, size_t& budget) {
+  // Run ids are hex digests; anything else is not followed into the file system.
+  if (run_id.empty() || run_id.find_first_of("/\\") != std::string::npos || run_id[0] == '.')
+    return nullptr;
+  std::string rel = fmt::format("runs/{}/{}", run_id, name);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir / rel, ec)) return nullptr;
+  uint64_t size = std::filesystem::file_size(dir / rel, ec);
+  if (ec) return fmt::format("[evalbox: unreadable: {}]\n", rel);
+  if (budget == 0)
+    return fmt::format("[evalbox: not embedded: the report's size budget is spent; see {}]\n",
+                       rel);
+  size_t cap = std::min(opt.per_file_bytes, budget);
+  std::ifstream in(dir / rel, std::ios::binary);
+  std::string head(static_cast<size_t>(std::min<uint64_t>(size, cap)), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (!in) return fmt::format("[evalbox: unreadable: {}]\n", rel);
+  std::string text = cap_text(std::move(head), size, cap, at_line, rel);
+  budget -= std::min(budget, text.size());
+  return text;
+}
+
+std::string verdict_class(const std::string& v) {
+  return v == "passed" ? "passed" : v == "failed" ? "failed" : "error";
+}
+
+constexpr std::string_view style = R"css(
+body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1180px;padding:0 16px 40px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.note{color:#555;font-size:.9em}.passed{color:#176317}.failed{color:#a11}.error{color:#8a5a00}
+.chart{max-width:100%;height:auto;display:block}.scroll{overflow-x:auto}
+details.run{border:1px solid #ddd;margin:2px 0;padding:2px 6px}details.run[open]{background:#fafafa}
+details.run summary{cursor:pointer;font-family:ui-monospace,monospace;font-size:.9em}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:6px;max-height:480px;overflow:auto;font-size:.85em}
+.step{border-left:3px solid #ccc;padding:2px 8px;margin:4px 0}.step.agent{border-color:#4c78a8}
+.step.user{border-color:#59a14f}.step.system{border-color:#e15759}
+#runs-controls input,#runs-controls select,#runs-controls button{font:inherit;margin-right:6px}
+)css";
+
+// The drill-down script. Counts it computes from the embedded data are written into the DOM
+// (#js-count-*, data-* on #runs) so a browser test can compare them with the expected ones.
+constexpr std::string_view script = R"js(
+(function () {
+  'use strict';
+  var t0 = performance.now();
+  var data = JSON.parse(document.getElementById('evalbox-runs').textContent);
+  var runs = data.runs, per = data.runs_per_page;
+  var list = document.getElementById('runs-list');
+  var status = document.getElementById('runs-status');
+  var filterBox = document.getElementById('run-filter');
+  var verdictBox = document.getElementById('run-verdict');
+  var page = 0, shown = runs;
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  var counts = {passed: 0, failed: 0, error: 0};
+  runs.forEach(function (r) { counts[r.v]++; });
+  document.getElementById('js-count-runs').textContent = runs.length;
+  ['passed', 'failed', 'error'].forEach(function (k) {
+    document.getElementById('js-count-' + k).textContent = counts[k];
+  });
+  function checksTable(r) {
+    if (!r.checks.length) return el('p', 'note', 'No checks recorded.');
+    var t = el('table'), h = el('tr');
+    ['check', 'result', 'detail'].forEach(function (s) { h.appendChild(el('th', '', s)); });
+    t.appendChild(h);
+    r.checks.forEach(function (c) {
+      var tr = el('tr', 'check');
+      tr.appendChild(el('td', '', c.id));
+      tr.appendChild(el('td', c.passed ? 'passed' : 'failed', c.passed ? 'pass' : 'FAIL'));
+      tr.appendChild(el('td', '', c.detail));
+      t.appendChild(tr);
+    });
+    return t;
+  }
+  function transcriptView(text) {
+    var box = el('div', 'transcript');
+    text.split('\n').forEach(function (line) {
+      if (!line) return;
+      var j;
+      try { j = JSON.parse(line); } catch (e) { box.appendChild(el('pre', '', line)); return; }
+      if (j.type === 'header') {
+        box.appendChild(el('p', 'note', 'agent ' + j.agent + (j.model ? ', model ' + j.model : '')));
+      } else if (j.type === 'step') {
+        var s = el('div', 'step ' + j.source);
+        s.appendChild(el('b', '', '#' + j.index + ' ' + j.source));
+        if (j.reasoning) s.appendChild(el('pre', 'reasoning', j.reasoning));
+        if (j.message) s.appendChild(el('pre', 'message', j.message));
+        (j.tool_calls || []).forEach(function (c) {
+          var what = c.command !== null && c.command !== undefined ? '$ ' + c.command
+                                                                   : JSON.stringify(c.input);
+          s.appendChild(el('pre', 'tool-call', '[' + c.tool + '] ' + what));
+        });
+        (j.observations || []).forEach(function (o) {
+          var out = o.output || '';
+          if (out.length > 4000) out = out.slice(0, 4000) + '\n[… ' + (out.length - 4000) + ' more characters]';
+          s.appendChild(el('pre', 'observation', '→ ' + (o.exit_code === null ? '' : 'exit ' + o.exit_code + (o.is_error ? ' (error)' : '') + '\n') + out));
+        });
+        box.appendChild(s);
+      } else if (j.type === 'summary') {
+        box.appendChild(el('p', 'note', 'summary: ' + JSON.stringify(j)));
+      }
+    });
+    return box;
+  }
+  function fill(d, r) {
+    if (d.dataset.filled) return;
+    d.dataset.filled = '1';
+    if (r.err) { d.appendChild(el('h4', '', 'Infrastructure error')); d.appendChild(el('pre', 'error', r.err)); }
+    d.appendChild(el('h4', '', 'Checks'));
+    d.appendChild(checksTable(r));
+    d.appendChild(el('h4', '', 'Workspace diff'));
+    d.appendChild(r.diff === null ? el('p', 'note', 'No workspace.diff for this run.')
+                                  : el('pre', 'diff', r.diff || '(no changes)'));
+    d.appendChild(el('h4', '', 'Transcript'));
+    d.appendChild(r.transcript === null ? el('p', 'note', 'No transcript.jsonl for this run.')
+                                        : transcriptView(r.transcript));
+  }
+  function row(r) {
+    var d = el('details', 'run ' + r.v);
+    d.id = 'run-' + r.id;
+    var s = el('summary', '', r.c + ' / ' + r.f + ' #' + r.t + ' — ' + r.v +
+               (r.score === null ? '' : ' — score ' + r.score) +
+               (r.wall === null ? '' : ' — ' + (r.wall / 1000).toFixed(1) + 's') + ' — ' + r.id);
+    d.appendChild(s);
+    d.addEventListener('toggle', function () { if (d.open) fill(d, r); });
+    return d;
+  }
+  function render() {
+    var pages = Math.max(1, Math.ceil(shown.length / per));
+    page = Math.min(page, pages - 1);
+    var from = page * per, to = Math.min(shown.length, from + per);
+    var frag = document.createDocumentFragment();
+    for (var i = from; i < to; i++) frag.appendChild(row(shown[i]));
+    list.textContent = '';
+    list.appendChild(frag);
+    status.textContent = shown.length ? 'Showing ' + (from + 1) + '–' + to + ' of ' + shown.length +
+        ' run(s) (' + runs.length + ' in all), page ' + (page + 1) + ' of ' + pages
+        : 'No run matches.';
+    list.dataset.rendered = to - from;
+    list.dataset.matching = shown.length;
+  }
+  function applyFilter() {
+    var q = filterBox.value.trim().toLowerCase(), v = verdictBox.value;
+    shown = runs.filter(function (r) {
+      if (v && r.v !== v) return false;
+      return !q || (r.c + ' ' + r.f + ' ' + r.id).toLowerCase().indexOf(q) >= 0;
+    });
+    page = 0;
+    render();
+  }
+  filterBox.addEventListener('input', applyFilter);
+  verdictBox.addEventListener('change', applyFilter);
+  document.getElementById('runs-prev').addEventListener('click', function () { if (page > 0) { page--; render(); } });
+  document.getElementById('runs-next').addEventListener('click', function () { page++; render(); });
+  // #run=<id> opens that run (links from the errors table; also how a test opens one).
+  function openFromHash() {
+    var m = /^#run=([0-9A-Za-z_.-]+)$/.exec(location.hash);
+    if (!m) return;
+    filterBox.value = m[1];
+    verdictBox.value = '';
+    applyFilter();
+    var d = document.getElementById('run-' + m[1]);
+    if (d) { d.open = true; fill(d, shown[0]); d.scrollIntoView(); }
+  }
+  window.addEventListener('hashchange', openFromHash);
+  render();
+  openFromHash();
+  document.getElementById('runs').dataset.renderMs = Math.round(performance.now() - t0);
+  document.getElementById('runs').dataset.ready = '1';
+})();
+)js";
+
+}  // namespace
+
+std::string render_html(const stats::summary& s, const std::vector<json>& records,
+                        const std::string& suite_name, const std::filesystem::path& results_dir,
+                        const html_options& opt) {
+  std::string h;
+  h.reserve(64 * 1024 + records.size() * 512);
+  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  // Nothing may be fetched: the page works from file:// with the network off.
+  h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+       "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h += fmt::format("<title>evalbox report: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
+                   escape(suite_name), style);
+  uint64_t passed = 0, failed = 0;
+  for (const auto& c : s.cells) {
+    passed += c.passes;
+    failed += c.n - c.passes;
+  }
+  h += fmt::format("<h1>evalbox report: {}</h1>\n", escape(suite_name));
+  h += fmt::format(
+      "<p id=\"totals\" data-runs=\"{0}\" data-passed=\"{1}\" data-failed=\"{2}\" "
+      "data-errors=\"{3}\">{0} runs: <span class=\"passed\">{1} passed</span>, "
+      "<span class=\"failed\">{2} failed</span>, <span class=\"error\">{3} infrastructure "
+      "error(s)</span> (not task failures: left out of every denominator).</p>\n",
+      s.runs, passed, failed, s.errors.size());
+
+  // ---- candidates ----
+  h += fmt::format(
+      "<h2 id=\"candidates\">pass@1 by candidate</h2>\n<p class=\"note\">Mean over fixtures of "
+      "per-fixture pass rates; whiskers are {:.0f}% fixture-clustered bootstrap intervals; n = "
+      "fixtures with at least one non-error trial.</p>\n",
+      s.settings.level * 100);
+  std::vector<svg::bar> bars;
+  for (const auto& c : s.candidates)
+    bars.push_back({c.candidate, c.pass_at_1, c.pass_at_1_ci,
+                    fmt::format("{} {} n={}", percent(c.pass_at_1), interval(c.pass_at_1_ci),
+                                c.fixtures)});
+  h += "<div class=\"scroll\">" + svg::bar_chart("chart-pass-at-1", bars) + "</div>\n";
+  h += "<table id=\"table-candidates\"><tr><th>candidate</th><th>pass@1</th><th>interval</th>"
+       "<th>n (fixtures)</th><th>trials</th><th>passes</th><th>errors</th><th>pooled rate (n = "
+       "trials)</th><th>pass@k / pass^k</th></tr>\n";
+  for (const auto& c : s.candidates) {
+    std::string ks;
+    for (size_t k = 0; k < c.pass_at.size() && k < 5; ++k)
+      ks += fmt::format("{}k={}: {} / {}", ks.empty() ? "" : "; ", c.pass_at[k].k,
+                        percent(c.pass_at[k].value), percent(c.pass_hat[k].value));
+    h += fmt::format(
+        "<tr class=\"candidate\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{} {}</td><td>{}</td></tr>\n",
+        escape(c.candidate), percent(c.pass_at_1), interval(c.pass_at_1_ci), c.fixtures, c.trials,
+        c.passes, c.errors, percent(c.pooled_rate), interval(c.pooled_ci),
+        ks.empty() ? "n/a" : escape(ks));
+  }
+  h += "</table>\n";
+
+  // ---- heatmap ----
+  std::vector<std::string> fixtures, candidates;
+  {
+    std::set<std::string> fs, cs;
+    for (const auto& c : s.cells) {
+      fs.insert(c.fixture);
+      cs.insert(c.candidate);
+    }
+    fixtures.assign(fs.begin(), fs.end());
+    candidates.assign(cs.begin(), cs.end());
+  }
+  std::vector<svg::heat_cell> heat;
+  for (const auto& c : s.cells) {
+    size_t r = std::lower_bound(fixtures.begin(), fixtures.end(), c.fixture) - fixtures.begin();
+    size_t col =
+        std::lower_bound(candidates.begin(), candidates.end(), c.candidate) - candidates.begin();
+    std::string text = fmt::format("{}/{}", c.passes, c.n);
+    if (c.errors) text += fmt::format(" +{}e", c.errors);
+    heat.push_back({r, col, c.rate, text,
+                    fmt::format("{} on {}: {} passed of n={} ({}), {} infrastructure error(s)",
+                                c.candidate, c.fixture, c.passes, c.n, percent(c.rate),
+                                c.errors)});
+  }
+  h += "<h2 id=\"heatmap\">Fixtures × candidates</h2>\n<p class=\"note\">passes/n per cell "
+       "(n = non-error trials); +Ne = infrastructure errors, outside n; grey = every trial "
+       "errored.</p>\n";
+  h += "<div class=\"scroll\">" + svg::heatmap("chart-heatmap", fixtures, candidates, heat) +
+       "</div>\n";
+
+  // ---- paired comparison ----
+  h += "<h2 id=\"comparison\">Paired comparison</h2>\n";
+  if (s.comparisons.empty()) {
+    h += "<p class=\"note\">No baseline candidate: nothing to compare (set <code>baseline</code> "
+         "in the suite, or use <code>evalbox compare</code>).</p>\n";
+  } else {
+    std::vector<svg::difference_row> rows;
+    for (const auto& p : s.comparisons) {
+      svg::difference_row r{fmt::format("{} vs {}", p.candidate, p.baseline), p.mean_difference,
+                            p.ci, {}, fmt::format("{} (n={})", p.verdict, p.n)};
+      for (const auto& d : p.differences) r.fixtures.emplace_back(d.fixture, d.difference);
+      rows.push_back(std::move(r));
+    }
+    h += "<p class=\"note\">Per shared fixture, candidate rate − baseline rate (small dots), "
+         "their mean (red) and its paired bootstrap interval, in percentage points.</p>\n";
+    h += "<div class=\"scroll\">" + svg::difference_chart("chart-paired", rows) + "</div>\n";
+    h += "<table id=\"table-comparisons\"><tr><th>candidate</th><th>baseline</th><th>n (shared "
+         "fixtures)</th><th>mean difference</th><th>interval</th><th>sign-flip p</th>"
+         "<th>McNemar</th><th>verdict</th></tr>\n";
+    for (const auto& p : s.comparisons) {
+      h += fmt::format(
+          "<tr class=\"comparison\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+          "<td>{}</td><td><b>{}</b></td></tr>\n",
+          escape(p.candidate), escape(p.baseline), p.n,
+          p.mean_difference ? fmt::format("{:+.1f} pts", *p.mean_difference * 100) : "n/a",
+          p.ci ? fmt::format("[{:+.1f}, {:+.1f}]", p.ci->lo * 100, p.ci->hi * 100) : "n/a",
+          p.sign_flip_p ? fmt::format("{:.4f}", *p.sign_flip_p) : "n/a",
+          p.mcnemar ? fmt::format("p={:.4f} (b={}, c={})", p.mcnemar->p_value, p.mcnemar->b,
+                                  p.mcnemar->c)
+                    : "n/a (not single-trial)",
+          escape(p.verdict));
+    }
+    h += "</table>\n";
+  }
+
+  // ---- flaky ----
+  h += fmt::format("<h2 id=\"flaky\">Flaky fixtures ({})</h2>\n", s.flaky.size());
+  if (s.flaky.empty()) {
+    h += "<p>None: no candidate had both a pass and a failure on one fixture.</p>\n";
+  } else {
+    h += "<table id=\"table-flaky\"><tr><th>fixture</th><th>mixed outcomes for</th>"
+         "<th>oracle unstable</th></tr>\n";
+    for (const auto& f : s.flaky) {
+      std::string who;
+      for (const auto& c : f.candidates) who += (who.empty() ? "" : ", ") + c;
+      h += fmt::format("<tr class=\"flaky\"><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                       escape(f.fixture), escape(who),
+                       f.oracle ? "<b>yes: fix the fixture</b>" : "no");
+    }
+    h += "</table>\n";
+  }
+
+  // ---- errors ----
+  std::map<std::tuple<std::string, std::string, int>, std::string> run_ids;
+  for (const auto& r : records)
+    run_ids[{str(field(r, "candidate"), "id"), str(field(r, "fixture"), "id"),
+             field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0}] =
+        str(r, "run_id");
+  h += fmt::format("<h2 id=\"errors\">Infrastructure errors ({})</h2>\n", s.errors.size());
+  if (s.errors.empty()) {
+    h += "<p>None.</p>\n";
+  } else {
+    h += "<p class=\"note\">Runs that could not be carried out or graded. They are not task "
+         "failures and are left out of every rate above.</p>\n<table id=\"table-errors\"><tr>"
+         "<th>candidate</th><th>fixture</th><th>trial</th><th>message</th><th>run</th></tr>\n";
+    for (const auto& e : s.errors) {
+      std::string id = run_ids[{e.candidate, e.fixture, e.trial}];
+      h += fmt::format(
+          "<tr class=\"error-row\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
+          "<td><pre>{}</pre></td><td><a href=\"#run={}\">{}</a></td></tr>\n",
+          escape(e.candidate), escape(e.fixture), e.trial, escape(e.message), escape(id),
+          escape(id));
+    }
+    h += "</table>\n";
+  }
+
+  // ---- usage ----
+  auto tokens = [](const stats::distribution& d) {
+    if (d.n == 0) return std::string("unknown");
+    std::string t = fmt::format("{:.0f} (p50 {:.0f}, p90 {:.0f}, max {:.0f})", *d.total, *d.p50,
+                                *d.p90, *d.max);
+    if (d.missing) t += fmt::format("; {} run(s) unknown", d.missing);
+    return t;
+  };
+  auto secs = [](const std::optional<double>& ms) {
+    return ms ? fmt::format("{:.2f}s", *ms / 1000) : std::string("unknown");
+  };
+  h += "<h2 id=\"usage\">Usage</h2>\n<p class=\"note\">Over all runs, errored ones included. A "
+       "value no run reported is shown as unknown, never as 0.</p>\n<table id=\"table-usage\">"
+       "<tr><th>candidate</th><th>runs</th><th>input tokens</th><th>output tokens</th>"
+       "<th>cost (USD)</th><th>wall p50</th><th>p90</th><th>p99</th><th>max</th></tr>\n";
+  auto usage_row = [&](const std::string& who, const stats::usage& u) {
+    h += fmt::format(
+        "<tr class=\"usage\"><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
+        "<td class=\"cost\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+        escape(who), u.runs, tokens(u.input_tokens), tokens(u.output_tokens),
+        escape(report_text::cost(u.cost)), secs(u.wall_ms.p50), secs(u.wall_ms.p90),
+        secs(u.wall_ms.p99), secs(u.wall_ms.max));
+  };
+  for (const auto& c : s.candidates) usage_row(c.candidate, c.use);
+  usage_row("all", s.overall);
+  h += "</table>\n";
+
+  // ---- runs: data for the lazy drill-downs ----
+  std::vector<const json*> sorted;
+  sorted.reserve(records.size());
+  for (const auto& r : records) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const json* a, const json* b) {
+    auto key = [](const json* r) {
+      return std::make_tuple(str(field(*r, "candidate"), "id"), str(field(*r, "fixture"), "id"),
+                             field(*r, "trial").is_number_integer() ? (*r)["trial"].get<int>() : 0);
+    };
+    return key(a) < key(b);
+  });
+  json runs = json::array();
+  size_t budget = opt.total_bytes;
+  for (const json* rp : sorted) {
+    const json& r = *rp;
+    std::string v = verdict_class(str(r, "verdict"));
+    std::string id = str(r, "run_id");
+    json checks = json::array();
+    const json& cs = field(field(r, "grading"), "checks");
+    if (cs.is_array())
+      for (const auto& c : cs)
+        checks.push_back(
+            {{"id", str(c, "id")}, {"passed", c.value("passed", false)}, {"detail", str(c, "detail")}});
+    const json& score = field(field(r, "grading"), "score");
+    const json& wall = field(field(r, "timings"), "wall_ms");
+    runs.push_back({{"id", id},
+                    {"c", str(field(r, "candidate"), "id")},
+                    {"f", str(field(r, "fixture"), "id")},
+                    {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
+                    {"v", v},
+                    {"score", score.is_number() ? score : json(nullptr)},
+                    {"wall", wall.is_number() ? wall : json(nullptr)},
+                    {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
+                    {"checks", std::move(checks)},
+                    {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
+                    {"transcript",
+                     embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}});
+  }
+  json data = {{"runs_per_page", std::max<size_t>(1, opt.runs_per_page)}, {"runs", std::move(runs)}};
+
+  h += fmt::format(
+      "<h2 id=\"runs-heading\">Runs</h2>\n<p class=\"note\">Each run's checks, workspace diff "
+      "and transcript steps, collapsed until opened. Embedded files are cut at {} KiB each "
+      "(marked where cut); the whole files are under runs/&lt;id&gt;/.</p>\n",
+      opt.per_file_bytes / 1024);
+  h += "<div id=\"runs\"><p>Scripts computed: <span id=\"js-count-runs\">?</span> runs, "
+       "<span id=\"js-count-passed\">?</span> passed, <span id=\"js-count-failed\">?</span> "
+       "failed, <span id=\"js-count-error\">?</span> errors.</p>\n"
+       "<div id=\"runs-controls\"><input id=\"run-filter\" type=\"search\" "
+       "placeholder=\"filter: candidate, fixture or run id\" size=\"40\">"
+       "<select id=\"run-verdict\"><option value=\"\">all verdicts</option>"
+       "<option value=\"passed\">passed</option><option value=\"failed\">failed</option>"
+       "<option value=\"error\">error</option></select>"
+       "<button id=\"runs-prev\" type=\"button\">‹ previous</button>"
+       "<button id=\"runs-next\" type=\"button\">next ›</button> <span id=\"runs-status\">"
+       "</span></div>\n<noscript><p>The run drill-downs need JavaScript; everything above does "
+       "not.</p></noscript>\n<div id=\"runs-list\"></div></div>\n";
+  h += "<script type=\"application/json\" id=\"evalbox-runs\">" + script_json(data) +
+       "</script>\n";
+  h += "<script>" + std::string(script) + "</script>\n</body>\n</html>\n";
+  return h;
+}
+
+}  // namespace evalbox::harness

@@ -1,0 +1,427 @@
+// The report writers: Markdown, JUnit, HTML and terminal renderers over evalbox.run.v1
+// records — escaping, counts, unknown cost, infrastructure errors kept apart from failures,
+// and the lazily rendered drill-down data embedded in report.html.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness/report/compare.h"
+#include "harness/report/report.h"
+#include "sandbox/base/fs.h"
+
+namespace evalbox::harness {
+namespace {
+
+// One record as `evalbox run` writes it; verdict "error" becomes an execution error.
+json record(const std::string& candidate, const std::string& fixture, int trial,
+            const std::string& verdict, std::optional<double> cost = std::nullopt) {
+  std::string id = fmt::format("{:016x}", std::hash<std::string>{}(
+                                              fmt::format("{}/{}/{}", candidate, fixture, trial)));
+  bool error = verdict == "error";
+  json checks = json::array();
+  if (!error) {
+    checks.push_back({{"id", "hidden-tests"}, {"passed", verdict == "passed"}, {"detail", ""}});
+    checks.push_back({{"id", "tests-untouched"}, {"passed", true}, {"detail", ""}});
+  }
+  return {{"schema", "evalbox.run.v1"},
+          {"run_id", id},
+          {"suite", "unit"},
+          {"fixture", {{"id", fixture}}},
+          {"candidate", {{"id", candidate}}},
+          {"trial", trial},
+          {"execution",
+           {{"status", error ? "error" : "completed"},
+            {"error", error ? json("sandbox: overlay mount failed: EINVAL") : json(nullptr)},
+            {"error_kind", error ? json("sandbox") : json(nullptr)}}},
+          {"grading",
+           {{"status", error ? "skipped" : "completed"},
+            {"checks", checks},
+            {"score", verdict == "passed" ? 1.0 : 0.5},
+            {"error", nullptr}}},
+          {"verdict", error ? "not_assessed" : verdict},
+          {"usage",
+           {{"input_tokens", 100 + trial},
+            {"output_tokens", 10},
+            {"cost_usd", cost ? json(*cost) : json(nullptr)}}},
+          {"timings", {{"wall_ms", 1000 + 10 * trial}}}};
+}
+
+// base: 2 fixtures × 3 trials; tuned the same with one infrastructure error.
+std::vector<json> example() {
+  std::vector<json> r;
+  for (const char* f : {"alpha", "beta"}) {
+    r.push_back(record("base", f, 0, "passed"));
+    r.push_back(record("base", f, 1, "failed"));
+    r.push_back(record("base", f, 2, "failed"));
+  }
+  r.push_back(record("tuned", "alpha", 0, "passed"));
+  r.push_back(record("tuned", "alpha", 1, "passed"));
+  r.push_back(record("tuned", "alpha", 2, "error"));
+  r.push_back(record("tuned", "beta", 0, "passed"));
+  r.push_back(record("tuned", "beta", 1, "failed"));
+  r.push_back(record("tuned", "beta", 2, "passed"));
+  return r;
+}
+
+stats::summary summarize(const std::vector<json>& records, std::optional<std::string> baseline) {
+  auto s = summarize_records(records, std::move(baseline));
+  EXPECT_TRUE(s) << s.error().message;
+  return s ? *s : stats::summary{};
+}
+
+size_t occurrences(std::string_view text, std::string_view what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string_view::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// The JSON embedded in report.html for the drill-downs.
+json embedded_runs(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"evalbox-runs\">";
+  size_t a = html.find(open);
+  EXPECT_NE(a, std::string::npos);
+  a += open.size();
+  size_t b = html.find("</script>", a);
+  auto j = parse_json(std::string_view(html).substr(a, b - a), "embedded runs");
+  EXPECT_TRUE(j) << j.error().message;
+  return j ? *j : json();
+}
+
+TEST(ReportOutcomes, NotAssessedIsAnErrorNotAFailure) {
+  auto outcomes = outcomes_from_records(example());
+  size_t errors = 0, failures = 0;
+  for (const auto& o : outcomes) {
+    errors += o.outcome == stats::run_outcome::verdict::error;
+    failures += o.outcome == stats::run_outcome::verdict::failed;
+  }
+  EXPECT_EQ(errors, 1u);
+  EXPECT_EQ(failures, 5u);
+}
+
+TEST(ReportMarkdown, ErrorsAreListedApartAndLeftOutOfTrials) {
+  auto recs = example();
+  std::string md = render_markdown(summarize(recs, "base"), recs, "unit");
+  // tuned: 5 trials (the error is outside n), 4 passes, 1 error.
+  EXPECT_NE(md.find("| tuned | 83.3% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | 5 | 4 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Errors (1)"), std::string::npos);
+  EXPECT_NE(md.find("tuned / alpha #2: sandbox: overlay mount failed: EINVAL"), std::string::npos);
+  EXPECT_NE(md.find("2/2 (1 err)"), std::string::npos) << md;
+}
+
+TEST(ReportMarkdown, ShowsPassAtKComparisonAndFlaky) {
+  auto recs = example();
+  std::string md = render_markdown(summarize(recs, "base"), recs, "unit");
+  EXPECT_NE(md.find("## pass@k and pass^k"), std::string::npos);
+  EXPECT_NE(md.find("## Paired comparison"), std::string::npos);
+  EXPECT_NE(md.find("| tuned | base | 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("no detectable difference at this n"), std::string::npos);
+  EXPECT_NE(md.find("- alpha (mixed outcomes for: base)"), std::string::npos) << md;
+}
+
+TEST(ReportMarkdown, UnknownCostIsUnknownNeverZero) {
+  auto recs = example();
+  std::string md = render_markdown(summarize(recs, std::nullopt), recs, "unit");
+  EXPECT_NE(md.find("| base | 6 | "), std::string::npos);
+  EXPECT_EQ(md.find("$0"), std::string::npos) << md;
+  EXPECT_NE(md.find("| unknown |"), std::string::npos) << md;
+}
+
+TEST(ReportMarkdown, PartlyKnownCostSaysWhatItLeavesOut) {
+  auto recs = example();
+  recs[0] = record("base", "alpha", 0, "passed", 0.25);
+  std::string md = render_markdown(summarize(recs, std::nullopt), recs, "unit");
+  EXPECT_NE(md.find("≥ $0.2500 (5 run(s) unknown)"), std::string::npos) << md;
+}
+
+TEST(ReportMarkdown, EscapesTableCells) {
+  auto recs = example();
+  recs.push_back(record("a|b<i>", "alpha", 0, "passed"));
+  std::string md = render_markdown(summarize(recs, std::nullopt), recs, "unit");
+  EXPECT_NE(md.find("a\\|b&lt;i&gt;"), std::string::npos);
+  EXPECT_EQ(md.find("<i>"), std::string::npos);
+}
+
+TEST(ReportJunit, ErrorsAreErrorsAndFailuresAreFailures) {
+  auto recs = example();
+  std::string x = render_junit(recs, "unit");
+  EXPECT_EQ(occurrences(x, "<error "), 1u);
+  EXPECT_EQ(occurrences(x, "<failure "), 5u);
+  EXPECT_NE(x.find("<testsuites name=\"unit\" tests=\"12\" failures=\"5\" errors=\"1\">"),
+            std::string::npos);
+  EXPECT_NE(x.find("<testsuite name=\"tuned\" tests=\"6\" failures=\"1\" errors=\"1\">"),
+            std::string::npos);
+  EXPECT_NE(x.find("message=\"sandbox: overlay mount failed: EINVAL\" type=\"sandbox\""),
+            std::string::npos);
+  // The checks are in the failure's message and body.
+  EXPECT_NE(x.find("message=\"failed checks: hidden-tests\""), std::string::npos);
+  EXPECT_NE(x.find("FAIL hidden-tests\nPASS tests-untouched"), std::string::npos);
+}
+
+TEST(ReportJunit, EscapesNamesAndMessages) {
+  std::vector<json> recs{record("c\"&<", "f'>", 0, "error")};
+  recs[0]["execution"]["error"] = "bad <thing> & \"quote\"\x01";
+  std::string x = render_junit(recs, "s<");
+  EXPECT_NE(x.find("name=\"c&quot;&amp;&lt;\""), std::string::npos);
+  EXPECT_NE(x.find("bad &lt;thing&gt; &amp; &quot;quote&quot; "), std::string::npos);
+  EXPECT_EQ(x.find('\x01'), std::string::npos);
+}
+
+TEST(ReportTerminal, ListsVerdictErrorsAndFlaky) {
+  auto recs = example();
+  std::string t = render_terminal_summary(summarize(recs, "base"));
+  EXPECT_NE(t.find("tuned"), std::string::npos);
+  EXPECT_NE(t.find("1 error(s) not counted"), std::string::npos) << t;
+  EXPECT_NE(t.find("tuned vs base: no detectable difference at this n"), std::string::npos) << t;
+  EXPECT_NE(t.find("flaky: alpha"), std::string::npos) << t;
+  EXPECT_NE(t.find("tuned / alpha #2: sandbox: overlay mount failed: EINVAL"), std::string::npos);
+}
+
+TEST(ReportHtml, ChartsHaveOneMarkPerCandidateAndCell) {
+  auto recs = example();
+  auto s = summarize(recs, "base");
+  std::string h = render_html(s, recs, "unit", "/nonexistent");
+  EXPECT_EQ(occurrences(h, "<rect class=\"bar\""), 2u);
+  EXPECT_EQ(occurrences(h, "<line class=\"whisker\""), 2u + 1u);  // two bars, one comparison
+  EXPECT_EQ(occurrences(h, "<rect class=\"heat\""), 4u);
+  EXPECT_EQ(occurrences(h, "<circle class=\"diff-mean\""), 1u);
+  EXPECT_EQ(occurrences(h, "<circle class=\"diff-fixture\""), 2u);
+  EXPECT_NE(h.find("data-runs=\"12\" data-passed=\"6\" data-failed=\"5\" data-errors=\"1\""),
+            std::string::npos);
+  EXPECT_EQ(occurrences(h, "<tr class=\"error-row\">"), 1u);
+}
+
+TEST(ReportHtml, IsSelfContained) {
+  auto recs = example();
+  std::string h = render_html(summarize(recs, "base"), recs, "unit", "/nonexistent");
+  EXPECT_EQ(h.find("src="), std::string::npos);
+  EXPECT_EQ(h.find("href=\"http"), std::string::npos);
+  EXPECT_EQ(h.find("@import"), std::string::npos);
+  EXPECT_EQ(h.find("url("), std::string::npos);
+  EXPECT_NE(h.find("default-src 'none'"), std::string::npos);
+}
+
+TEST(ReportHtml, UnknownCostIsUnknown) {
+  auto recs = example();
+  std::string h = render_html(summarize(recs, std::nullopt), recs, "unit", "/nonexistent");
+  EXPECT_EQ(occurrences(h, "<td class=\"cost\">unknown</td>"), 3u);  // two candidates and all
+  EXPECT_EQ(h.find("$0"), std::string::npos);
+}
+
+TEST(ReportHtml, EscapesNamesInMarkupAndData) {
+  auto recs = example();
+  recs.push_back(record("<img onerror=x>", "</script><script>alert(1)</script>", 0, "error"));
+  recs.back()["execution"]["error"] = "<b>boom</b> & \u2028";
+  std::string h = render_html(summarize(recs, std::nullopt), recs, "unit", "/nonexistent");
+  EXPECT_EQ(h.find("<img onerror"), std::string::npos);
+  EXPECT_EQ(h.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(h.find("<b>boom"), std::string::npos);
+  EXPECT_NE(h.find("&lt;img onerror=x&gt;"), std::string::npos);
+  // Exactly the two script blocks of the page, whatever the data holds.
+  EXPECT_EQ(occurrences(h, "</script>"), 2u);
+  json data = embedded_runs(h);
+  bool found = false;
+  for (const auto& r : data["runs"])
+    if (r["c"] == "<img onerror=x>") {
+      found = true;
+      EXPECT_EQ(r["f"], "</script><script>alert(1)</script>");
+      EXPECT_EQ(r["err"], "<b>boom</b> & \u2028");
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(ReportHtml, DrillDownDataIsEmbeddedForLazyRendering) {
+  evalbox::temp_dir dir;
+  auto recs = example();
+  std::string id = recs[1]["run_id"];
+  ASSERT_TRUE(make_dirs(dir.path() / "runs" / id));
+  ASSERT_TRUE(write_file(dir.path() / "runs" / id / "workspace.diff",
+                         "--- a/x\n+++ b/x\n-</script>\n+fixed\n"));
+  ASSERT_TRUE(write_file(dir.path() / "runs" / id / "transcript.jsonl",
+                         "{\"type\":\"header\"}\n{\"type\":\"summary\"}\n"));
+  std::string h = render_html(summarize(recs, std::nullopt), recs, "unit", dir.path());
+  // Drill-downs are built by the script when opened, not in the markup.
+  EXPECT_EQ(h.find("<details"), std::string::npos);
+  json data = embedded_runs(h);
+  ASSERT_EQ(data["runs"].size(), recs.size());
+  EXPECT_EQ(data["runs_per_page"], 100);
+  const json* run = nullptr;
+  for (const auto& r : data["runs"])
+    if (r["id"] == id) run = &r;
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ((*run)["v"], "failed");
+  EXPECT_EQ((*run)["diff"], "--- a/x\n+++ b/x\n-</script>\n+fixed\n");
+  EXPECT_EQ((*run)["transcript"], "{\"type\":\"header\"}\n{\"type\":\"summary\"}\n");
+  EXPECT_EQ((*run)["checks"].size(), 2u);
+  EXPECT_EQ((*run)["checks"][0]["id"], "hidden-tests");
+  EXPECT_EQ((*run)["checks"][0]["passed"], false);
+  // A run without files says so (null), rather than pretending to an empty diff.
+  EXPECT_TRUE(data["runs"][0]["diff"].is_null() || data["runs"][0]["id"] == id);
+}
+
+TEST(ReportHtml, LargeFilesAreCutWithAMarker) {
+  evalbox::temp_dir dir;
+  auto recs = example();
+  std::string id = recs[0]["run_id"];
+  ASSERT_TRUE(make_dirs(dir.path() / "runs" / id));
+  std::string transcript;
+  for (int i = 0; i < 100; ++i) transcript += fmt::format("{{\"type\":\"step\",\"index\":{}}}\n", i);
+  ASSERT_TRUE(write_file(dir.path() / "runs" / id / "transcript.jsonl", transcript));
+  ASSERT_TRUE(write_file(dir.path() / "runs" / id / "workspace.diff", std::string(5000, 'x')));
+  html_options opt;
+  opt.per_file_bytes = 1000;
+  std::string h = render_html(summarize(recs, std::nullopt), recs, "unit", dir.path(), opt);
+  json data = embedded_runs(h);
+  const json& run = data["runs"][0];
+  ASSERT_EQ(run["id"], id);
+  std::string t = run["transcript"];
+  std::string d = run["diff"];
+  // Whole lines only, then the marker with the real size of what was left out.
+  size_t marker = t.find("[evalbox: cut here, ");
+  ASSERT_NE(marker, std::string::npos);
+  EXPECT_LE(marker, 1000u);
+  EXPECT_EQ(t[marker - 1], '\n');
+  EXPECT_NE(t.find(fmt::format("bytes omitted; the whole file is runs/{}/transcript.jsonl", id)),
+            std::string::npos);
+  EXPECT_EQ(d.substr(0, 1000), std::string(1000, 'x'));
+  EXPECT_NE(d.find("[evalbox: cut here, 4000 bytes omitted"), std::string::npos) << d;
+}
+
+TEST(ReportHtml, SpentBudgetEmbedsOnlyTheMarker) {
+  evalbox::temp_dir dir;
+  auto recs = example();
+  for (int i = 0; i < 2; ++i) {
+    std::string id = recs[static_cast<size_t>(i)]["run_id"];
+    ASSERT_TRUE(make_dirs(dir.path() / "runs" / id));
+    ASSERT_TRUE(write_file(dir.path() / "runs" / id / "workspace.diff", std::string(800, 'y')));
+  }
+  html_options opt;
+  opt.total_bytes = 800;  // exactly the first file
+  json data = embedded_runs(
+      render_html(summarize(recs, std::nullopt), recs, "unit", dir.path(), opt));
+  EXPECT_EQ(data["runs"][0]["diff"], std::string(800, 'y'));
+  std::string second = data["runs"][1]["diff"];
+  EXPECT_NE(second.find("size budget is spent"), std::string::npos) << second;
+}
+
+TEST(ReportRecords, LatestRecordPerTrialWins) {
+  auto recs = example();
+  recs.push_back(record("base", "alpha", 1, "passed"));  // a rerun of a failed trial
+  auto current = latest_records(recs);
+  ASSERT_EQ(current.size(), 12u);
+  auto s = summarize(current, std::nullopt);
+  EXPECT_EQ(s.candidates[0].passes, 3u);
+}
+
+TEST(ReportWrite, WritesEveryFormatOrTheChosenOne) {
+  evalbox::temp_dir dir;
+  auto recs = example();
+  ASSERT_TRUE(write_reports(dir.path(), recs, "unit", "base"));
+  for (const char* f : {"summary.json", "report.md", "report.html", "junit.xml"})
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / f)) << f;
+  evalbox::temp_dir only;
+  const report_format html[] = {report_format::html};
+  ASSERT_TRUE(write_reports(only.path(), recs, "unit", "base", html));
+  EXPECT_TRUE(std::filesystem::exists(only.path() / "report.html"));
+  EXPECT_FALSE(std::filesystem::exists(only.path() / "report.md"));
+  auto summary = read_json_file(dir.path() / "summary.json");
+  ASSERT_TRUE(summary);
+  EXPECT_EQ((*summary)["schema"], "evalbox.summary.v1");
+  EXPECT_EQ((*summary)["settings"]["baseline"], "base");
+}
+
+TEST(ReportWrite, MissingBaselineReportsWithoutComparison) {
+  evalbox::temp_dir dir;
+  auto s = write_reports(dir.path(), example(), "unit", "absent");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_TRUE(s->comparisons.empty());
+}
+
+// ---- compare ----
+
+// `fixtures` fixtures, one trial each; `passing` of them pass (the first ones).
+std::vector<json> single_trials(const std::string& candidate, int fixtures, int passing,
+                                int offset = 0) {
+  std::vector<json> r;
+  for (int f = 0; f < fixtures; ++f)
+    r.push_back(record(candidate, fmt::format("f{:02}", (f + offset) % fixtures), 0,
+                       f < passing ? "passed" : "failed"));
+  return r;
+}
+
+TEST(ReportCompare, ClearImprovementAcrossDirectoriesIsBetter) {
+  compare_request req;
+  req.baseline_records = single_trials("agent", 30, 5);
+  req.candidate_records = single_trials("agent", 30, 25);
+  req.baseline_label = "A";
+  req.candidate_label = "B";
+  auto r = compare_results(req);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->comparisons.size(), 1u);
+  const auto& p = r->comparisons[0];
+  EXPECT_EQ(p.verdict, stats::verdict_better);
+  EXPECT_EQ(p.n, 30u);
+  ASSERT_TRUE(p.mcnemar);
+  EXPECT_EQ(p.mcnemar->b, 20u);
+  EXPECT_EQ(p.mcnemar->c, 0u);
+  std::string table = render_compare_table(*r);
+  EXPECT_NE(table.find("agent (B) vs agent (A): better"), std::string::npos) << table;
+  EXPECT_NE(table.find("exact McNemar p"), std::string::npos);
+  EXPECT_EQ(compare_to_json(*r)["schema"], "evalbox.compare.v1");
+  EXPECT_EQ(compare_to_json(*r)["comparisons"][0]["verdict"], "better");
+}
+
+TEST(ReportCompare, ClearRegressionIsWorse) {
+  compare_request req;
+  req.baseline_records = single_trials("agent", 30, 25);
+  req.candidate_records = single_trials("agent", 30, 5);
+  auto r = compare_results(req);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->comparisons[0].verdict, stats::verdict_worse);
+}
+
+TEST(ReportCompare, SameRateOnDifferentFixturesIsNoDetectableDifference) {
+  compare_request req;
+  req.baseline_records = single_trials("agent", 20, 10);
+  req.candidate_records = single_trials("agent", 20, 10, 5);  // passes a shifted half
+  auto r = compare_results(req);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->comparisons[0].verdict, stats::verdict_no_difference);
+  EXPECT_EQ(r->comparisons[0].mcnemar->b, 5u);
+  EXPECT_EQ(r->comparisons[0].mcnemar->c, 5u);
+}
+
+TEST(ReportCompare, NamedCandidatesWithinOneDirectory) {
+  auto recs = single_trials("new", 30, 24);
+  auto old = single_trials("old", 30, 6);
+  recs.insert(recs.end(), old.begin(), old.end());
+  compare_request req;
+  req.baseline_records = recs;
+  req.candidate_records = recs;
+  req.candidate = "new";
+  req.baseline = "old";
+  auto r = compare_results(req);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->comparisons[0].candidate, "new");
+  EXPECT_EQ(r->comparisons[0].baseline, "old");
+  EXPECT_EQ(r->comparisons[0].verdict, stats::verdict_better);
+}
+
+TEST(ReportCompare, UnknownCandidateIsAnError) {
+  compare_request req;
+  req.baseline_records = single_trials("a", 3, 1);
+  req.candidate_records = req.baseline_records;
+  req.candidate = "missing";
+  req.baseline = "a";
+  EXPECT_FALSE(compare_results(req));
+}
+
+TEST(ReportCompare, NoCommonCandidateIsAnError) {
+  compare_request req;
+  req.baseline_records = single_trials("a", 3, 1);
+  req.candidate_records = single_trials("b", 3, 1);
+  EXPECT_FALSE(compare_results(req));
+}
+
+}  // namespace
+}  // namespace evalbox::harness
