@@ -97,7 +97,8 @@ int run_command(const run_args& a) {
     fmt::print(stderr, "evalbox: {} run(s) were already recorded (resumed; --no-resume reruns them)\n",
                done->totals.skipped);
   if (done->summary) fmt::print("{}", harness::render_terminal_summary(*done->summary));
-  fmt::print("reports: {0}/report.md {0}/summary.json {0}/junit.xml\n", o.results_dir.string());
+  fmt::print("reports: {0}/report.md {0}/report.html {0}/summary.json {0}/junit.xml\n",
+             o.results_dir.string());
   if (done->signal == SIGINT) return exit_sigint;
   if (done->signal == SIGTERM) return exit_sigterm;
   std::set<std::string> planned;

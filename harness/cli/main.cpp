@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
       "  evalbox gc                      reclaim what crashed runs left behind\n"
       "  evalbox validate PATH...        check fixtures and suites without running them\n"
       "  evalbox run SUITE               run fixtures x candidates x trials, graded and reported\n"
+      "  evalbox report RESULTS          regenerate the reports from results.jsonl\n"
+      "  evalbox compare A [B]           paired comparison of candidates, with a verdict\n"
       "  evalbox fixture test DIR...     is the fixture trustworthy? (oracle passes, noop fails)\n"
       "  evalbox fixture new NAME        scaffold a fixture to edit\n"
       ,
@@ -29,6 +31,8 @@ int main(int argc, char** argv) {
   register_sandbox(app, selected);     // a command or a shell in a throwaway sandbox
   register_gc(app, selected);          // reclaim what crashed runs left behind
   register_run(app, selected);         // the batch evaluation
+  register_report(app, selected);      // reports regenerated from results.jsonl
+  register_compare(app, selected);     // paired comparison across or within results
   register_validate(app, selected);    // fixtures and suites, checked without running
   register_fixture(app, selected);     // fixture authoring: new (and test)
 
