@@ -416,6 +416,15 @@ status compile(const launch_plan& plan, compiled& c) {
          {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"}) {
       env[k] = url;
     }
+    // Relayed loopback addresses are reached directly, not through the proxy.
+    std::string direct;
+    for (const auto& l : c.allow.listeners) {
+      if (!l.proxy) direct += (direct.empty() ? "" : ",") + l.ip;
+    }
+    if (!direct.empty()) {
+      env["NO_PROXY"] = direct;
+      env["no_proxy"] = direct;
+    }
   }
   for (const auto& [k, v] : env) c.env_s.push_back(k + "=" + v);
   for (auto& e : c.env_s) c.envp.push_back(e.data());

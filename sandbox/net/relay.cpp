@@ -191,13 +191,36 @@ void relay::proxy_request(conn& c) {
     std::string r = fmt::format("HTTP/1.1 {}\r\nContent-Length: 0\r\n\r\n", status);
     (void)!::write(c.inside.get(), r.data(), r.size());
   };
-  if (!line.starts_with("CONNECT ")) {
-    attempts_.push_back({line.substr(0, 200), false, "proxy", "only CONNECT is supported"});
+  // Two forms: "CONNECT host:port HTTP/1.1" (a tunnel, for HTTPS and anything else), and a
+  // plain-HTTP request in absolute form ("GET http://host[:port]/path HTTP/1.1"), forwarded
+  // with its request line rewritten to origin form.
+  std::string authority;
+  std::string forward;  // the rewritten head for plain HTTP; empty for CONNECT
+  const auto sp1 = line.find(' ');
+  const auto sp2 = line.rfind(' ');
+  if (sp1 == std::string::npos || sp2 == sp1) {
+    attempts_.push_back({line.substr(0, 200), false, "proxy", "malformed request line"});
+    reply("400 Bad Request");
+    c.dead = true;
+    return;
+  }
+  const std::string method = line.substr(0, sp1);
+  const std::string uri = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  if (method == "CONNECT") {
+    authority = uri;
+  } else if (uri.starts_with("http://")) {
+    const auto slash = uri.find('/', 7);
+    authority = uri.substr(7, slash == std::string::npos ? std::string::npos : slash - 7);
+    if (authority.find(':') == std::string::npos || authority.ends_with(']')) authority += ":80";
+    const std::string path = slash == std::string::npos ? "/" : uri.substr(slash);
+    forward = method + " " + path + line.substr(sp2) + head.substr(line.size()) + "\r\n\r\n";
+  } else {
+    attempts_.push_back({line.substr(0, 200), false, "proxy",
+                         "only CONNECT and absolute http:// requests are supported"});
     reply("405 Method Not Allowed");
     c.dead = true;
     return;
   }
-  std::string authority = line.substr(8, line.find(' ', 8) - 8);
   auto t = parse_target(authority);
   if (!t) {
     attempts_.push_back({authority, false, "proxy", t.error().message});
@@ -220,10 +243,12 @@ void relay::proxy_request(conn& c) {
   if (!c.outside) {
     reply("502 Bad Gateway");
     c.dead = true;
-  } else {
+  } else if (forward.empty()) {
     const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
     c.to_inside.assign(ok, sizeof ok - 1);
     c.to_outside = std::move(rest);
+  } else {
+    c.to_outside = std::move(forward) + rest;
   }
   attempts_.push_back(std::move(a));
 }

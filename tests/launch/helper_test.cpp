@@ -302,6 +302,24 @@ TEST_F(helper_test, network_allow_relays_a_loopback_port_and_records_it) {
   EXPECT_EQ(r.mechanisms["network"], "allow");
 }
 
+TEST_F(helper_test, plain_http_goes_through_the_proxy_and_relayed_ips_bypass_it) {
+  pong_server server;
+  env_.plan.network.mode = network_mode::allow;
+  env_.plan.network.allow = {fmt::format("localhost:{}", server.port),
+                             fmt::format("127.0.0.1:{}", server.port)};
+  // curl honours HTTP_PROXY and NO_PROXY as set by the helper.
+  auto r = env_.run({"/bin/sh", "-c",
+                     fmt::format("curl -s --http0.9 --max-time 5 http://localhost:{0}/a; "
+                                 "curl -s --http0.9 --max-time 5 http://127.0.0.1:{0}/b",
+                                 server.port)});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(env_.output(), "pong\npong\n");
+  ASSERT_EQ(r.connections.size(), 2u);
+  EXPECT_EQ(r.connections[0].via, "proxy");
+  EXPECT_EQ(r.connections[0].target, fmt::format("localhost:{}", server.port));
+  EXPECT_EQ(r.connections[1].via, "relay");
+}
+
 TEST_F(helper_test, the_proxy_allows_listed_names_and_refuses_others) {
   pong_server server;
   env_.plan.network.mode = network_mode::allow;
