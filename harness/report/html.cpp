@@ -242,16 +242,22 @@ constexpr std::string_view script = R"js(
   // #run=<id> opens that run (links from the errors table; also how a test opens one).
   function openFromHash() {
     var m = /^#run=([0-9A-Za-z_.-]+)$/.exec(location.hash);
-    if (!m) return;
+    if (!m) return null;
     filterBox.value = m[1];
     verdictBox.value = '';
     applyFilter();
     var d = document.getElementById('run-' + m[1]);
-    if (d) { d.open = true; fill(d, shown[0]); d.scrollIntoView(); }
+    if (d) { d.open = true; fill(d, shown[0]); }
+    return d;
   }
-  window.addEventListener('hashchange', openFromHash);
+  window.addEventListener('hashchange', function () {
+    var d = openFromHash();
+    if (d) d.scrollIntoView();
+  });
   render();
-  openFromHash();
+  // Opened by a link into the page: scroll once the page is laid out.
+  var first = openFromHash();
+  if (first) window.addEventListener('load', function () { first.scrollIntoView(); });
   document.getElementById('runs').dataset.renderMs = Math.round(performance.now() - t0);
   document.getElementById('runs').dataset.ready = '1';
 })();

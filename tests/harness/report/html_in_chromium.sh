@@ -35,7 +35,7 @@ if [ -z "$browser" ]; then
   [ -n "$browser" ] || skip_or_fail "chromium is not installed and could not be installed"
 fi
 
-chrome() {  # chrome OUT_PREFIX URL: dump the DOM and take a screenshot
+chrome() {  # chrome OUT_PREFIX URL [HEIGHT]: dump the DOM and take a screenshot
   local profile
   profile=$(mktemp -d "$work/profile.XXXX")
   local flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
@@ -43,7 +43,7 @@ chrome() {  # chrome OUT_PREFIX URL: dump the DOM and take a screenshot
                --user-data-dir="$profile")
   timeout 120 "$browser" "${flags[@]}" --dump-dom "$2" >"$1.dom.html" 2>"$1.stderr" || {
     cat "$1.stderr" >&2; echo "FAIL: chromium --dump-dom $2" >&2; exit 1; }
-  timeout 120 "$browser" "${flags[@]}" --screenshot="$1.png" --window-size=1280,2000 "$2" \
+  timeout 120 "$browser" "${flags[@]}" --screenshot="$1.png" --window-size=1280,"${3:-2000}" "$2" \
     >/dev/null 2>>"$1.stderr" || { cat "$1.stderr" >&2; echo "FAIL: screenshot $2" >&2; exit 1; }
 }
 
@@ -103,7 +103,8 @@ hostile=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hosti
           "$work/small/expected.json")
 chrome "$artifacts/small" "file://$work/small/report.html"
 check "$artifacts/small.dom.html" "$work/small/expected.json"
-chrome "$artifacts/small-run" "file://$work/small/report.html#run=$hostile"
+# Tall enough for the whole filtered page: a headless screenshot of a scrolled page is blank.
+chrome "$artifacts/small-run" "file://$work/small/report.html#run=$hostile" 5000
 check "$artifacts/small-run.dom.html" "$work/small/expected.json" "$hostile"
 
 # 2. 10,000 runs: 625 fixtures × 4 candidates × 4 trials.
