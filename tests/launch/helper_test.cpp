@@ -107,6 +107,17 @@ TEST_F(helper_test, mounts_a_target_below_a_system_symlink_at_its_destination) {
   EXPECT_EQ(env_.output(), "tool\n");
 }
 
+TEST_F(helper_test, a_read_only_path_below_tmp_is_visible_in_the_private_tmp) {
+  const std::filesystem::path tool = env_.dir() / "tool";
+  ASSERT_TRUE(make_dirs(tool, 0755));
+  ASSERT_TRUE(write_file(tool / "marker", "tool\n"));
+  env_.plan.mounts.push_back({tool, "/tmp/evalbox-agent/bin", false, false});
+  auto r =
+      env_.run({"/bin/sh", "-c", "cat /tmp/evalbox-agent/bin/marker; touch /tmp/ok && echo rw"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(env_.output(), "tool\nrw\n");
+}
+
 TEST_F(helper_test, output_past_the_cap_is_truncated_with_a_marker_and_killed) {
   env_.plan.limits.output_bytes = 1000;
   auto r = env_.run({"/bin/sh", "-c", "while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done"});
