@@ -2,6 +2,7 @@
 #include "harness/report/compare.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/ranges.h>
@@ -22,6 +23,18 @@ std::vector<stats::cell> cells_of(const std::vector<stats::cell>& all, const std
 std::set<std::string> candidates_of(const std::vector<stats::cell>& cells) {
   std::set<std::string> out;
   for (const auto& c : cells) out.insert(c.candidate);
+  return out;
+}
+
+// fixture id → the digests its records carry (one, unless the fixture changed).
+std::map<std::string, std::set<std::string>> fixture_digests(const std::vector<json>& records) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& r : records) {
+    const json& f = r.contains("fixture") ? r["fixture"] : json();
+    if (!f.is_object() || !f.contains("id") || !f["id"].is_string()) continue;
+    const json& d = f.contains("digest") ? f["digest"] : json();
+    if (d.is_string()) out[f["id"].get<std::string>()].insert(d.get<std::string>());
+  }
   return out;
 }
 
@@ -58,7 +71,12 @@ result<compare_result> compare_results(const compare_request& req) {
                         "and --baseline",
                         req.candidate_label, req.baseline_label);
   }
-  compare_result out{req.baseline_label, req.candidate_label, {}};
+  compare_result out{req.baseline_label, req.candidate_label, {}, {}};
+  auto base_digests = fixture_digests(req.baseline_records);
+  for (const auto& [id, digests] : fixture_digests(req.candidate_records)) {
+    auto it = base_digests.find(id);
+    if (it != base_digests.end() && it->second != digests) out.changed_fixtures.push_back(id);
+  }
   for (const auto& [c, b] : pairs) {
     auto cc = cells_of(cand_cells, c), bc = cells_of(base_cells, b);
     out.comparisons.push_back(stats::compare(cc, bc, req.options));
@@ -68,6 +86,11 @@ result<compare_result> compare_results(const compare_request& req) {
 
 std::string render_compare_table(const compare_result& r) {
   std::string out;
+  if (!r.changed_fixtures.empty())
+    out += fmt::format("warning: {} fixture(s) differ between {} and {} (edited between the "
+                       "runs): {}\n\n",
+                       r.changed_fixtures.size(), r.baseline_label, r.candidate_label,
+                       fmt::join(r.changed_fixtures, ", "));
   for (const auto& p : r.comparisons) {
     out += fmt::format("{} ({}) vs {} ({}): {}\n", p.candidate, r.candidate_label, p.baseline,
                        r.baseline_label, p.verdict);
@@ -117,6 +140,7 @@ json compare_to_json(const compare_result& r) {
   return {{"schema", "evalbox.compare.v1"},
           {"baseline_results", r.baseline_label},
           {"candidate_results", r.candidate_label},
+          {"changed_fixtures", r.changed_fixtures},
           {"comparisons", j["comparisons"]}};
 }
 

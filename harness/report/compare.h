@@ -30,6 +30,9 @@ struct compare_request {
 struct compare_result {
   std::string baseline_label, candidate_label;
   std::vector<stats::paired_comparison> comparisons;
+  // Fixture ids whose fixture digest differs between the two sides: the "same" fixture was
+  // edited between the runs, so its difference mixes the candidates' change with the fixture's.
+  std::vector<std::string> changed_fixtures;
 };
 
 // Fails when a named candidate has no runs on its side, when nothing is shared, or on records
@@ -39,8 +42,8 @@ result<compare_result> compare_results(const compare_request& request);
 // A table per comparison: verdict, mean difference with its interval, the tests, and every
 // shared fixture's rates and difference.
 std::string render_compare_table(const compare_result& r);
-// schema evalbox.compare.v1: {schema, baseline_results, candidate_results, comparisons}, each
-// comparison exactly as in summary.json.
+// schema evalbox.compare.v1: {schema, baseline_results, candidate_results, changed_fixtures,
+// comparisons}, each comparison exactly as in summary.json.
 json compare_to_json(const compare_result& r);
 
 }  // namespace evalbox::harness

@@ -385,6 +385,7 @@ std::string render_junit(const std::vector<json>& records, const std::string& su
         // The run could not be carried out or graded: never a task failure.
         ++errors;
         std::string kind = str(field(*r, "execution"), "error_kind");
+        if (kind.empty() && str(field(*r, "grading"), "status") == "error") kind = "grader";
         std::string msg = report_text::error_message_of(*r);
         cases += fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n",
                              xml_escape(msg), xml_escape(kind.empty() ? "infrastructure" : kind),

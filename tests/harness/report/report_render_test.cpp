@@ -407,6 +407,23 @@ TEST(ReportCompare, NamedCandidatesWithinOneDirectory) {
   EXPECT_EQ(r->comparisons[0].verdict, stats::verdict_better);
 }
 
+TEST(ReportCompare, WarnsAboutFixturesThatChangedBetweenTheRuns) {
+  compare_request req;
+  req.baseline_records = single_trials("agent", 4, 2);
+  req.candidate_records = single_trials("agent", 4, 2);
+  for (auto& r : req.baseline_records) r["fixture"]["digest"] = "d1";
+  for (auto& r : req.candidate_records) r["fixture"]["digest"] = "d1";
+  req.candidate_records[1]["fixture"]["digest"] = "d2";
+  req.baseline_label = "A";
+  req.candidate_label = "B";
+  auto r = compare_results(req);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->changed_fixtures, std::vector<std::string>{"f01"});
+  EXPECT_NE(render_compare_table(*r).find("warning: 1 fixture(s) differ between A and B"),
+            std::string::npos);
+  EXPECT_EQ(compare_to_json(*r)["changed_fixtures"], json::array({"f01"}));
+}
+
 TEST(ReportCompare, UnknownCandidateIsAnError) {
   compare_request req;
   req.baseline_records = single_trials("a", 3, 1);
