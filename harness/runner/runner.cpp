@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -48,6 +49,13 @@ uint64_t ms_since(clock_type::time_point t0) {
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count());
 }
 
+uint32_t session_nonce() {
+  static std::mutex mu;
+  static std::mt19937 gen{std::random_device{}()};
+  std::lock_guard lock(mu);
+  return static_cast<uint32_t>(gen());
+}
+
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
@@ -83,6 +91,7 @@ struct run_state {
   std::string error_kind;                      // setup | sandbox | agent | adapter | host
   std::string error;
   json records = json::object();               // label -> run record
+  std::string session_id;                      // the sandbox session (run dir, cgroups)
   json grading = nullptr;
   std::string verdict = "not_assessed";
   json usage = nullptr;
@@ -100,7 +109,10 @@ class run_executor {
                const runner_options& options, sandbox::preparer& prep, const results_dir& results)
       : suite_(suite), adapters_(adapters), options_(options), preparer_(prep), results_(results) {}
 
-  run_state execute(const run_spec& r, int attempt);
+  // Runs one attempt. The prepared session is left in `session` (when preparation got that
+  // far) so that the caller records the result before the sandbox is torn down.
+  run_state execute(const run_spec& r, int attempt,
+                    std::optional<sandbox::prepared_session>& session);
 
  private:
   result<sandbox::run_record> launch(const sandbox::prepared_session& s,
@@ -117,7 +129,8 @@ class run_executor {
   const results_dir& results_;
 };
 
-run_state run_executor::execute(const run_spec& r, int attempt) {
+run_state run_executor::execute(const run_spec& r, int attempt,
+                                 std::optional<sandbox::prepared_session>& session) {
   run_state st;
   const fixture_spec& fixture = suite_.fixtures[r.fixture];
   const candidate_spec& cand = suite_.candidates[r.candidate];
@@ -141,7 +154,10 @@ run_state run_executor::execute(const run_spec& r, int attempt) {
 
   // --- the session request -------------------------------------------------------------------
   sandbox::session_request req;
-  req.run_id = fmt::format("{}-{}", r.run_id, attempt);
+  // The session id names the run directory and cgroups, which are host-wide: two results
+  // trees running the same suite at once (or a rerun racing a crashed one) must not share
+  // them, so a nonce follows the deterministic run id.
+  req.run_id = fmt::format("{}-{}-{:08x}", r.run_id, attempt, session_nonce());
   sandbox::resource_limits limits = effective_limits(suite_, fixture);
   req.authorized_until = std::chrono::system_clock::now() + std::chrono::hours(1) +
                          std::chrono::milliseconds(limits.wall_ms * 4);
@@ -175,16 +191,14 @@ run_state run_executor::execute(const run_spec& r, int attempt) {
   req.landlock = plan->landlock;
 
   auto t0 = clock_type::now();
-  auto session = preparer_.prepare(req);
+  auto prepared = preparer_.prepare(req);
   st.timings["prepare_ms"] = ms_since(t0);
-  if (!session) {
-    if (session.error().kind == error_kind::busy) st.lease_busy = true;
-    return fail("sandbox", session.error().message);
+  if (!prepared) {
+    if (prepared.error().kind == error_kind::busy) st.lease_busy = true;
+    return fail("sandbox", prepared.error().message);
   }
-
-  auto finish_session = [&] {
-    if (auto s = session->close(); !s) log::warn("run {}: teardown: {}", r.run_id, s.error().message);
-  };
+  session.emplace(std::move(*prepared));
+  st.session_id = req.run_id;
 
   // --- setup ---------------------------------------------------------------------------------
   if (!fixture.setup.empty()) {
@@ -201,15 +215,15 @@ run_state run_executor::execute(const run_spec& r, int attempt) {
     o.stderr_path = run_dir / "setup.log";
     auto rec = launch(*session, o, st);
     st.timings["setup_ms"] = ms_since(t1);
-    if (!rec) return finish_session(), fail("sandbox", rec.error().message);
-    if (!rec->ok()) return finish_session(), fail("sandbox", rec->error);
-    if (rec->outcome == sandbox::outcome_kind::cancelled) return finish_session(), st.cancelled = true, st;
+    if (!rec) return fail("sandbox", rec.error().message);
+    if (!rec->ok()) return fail("sandbox", rec->error);
+    if (rec->outcome == sandbox::outcome_kind::cancelled) return st.cancelled = true, st;
     if (rec->outcome != sandbox::outcome_kind::exited || rec->exit_code != 0)
-      return finish_session(), fail("setup", fmt::format("setup failed ({} {}); see runs/{}/setup.log",
+      return fail("setup", fmt::format("setup failed ({} {}); see runs/{}/setup.log",
                                                     to_string(rec->outcome), rec->exit_code, r.run_id));
   }
   auto before = session->snapshot_workspace();
-  if (!before) return finish_session(), fail("sandbox", before.error().message);
+  if (!before) return fail("sandbox", before.error().message);
 
   // --- the agent -----------------------------------------------------------------------------
   std::vector<agent_output> outputs;
@@ -238,23 +252,23 @@ run_state run_executor::execute(const run_spec& r, int attempt) {
     return std::move(*rec);
   };
   auto agent_rec = run_agent(*plan, "agent");
-  if (!agent_rec) return finish_session(), st;
-  if (agent_rec->outcome == sandbox::outcome_kind::cancelled) return finish_session(), st.cancelled = true, st;
+  if (!agent_rec) return st;
+  if (agent_rec->outcome == sandbox::outcome_kind::cancelled) return st.cancelled = true, st;
   if (fixture.follow_up && agent_rec->outcome == sandbox::outcome_kind::exited) {
     auto fp = ad->plan_follow_up(ctx, outputs.back());
-    if (!fp) return finish_session(), fail("adapter", fp.error().message);
+    if (!fp) return fail("adapter", fp.error().message);
     if (*fp) {
       auto rec2 = run_agent(**fp, "follow-up");
-      if (!rec2) return finish_session(), st;
-      if (rec2->outcome == sandbox::outcome_kind::cancelled) return finish_session(), st.cancelled = true, st;
+      if (!rec2) return st;
+      if (rec2->outcome == sandbox::outcome_kind::cancelled) return st.cancelled = true, st;
     }
   }
   st.timings["agent_ms"] = ms_since(t2);
 
   auto tr = ad->read_transcript(ctx, outputs);
-  if (!tr) return finish_session(), fail("adapter", tr.error().message);
+  if (!tr) return fail("adapter", tr.error().message);
   fs::path transcript_path = run_dir / "transcript.jsonl";
-  if (auto s = write_transcript(transcript_path, *tr); !s) return finish_session(), fail("host", s.error().message);
+  if (auto s = write_transcript(transcript_path, *tr); !s) return fail("host", s.error().message);
   if (!tr->total.unknown()) {
     json u;
     auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
@@ -266,12 +280,12 @@ run_state run_executor::execute(const run_spec& r, int attempt) {
     st.usage = u;
   }
   if (agent_rec->outcome == sandbox::outcome_kind::signaled)
-    return finish_session(), fail("agent", fmt::format("the agent was killed by signal {}", agent_rec->signal));
-  if (tr->error) return finish_session(), fail("agent", *tr->error);
+    return fail("agent", fmt::format("the agent was killed by signal {}", agent_rec->signal));
+  if (tr->error) return fail("agent", *tr->error);
 
   // --- workspace diff and grading ------------------------------------------------------------
   auto after = session->snapshot_workspace();
-  if (!after) return finish_session(), fail("sandbox", after.error().message);
+  if (!after) return fail("sandbox", after.error().message);
   auto t3 = clock_type::now();
   if (auto changed = session->changed_paths(*before); changed && !changed->empty()) {
     std::string script;
@@ -324,12 +338,10 @@ run_state run_executor::execute(const run_spec& r, int attempt) {
   };
   grading_result g = grade({fixture, *tr, before->view, after->view, run_shell});
   st.timings["grading_ms"] = ms_since(t3);
-  if (options_.cancel && options_.cancel->requested.load()) return finish_session(), st.cancelled = true, st;
+  if (options_.cancel && options_.cancel->requested.load()) return st.cancelled = true, st;
   st.grading = g.to_json(fixture.threshold);
   st.verdict = g.ok ? (g.passed ? "passed" : "failed") : "not_assessed";
-  // The session stays alive until the caller has recorded the result.
-  finish_session();
-  return st;
+  return st;  // the session stays alive until the caller has recorded the result
 }
 
 json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st,
@@ -348,6 +360,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st
   json exec = {{"status", st.execution_status}, {"records", st.records}};
   exec["error"] = st.error.empty() ? json(nullptr) : json(st.error);
   exec["error_kind"] = st.error_kind.empty() ? json(nullptr) : json(st.error_kind);
+  exec["session"] = st.session_id.empty() ? json(nullptr) : json(st.session_id);
   if (st.records.contains("agent")) {
     const auto& a = st.records["agent"];
     exec["outcome"] = a.value("outcome", json(nullptr));
@@ -443,9 +456,17 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
       auto t0 = clock_type::now();
       std::string started_at = now_rfc3339();
       run_state st;
+      std::optional<sandbox::prepared_session> session;
+      auto teardown = [&] {
+        if (!session) return;
+        if (auto s = session->close(); !s)
+          log::warn("run {}: teardown: {}", r.run_id, s.error().message);
+        session.reset();
+      };
       int attempt = 0;
       for (;;) {
-        st = exec.execute(r, attempt);
+        teardown();
+        st = exec.execute(r, attempt, session);
         if (st.cancelled || stopping()) break;
         if (st.lease_busy) {  // held by another evalbox process: wait, not counted as a retry
           std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -467,6 +488,7 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
           recorded = true;
         }
       }
+      teardown();  // only now: the result is on disk before the sandbox goes away
       std::lock_guard lock(mu);
       for (const auto& h : handles) leased.erase(h);
       --running;

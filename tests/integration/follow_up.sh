@@ -33,7 +33,8 @@ assert set(r[0]["execution"]["records"]) >= {"agent", "follow-up"}, r[0]["execut
 # The evalbox.run.v1 contract (docs/results.md): these keys, no more, no fewer.
 assert set(r[0]) == {"schema", "run_id", "suite", "fixture", "candidate", "trial", "attempts",
                      "execution", "grading", "verdict", "usage", "timings"}, sorted(r[0])
-assert set(r[0]["execution"]) == {"status", "error", "error_kind", "outcome", "exit_code", "records"}
+assert set(r[0]["execution"]) == {"status", "error", "error_kind", "session", "outcome", "exit_code",
+                                      "records"}
 assert set(r[0]["grading"]) == {"status", "checks", "score", "threshold", "error"}
 assert set(r[0]["usage"]) == {"input_tokens", "output_tokens", "cached_input_tokens",
                               "reasoning_tokens", "cost_usd"}

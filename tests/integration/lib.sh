@@ -28,12 +28,13 @@ no_residue() {
   fi
   local left; left=$(find "$EVALBOX_STATE_DIR/runs" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
   [ "$left" = 0 ] || fail "$left run directories left in the state dir"
-  # No cgroup of a recorded run is left (other tests may run beside this one).
+  # No cgroup of a recorded run's sandbox session is left.
   if [ -f "${R:-/nonexistent}/results.jsonl" ]; then
-    for id in $(python3 -c 'import json,sys; [print(json.loads(l)["run_id"]) for l in open(sys.argv[1])]' "$R/results.jsonl"); do
+    for sid in $(python3 -c 'import json,sys; [print(json.loads(l)["execution"]["session"] or "") for l in open(sys.argv[1])]' "$R/results.jsonl"); do
       for c in memory pids; do
-        if compgen -G "/sys/fs/cgroup/$c/evalbox/$id-*" >/dev/null; then fail "cgroup of run $id left"; fi
+        [ -e "/sys/fs/cgroup/$c/evalbox/$sid" ] && fail "cgroup of session $sid left"
       done
     done
   fi
+  return 0
 }
