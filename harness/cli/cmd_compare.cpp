@@ -1,7 +1,8 @@
 // `evalbox compare`: the paired comparison of two results directories that share fixtures (the
 // candidates of A against those of B), or of two candidates within one results directory.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
 #include "harness/report/compare.h"
@@ -68,8 +69,10 @@ int compare_command(const compare_args& a) {
     fmt::print(stderr, "{}\n", r.error().message);
     return exit_usage;
   }
-  if (a.json_out) fmt::print("{}", pretty_json(harness::compare_to_json(*r)));
-  else fmt::print("{}", harness::render_compare_table(*r));
+  if (a.json_out)
+    fmt::print("{}", pretty_json(harness::compare_to_json(*r)));
+  else
+    fmt::print("{}", harness::render_compare_table(*r));
   return exit_ok;
 }
 

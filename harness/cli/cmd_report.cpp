@@ -1,7 +1,8 @@
 // `evalbox report RESULTS_DIR`: regenerates the reports from results.jsonl alone, so results
 // merged from several machines (or shards) report exactly like one process's.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
 #include "harness/report/report.h"
@@ -64,8 +65,8 @@ int report_command(const report_args& a) {
   fmt::print("{}", harness::render_terminal_summary(*s));
   std::string written;
   for (auto f : formats)
-    written += fmt::format(" {}", (std::filesystem::path(a.dir) / harness::report_file_name(f))
-                                      .string());
+    written +=
+        fmt::format(" {}", (std::filesystem::path(a.dir) / harness::report_file_name(f)).string());
   fmt::print("reports:{}\n", written);
   return exit_ok;
 }

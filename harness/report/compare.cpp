@@ -1,11 +1,11 @@
 // `evalbox compare` (see compare.h).
 #include "harness/report/compare.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/ranges.h>
 
 #include "harness/report/report.h"
 
@@ -87,10 +87,11 @@ result<compare_result> compare_results(const compare_request& req) {
 std::string render_compare_table(const compare_result& r) {
   std::string out;
   if (!r.changed_fixtures.empty())
-    out += fmt::format("warning: {} fixture(s) differ between {} and {} (edited between the "
-                       "runs): {}\n\n",
-                       r.changed_fixtures.size(), r.baseline_label, r.candidate_label,
-                       fmt::join(r.changed_fixtures, ", "));
+    out += fmt::format(
+        "warning: {} fixture(s) differ between {} and {} (edited between the "
+        "runs): {}\n\n",
+        r.changed_fixtures.size(), r.baseline_label, r.candidate_label,
+        fmt::join(r.changed_fixtures, ", "));
   for (const auto& p : r.comparisons) {
     out += fmt::format("{} ({}) vs {} ({}): {}\n", p.candidate, r.candidate_label, p.baseline,
                        r.baseline_label, p.verdict);
@@ -98,8 +99,8 @@ std::string render_compare_table(const compare_result& r) {
     if (p.mean_difference)
       out += fmt::format(", mean difference {:+.1f} pts", *p.mean_difference * 100);
     if (p.ci)
-      out += fmt::format(", {:.0f}% interval [{:+.1f}, {:+.1f}]", p.ci->level * 100,
-                         p.ci->lo * 100, p.ci->hi * 100);
+      out += fmt::format(", {:.0f}% interval [{:+.1f}, {:+.1f}]", p.ci->level * 100, p.ci->lo * 100,
+                         p.ci->hi * 100);
     else if (p.n > 0)
       out += ", interval n/a (fewer than two shared fixtures)";
     out += "\n";

@@ -20,9 +20,9 @@ namespace evalbox::harness {
 
 namespace {
 
-using svg::escape;
 using report_text::interval;
 using report_text::percent;
+using svg::escape;
 
 const json& field(const json& j, const char* key) {
   static const json null_value;
@@ -42,9 +42,12 @@ std::string script_json(const json& j) {
   out.reserve(raw.size() + raw.size() / 16);
   for (size_t i = 0; i < raw.size(); ++i) {
     char c = raw[i];
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
     else if (c == '\xE2' && i + 2 < raw.size() && raw[i + 1] == '\x80' &&
              (raw[i + 2] == '\xA8' || raw[i + 2] == '\xA9')) {
       out += raw[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
@@ -71,8 +74,8 @@ std::string cap_text(std::string text, uint64_t total, size_t cap, bool at_line,
     --cut;
   text.resize(cut);
   if (!text.empty() && text.back() != '\n') text += '\n';
-  text += fmt::format("[evalbox: cut here, {} bytes omitted; the whole file is {}]\n",
-                      total - cut, file);
+  text += fmt::format("[evalbox: cut here, {} bytes omitted; the whole file is {}]\n", total - cut,
+                      file);
   return text;
 }
 
@@ -89,8 +92,7 @@ json embed_file(const std::filesystem::path& dir, const std::string& run_id, con
   uint64_t size = std::filesystem::file_size(dir / rel, ec);
   if (ec) return fmt::format("[evalbox: unreadable: {}]\n", rel);
   if (budget == 0)
-    return fmt::format("[evalbox: not embedded: the report's size budget is spent; see {}]\n",
-                       rel);
+    return fmt::format("[evalbox: not embedded: the report's size budget is spent; see {}]\n", rel);
   size_t cap = std::min(opt.per_file_bytes, budget);
   std::ifstream in(dir / rel, std::ios::binary);
   std::string head(static_cast<size_t>(std::min<uint64_t>(size, cap)), '\0');
@@ -108,13 +110,15 @@ std::string verdict_class(const std::string& v) {
 constexpr std::string_view style = R"css(
 body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1180px;padding:0 16px 40px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.5em 0}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .note{color:#555;font-size:.9em}.passed{color:#176317}.failed{color:#a11}.error{color:#8a5a00}
 .chart{max-width:100%;height:auto;display:block}.scroll{overflow-x:auto}
 details.run{border:1px solid #ddd;margin:2px 0;padding:2px 6px}details.run[open]{background:#fafafa}
 details.run summary{cursor:pointer;font-family:ui-monospace,monospace;font-size:.9em}
-pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:6px;max-height:480px;overflow:auto;font-size:.85em}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:6px;max-height:480px;
+  overflow:auto;font-size:.85em}
 .step{border-left:3px solid #ccc;padding:2px 8px;margin:4px 0}.step.agent{border-color:#4c78a8}
 .step.user{border-color:#59a14f}.step.system{border-color:#e15759}
 #runs-controls input,#runs-controls select,#runs-controls button{font:inherit;margin-right:6px}
@@ -166,7 +170,8 @@ constexpr std::string_view script = R"js(
       var j;
       try { j = JSON.parse(line); } catch (e) { box.appendChild(el('pre', '', line)); return; }
       if (j.type === 'header') {
-        box.appendChild(el('p', 'note', 'agent ' + j.agent + (j.model ? ', model ' + j.model : '')));
+        var who = 'agent ' + j.agent + (j.model ? ', model ' + j.model : '');
+        box.appendChild(el('p', 'note', who));
       } else if (j.type === 'step') {
         var s = el('div', 'step ' + j.source);
         s.appendChild(el('b', '', '#' + j.index + ' ' + j.source));
@@ -179,8 +184,11 @@ constexpr std::string_view script = R"js(
         });
         (j.observations || []).forEach(function (o) {
           var out = o.output || '';
-          if (out.length > 4000) out = out.slice(0, 4000) + '\n[… ' + (out.length - 4000) + ' more characters]';
-          s.appendChild(el('pre', 'observation', '→ ' + (o.exit_code === null ? '' : 'exit ' + o.exit_code + (o.is_error ? ' (error)' : '') + '\n') + out));
+          if (out.length > 4000)
+            out = out.slice(0, 4000) + '\n[… ' + (out.length - 4000) + ' more characters]';
+          var head = o.exit_code === null ? ''
+              : 'exit ' + o.exit_code + (o.is_error ? ' (error)' : '') + '\n';
+          s.appendChild(el('pre', 'observation', '→ ' + head + out));
         });
         box.appendChild(s);
       } else if (j.type === 'summary') {
@@ -192,7 +200,10 @@ constexpr std::string_view script = R"js(
   function fill(d, r) {
     if (d.dataset.filled) return;
     d.dataset.filled = '1';
-    if (r.err) { d.appendChild(el('h4', '', 'Infrastructure error')); d.appendChild(el('pre', 'error', r.err)); }
+    if (r.err) {
+      d.appendChild(el('h4', '', 'Infrastructure error'));
+      d.appendChild(el('pre', 'error', r.err));
+    }
     d.appendChild(el('h4', '', 'Checks'));
     d.appendChild(checksTable(r));
     d.appendChild(el('h4', '', 'Workspace diff'));
@@ -206,8 +217,9 @@ constexpr std::string_view script = R"js(
     var d = el('details', 'run ' + r.v);
     d.id = 'run-' + r.id;
     var s = el('summary', '', r.c + ' / ' + r.f + ' #' + r.t + ' — ' + r.v +
-               (r.score === null ? '' : ' — score ' + r.score) +
-               (r.wall === null ? '' : ' — ' + (r.wall / 1000).toFixed(1) + 's') + ' — ' + r.id);
+               (r.score === null ? '' : ' — score ' + r.score.toFixed(2)) +
+               (r.wall === null ? '' : ' — ' + (r.wall / 1000).toFixed(1) + 's') +
+               ' — ' + r.id);
     d.appendChild(s);
     d.addEventListener('toggle', function () { if (d.open) fill(d, r); });
     return d;
@@ -220,7 +232,8 @@ constexpr std::string_view script = R"js(
     for (var i = from; i < to; i++) frag.appendChild(row(shown[i]));
     list.textContent = '';
     list.appendChild(frag);
-    status.textContent = shown.length ? 'Showing ' + (from + 1) + '–' + to + ' of ' + shown.length +
+    status.textContent = shown.length
+        ? 'Showing ' + (from + 1) + '–' + to + ' of ' + shown.length +
         ' run(s) (' + runs.length + ' in all), page ' + (page + 1) + ' of ' + pages
         : 'No run matches.';
     list.dataset.rendered = to - from;
@@ -237,7 +250,9 @@ constexpr std::string_view script = R"js(
   }
   filterBox.addEventListener('input', applyFilter);
   verdictBox.addEventListener('change', applyFilter);
-  document.getElementById('runs-prev').addEventListener('click', function () { if (page > 0) { page--; render(); } });
+  document.getElementById('runs-prev').addEventListener('click', function () {
+    if (page > 0) { page--; render(); }
+  });
   document.getElementById('runs-next').addEventListener('click', function () { page++; render(); });
   // #run=<id> opens that run (links from the errors table; also how a test opens one).
   function openFromHash() {
@@ -298,9 +313,9 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
       s.settings.level * 100);
   std::vector<svg::bar> bars;
   for (const auto& c : s.candidates)
-    bars.push_back({c.candidate, c.pass_at_1, c.pass_at_1_ci,
-                    fmt::format("{} {} n={}", percent(c.pass_at_1), interval(c.pass_at_1_ci),
-                                c.fixtures)});
+    bars.push_back(
+        {c.candidate, c.pass_at_1, c.pass_at_1_ci,
+         fmt::format("{} {} n={}", percent(c.pass_at_1), interval(c.pass_at_1_ci), c.fixtures)});
   h += "<div class=\"scroll\">" + svg::bar_chart("chart-pass-at-1", bars) + "</div>\n";
   h += "<table id=\"table-candidates\"><tr><th>candidate</th><th>pass@1</th><th>interval</th>"
        "<th>n (fixtures)</th><th>trials</th><th>passes</th><th>errors</th><th>pooled rate (n = "
@@ -340,8 +355,7 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
     if (c.errors) text += fmt::format(" +{}e", c.errors);
     heat.push_back({r, col, c.rate, text,
                     fmt::format("{} on {}: {} passed of n={} ({}), {} infrastructure error(s)",
-                                c.candidate, c.fixture, c.passes, c.n, percent(c.rate),
-                                c.errors)});
+                                c.candidate, c.fixture, c.passes, c.n, percent(c.rate), c.errors)});
   }
   h += "<h2 id=\"heatmap\">Fixtures × candidates</h2>\n<p class=\"note\">passes/n per cell "
        "(n = non-error trials); +Ne = infrastructure errors, outside n; grey = every trial "
@@ -357,8 +371,11 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
   } else {
     std::vector<svg::difference_row> rows;
     for (const auto& p : s.comparisons) {
-      svg::difference_row r{fmt::format("{} vs {}", p.candidate, p.baseline), p.mean_difference,
-                            p.ci, {}, fmt::format("{} (n={})", p.verdict, p.n)};
+      svg::difference_row r{fmt::format("{} vs {}", p.candidate, p.baseline),
+                            p.mean_difference,
+                            p.ci,
+                            {},
+                            fmt::format("{} (n={})", p.verdict, p.n)};
       for (const auto& d : p.differences) r.fixtures.emplace_back(d.fixture, d.difference);
       rows.push_back(std::move(r));
     }
@@ -377,9 +394,9 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
           p.mean_difference ? fmt::format("{:+.1f} pts", *p.mean_difference * 100) : "n/a",
           p.ci ? fmt::format("[{:+.1f}, {:+.1f}]", p.ci->lo * 100, p.ci->hi * 100) : "n/a",
           p.sign_flip_p ? fmt::format("{:.4f}", *p.sign_flip_p) : "n/a",
-          p.mcnemar ? fmt::format("p={:.4f} (b={}, c={})", p.mcnemar->p_value, p.mcnemar->b,
-                                  p.mcnemar->c)
-                    : "n/a (not single-trial)",
+          p.mcnemar
+              ? fmt::format("p={:.4f} (b={}, c={})", p.mcnemar->p_value, p.mcnemar->b, p.mcnemar->c)
+              : "n/a (not single-trial)",
           escape(p.verdict));
     }
     h += "</table>\n";
@@ -406,8 +423,7 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
   std::map<std::tuple<std::string, std::string, int>, std::string> run_ids;
   for (const auto& r : records)
     run_ids[{str(field(r, "candidate"), "id"), str(field(r, "fixture"), "id"),
-             field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0}] =
-        str(r, "run_id");
+             field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0}] = str(r, "run_id");
   h += fmt::format("<h2 id=\"errors\">Infrastructure errors ({})</h2>\n", s.errors.size());
   if (s.errors.empty()) {
     h += "<p>None.</p>\n";
@@ -475,31 +491,33 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
     const json& cs = field(field(r, "grading"), "checks");
     if (cs.is_array())
       for (const auto& c : cs)
-        checks.push_back(
-            {{"id", str(c, "id")}, {"passed", c.value("passed", false)}, {"detail", str(c, "detail")}});
+        checks.push_back({{"id", str(c, "id")},
+                          {"passed", c.value("passed", false)},
+                          {"detail", str(c, "detail")}});
     const json& score = field(field(r, "grading"), "score");
     const json& wall = field(field(r, "timings"), "wall_ms");
-    runs.push_back({{"id", id},
-                    {"c", str(field(r, "candidate"), "id")},
-                    {"f", str(field(r, "fixture"), "id")},
-                    {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
-                    {"v", v},
-                    {"score", score.is_number() ? score : json(nullptr)},
-                    {"wall", wall.is_number() ? wall : json(nullptr)},
-                    {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
-                    {"checks", std::move(checks)},
-                    {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
-                    {"transcript",
-                     embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}});
+    runs.push_back(
+        {{"id", id},
+         {"c", str(field(r, "candidate"), "id")},
+         {"f", str(field(r, "fixture"), "id")},
+         {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
+         {"v", v},
+         {"score", score.is_number() ? score : json(nullptr)},
+         {"wall", wall.is_number() ? wall : json(nullptr)},
+         {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
+         {"checks", std::move(checks)},
+         {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
+         {"transcript", embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}});
   }
-  json data = {{"runs_per_page", std::max<size_t>(1, opt.runs_per_page)}, {"runs", std::move(runs)}};
+  json data = {{"runs_per_page", std::max<size_t>(1, opt.runs_per_page)},
+               {"runs", std::move(runs)}};
 
   h += fmt::format(
       "<h2 id=\"runs-heading\">Runs</h2>\n<p class=\"note\">Each run's checks, workspace diff "
       "and transcript steps, collapsed until opened. Embedded files are cut at {} KiB each "
       "(marked where cut); the whole files are under runs/&lt;id&gt;/.</p>\n",
       opt.per_file_bytes / 1024);
-  h += "<div id=\"runs\"><p>Scripts computed: <span id=\"js-count-runs\">?</span> runs, "
+  h += "<div id=\"runs\"><p>Counted by the page: <span id=\"js-count-runs\">?</span> runs, "
        "<span id=\"js-count-passed\">?</span> passed, <span id=\"js-count-failed\">?</span> "
        "failed, <span id=\"js-count-error\">?</span> errors.</p>\n"
        "<div id=\"runs-controls\"><input id=\"run-filter\" type=\"search\" "
@@ -511,8 +529,7 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
        "<button id=\"runs-next\" type=\"button\">next ›</button> <span id=\"runs-status\">"
        "</span></div>\n<noscript><p>The run drill-downs need JavaScript; everything above does "
        "not.</p></noscript>\n<div id=\"runs-list\"></div></div>\n";
-  h += "<script type=\"application/json\" id=\"evalbox-runs\">" + script_json(data) +
-       "</script>\n";
+  h += "<script type=\"application/json\" id=\"evalbox-runs\">" + script_json(data) + "</script>\n";
   h += "<script>" + std::string(script) + "</script>\n</body>\n</html>\n";
   return h;
 }

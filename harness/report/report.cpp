@@ -2,11 +2,11 @@
 // writing the chosen reports. report.html is html.cpp.
 #include "harness/report/report.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/ranges.h>
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
@@ -54,15 +54,27 @@ std::string xml_escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // XML 1.0 forbids most control characters even as references.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
+          out += ' ';
+        else
+          out += c;
     }
   }
   return out;
@@ -72,11 +84,16 @@ std::string xml_escape(std::string_view s) {
 std::string md_cell(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
   }
   return out;
 }
@@ -149,10 +166,14 @@ std::optional<report_format> parse_report_format(std::string_view name) {
 
 std::string_view report_file_name(report_format f) {
   switch (f) {
-    case report_format::json: return "summary.json";
-    case report_format::md: return "report.md";
-    case report_format::html: return "report.html";
-    case report_format::junit: return "junit.xml";
+    case report_format::json:
+      return "summary.json";
+    case report_format::md:
+      return "report.md";
+    case report_format::html:
+      return "report.html";
+    case report_format::junit:
+      return "junit.xml";
   }
   return "";
 }
@@ -217,9 +238,10 @@ std::string render_markdown(const stats::summary& s, const std::vector<json>& re
       "fixture-clustered bootstrap, n = fixtures. Infrastructure errors are not task failures: "
       "they are left out of every denominator and listed under Errors.\n\n",
       s.settings.level * 100);
-  md += "## Candidates\n\n"
-        "| candidate | pass@1 | interval | n (fixtures) | trials | passes | errors | pooled rate "
-        "(n = trials) |\n|---|---|---|---|---|---|---|---|\n";
+  md +=
+      "## Candidates\n\n"
+      "| candidate | pass@1 | interval | n (fixtures) | trials | passes | errors | pooled rate "
+      "(n = trials) |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : s.candidates)
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} {} |\n", md_cell(c.candidate),
                       percent(c.pass_at_1), interval(c.pass_at_1_ci), c.fixtures, c.trials,
@@ -230,9 +252,10 @@ std::string render_markdown(const stats::summary& s, const std::vector<json>& re
   for (const auto& c : s.candidates) max_k = std::max(max_k, c.max_k);
   if (max_k > 1) {
     uint64_t shown = std::min<uint64_t>(max_k, 10);
-    md += "\n## pass@k and pass^k\n\npass@k: at least one of k trials passes; pass^k: all k "
-          "pass. Mean over fixtures (n = fixtures); shown for k up to the fewest trials any "
-          "fixture has.\n\n| candidate | n |";
+    md +=
+        "\n## pass@k and pass^k\n\npass@k: at least one of k trials passes; pass^k: all k "
+        "pass. Mean over fixtures (n = fixtures); shown for k up to the fewest trials any "
+        "fixture has.\n\n| candidate | n |";
     for (uint64_t k = 1; k <= shown; ++k) md += fmt::format(" k={} |", k);
     md += "\n|---|---|";
     for (uint64_t k = 1; k <= shown; ++k) md += "---|";
@@ -279,15 +302,15 @@ std::string render_markdown(const stats::summary& s, const std::vector<json>& re
   }
 
   if (!s.comparisons.empty()) {
-    md += "\n## Paired comparison\n\nOver shared fixtures (both candidates have n > 0). The "
-          "verdict needs the bootstrap interval to exclude 0 and both tests to reject.\n\n"
-          "| candidate | baseline | n (shared fixtures) | mean difference | interval | sign-flip p "
-          "| McNemar p | verdict |\n|---|---|---|---|---|---|---|---|\n";
+    md +=
+        "\n## Paired comparison\n\nOver shared fixtures (both candidates have n > 0). The "
+        "verdict needs the bootstrap interval to exclude 0 and both tests to reject.\n\n"
+        "| candidate | baseline | n (shared fixtures) | mean difference | interval | sign-flip p "
+        "| McNemar p | verdict |\n|---|---|---|---|---|---|---|---|\n";
     for (const auto& p : s.comparisons) {
       md += fmt::format(
           "| {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(p.candidate), md_cell(p.baseline),
-          p.n,
-          p.mean_difference ? fmt::format("{:+.1f} pts", *p.mean_difference * 100) : "n/a",
+          p.n, p.mean_difference ? fmt::format("{:+.1f} pts", *p.mean_difference * 100) : "n/a",
           p.ci ? fmt::format("[{:+.1f}, {:+.1f}]", p.ci->lo * 100, p.ci->hi * 100) : "n/a",
           p_text(p.sign_flip_p),
           p.mcnemar ? fmt::format("{} (b={}, c={})", p_text(p.mcnemar->p_value), p.mcnemar->b,
@@ -335,9 +358,10 @@ std::string render_markdown(const stats::summary& s, const std::vector<json>& re
     md += fmt::format("- {} / {} #{}: {}\n", md_cell(e.candidate), md_cell(e.fixture), e.trial,
                       md_cell(e.message));
 
-  md += "\n## Usage\n\nOver all runs, errored ones included. Unknown is unknown, never 0.\n\n"
-        "| candidate | runs | input tokens | output tokens | cost (USD) | wall p50 | wall p90 | "
-        "wall p99 | wall max |\n|---|---|---|---|---|---|---|---|---|\n";
+  md +=
+      "\n## Usage\n\nOver all runs, errored ones included. Unknown is unknown, never 0.\n\n"
+      "| candidate | runs | input tokens | output tokens | cost (USD) | wall p50 | wall p90 | "
+      "wall p99 | wall max |\n|---|---|---|---|---|---|---|---|---|\n";
   auto usage_row = [&](const std::string& who, const stats::usage& u) {
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(who), u.runs,
                       tokens_text(u.input_tokens), tokens_text(u.output_tokens),
@@ -378,9 +402,9 @@ std::string render_junit(const std::vector<json>& records, const std::string& su
       if (v == "failed") {
         // A task failure: the agent ran and its work did not pass the checks.
         ++failures;
-        cases += fmt::format("      <failure message=\"{}\" type=\"task\">{}</failure>\n",
-                             xml_escape("failed checks: " + failed_check_ids(*r)),
-                             xml_escape(checks));
+        cases +=
+            fmt::format("      <failure message=\"{}\" type=\"task\">{}</failure>\n",
+                        xml_escape("failed checks: " + failed_check_ids(*r)), xml_escape(checks));
       } else if (v != "passed") {
         // The run could not be carried out or graded: never a task failure.
         ++errors;
@@ -417,15 +441,14 @@ std::string render_terminal_summary(const stats::summary& s) {
                        percent(c.pass_at_1), interval(c.pass_at_1_ci), c.fixtures, c.trials,
                        c.errors ? fmt::format(", {} error(s) not counted", c.errors) : "");
   for (const auto& p : s.comparisons)
-    out += fmt::format("  {} vs {}: {}{} (n = {} shared fixture(s))\n", p.candidate, p.baseline,
-                       p.verdict,
-                       p.mean_difference
-                           ? fmt::format(", {:+.1f} pts {}", *p.mean_difference * 100,
-                                         p.ci ? fmt::format("[{:+.1f}, {:+.1f}]", p.ci->lo * 100,
-                                                            p.ci->hi * 100)
-                                              : std::string("[n/a]"))
-                           : std::string(),
-                       p.n);
+    out += fmt::format(
+        "  {} vs {}: {}{} (n = {} shared fixture(s))\n", p.candidate, p.baseline, p.verdict,
+        p.mean_difference
+            ? fmt::format(", {:+.1f} pts {}", *p.mean_difference * 100,
+                          p.ci ? fmt::format("[{:+.1f}, {:+.1f}]", p.ci->lo * 100, p.ci->hi * 100)
+                               : std::string("[n/a]"))
+            : std::string(),
+        p.n);
   for (const auto& f : s.flaky)
     out += fmt::format("  flaky: {} ({}{})\n", f.fixture, fmt::join(f.candidates, ", "),
                        f.oracle ? "; the oracle too: fix the fixture" : "");
@@ -448,12 +471,15 @@ result<stats::summary> summarize_records(const std::vector<json>& records,
   auto outcomes = outcomes_from_records(records);
   stats::options opts;
   if (baseline) {
-    bool present = std::any_of(outcomes.begin(), outcomes.end(),
-                               [&](const stats::run_outcome& o) { return o.candidate == *baseline; });
+    bool present = std::any_of(outcomes.begin(), outcomes.end(), [&](const stats::run_outcome& o) {
+      return o.candidate == *baseline;
+    });
     // A filtered or sharded run may not include the baseline: report without a comparison
     // rather than not at all.
-    if (!present) log::warn("baseline candidate {} has no runs: no paired comparison", *baseline);
-    else opts.baseline = std::move(baseline);
+    if (!present)
+      log::warn("baseline candidate {} has no runs: no paired comparison", *baseline);
+    else
+      opts.baseline = std::move(baseline);
   }
   return stats::summarize(outcomes, opts);
 }
@@ -465,17 +491,26 @@ result<stats::summary> write_reports(const std::filesystem::path& dir,
                                      std::span<const report_format> formats) {
   const std::vector<json> current = latest_records(records);
   if (current.size() != records.size())
-    log::info("reports: {} superseded record(s) ignored (a later record has the same candidate, "
-              "fixture and trial)",
-              records.size() - current.size());
+    log::info(
+        "reports: {} superseded record(s) ignored (a later record has the same candidate, "
+        "fixture and trial)",
+        records.size() - current.size());
   auto s = EB_TRY(summarize_records(current, std::move(baseline)));
   for (report_format f : formats) {
     std::string text;
     switch (f) {
-      case report_format::json: text = pretty_json(stats::to_json(s)); break;
-      case report_format::md: text = render_markdown(s, current, suite_name); break;
-      case report_format::html: text = render_html(s, current, suite_name, dir); break;
-      case report_format::junit: text = render_junit(current, suite_name); break;
+      case report_format::json:
+        text = pretty_json(stats::to_json(s));
+        break;
+      case report_format::md:
+        text = render_markdown(s, current, suite_name);
+        break;
+      case report_format::html:
+        text = render_html(s, current, suite_name, dir);
+        break;
+      case report_format::junit:
+        text = render_junit(current, suite_name);
+        break;
     }
     EB_TRY_CTX(write_file_atomic(dir / report_file_name(f), text),
                fmt::format("write {}", report_file_name(f)));

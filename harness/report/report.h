@@ -80,11 +80,11 @@ inline result<stats::summary> write_reports(const std::filesystem::path& dir,
 
 // Shared by the renderers.
 namespace report_text {
-std::string percent(std::optional<double> v);                 // "62.5%" or "n/a"
+std::string percent(std::optional<double> v);                    // "62.5%" or "n/a"
 std::string interval(const std::optional<stats::interval>& ci);  // "[48.1, 74.9]" or "n/a"
-std::string cost(const stats::cost_total& c);                 // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
-std::string count(const std::optional<double>& v);            // "1234" or "unknown"
-std::string error_message_of(const json& record);             // why a run is an error
+std::string cost(const stats::cost_total& c);       // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
+std::string count(const std::optional<double>& v);  // "1234" or "unknown"
+std::string error_message_of(const json& record);   // why a run is an error
 }  // namespace report_text
 
 }  // namespace evalbox::harness

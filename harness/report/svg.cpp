@@ -2,10 +2,10 @@
 // hundred elements at most per candidate or fixture, so no DOM library is needed.
 #include "harness/report/svg.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace evalbox::harness::svg {
 
@@ -40,15 +40,27 @@ std::string escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
         // Control characters other than tab and newline have no business in a label.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
+          out += ' ';
+        else
+          out += c;
     }
   }
   return out;
@@ -73,8 +85,7 @@ std::string bar_chart(std::string_view id, std::span<const bar> bars) {
     const bar& b = bars[i];
     double y = top + row * static_cast<double>(i);
     double mid = y + row / 2;
-    s += fmt::format("<g class=\"bar-row\"><title>{}: {}</title>", escape(b.label),
-                     escape(b.note));
+    s += fmt::format("<g class=\"bar-row\"><title>{}: {}</title>", escape(b.label), escape(b.note));
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 8, mid + 4,
                      escape(short_label(b.label, 26)));
     if (b.value) {
@@ -121,11 +132,12 @@ std::string heatmap(std::string_view id, std::span<const std::string> rows,
     double x = left + cell_w * static_cast<double>(c.col);
     double y = top + cell_h * static_cast<double>(c.row);
     // Red (0%) through yellow to green (100%); grey when only errors.
-    std::string fill = c.rate ? fmt::format("hsl({:.0f},70%,72%)", 120.0 * clamp01(*c.rate))
-                              : std::string("#ccc");
+    std::string fill =
+        c.rate ? fmt::format("hsl({:.0f},70%,72%)", 120.0 * clamp01(*c.rate)) : std::string("#ccc");
     s += fmt::format(
         "<g><title>{}</title><rect class=\"heat\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
-        "fill=\"{}\" stroke=\"#fff\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>\n",
+        "fill=\"{}\" stroke=\"#fff\"/><text x=\"{}\" y=\"{}\" "
+        "text-anchor=\"middle\">{}</text></g>\n",
         escape(c.title), x, y, cell_w, cell_h, fill, x + cell_w / 2, y + cell_h / 2 + 4,
         escape(c.text));
   }
@@ -153,8 +165,8 @@ std::string difference_chart(std::string_view id, std::span<const difference_row
     const difference_row& r = rows[i];
     double y = top + row * static_cast<double>(i);
     double mid = y + row / 2;
-    s += fmt::format("<g class=\"diff-row\"><title>{}: {}</title>", escape(r.label),
-                     escape(r.note));
+    s +=
+        fmt::format("<g class=\"diff-row\"><title>{}: {}</title>", escape(r.label), escape(r.note));
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 8, mid + 4,
                      escape(short_label(r.label, 30)));
     for (size_t k = 0; k < r.fixtures.size(); ++k) {

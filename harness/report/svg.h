@@ -19,17 +19,17 @@ std::string escape(std::string_view text);
 // One horizontal bar on a 0–100% axis: `value` with its interval as a whisker.
 struct bar {
   std::string label;
-  std::optional<double> value;          // nullopt: drawn as "n/a", no bar
+  std::optional<double> value;  // nullopt: drawn as "n/a", no bar
   std::optional<stats::interval> ci;
-  std::string note;                     // printed right of the plot, e.g. "62.0% [48, 75] n=30"
+  std::string note;  // printed right of the plot, e.g. "62.0% [48, 75] n=30"
 };
 // <svg id=…> with one <rect class="bar"> per bar that has a value and one
 // <line class="whisker"> per interval.
 std::string bar_chart(std::string_view id, std::span<const bar> bars);
 
 struct heat_cell {
-  size_t row = 0;  // index into rows
-  size_t col = 0;  // index into cols
+  size_t row = 0;              // index into rows
+  size_t col = 0;              // index into cols
   std::optional<double> rate;  // nullopt: no non-error trial (drawn grey)
   std::string text;            // inside the cell, e.g. "3/5"
   std::string title;           // tooltip
@@ -39,11 +39,11 @@ std::string heatmap(std::string_view id, std::span<const std::string> rows,
                     std::span<const std::string> cols, std::span<const heat_cell> cells);
 
 struct difference_row {
-  std::string label;                        // "tuned vs baseline"
-  std::optional<double> mean;               // mean difference in [−1, 1]
+  std::string label;           // "tuned vs baseline"
+  std::optional<double> mean;  // mean difference in [−1, 1]
   std::optional<stats::interval> ci;
   std::vector<std::pair<std::string, double>> fixtures;  // per-fixture differences
-  std::string note;                         // verdict and n
+  std::string note;                                      // verdict and n
 };
 // One row per comparison on a −100…+100 point axis: the per-fixture differences as small dots
 // (<circle class="diff-fixture">), the mean (<circle class="diff-mean">) and its interval.

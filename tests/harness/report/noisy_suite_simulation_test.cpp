@@ -36,7 +36,7 @@ std::vector<run_outcome> simulate(uint64_t seed) {
           o.error_message = "simulated";
         } else {
           o.outcome = std::uniform_real_distribution<double>(0, 1)(rng) < p ? verdict::passed
-                                                                             : verdict::failed;
+                                                                            : verdict::failed;
         }
         out.push_back(std::move(o));
       }

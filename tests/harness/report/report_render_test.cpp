@@ -15,8 +15,8 @@ namespace {
 // One record as `evalbox run` writes it; verdict "error" becomes an execution error.
 json record(const std::string& candidate, const std::string& fixture, int trial,
             const std::string& verdict, std::optional<double> cost = std::nullopt) {
-  std::string id = fmt::format("{:016x}", std::hash<std::string>{}(
-                                              fmt::format("{}/{}/{}", candidate, fixture, trial)));
+  std::string id = fmt::format(
+      "{:016x}", std::hash<std::string>{}(fmt::format("{}/{}/{}", candidate, fixture, trial)));
   bool error = verdict == "error";
   json checks = json::array();
   if (!error) {
@@ -265,7 +265,8 @@ TEST(ReportHtml, LargeFilesAreCutWithAMarker) {
   std::string id = recs[0]["run_id"];
   ASSERT_TRUE(make_dirs(dir.path() / "runs" / id));
   std::string transcript;
-  for (int i = 0; i < 100; ++i) transcript += fmt::format("{{\"type\":\"step\",\"index\":{}}}\n", i);
+  for (int i = 0; i < 100; ++i)
+    transcript += fmt::format("{{\"type\":\"step\",\"index\":{}}}\n", i);
   ASSERT_TRUE(write_file(dir.path() / "runs" / id / "transcript.jsonl", transcript));
   ASSERT_TRUE(write_file(dir.path() / "runs" / id / "workspace.diff", std::string(5000, 'x')));
   html_options opt;
@@ -297,8 +298,8 @@ TEST(ReportHtml, SpentBudgetEmbedsOnlyTheMarker) {
   }
   html_options opt;
   opt.total_bytes = 800;  // exactly the first file
-  json data = embedded_runs(
-      render_html(summarize(recs, std::nullopt), recs, "unit", dir.path(), opt));
+  json data =
+      embedded_runs(render_html(summarize(recs, std::nullopt), recs, "unit", dir.path(), opt));
   EXPECT_EQ(data["runs"][0]["diff"], std::string(800, 'y'));
   std::string second = data["runs"][1]["diff"];
   EXPECT_NE(second.find("size budget is spent"), std::string::npos) << second;
