@@ -449,10 +449,21 @@ std::string render_terminal_summary(const stats::summary& s) {
                                : std::string("[n/a]"))
             : std::string(),
         p.n);
-  for (const auto& f : s.flaky)
-    out += fmt::format("  flaky: {} ({}{})\n", f.fixture, fmt::join(f.candidates, ", "),
-                       f.oracle ? "; the oracle too: fix the fixture" : "");
+  // A terminal is not a report: a few lines of each list, then where the rest are.
   constexpr size_t shown = 5;
+  // Fixtures whose oracle is unstable come first: they need fixing whatever the agents do.
+  std::vector<const stats::flaky_fixture*> flaky;
+  for (const auto& f : s.flaky)
+    if (f.oracle) flaky.push_back(&f);
+  for (const auto& f : s.flaky)
+    if (!f.oracle) flaky.push_back(&f);
+  for (size_t i = 0; i < flaky.size() && i < 2 * shown; ++i)
+    out += fmt::format("  flaky: {} ({}{})\n", flaky[i]->fixture,
+                       fmt::join(flaky[i]->candidates, ", "),
+                       flaky[i]->oracle ? "; the oracle too: fix the fixture" : "");
+  if (flaky.size() > 2 * shown)
+    out += fmt::format("  ... and {} more flaky fixture(s) (report.md lists them all)\n",
+                       flaky.size() - 2 * shown);
   if (!s.errors.empty())
     out += fmt::format("  {} infrastructure error(s), not counted as failures:\n", s.errors.size());
   for (size_t i = 0; i < s.errors.size() && i < shown; ++i) {

@@ -68,6 +68,11 @@ want("bars", dom.count('<rect class="bar"'), exp["candidates"])
 want("heatmap cells", dom.count('<rect class="heat"'), exp["cells"])
 want("comparison means", dom.count('<circle class="diff-mean"'), exp["comparisons"])
 want("error rows", dom.count('<tr class="error-row">'), exp["errors"])
+want("candidate rows", dom.count('<tr class="candidate">'), exp["candidates"])
+want("comparison rows", dom.count('<tr class="comparison">'), exp["comparisons"])
+# No run reported a cost: every usage row says unknown (candidates and "all"), never $0.
+want("unknown cost cells", dom.count('<td class="cost">unknown</td>'), exp["candidates"] + 1)
+want("no $0", "$0" in dom, False)
 m = re.search(r'id="runs-list" data-rendered="(\d+)" data-matching="(\d+)"', dom)
 want("run rows rendered (one page)", m and int(m.group(1)),
      1 if len(sys.argv) > 3 else min(100, exp["runs"]))

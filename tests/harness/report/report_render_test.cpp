@@ -177,6 +177,20 @@ TEST(ReportTerminal, ListsVerdictErrorsAndFlaky) {
   EXPECT_NE(t.find("tuned / alpha #2: sandbox: overlay mount failed: EINVAL"), std::string::npos);
 }
 
+TEST(ReportTerminal, LongListsAreCutWithACount) {
+  std::vector<json> recs;
+  for (int f = 0; f < 30; ++f) {
+    recs.push_back(record("c", fmt::format("f{:02}", f), 0, "passed"));
+    recs.push_back(record("c", fmt::format("f{:02}", f), 1, "failed"));
+    recs.push_back(record("c", fmt::format("f{:02}", f), 2, "error"));
+  }
+  std::string t = render_terminal_summary(summarize(recs, std::nullopt));
+  EXPECT_EQ(occurrences(t, "  flaky: "), 10u) << t;
+  EXPECT_NE(t.find("... and 20 more flaky fixture(s)"), std::string::npos);
+  EXPECT_NE(t.find("30 infrastructure error(s), not counted as failures:"), std::string::npos);
+  EXPECT_NE(t.find("... and 25 more (report.md lists them all)"), std::string::npos);
+}
+
 TEST(ReportHtml, ChartsHaveOneMarkPerCandidateAndCell) {
   auto recs = example();
   auto s = summarize(recs, "base");
