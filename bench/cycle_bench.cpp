@@ -1,0 +1,127 @@
+// The full cycle: prepare → launch /bin/true in the complete sandbox (namespaces, mounts,
+// Landlock, seccomp, cgroup, limits, lease, home) → teardown, with network none and with an
+// allow-list; launches alone (agent and grading sandboxes); and the machine's floors measured
+// in the same process: fork+exec /bin/true and `unshare -Urmpn --fork --mount-proc /bin/true`.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <string>
+
+#include "bench/bench_support.h"
+#include "sandbox/launch/launcher.h"
+
+namespace evalbox::bench {
+namespace {
+namespace fs = std::filesystem;
+using namespace evalbox::sandbox;
+
+bench_env& env() {
+  static bench_env e;
+  return e;
+}
+
+network_policy allow_list() {
+  network_policy n;
+  n.mode = network_mode::allow;
+  // A relayed loopback port and a name through the CONNECT proxy; /bin/true sends nothing.
+  n.allow = {"127.0.0.1:9", "api.example.com:443"};
+  return n;
+}
+
+status check(const result<run_record>& rec) {
+  if (!rec) return std::unexpected(rec.error());
+  if (!rec->ok()) return make_error(error_kind::io, "{}: {}", rec->error_step, rec->error);
+  if (rec->outcome != outcome_kind::exited || rec->exit_code != 0)
+    return make_error(error_kind::io, "/bin/true did not exit 0");
+  return {};
+}
+
+void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow) {
+  auto ws = ensure_workspace(*shape);
+  if (!ws) return state.SkipWithError(ws.error().message.c_str());
+  for (auto _ : state) {
+    auto req = env().request(*ws, workspace_strategy::auto_select);
+    if (allow) req.network = allow_list();
+    auto session = env().preparer().prepare(req);
+    if (!session) return state.SkipWithError(session.error().message.c_str());
+    launch_options lo;
+    lo.label = "agent";
+    if (auto ok = check(launch(*session, lo)); !ok)
+      return state.SkipWithError(ok.error().message.c_str());
+    if (auto closed = session->close(); !closed)
+      return state.SkipWithError(closed.error().message.c_str());
+  }
+}
+
+// Launches alone in one prepared session: the agent sandbox, and the grading sandbox (no
+// secrets, the grader directory and a transcript file as extra read-only mounts).
+void bm_launch(benchmark::State& state, bool grading) {
+  auto ws = ensure_workspace(medium_workspace);
+  if (!ws) return state.SkipWithError(ws.error().message.c_str());
+  auto session = env().preparer().prepare(env().request(*ws, workspace_strategy::auto_select));
+  if (!session) return state.SkipWithError(session.error().message.c_str());
+  const fs::path grader = env().dir() / "grader";
+  (void)make_dirs(grader, 0755);
+  (void)write_file(grader / "check.sh", "#!/bin/sh\nexit 0\n", 0755);
+  (void)write_file(env().dir() / "transcript.jsonl", "{}\n", 0644);
+  launch_options lo;
+  lo.label = grading ? "grade" : "agent";
+  if (grading) {
+    lo.with_secrets = false;
+    lo.extra_mounts = {{grader, "/grader", false, false},
+                       {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false,
+                        true}};
+  }
+  for (auto _ : state) {
+    if (auto ok = check(launch(*session, lo)); !ok)
+      return state.SkipWithError(ok.error().message.c_str());
+  }
+  (void)session->close();
+}
+
+void bm_fork_exec_true(benchmark::State& state) {
+  for (auto _ : state) run_child({"/bin/true"});
+}
+
+void bm_unshare(benchmark::State& state) {
+  for (auto _ : state) {
+    auto r = run_child({"/usr/bin/unshare", "-Urmpn", "--fork", "--mount-proc", "/bin/true"});
+    if (r.status != 0) return state.SkipWithError("unshare -Urmpn failed");
+  }
+}
+
+void register_all() {
+  auto ms = [](benchmark::internal::Benchmark* b) {
+    b->UseRealTime()->Unit(benchmark::kMillisecond);
+  };
+  ms(benchmark::RegisterBenchmark("floor/fork_exec_true", bm_fork_exec_true));
+  ms(benchmark::RegisterBenchmark("floor/unshare_Urmpn_true", bm_unshare));
+  for (const auto* shape : {&small_workspace, &medium_workspace, &large_workspace}) {
+    ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_none/{}", shape->name).c_str(),
+                                    [shape](benchmark::State& st) { bm_cycle(st, shape, false); }));
+  }
+  ms(benchmark::RegisterBenchmark("cycle/net_allow/medium", [](benchmark::State& st) {
+    bm_cycle(st, &medium_workspace, true);
+  }));
+  ms(benchmark::RegisterBenchmark("launch/agent", [](benchmark::State& st) {
+    bm_launch(st, false);
+  }));
+  ms(benchmark::RegisterBenchmark("launch/grading", [](benchmark::State& st) {
+    bm_launch(st, true);
+  }));
+}
+
+}  // namespace
+}  // namespace evalbox::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // The launcher finds the helper in the build tree unless told otherwise.
+  ::setenv("EVALBOX_HELPER", EVALBOX_BENCH_HELPER, 0);
+  evalbox::bench::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

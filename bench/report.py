@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Turns Google Benchmark JSON files (scripts/bench) into a Markdown table with each figure's
+ratio to the machine's floor measured in the same run, and the targets met or missed."""
+import json
+import sys
+from pathlib import Path
+
+
+def load(paths):
+    rows = {}
+    floors = {}
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        for b in data.get("benchmarks", []):
+            if b.get("error_occurred"):
+                name = b.get("run_name", b["name"])
+                rows.setdefault(name, {"skipped": b.get("error_message", "error")})
+                continue
+            # With repetitions keep the median; without, the single run.
+            agg = b.get("aggregate_name")
+            if agg and agg != "median":
+                continue
+            name = b.get("run_name", b["name"])
+            if not agg and name in rows and "time_ms" in rows[name]:
+                continue
+            scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
+            row = {"time_ms": b["real_time"] * scale, "binary": Path(path).stem}
+            for k, v in b.items():
+                if k.endswith(("_per_s", "_kb", "_per_run", "files")) and isinstance(v, (int, float)):
+                    row[k] = v
+            rows[name] = row
+            if name.startswith("floor/fork_exec_true"):
+                floors[Path(path).stem] = row["time_ms"]
+    return rows, floors
+
+
+def fmt_ms(x):
+    return f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.0f}"
+
+
+def main():
+    rows, floors = load(sys.argv[1:])
+    base = next(iter(floors.values()), None)
+    print("| benchmark | median ms | × fork+exec /bin/true | notes |")
+    print("|---|---:|---:|---|")
+    for name, r in rows.items():
+        if "skipped" in r:
+            print(f"| `{name}` | — | — | skipped: {r['skipped']} |")
+            continue
+        floor = floors.get(r["binary"], base)
+        ratio = f"{r['time_ms'] / floor:.1f}" if floor else "—"
+        notes = ", ".join(f"{k} {v:.1f}" for k, v in r.items() if k not in ("time_ms", "binary"))
+        print(f"| `{name}` | {fmt_ms(r['time_ms'])} | {ratio} | {notes} |")
+
+    def t(name):
+        r = rows.get(name)
+        return r.get("time_ms") if r else None
+
+    def c(prefix, key):
+        for name, r in rows.items():
+            if name.startswith(prefix) and key in r:
+                return r[key]
+        return None
+
+    print()
+    print("| target | figure | goal | verdict |")
+    print("|---|---:|---:|---|")
+
+    def target(what, value, goal, ok, unit=""):
+        if value is None:
+            print(f"| {what} | — | {goal} | not measured |")
+            return
+        print(f"| {what} | {value:.2f}{unit} | {goal} | {'met' if ok(value) else 'MISSED'} |")
+
+    cyc, uns = t("cycle/net_none/medium"), t("floor/unshare_Urmpn_true")
+    target("full cycle (medium) ÷ `unshare -Urmpn`", cyc / uns if cyc and uns else None, "≤ 2",
+           lambda v: v <= 2)
+    large, small = t("prepare/overlay/large"), t("prepare/overlay/small")
+    target("overlay prepare large ÷ small", large / small if large and small else None, "≤ 1.5",
+           lambda v: v <= 1.5)
+    for size in ("small", "medium", "large"):
+        cp, cpa = t(f"prepare/copy/{size}"), t(f"floor/cp_a_rm_rf_tmpfs/{size}")
+        target(f"copy prepare+teardown ÷ `cp -a`+`rm -rf` (tmpfs), {size}",
+               cp / cpa if cp and cpa else None, "≤ 1.1", lambda v: v <= 1.1)
+    target("harness noop runs/s, concurrency 2", c("harness/run_noop/runs:200/concurrency:2",
+                                                   "runs_per_s") or
+           c("harness/run_noop/runs:", "runs_per_s"), "≥ 25", lambda v: v >= 25)
+    r100 = c("harness/run_noop/runs:100/", "peak_rss_kb")
+    r1000 = c("harness/run_noop/runs:1000/", "peak_rss_kb")
+    target("runner peak RSS 1,000 runs ÷ 100 runs", r1000 / r100 if r100 and r1000 else None,
+           "≤ 1.10", lambda v: v <= 1.10)
+    per_run, bare = c("harness/run_noop/runs:200/concurrency:1", "ms_per_run"), \
+        t("harness/bare_agent_plus_grading")
+    if per_run and bare:
+        print(f"| harness overhead per run (concurrency 1) over the bare sandboxes "
+              f"({fmt_ms(bare)} ms) | {per_run - bare:.2f} ms | — | — |")
+
+
+if __name__ == "__main__":
+    main()
