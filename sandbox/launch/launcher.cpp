@@ -3,6 +3,7 @@
 // cancel token) and reads the run record back.
 #include "sandbox/launch/launcher.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -13,7 +14,9 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/unique_fd.h"
 #include "sandbox/launch/plan.h"
+#include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox {
 namespace fs = std::filesystem;
@@ -100,13 +103,21 @@ result<run_record> launch(const prepared_session& session, const launch_options&
       return make_error(error_kind::io, "start {}: {}", helper.string(), ec.message());
     }
     bool signalled = false;
+    // Wake on the helper's exit through a pidfd (a fixed sleep here added 12.5 ms to the
+    // average launch); the timeout only bounds how late a cancel is noticed.
+    unique_fd pidfd(sys::pidfd_open(c.id(), 0));
     while (c.running(ec)) {
       if (cancel && !signalled && cancel->requested.load()) {
         // The helper kills the run, tears down and records outcome `cancelled`.
         ::kill(c.id(), SIGTERM);
         signalled = true;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      if (pidfd) {
+        pollfd pfd{pidfd.get(), POLLIN, 0};
+        ::poll(&pfd, 1, 25);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
     }
     c.wait(ec);
     exit_code = c.exit_code();
