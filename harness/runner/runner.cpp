@@ -65,6 +65,41 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// The run's usage for run.json. Cost is what the client reported; else, when the suite has a
+// price for the candidate (by id) or its model and both token counts are known, an estimate
+// from that table; else null — never 0. cost_source says which.
+json usage_json(const usage& u, const candidate_spec& cand, const std::string& model,
+                const std::map<std::string, price_spec>& prices) {
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  json j;
+  j["input_tokens"] = opt(u.input_tokens);
+  j["output_tokens"] = opt(u.output_tokens);
+  j["cached_input_tokens"] = opt(u.cached_input_tokens);
+  j["reasoning_tokens"] = opt(u.reasoning_tokens);
+  j["cost_usd"] = opt(u.cost_usd);
+  j["cost_source"] = u.cost_usd ? json("client") : json(nullptr);
+  if (!u.cost_usd && u.input_tokens && u.output_tokens) {
+    const price_spec* price = nullptr;
+    std::string setting_model;
+    if (const auto* m = cand.find("model"); m && m->value.is_string())
+      setting_model = m->value.get<std::string>();
+    for (const std::string& key : {cand.id, setting_model, model}) {
+      if (key.empty()) continue;
+      if (auto it = prices.find(key); it != prices.end()) {
+        price = &it->second;
+        break;
+      }
+    }
+    if (price) {
+      j["cost_usd"] = (static_cast<double>(*u.input_tokens) * price->input_per_mtok +
+                       static_cast<double>(*u.output_tokens) * price->output_per_mtok) /
+                      1e6;
+      j["cost_source"] = "price_table";
+    }
+  }
+  return j;
+}
+
 sandbox::resource_limits effective_limits(const suite_spec& suite, const fixture_spec& f) {
   sandbox::resource_limits l;
   limits_spec spec = suite.default_limits.merged_with(f.limits);
@@ -269,16 +304,7 @@ run_state run_executor::execute(const run_spec& r, int attempt,
   if (!tr) return fail("adapter", tr.error().message);
   fs::path transcript_path = run_dir / "transcript.jsonl";
   if (auto s = write_transcript(transcript_path, *tr); !s) return fail("host", s.error().message);
-  if (!tr->total.unknown()) {
-    json u;
-    auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
-    u["input_tokens"] = opt(tr->total.input_tokens);
-    u["output_tokens"] = opt(tr->total.output_tokens);
-    u["cached_input_tokens"] = opt(tr->total.cached_input_tokens);
-    u["reasoning_tokens"] = opt(tr->total.reasoning_tokens);
-    u["cost_usd"] = opt(tr->total.cost_usd);
-    st.usage = u;
-  }
+  if (!tr->total.unknown()) st.usage = usage_json(tr->total, cand, tr->model, suite_.prices);
   if (agent_rec->outcome == sandbox::outcome_kind::signaled)
     return fail("agent", fmt::format("the agent was killed by signal {}", agent_rec->signal));
   if (tr->error) return fail("agent", *tr->error);
@@ -375,10 +401,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st
                             {"threshold", f.threshold}, {"error", nullptr}}
                      : st.grading;
   j["verdict"] = st.verdict;
-  json usage = st.usage.is_null() ? json{{"input_tokens", nullptr}, {"output_tokens", nullptr},
-                                         {"cached_input_tokens", nullptr}, {"reasoning_tokens", nullptr},
-                                         {"cost_usd", nullptr}}
-                                  : st.usage;
+  json usage = st.usage.is_null() ? usage_json({}, c, "", {}) : st.usage;
   j["usage"] = usage;
   json timings = st.timings;
   timings["started_at"] = started;

@@ -1,5 +1,6 @@
 # A fixture's follow_up prompt reaches the agent in a second launch of the same session: the
-# workspace keeps the first launch's work, and both launches' transcripts are kept.
+# workspace keeps the first launch's work, and both launches' transcripts are kept. Also: the
+# run.json contract, and cost estimated from the suite's price table when the agent reports none.
 source "$(dirname "$0")/lib.sh"
 need_isolation
 mkdir -p "$WORK/s/fx/workspace" "$WORK/s/agents"
@@ -15,6 +16,7 @@ cat > "$WORK/s/agents/echo.sh" <<'SH'
 #!/bin/sh
 echo "$EVALBOX_PROMPT" >> log.txt
 printf '{"type":"tool_call","id":"c%s","tool":"shell","input":{"command":"echo %s"}}\n' "$EVALBOX_PROMPT" "$EVALBOX_PROMPT"
+printf '{"type":"usage","input_tokens":500000,"output_tokens":50000}\n'
 SH
 chmod +x "$WORK/s/agents/echo.sh"
 cat > "$WORK/s/suite.yaml" <<'YAML'
@@ -23,6 +25,7 @@ name: follow
 fixtures: [fx]
 candidates:
   - {id: echo, adapter: command, argv: [agents/echo.sh], transcript: jsonl}
+prices: {echo: {input_per_mtok: 2, output_per_mtok: 10}}
 YAML
 "$EVALBOX" run "$WORK/s/suite.yaml" --results "$WORK/r" >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; fail "run failed"; }
 python3 - "$WORK/r" <<'PY'
@@ -37,8 +40,11 @@ assert set(r[0]["execution"]) == {"status", "error", "error_kind", "session", "o
                                       "records"}
 assert set(r[0]["grading"]) == {"status", "checks", "score", "threshold", "error"}
 assert set(r[0]["usage"]) == {"input_tokens", "output_tokens", "cached_input_tokens",
-                              "reasoning_tokens", "cost_usd"}
-assert r[0]["usage"]["cost_usd"] is None
+                              "reasoning_tokens", "cost_usd", "cost_source"}
+# The agent reported tokens but no cost: the suite's price table estimates it, and says so.
+u = r[0]["usage"]
+assert u["input_tokens"] == 1000000 and u["output_tokens"] == 100000, u
+assert abs(u["cost_usd"] - 3.0) < 1e-9 and u["cost_source"] == "price_table", u
 run = sys.argv[1] + "/runs/" + r[0]["run_id"]
 steps = [json.loads(l) for l in open(run + "/transcript.jsonl") if '"step"' in l]
 cmds = [c.get("command") for s in steps for c in s.get("tool_calls", [])]
