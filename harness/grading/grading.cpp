@@ -1,6 +1,8 @@
 // Check evaluation and the verdict (see grading.h).
 #include "harness/grading/grading.h"
 
+#include "harness/plan/plan.h"
+
 #include <regex>
 
 #include "sandbox/base/fs.h"
@@ -142,25 +144,7 @@ struct ignore_rules {
     return false;
   }
 
-  static bool glob(std::string_view p, std::string_view t) {
-    size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
-    while (ti < t.size()) {
-      if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-        ++pi;
-        ++ti;
-      } else if (pi < p.size() && p[pi] == '*') {
-        star = pi++;
-        mark = ti;
-      } else if (star != std::string_view::npos) {
-        pi = star + 1;
-        ti = ++mark;
-      } else {
-        return false;
-      }
-    }
-    while (pi < p.size() && p[pi] == '*') ++pi;
-    return pi == p.size();
-  }
+  static bool glob(std::string_view p, std::string_view t) { return glob_match(p, t); }
 };
 
 }  // namespace

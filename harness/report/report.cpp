@@ -2,6 +2,8 @@
 // writing the chosen reports. report.html is html.cpp.
 #include "harness/report/report.h"
 
+#include "harness/report/svg.h"
+
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -49,36 +51,8 @@ namespace {
 using report_text::interval;
 using report_text::percent;
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters even as references.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
-          out += ' ';
-        else
-          out += c;
-    }
-  }
-  return out;
-}
+// XML text and attributes escape exactly like the SVG labels (svg.h).
+std::string xml_escape(std::string_view s) { return svg::escape(s); }
 
 // A Markdown table cell: no pipes or newlines, and no HTML a renderer would interpret.
 std::string md_cell(std::string_view s) {
