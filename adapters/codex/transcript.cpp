@@ -243,8 +243,11 @@ class parser {
 }  // namespace
 
 std::optional<std::string> unwrap_shell_command(std::string_view command) {
-  static constexpr std::array<std::string_view, 6> wrappers = {
-      "/bin/bash -lc ", "/bin/bash -c ", "bash -lc ", "bash -c ", "/bin/sh -c ", "sh -c "};
+  // The login shell Codex picks is the user's: /bin/sh where /etc/passwd says so (the sandbox).
+  static constexpr std::array<std::string_view, 12> wrappers = {
+      "/bin/bash -lc ",     "/bin/bash -c ", "bash -lc ", "bash -c ",
+      "/usr/bin/bash -lc ", "/bin/sh -lc ",  "/bin/sh -c ", "sh -lc ",
+      "sh -c ",             "/bin/zsh -lc ", "zsh -lc ",  "/usr/bin/zsh -lc "};
   for (auto prefix : wrappers) {
     if (command.starts_with(prefix)) return unquote_word(command.substr(prefix.size()));
   }

@@ -1,6 +1,8 @@
 // Every adapter evalbox ships, registered by name.
 #include "harness/cli/registry.h"
 
+#include "adapters/claude-code/claude_code.h"
+#include "adapters/codex/codex.h"
 #include "adapters/command/command.h"
 #include "adapters/noop/noop.h"
 #include "adapters/oracle/oracle.h"
@@ -12,6 +14,8 @@ harness::adapter_registry make_registry() {
   r.add(adapters::make_noop_adapter());
   r.add(adapters::make_oracle_adapter());
   r.add(adapters::make_command_adapter());
+  r.add(adapters::make_codex_adapter());
+  r.add(adapters::make_claude_code_adapter());
   return r;
 }
 

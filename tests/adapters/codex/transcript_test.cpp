@@ -258,6 +258,11 @@ TEST(UnwrapShellCommand, RemovesTheBashWrapperAndOneLevelOfQuoting) {
   EXPECT_EQ(unwrap_shell_command(R"(bash -lc "a \"b\" \$HOME")"), R"(a "b" $HOME)");
 }
 
+TEST(UnwrapShellCommand, RemovesTheShLoginShellWrapperCodexUsesInTheSandbox) {
+  EXPECT_EQ(unwrap_shell_command("/bin/sh -lc 'echo hello > out.txt'"), "echo hello > out.txt");
+  EXPECT_EQ(unwrap_shell_command("/usr/bin/bash -lc 'ls /grader'"), "ls /grader");
+}
+
 TEST(UnwrapShellCommand, LeavesOtherShapesAlone) {
   EXPECT_FALSE(unwrap_shell_command("ls -la"));
   EXPECT_FALSE(unwrap_shell_command("/bin/bash -lc 'a' 'b'"));
