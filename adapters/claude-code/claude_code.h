@@ -3,14 +3,13 @@
 //
 //   - id: claude
 //     adapter: claude-code
-//     binary: /opt/claude/bin/claude   # default: <agent cache>/claude-<pinned>/bin/claude
+//     binary: /opt/claude/bin/claude     # default: <agent cache>/claude-<pin>/bin/claude
 //     model: claude-sonnet-4-5
 //     base_url: "http://127.0.0.1:8080"  # ANTHROPIC_BASE_URL
-//     api_key_env: ANTHROPIC_API_KEY     # a host variable whose value is passed in (never logged)
-//     credentials_file: claude-login     # or: a suite credential handle (.credentials.json)
-//     permission_mode: bypass            # default; or acceptEdits | auto | default | dontAsk |
-//     plan allowed_tools: [Bash, Edit]        # --allowedTools (default mode unless
-//     permission_mode)
+//     api_key_env: ANTHROPIC_API_KEY     # a host variable, its value passed in (never logged)
+//     credentials_file: claude-login     # or: a suite credential (.credentials.json)
+//     permission_mode: bypass            # default; acceptEdits|auto|default|dontAsk|plan
+//     allowed_tools: [Bash, Edit]        # --allowedTools (then mode `default` unless set)
 //
 // The home gets CLAUDE_CONFIG_DIR=/home/agent/.claude; the credentials file is a lease there.
 // docs/agents.md documents every setting.

@@ -9,8 +9,8 @@ Speaks the two streaming APIs the real clients use:
 The script is stateless: a request that already carries k tool results is answered with the
 k-th scripted shell command as a tool call, or with the final message once every command has
 run. Requests without tools (a client's side queries) get a short plain answer. Every request
-is logged (path, whether the expected key arrived) as one JSON line to --log; the key itself is
-never written.
+is logged as one JSON line to --log (path, whether the expected key arrived, how many tool
+results it carried); the key itself is never written.
 
   stub_model.py --port-file P --log L --key K --command 'echo hi > out.txt' --final 'Done.'
   stub_model.py ... --fail-status 500     # every model request fails with that HTTP status
@@ -216,6 +216,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         entry = {"method": "POST", "path": path, "key_ok": self.key_seen(),
                  "tools": len(body.get("tools", []) or []) if isinstance(body, dict) else 0}
+        if isinstance(body, dict) and path.endswith("/responses"):
+            entry["tool_results"] = responses_tool_results(body)
+        elif isinstance(body, dict) and path.endswith("/messages"):
+            entry["tool_results"] = messages_tool_results(body)
         model_call = path.endswith("/responses") or path.endswith("/messages")
         if model_call and ARGS.fail_status:
             entry["status"] = ARGS.fail_status
