@@ -432,7 +432,11 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   for (const auto& c : suite.candidates) cand_digests.push_back(EB_TRY(candidate_digest(c)));
 
   sandbox::preparer prep(options.sandbox);
-  if (auto rec = prep.reclaim_stale(); !rec) log::warn("reclaim: {}", rec.error().message);
+  if (auto rec = prep.reclaim_stale(); !rec) {
+    log::warn("reclaim: {}", rec.error().message);
+  } else {
+    for (const auto& e : rec->errors) log::warn("reclaim: {}", e);
+  }
   run_executor exec(suite, adapters, options, prep, results);
 
   std::mutex mu;
@@ -534,6 +538,13 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  // Again at the end: a stale run whose processes were still dying at start-up (a runner
+  // killed just before this one started) could not be removed then.
+  if (auto rec = prep.reclaim_stale(); !rec) {
+    log::warn("reclaim: {}", rec.error().message);
+  } else {
+    for (const auto& e : rec->errors) log::warn("reclaim: {}", e);
+  }
   if (fatal) return std::unexpected(*fatal);
   totals.interrupted = stopping() && !queue.empty();
   if (stopping()) totals.interrupted = true;

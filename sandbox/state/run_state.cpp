@@ -67,6 +67,21 @@ result<std::vector<std::string>> list_dir(const fs::path& dir) {
   return names;
 }
 
+// ".new-<pid>-<random>": true when that pid no longer exists (a reused pid only delays
+// reclaim until the grace period has passed).
+bool builder_dead(const std::string& name) {
+  std::string_view rest = std::string_view(name).substr(std::string_view(kNewPrefix).size());
+  auto dash = rest.find('-');
+  if (dash == std::string_view::npos) return false;
+  long pid = 0;
+  for (char c : rest.substr(0, dash)) {
+    if (c < '0' || c > '9') return false;
+    pid = pid * 10 + (c - '0');
+    if (pid > 1 << 30) return false;
+  }
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 }  // namespace
 
 result<run_lock> create_run_dir(const fs::path& runs, const std::string& run_id) {
@@ -74,7 +89,8 @@ result<run_lock> create_run_dir(const fs::path& runs, const std::string& run_id)
   fs::path final_dir = runs / run_id;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::random_device rd;
-    fs::path tmp = runs / fmt::format("{}{:08x}{:08x}", kNewPrefix, rd(), rd());
+    // The builder's pid is in the name: if it dies before the lock exists, reclaim can tell.
+    fs::path tmp = runs / fmt::format("{}{}-{:08x}{:08x}", kNewPrefix, ::getpid(), rd(), rd());
     if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
     unique_fd fd = try_lock(tmp, true);
     if (!fd) {
@@ -190,9 +206,10 @@ result<reclaim_counts> reclaim_stale(const fs::path& runs) {
         continue;
       }
       // No lock file: a directory being built right now, or one whose builder died early.
+      // A builder known to be dead is not waited for; otherwise give it the grace period.
       auto age = std::chrono::system_clock::now() -
                  std::chrono::system_clock::from_time_t(st.st_mtime);
-      if (age < kOrphanGrace) continue;
+      if (age < kOrphanGrace && !(building && builder_dead(name))) continue;
     }
     // Holding its lock, the run cannot come back to life while it is removed.
     if (auto s = remove_run(dir, building ? std::string() : name, counts); !s) {

@@ -27,7 +27,11 @@ no_residue() {
     grep " $EVALBOX_STATE_DIR/runs/" /proc/self/mountinfo >&2; fail "mounts left under the state dir"
   fi
   local left; left=$(find "$EVALBOX_STATE_DIR/runs" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
-  [ "$left" = 0 ] || fail "$left run directories left in the state dir"
+  if [ "$left" != 0 ]; then
+    ls -la "$EVALBOX_STATE_DIR/runs" >&2
+    for f in "$WORK"/err*; do [ -f "$f" ] && tail -5 "$f" >&2; done
+    fail "$left run directories left in the state dir"
+  fi
   # No cgroup of a recorded run's sandbox session is left.
   if [ -f "${R:-/nonexistent}/results.jsonl" ]; then
     for sid in $(python3 -c 'import json,sys; [print(json.loads(l)["execution"]["session"] or "") for l in open(sys.argv[1])]' "$R/results.jsonl"); do

@@ -106,5 +106,24 @@ TEST(Reclaim, PrepareReclaimsAStaleRunAtStart) {
   EXPECT_FALSE(fs::exists(env.state / "runs" / run_id));
 }
 
+// A builder killed between creating its run directory and its lock file leaves a lock-less
+// ".new-<pid>-..." directory: reclaimed at once when that pid is gone, left alone while the
+// builder lives (it may be about to create the lock).
+TEST(Reclaim, AHalfBuiltRunOfADeadBuilderIsReclaimedAtOnce) {
+  prep_env env;
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  fs::path runs = env.state / "runs";
+  ASSERT_TRUE(make_dirs(runs / fmt::format(".new-{}-00000000deadbeef", dead), 0700));
+  ASSERT_TRUE(make_dirs(runs / fmt::format(".new-{}-00000000cafecafe", ::getpid()), 0700));
+  preparer p(env.options());
+  auto report = p.reclaim_stale();
+  ASSERT_TRUE(report);
+  EXPECT_FALSE(fs::exists(runs / fmt::format(".new-{}-00000000deadbeef", dead)));
+  EXPECT_TRUE(fs::exists(runs / fmt::format(".new-{}-00000000cafecafe", ::getpid())));
+}
+
 }  // namespace
 }  // namespace evalbox::sandbox
