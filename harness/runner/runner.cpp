@@ -546,8 +546,7 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
     for (const auto& e : rec->errors) log::warn("reclaim: {}", e);
   }
   if (fatal) return std::unexpected(*fatal);
-  totals.interrupted = stopping() && !queue.empty();
-  if (stopping()) totals.interrupted = true;
+  totals.interrupted = stopping();
   return totals;
 }
 
