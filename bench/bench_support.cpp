@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "sandbox/mount/mount.h"
+
 extern char** environ;
 
 namespace evalbox::bench {
@@ -29,6 +31,8 @@ bench_env::bench_env() : tmp_("evalbox-bench") {
 
 bench_env::~bench_env() {
   preparer_.reset();
+  // The preparer binds <state>/runs onto itself (private propagation); leave no mount behind.
+  (void)sandbox::mount::unmount_all_under(tmp_.path());
   std::error_code ec;
   fs::remove_all(tmp_.path() / "state", ec);
 }

@@ -80,7 +80,8 @@ void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow)
 // Launches alone in one prepared session: the agent sandbox, and the grading sandbox (no
 // secrets, the grader directory and a transcript file as extra read-only mounts).
 void bm_launch(benchmark::State& state, bool grading) {
-  auto ws = ensure_workspace(medium_workspace);
+  // The launch does not depend on the workspace's size (it binds the prepared view).
+  auto ws = ensure_workspace(small_workspace);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
   auto session = env().preparer().prepare(env().request(*ws, workspace_strategy::auto_select));
   if (!session) return state.SkipWithError(session.error().message.c_str());
@@ -127,9 +128,10 @@ void register_all() {
     ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_none/{}", shape->name).c_str(),
                                     [shape](benchmark::State& st) { bm_cycle(st, shape, false); }));
   }
-  ms(benchmark::RegisterBenchmark("cycle/net_allow/medium", [](benchmark::State& st) {
-    bm_cycle(st, &medium_workspace, true);
-  }));
+  for (const auto* shape : {&small_workspace, &medium_workspace}) {
+    ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_allow/{}", shape->name).c_str(),
+                                    [shape](benchmark::State& st) { bm_cycle(st, shape, true); }));
+  }
   ms(benchmark::RegisterBenchmark("launch/agent", [](benchmark::State& st) {
     bm_launch(st, false);
   }));
