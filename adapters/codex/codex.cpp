@@ -271,6 +271,14 @@ class codex_adapter final : public harness::adapter {
       if (!part.model.empty()) t.model = part.model;
       t.completed = part.completed;
     }
+    // Commands the stream left out (denied by Codex's own sandbox) are in its session file.
+    if (!outputs.empty() && !t.session_id.empty()) {
+      std::error_code ec;
+      for (const auto& f :
+           fs::directory_iterator(outputs.back().native_dir / "codex-sessions", ec)) {
+        if (auto text = read_file(f.path())) codex::add_unreported_commands(t, *text);
+      }
+    }
     if (!t.error && !outputs.empty() && !outputs.back().exited && !t.completed)
       t.error = "codex was stopped before it finished (no final event)";
     if (t.error) t.final_message.reset();

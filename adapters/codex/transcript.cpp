@@ -1,7 +1,9 @@
 // Normalizes Codex CLI's `codex exec --json` stream (observed: codex-cli 0.171.0).
 #include "adapters/codex/transcript.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <map>
 #include <utility>
 
@@ -252,6 +254,138 @@ std::optional<std::string> unwrap_shell_command(std::string_view command) {
     if (command.starts_with(prefix)) return unquote_word(command.substr(prefix.size()));
   }
   return std::nullopt;
+}
+
+namespace {
+
+struct rollout_call {
+  std::string call_id;
+  std::string command;
+  json input;
+  std::optional<int> exit_code;
+  std::string output;
+  bool has_output = false;
+};
+
+// The command of an exec_command ({"cmd": "..."}) or shell ({"command": [argv]}) call.
+std::optional<std::string> rollout_command(const std::string& name, const json& args) {
+  if (name == "exec_command") return harness::get_string(args, "cmd");
+  if (name == "shell" || name == "local_shell") {
+    const json& argv = harness::get_field(args, "command");
+    if (!argv.is_array() || argv.empty()) return std::nullopt;
+    // ["bash", "-lc", script] -> script, like unwrap_shell_command does for the stream.
+    if (argv.size() == 3 && argv[1].is_string() &&
+        (argv[1].get<std::string>() == "-lc" || argv[1].get<std::string>() == "-c") &&
+        argv[2].is_string())
+      return argv[2].get<std::string>();
+    std::string joined;
+    for (const json& a : argv) {
+      if (!a.is_string()) return std::nullopt;
+      joined += (joined.empty() ? "" : " ") + a.get<std::string>();
+    }
+    return joined;
+  }
+  return std::nullopt;
+}
+
+// "...Process exited with code 1\n...Output:\n<text>" -> (1, "<text>").
+void parse_function_output(std::string_view text, rollout_call& call) {
+  constexpr std::string_view exited = "Process exited with code ";
+  if (auto pos = text.find(exited); pos != std::string_view::npos) {
+    int code = 0;
+    bool any = false;
+    for (size_t i = pos + exited.size(); i < text.size() && std::isdigit(text[i]); ++i) {
+      code = code * 10 + (text[i] - '0');
+      any = true;
+    }
+    if (any) call.exit_code = code;
+  }
+  constexpr std::string_view marker = "Output:\n";
+  auto pos = text.find(marker);
+  call.output =
+      std::string(pos == std::string_view::npos ? text : text.substr(pos + marker.size()));
+}
+
+}  // namespace
+
+int add_unreported_commands(harness::transcript& t, std::string_view rollout_jsonl) {
+  std::vector<rollout_call> calls;
+  std::map<std::string, size_t> by_id;
+  bool this_thread = t.session_id.empty();
+  int malformed = 0;
+  harness::for_each_jsonl_object(rollout_jsonl, malformed, [&](const json& line) {
+    const std::string type = harness::get_string(line, "type").value_or("");
+    const json& payload = harness::get_field(line, "payload");
+    if (type == "session_meta") {
+      this_thread = t.session_id.empty() || harness::get_string(payload, "id") == t.session_id;
+      return;
+    }
+    if (!this_thread || type != "response_item") return;
+    const std::string ptype = harness::get_string(payload, "type").value_or("");
+    const std::string call_id = harness::get_string(payload, "call_id").value_or("");
+    if (ptype == "function_call") {
+      json args =
+          json::parse(harness::get_string(payload, "arguments").value_or(""), nullptr, false);
+      auto command = rollout_command(harness::get_string(payload, "name").value_or(""), args);
+      if (!command || call_id.empty()) return;
+      by_id[call_id] = calls.size();
+      calls.push_back({call_id, *command, args.is_object() ? args : json::object(), {}, {}, false});
+    } else if (ptype == "function_call_output") {
+      auto it = by_id.find(call_id);
+      if (it == by_id.end()) return;
+      const json& out = harness::get_field(payload, "output");
+      parse_function_output(out.is_string() ? out.get<std::string>() : out.dump(),
+                            calls[it->second]);
+      calls[it->second].has_output = true;
+    }
+  });
+
+  // The stream's shell calls in order, as (step index, matched).
+  std::vector<std::pair<size_t, bool>> shell;
+  for (size_t i = 0; i < t.steps.size(); ++i)
+    for (const auto& c : t.steps[i].tool_calls)
+      if (c.tool == "shell") shell.emplace_back(i, false);
+  auto command_of = [&](size_t step) -> std::string {
+    for (const auto& c : t.steps[step].tool_calls)
+      if (c.tool == "shell") return c.command.value_or("");
+    return {};
+  };
+
+  int added = 0;
+  size_t cursor = 0;  // the step after the last matched or added call
+  for (const auto& call : calls) {
+    auto match = std::find_if(shell.begin(), shell.end(), [&](const auto& s) {
+      return !s.second && s.first >= cursor && command_of(s.first) == call.command;
+    });
+    if (match != shell.end()) {
+      match->second = true;
+      cursor = match->first + 1;
+      continue;
+    }
+    step s;
+    s.source = "agent";
+    tool_call tc;
+    tc.id = call.call_id;
+    tc.tool = "shell";
+    tc.input = call.input;
+    tc.command = call.command;
+    s.tool_calls.push_back(std::move(tc));
+    if (call.has_output) {
+      observation o;
+      o.call_id = call.call_id;
+      o.exit_code = call.exit_code;
+      o.output = harness::truncate_output(call.output);
+      o.is_error = call.exit_code && *call.exit_code != 0;
+      s.observations.push_back(std::move(o));
+    }
+    t.steps.insert(t.steps.begin() + static_cast<std::ptrdiff_t>(cursor), std::move(s));
+    for (auto& sh : shell)
+      if (sh.first >= cursor) ++sh.first;
+    ++cursor;
+    ++added;
+  }
+  if (added) harness::renumber_steps(t);
+  return added;
 }
 
 result<harness::transcript> parse_codex_exec_json(std::string_view jsonl) {

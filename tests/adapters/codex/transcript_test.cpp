@@ -269,5 +269,62 @@ TEST(UnwrapShellCommand, LeavesOtherShapesAlone) {
   EXPECT_FALSE(unwrap_shell_command("/bin/bash -lc 'unterminated"));
 }
 
+// --- Commands missing from the stream, recovered from the rollout ---------------------------
+
+std::string read_data(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  EXPECT_TRUE(text) << path;
+  return text.value_or("");
+}
+
+TEST(AddUnreportedCommands, RecoversTheCommandCodexsSandboxDeniedInItsPlace) {
+  const auto dir =
+      std::filesystem::path(EVALBOX_SOURCE_DIR) / "tests/adapters/codex/data/sandbox-denied";
+  transcript t = parse(read_data(dir / "events.jsonl"));
+  ASSERT_EQ(harness::commands(t), (std::vector<std::string>{"echo hello > out.txt", "ls"}));
+  EXPECT_EQ(add_unreported_commands(t, read_data(dir / "native.jsonl")), 1);
+  ASSERT_EQ(
+      harness::commands(t),
+      (std::vector<std::string>{"echo hello > out.txt", "touch /home/agent/outside.txt", "ls"}));
+  const auto& denied = t.steps[1];
+  EXPECT_EQ(denied.index, 1);
+  ASSERT_EQ(denied.observations.size(), 1u);
+  EXPECT_EQ(denied.observations[0].call_id, denied.tool_calls[0].id);
+  EXPECT_EQ(denied.observations[0].exit_code, 1);
+  EXPECT_TRUE(denied.observations[0].is_error);
+  EXPECT_EQ(denied.observations[0].output,
+            "touch: cannot touch '/home/agent/outside.txt': Read-only file system\n");
+  EXPECT_EQ(t.final_message, "Done.");
+  // Applying it again finds every command already there.
+  EXPECT_EQ(add_unreported_commands(t, read_data(dir / "native.jsonl")), 0);
+}
+
+TEST(AddUnreportedCommands, AddsNothingWhereTheStreamReportedEveryCommand) {
+  for (const char* scenario : {"single", "multi", "model-error", "interrupted"}) {
+    transcript t = parse_scenario(scenario);
+    const transcript before = t;
+    auto dir = evalbox::testing::transcript_data_dir() / "codex" / scenario;
+    EXPECT_EQ(add_unreported_commands(t, read_data(dir / "native.jsonl")), 0) << scenario;
+    EXPECT_EQ(t, before) << scenario;
+  }
+}
+
+TEST(AddUnreportedCommands, IgnoresOtherThreadsAndGarbage) {
+  transcript t = parse(R"({"type":"thread.started","thread_id":"mine"}
+{"type":"turn.started"}
+{"type":"turn.completed","usage":{}}
+)");
+  std::string rollout = R"({"type":"session_meta","payload":{"id":"other"}}
+{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"rm -rf x\"}","call_id":"c1"}}
+not json
+{"type":"session_meta","payload":{"id":"mine"}}
+{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"not json","call_id":"c2"}}
+{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"make\"]}","call_id":"c3"}}
+)";
+  EXPECT_EQ(add_unreported_commands(t, rollout), 1);
+  ASSERT_EQ(harness::commands(t), std::vector<std::string>{"make"});
+  EXPECT_TRUE(t.steps[0].observations.empty());  // no output recorded: none invented
+}
+
 }  // namespace
 }  // namespace evalbox::adapters::codex
