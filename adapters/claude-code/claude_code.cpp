@@ -227,8 +227,12 @@ class claude_code_adapter final : public harness::adapter {
         else if (!t.error)
           t.error = fmt::format("claude exited with status {}", last.exit_code);
       }
-      if (!t.error && !t.completed)
-        t.error = "claude was stopped before it finished (no result event)";
+      // Killed by a limit or a signal: say so, the parser only sees a stream that stops.
+      if (!last.exited && !t.completed)
+        t.error = fmt::format("claude was killed before it finished ({})",
+                              t.error.value_or("no result event"));
+      else if (!t.error && !t.completed)
+        t.error = "claude stopped without a result event";
     }
     if (t.error) t.final_message.reset();
     return t;

@@ -279,8 +279,10 @@ class codex_adapter final : public harness::adapter {
         if (auto text = read_file(f.path())) codex::add_unreported_commands(t, *text);
       }
     }
-    if (!t.error && !outputs.empty() && !outputs.back().exited && !t.completed)
-      t.error = "codex was stopped before it finished (no final event)";
+    // Killed by a limit or a signal: say so, the parser only sees a stream that stops.
+    if (!outputs.empty() && !outputs.back().exited && !t.completed)
+      t.error = fmt::format("codex was killed before it finished ({})",
+                            t.error.value_or("no final event"));
     if (t.error) t.final_message.reset();
     harness::renumber_steps(t);
     return t;

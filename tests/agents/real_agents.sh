@@ -75,7 +75,9 @@ for cid, r in rows.items():
 assert rows["codex"]["usage"]["cost_usd"] is None, rows["codex"]["usage"]  # Codex reports none
 assert rows["claude"]["usage"]["cost_usd"] is not None, rows["claude"]["usage"]
 # Codex's own sandbox needs mounts: the run record says Landlock was off for it only.
-assert rows["codex"]["execution"]["records"]["agent"].get("landlock") in (False, None)
+mech = {cid: r["execution"]["records"]["agent"]["mechanisms"] for cid, r in rows.items()}
+assert mech["codex"]["landlock_abi"] == 0 and "own sandbox" in mech["codex"]["landlock_reason"], mech
+assert mech["claude"]["landlock_abi"] > 0, mech["claude"]
 
 def calls(cid):
     run = f"{R}/runs/{rows[cid]['run_id']}"

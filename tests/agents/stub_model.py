@@ -14,6 +14,7 @@ results it carried); the key itself is never written.
 
   stub_model.py --port-file P --log L --key K --command 'echo hi > out.txt' --final 'Done.'
   stub_model.py ... --fail-status 500     # every model request fails with that HTTP status
+  stub_model.py ... --hang-after 1        # requests carrying 1 tool result are never answered
 """
 import argparse
 import http.server
@@ -33,6 +34,8 @@ def parse_args():
     p.add_argument("--command", action="append", default=[])
     p.add_argument("--final", default="Done.")
     p.add_argument("--fail-status", type=int, default=0)
+    p.add_argument("--hang-after", type=int, default=-1,
+                   help="model requests carrying this many tool results get no reply")
     return p.parse_args()
 
 
@@ -230,6 +233,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                                         "message": "stub: scripted failure"}})
             return
         log(entry)
+        if model_call and entry.get("tool_results") == ARGS.hang_after:
+            threading.Event().wait()  # never answers: the client is killed by its wall limit
         if path.endswith("/responses"):
             responses_reply(self, body)
         elif path.endswith("/messages"):

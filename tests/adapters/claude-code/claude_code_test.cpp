@@ -209,5 +209,18 @@ TEST_F(ClaudeCodeAdapter, AClientThatFailsBeforeItsFirstEventReportsItsStderr) {
   EXPECT_EQ(*t->error, "claude exited with status 1: Invalid API key");
 }
 
+
+TEST_F(ClaudeCodeAdapter, AKilledClientIsAnExecutionErrorSayingSo) {
+  ASSERT_TRUE(write_file(dir_.path() / "out",
+                         "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n"));
+  std::vector<harness::agent_output> outs = {
+      {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 0, false}};
+  auto t = make_claude_code_adapter()->read_transcript(ctx(), outs);
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->error);
+  EXPECT_EQ(*t->error, "claude was killed before it finished (interrupted: no final event)");
+  EXPECT_FALSE(t->final_message);
+}
+
 }  // namespace
 }  // namespace evalbox::adapters

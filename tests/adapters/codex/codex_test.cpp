@@ -291,7 +291,8 @@ TEST_F(CodexAdapter, AKilledClientIsAnExecutionError) {
       {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 0, false}};
   auto t = make_codex_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
-  EXPECT_TRUE(t->error);
+  ASSERT_TRUE(t->error);
+  EXPECT_EQ(*t->error, "codex was killed before it finished (interrupted: no final event)");
   EXPECT_FALSE(t->completed);
 }
 
