@@ -130,7 +130,7 @@ PY
 # Neither the API key nor the leased file's content is anywhere in results or state, except
 # that the lease store keeps its owner-only copy of the credential by design (docs/state.md:
 # a token the agent rotates persists into the next run).
-if grep -rlF "$KEY" "$R" "$EVALBOX_STATE_DIR" 2>/dev/null; then fail "the API key leaked into the files above"; fi
+if grep -rlF "$KEY" "$R" "$EVALBOX_STATE_DIR" "$WORK/out" "$WORK/err" 2>/dev/null; then fail "the API key leaked into the files above"; fi
 if grep -rlF "$AUTH_SECRET" "$R" 2>/dev/null; then fail "the credential leaked into the results above"; fi
 if grep -rlF --exclude-dir=credential-leases "$AUTH_SECRET" "$EVALBOX_STATE_DIR" 2>/dev/null; then
   fail "the credential leaked into the state files above"
