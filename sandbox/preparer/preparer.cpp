@@ -3,6 +3,8 @@
 // at any step tears down exactly what was made.
 #include "sandbox/preparer/preparer.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
+#include "sandbox/base/unique_fd.h"
 #include "sandbox/home/home.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/preparer/session_state.h"
@@ -197,6 +200,31 @@ status build(prepared_session::state& s, const fs::path& runs) {
   return {};
 }
 
+// As root, runs/ is a private tmpfs: each run's lock, mount points, launch plans, records and
+// output are created and removed there. On the ext4 state root those creates, mkdirs and
+// unlinks cost 0.1-3.5 ms each under load, about 15 ms of every prepare + teardown
+// (prepare_bench prepare/overlay/small: 18-22 ms with runs/ on ext4, 3.5-5 ms on tmpfs). The
+// tmpfs outlives a crashed evalbox (the reclaim finds its runs), not a reboot, after which
+// there are no mounts or cgroups left to reclaim. An flock serializes the check-and-mount
+// between processes so that two never stack tmpfs mounts over each other's runs.
+status mount_runs_tmpfs(const fs::path& state_root, const fs::path& runs) {
+  const fs::path lock_path = state_root / "runs.lock";
+  unique_fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!lock) return sys_error(errno, "open {}", lock_path.string());
+  if (::flock(lock.get(), LOCK_EX) != 0) return sys_error(errno, "flock {}", lock_path.string());
+  if (!mount::is_mount_point(runs)) {
+    // Runs left on disk (before a reboot, or by an older evalbox) would hide under the tmpfs.
+    auto counts = EB_TRY(run_state::reclaim_stale(runs));
+    for (const auto& e : counts.errors) log::warn("reclaim: {}", e);
+    // The default size of a tmpfs (half of RAM): it holds small files and capped outputs;
+    // each run's workspace and home have their own size-limited tmpfs below it.
+    const uint64_t half_ram = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                              static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    EB_TRY(mount::mount_tmpfs(runs, half_ram, 0700, 0, 0));
+  }
+  return mount::make_private_mount(runs);
+}
+
 }  // namespace
 
 result<prepared_session> preparer::prepare(const session_request& request) {
@@ -211,7 +239,7 @@ result<prepared_session> preparer::prepare(const session_request& request) {
       EB_TRY(make_dirs(o.state_root, 0700));
       EB_TRY(make_dirs(runs, 0700));
       // Run mounts must not propagate into other namespaces (nor theirs into ours).
-      if (::geteuid() == 0) EB_TRY(mount::make_private_mount(runs));
+      if (::geteuid() == 0) EB_TRY(mount_runs_tmpfs(o.state_root, runs));
       auto counts = EB_TRY(run_state::reclaim_stale(runs));
       for (const auto& e : counts.errors) log::warn("reclaim: {}", e);
       return {};
