@@ -4,6 +4,7 @@
 #include "adapters/claude-code/claude_code.h"
 #include "adapters/codex/codex.h"
 #include "adapters/command/command.h"
+#include "adapters/gemini/gemini.h"
 #include "adapters/noop/noop.h"
 #include "adapters/oracle/oracle.h"
 
@@ -16,6 +17,7 @@ harness::adapter_registry make_registry() {
   r.add(adapters::make_command_adapter());
   r.add(adapters::make_codex_adapter());
   r.add(adapters::make_claude_code_adapter());
+  r.add(adapters::make_gemini_adapter());
   return r;
 }
 

@@ -139,8 +139,8 @@ json check_spec::to_json() const {
 }
 
 const std::vector<std::string>& known_adapters() {
-  static const std::vector<std::string> adapters{"claude-code", "codex", "command", "noop",
-                                                 "oracle"};
+  static const std::vector<std::string> adapters{"claude-code", "codex", "command", "gemini",
+                                                 "noop",        "oracle"};
   return adapters;
 }
 

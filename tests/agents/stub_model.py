@@ -5,6 +5,7 @@ Speaks the two streaming APIs the real clients use:
   POST /v1/responses  OpenAI Responses API with SSE (Codex CLI, custom provider,
                       wire_api = "responses")
   POST /v1/messages   Anthropic Messages API with SSE (Claude Code, ANTHROPIC_BASE_URL)
+  POST /v1beta/models/M:streamGenerateContent  Gemini API with SSE (Gemini CLI)
 
 The script is stateless: a request that already carries k tool results is answered with the
 k-th scripted shell command as a tool call, or with the final message once every command has
@@ -180,6 +181,53 @@ def messages_reply(handler, body):
     sse(handler, events)
 
 
+# --- Gemini generateContent (Gemini CLI) -----------------------------------------------------
+
+def gemini_tool_results(body):
+    n = 0
+    for c in body.get("contents", []) or []:
+        if isinstance(c, dict):
+            n += sum(1 for p in c.get("parts", []) or []
+                     if isinstance(p, dict) and "functionResponse" in p)
+    return n
+
+
+def gemini_tool_names(body):
+    names = set()
+    for t in body.get("tools", []) or []:
+        if isinstance(t, dict):
+            for f in t.get("functionDeclarations", []) or []:
+                if isinstance(f, dict):
+                    names.add(f.get("name"))
+    return names
+
+
+def gemini_reply(handler, body, stream):
+    done = gemini_tool_results(body)
+    names = gemini_tool_names(body)
+    if "run_shell_command" in names and done < len(ARGS.command):
+        part = {"functionCall": {"name": "run_shell_command",
+                                 "args": {"command": ARGS.command[done],
+                                          "description": "scripted command"}}}
+    else:
+        part = {"text": ARGS.final if names else "ok"}
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [part]},
+                             "finishReason": "STOP", "index": 0}],
+             "usageMetadata": {"promptTokenCount": USAGE_IN, "candidatesTokenCount": USAGE_OUT,
+                               "totalTokenCount": USAGE_IN + USAGE_OUT},
+             "modelVersion": "stub", "responseId": f"gem_{next_id():04d}"}
+    if not stream:
+        handler.reply_json(200, chunk)
+        return
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    handler.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+    handler.wfile.flush()
+    handler.close_connection = True
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -188,7 +236,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def key_seen(self):
         auth = self.headers.get("Authorization", "")
-        xkey = self.headers.get("x-api-key", "")
+        xkey = self.headers.get("x-api-key", "") or self.headers.get("x-goog-api-key", "")
         return bool(ARGS.key) and (auth == f"Bearer {ARGS.key}" or xkey == ARGS.key)
 
     def reply_json(self, status, obj):
@@ -219,11 +267,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         entry = {"method": "POST", "path": path, "key_ok": self.key_seen(),
                  "tools": len(body.get("tools", []) or []) if isinstance(body, dict) else 0}
-        if isinstance(body, dict) and path.endswith("/responses"):
+        gemini = ":generateContent" in path or ":streamGenerateContent" in path
+        if isinstance(body, dict) and gemini:
+            entry["tool_results"] = gemini_tool_results(body)
+            entry["tools"] = len(gemini_tool_names(body))
+        elif isinstance(body, dict) and path.endswith("/responses"):
             entry["tool_results"] = responses_tool_results(body)
         elif isinstance(body, dict) and path.endswith("/messages"):
             entry["tool_results"] = messages_tool_results(body)
-        model_call = path.endswith("/responses") or path.endswith("/messages")
+        model_call = path.endswith("/responses") or path.endswith("/messages") or gemini
         if model_call and ARGS.fail_status:
             entry["status"] = ARGS.fail_status
             log(entry)
@@ -235,7 +287,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         log(entry)
         if model_call and entry.get("tool_results") == ARGS.hang_after:
             threading.Event().wait()  # never answers: the client is killed by its wall limit
-        if path.endswith("/responses"):
+        if gemini:
+            gemini_reply(self, body, ":streamGenerateContent" in path)
+        elif path.endswith("/responses"):
             responses_reply(self, body)
         elif path.endswith("/messages"):
             messages_reply(self, body)

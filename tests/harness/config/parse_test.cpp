@@ -250,12 +250,12 @@ prices: {gpt-x: {input_per_mtok: 1.25, output_per_mtok: 10}}
 TEST_F(suite_parse, unknown_adapter_lists_the_known_ones) {
   std::vector<config_error> errors;
   parse("schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
-        "  - {id: x, adapter: gemini}\n",
+        "  - {id: x, adapter: gemini-cli}\n",
         errors);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].message(),
-            "suite.yaml:5:22: candidates.x names unknown adapter 'gemini' (hint: known "
-            "adapters: claude-code, codex, command, noop, oracle)");
+            "suite.yaml:5:22: candidates.x names unknown adapter 'gemini-cli' (hint: known "
+            "adapters: claude-code, codex, command, gemini, noop, oracle)");
 }
 
 TEST_F(suite_parse, glob_matching_nothing_is_an_error) {

@@ -1,0 +1,183 @@
+// The gemini adapter without a network or a real client: the stream-json normalizer on a real
+// capture, settings validation, settings.json / env / argv, follow-up argv, and outcomes.
+#include "adapters/gemini/gemini.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "adapters/gemini/transcript.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::adapters {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Captured from @google/gemini-cli 0.61.0 against tests/agents/stub_model.py (one shell
+// command, then a final message).
+constexpr std::string_view single_capture =
+    R"({"type":"init","timestamp":"2026-11-30T19:01:54.714Z","session_id":"1e21e4ec-b2e3-4f66-803a-74b8fa5bc231","model":"gemini-2.5-flash"}
+{"type":"message","timestamp":"2026-11-30T19:01:54.715Z","role":"user","content":"Create out.txt"}
+{"type":"tool_use","timestamp":"2026-11-30T19:01:54.821Z","tool_name":"run_shell_command","tool_id":"run_shell_command__run_shell_command_1796065314753_0","parameters":{"command":"echo hello > out.txt","description":"scripted command"}}
+{"type":"tool_result","timestamp":"2026-11-30T19:01:54.989Z","tool_id":"run_shell_command__run_shell_command_1796065314753_0","status":"success","output":""}
+{"type":"message","timestamp":"2026-11-30T19:01:55.006Z","role":"assistant","content":"Wrote out.txt.","delta":true}
+{"type":"result","timestamp":"2026-11-30T19:01:55.016Z","status":"success","stats":{"total_tokens":30,"input_tokens":20,"output_tokens":10,"cached":0,"input":20,"duration_ms":302,"tool_calls":1,"models":{"stub":{"total_tokens":30,"input_tokens":20,"output_tokens":10,"cached":0,"input":20}}}}
+)";
+
+TEST(GeminiStreamJson, NormalizesARealCapture) {
+  auto t = gemini::parse_gemini_stream_json(single_capture);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->agent, "gemini");
+  EXPECT_EQ(t->session_id, "1e21e4ec-b2e3-4f66-803a-74b8fa5bc231");
+  EXPECT_EQ(t->model, "gemini-2.5-flash");
+  ASSERT_EQ(t->steps.size(), 2u);
+  ASSERT_EQ(t->steps[0].tool_calls.size(), 1u);
+  EXPECT_EQ(t->steps[0].tool_calls[0].tool, "shell");
+  EXPECT_EQ(t->steps[0].tool_calls[0].command, "echo hello > out.txt");
+  ASSERT_EQ(t->steps[0].observations.size(), 1u);
+  EXPECT_EQ(t->steps[0].observations[0].call_id, t->steps[0].tool_calls[0].id);
+  EXPECT_FALSE(t->steps[0].observations[0].exit_code);  // Gemini CLI reports none
+  EXPECT_FALSE(t->steps[0].observations[0].is_error);
+  EXPECT_EQ(t->steps[1].message, "Wrote out.txt.");
+  EXPECT_EQ(t->final_message, "Wrote out.txt.");
+  EXPECT_TRUE(t->completed);
+  EXPECT_FALSE(t->error);
+  EXPECT_EQ(t->total.input_tokens, 20u);
+  EXPECT_EQ(t->total.output_tokens, 10u);
+  EXPECT_EQ(t->total.cached_input_tokens, 0u);
+  EXPECT_FALSE(t->total.cost_usd);
+  EXPECT_EQ(t->duration_ms, 302u);
+  EXPECT_TRUE(t->unknown_events.empty());
+}
+
+TEST(GeminiStreamJson, JoinsAssistantDeltasAndCountsUnknownEventsAndGarbage) {
+  auto t = gemini::parse_gemini_stream_json(
+      "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Hel\",\"delta\":true}\n"
+      "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"lo\",\"delta\":true}\n"
+      "{\"type\":\"thought\",\"content\":\"hm\"}\nnot json\n"
+      "{\"type\":\"result\",\"status\":\"success\",\"stats\":{}}\n");
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->steps.size(), 1u);
+  EXPECT_EQ(t->steps[0].message, "Hello");
+  EXPECT_EQ(t->unknown_events.at("thought"), 1);
+  EXPECT_EQ(t->malformed_lines, 1);
+}
+
+TEST(GeminiStreamJson, AnErrorResultOrNoResultIsAnError) {
+  auto failed = gemini::parse_gemini_stream_json(
+      "{\"type\":\"result\",\"status\":\"error\",\"error\":{\"type\":\"x\",\"message\":\"quota\"}}\n");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->error, "quota");
+  EXPECT_FALSE(failed->final_message);
+  auto cut = gemini::parse_gemini_stream_json("{\"type\":\"init\",\"session_id\":\"s\"}\n");
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->error, "interrupted: no final event");
+  EXPECT_FALSE(cut->completed);
+}
+
+TEST(GeminiStreamJson, AFailedToolIsAnErrorObservation) {
+  auto t = gemini::parse_gemini_stream_json(
+      "{\"type\":\"tool_use\",\"tool_name\":\"write_file\",\"tool_id\":\"w1\",\"parameters\":{}}\n"
+      "{\"type\":\"tool_result\",\"tool_id\":\"w1\",\"status\":\"error\",\"output\":\"\","
+      "\"error\":{\"type\":\"io\",\"message\":\"denied\"}}\n");
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->steps.size(), 1u);
+  EXPECT_EQ(t->steps[0].tool_calls[0].tool, "write");
+  EXPECT_TRUE(t->steps[0].observations[0].is_error);
+  EXPECT_EQ(t->steps[0].observations[0].output, "denied");
+}
+
+class GeminiAdapter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(make_dirs(dir_.path() / "prefix/bin"));
+    ASSERT_TRUE(write_file(dir_.path() / "prefix/bin/gemini", "#!/bin/sh\n", 0755));
+    c_.id = "gemini";
+    c_.adapter = "gemini";
+    c_.where = {(dir_.path() / "suite.yaml").string(), 3, 5};
+    set("binary", (dir_.path() / "prefix/bin/gemini").string(), 4);
+    f_.id = "fx";
+    f_.prompt = "-fix it";
+  }
+  void set(const std::string& key, json value, int line = 5) {
+    c_.settings[key] = {std::move(value), {c_.where.file, line, 7}};
+  }
+  harness::run_context ctx() { return {f_, c_, 0, "r", creds_}; }
+  harness::agent_plan plan() {
+    auto p = make_gemini_adapter()->plan(ctx());
+    EXPECT_TRUE(p) << (p ? "" : p.error().message);
+    return p ? *p : harness::agent_plan{};
+  }
+  temp_dir dir_;
+  harness::candidate_spec c_;
+  harness::fixture_spec f_;
+  std::map<std::string, fs::path> creds_;
+};
+
+TEST_F(GeminiAdapter, RejectsUnknownAndIllTypedSettingsAtTheirLines) {
+  set("sandbox", true, 6);
+  set("approval_mode", "always", 7);
+  set("base_url", "localhost", 8);
+  auto errors = make_gemini_adapter()->validate(c_);
+  ASSERT_EQ(errors.size(), 3u) << harness::join_messages(errors);
+  EXPECT_EQ(errors[0].where.line + errors[1].where.line + errors[2].where.line, 21);
+  EXPECT_NE(harness::join_messages(errors).find("unknown setting 'sandbox'"), std::string::npos);
+  EXPECT_NE(harness::join_messages(errors).find("unknown approval_mode 'always'"),
+            std::string::npos);
+}
+
+TEST_F(GeminiAdapter, DefaultsToYoloWithApiKeyAuthAndNothingPhoningHome) {
+  ::setenv("EVALBOX_TEST_GEMINI_KEY", "gem-unit-31337", 1);
+  set("api_key_env", "EVALBOX_TEST_GEMINI_KEY");
+  set("base_url", "http://127.0.0.1:9");
+  set("model", "gemini-2.5-flash");
+  auto p = plan();
+  std::vector<std::string> want = {(dir_.path() / "prefix/bin/gemini").string(),
+                                   "--output-format",
+                                   "stream-json",
+                                   "--skip-trust",
+                                   "--model",
+                                   "gemini-2.5-flash",
+                                   "--approval-mode=yolo",
+                                   "--prompt=-fix it"};
+  EXPECT_EQ(p.argv, want);
+  EXPECT_EQ(p.env.at("GEMINI_API_KEY"), "gem-unit-31337");
+  EXPECT_EQ(p.env.at("GOOGLE_GEMINI_BASE_URL"), "http://127.0.0.1:9");
+  EXPECT_EQ(log::scrub("gem-unit-31337").find("gem-unit-31337"), std::string::npos);
+  ASSERT_EQ(p.home.files.size(), 1u);
+  EXPECT_EQ(p.home.files[0].path, ".gemini/settings.json");
+  auto settings = json::parse(p.home.files[0].content);
+  EXPECT_EQ(settings["security"]["auth"]["selectedType"], "gemini-api-key");
+  EXPECT_EQ(settings["telemetry"]["enabled"], false);
+  EXPECT_EQ(settings["privacy"]["usageStatisticsEnabled"], false);
+  EXPECT_EQ(settings["general"]["disableAutoUpdate"], true);
+  EXPECT_EQ(p.home.files[0].content.find("gem-unit-31337"), std::string::npos);
+  EXPECT_TRUE(p.landlock);
+  EXPECT_FALSE(p.stdin_data);
+  ::unsetenv("EVALBOX_TEST_GEMINI_KEY");
+}
+
+TEST_F(GeminiAdapter, FollowUpResumesTheLatestSession) {
+  f_.follow_up = "more";
+  harness::agent_output first{dir_.path() / "o", dir_.path() / "e", dir_.path(), dir_.path(), 0,
+                              true};
+  auto p = make_gemini_adapter()->plan_follow_up(ctx(), first);
+  ASSERT_TRUE(p && *p);
+  const auto& argv = (*p)->argv;
+  std::vector<std::string> tail(argv.end() - 3, argv.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"--resume", "latest", "--prompt=more"}));
+}
+
+TEST_F(GeminiAdapter, AKilledClientIsAnErrorSayingSo) {
+  ASSERT_TRUE(write_file(dir_.path() / "out", "{\"type\":\"init\",\"session_id\":\"s\"}\n"));
+  std::vector<harness::agent_output> outs = {
+      {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 0, false}};
+  auto t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->error, "gemini was killed before it finished (interrupted: no final event)");
+}
+
+}  // namespace
+}  // namespace evalbox::adapters
