@@ -133,6 +133,7 @@ struct run_state {
   json timings = json::object();
   bool cancelled = false;
   bool lease_busy = false;
+  bool retryable = true;  // false for a request the sandbox refused as invalid: it would again
   bool infrastructure() const {
     return execution_status == "error" && error_kind != "agent" && error_kind != "adapter";
   }
@@ -230,6 +231,8 @@ run_state run_executor::execute(const run_spec& r, int attempt,
   st.timings["prepare_ms"] = ms_since(t0);
   if (!prepared) {
     if (prepared.error().kind == error_kind::busy) st.lease_busy = true;
+    st.retryable = prepared.error().kind != error_kind::invalid_argument &&
+                   prepared.error().kind != error_kind::permission;
     return fail("sandbox", prepared.error().message);
   }
   session.emplace(std::move(*prepared));
@@ -415,7 +418,8 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st
 
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,
                              const adapter_registry& adapters, const runner_options& options) {
-  results_dir results(options.results_dir);
+  // Absolute from here on: the results root is also a protected root of every session.
+  results_dir results(normalize(options.results_dir));
   EB_TRY_CTX(results.create(), "results directory");
   run_totals totals;
   totals.planned = static_cast<int>(runs.size());
@@ -499,7 +503,7 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
           std::this_thread::sleep_for(std::chrono::milliseconds(500));
           continue;
         }
-        if (!st.infrastructure() || attempt >= options.retries) break;
+        if (!st.infrastructure() || !st.retryable || attempt >= options.retries) break;
         log::warn("run {} attempt {}: {}: {} (retrying)", r.run_id, attempt + 1, st.error_kind, st.error);
         std::this_thread::sleep_for(std::chrono::milliseconds(500 << std::min(attempt, 5)));
         ++attempt;

@@ -28,6 +28,10 @@ run() { set +e; "$EVALBOX" run "$WORK/s/suite-$1.yaml" --results "$WORK/r-$1" --
 mk_fixture good '"true"' '{id: there, file: {path: file.txt, exists: true}}'
 mk_suite good
 [ "$(run good)" = 0 ] || { cat "$WORK/err-good"; fail "a passing suite must exit 0"; }
+# A relative --results path works like an absolute one.
+(cd "$WORK" && "$EVALBOX" run s/suite-good.yaml --results r-relative >/dev/null 2>"$WORK/err-rel") ||
+  { cat "$WORK/err-rel"; fail "a relative --results path must work"; }
+[ "$(lines "$WORK/r-relative/results.jsonl")" = 1 ] || fail "relative results not recorded"
 
 mk_fixture badsetup '"exit 7"' '{id: there, file: {path: file.txt, exists: true}}'
 mk_suite badsetup
