@@ -163,12 +163,19 @@ bool probe_idmap(const fs::path& dir) {
 }  // namespace
 
 fs::path cgroup_v1_mount(const std::string& controller) {
+  return cgroup_v1_mounts({controller}).front();
+}
+
+std::vector<fs::path> cgroup_v1_mounts(const std::vector<std::string>& controllers) {
+  std::vector<fs::path> found(controllers.size());
   for (const auto& m : read_mountinfo()) {
     if (m.fstype != "cgroup") continue;
-    for (const auto& opt : split(m.super_options, ','))
-      if (opt == controller) return m.mount_point;
+    for (const auto& opt : split(m.super_options, ',')) {
+      for (size_t i = 0; i < controllers.size(); ++i)
+        if (found[i].empty() && opt == controllers[i]) found[i] = m.mount_point;
+    }
   }
-  return {};
+  return found;
 }
 
 host_features probe_host(const fs::path& state_dir) {

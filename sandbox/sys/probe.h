@@ -54,5 +54,8 @@ host_features probe_host(const std::filesystem::path& state_dir);
 
 // Cgroup v1 mount point of a controller ("memory" -> /sys/fs/cgroup/memory), empty if none.
 std::filesystem::path cgroup_v1_mount(const std::string& controller);
+// The mount points of several controllers from one read of the mount table (which costs
+// O(host mounts) of kernel time), in the order asked; empty where a controller is absent.
+std::vector<std::filesystem::path> cgroup_v1_mounts(const std::vector<std::string>& controllers);
 
 }  // namespace evalbox::sys
