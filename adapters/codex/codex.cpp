@@ -1,25 +1,19 @@
 // adapter: codex (see codex.h): settings, CODEX_HOME and config.toml, argv, and the transcript.
 #include "adapters/codex/codex.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdlib>
-#include <set>
-
 #include "adapters/codex/transcript.h"
+#include "harness/agent/native.h"
+#include "harness/agent/settings.h"
 #include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
 
 namespace evalbox::adapters {
 
 namespace fs = std::filesystem;
+using harness::comma_list;
 using harness::config_error;
-
-fs::path agent_cache_dir() {
-  const char* env = std::getenv("EVALBOX_AGENT_CACHE");
-  return env && *env ? fs::path(env) : fs::path("/var/cache/evalbox/agents");
-}
+using harness::is_env_name;
+using harness::one_of;
+using harness::string_setting;
 
 namespace {
 
@@ -29,16 +23,6 @@ const std::vector<std::string> known_settings = {
 const std::vector<std::string> sandbox_modes = {"workspace-write", "read-only", "bypass"};
 const std::vector<std::string> efforts = {"minimal", "low", "medium", "high", "xhigh"};
 const std::vector<std::string> wire_apis = {"responses", "chat"};
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-bool one_of(const std::string& s, const std::vector<std::string>& v) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
 
 // A TOML basic string: quotes, backslashes and control characters escaped.
 std::string toml_string(std::string_view s) {
@@ -56,41 +40,10 @@ std::string toml_string(std::string_view s) {
   return out + "\"";
 }
 
-std::string string_setting(const harness::candidate_spec& c, std::string_view key,
-                           std::string fallback = {}) {
-  const auto* s = c.find(key);
-  return s && s->value.is_string() ? s->value.get<std::string>() : fallback;
-}
-
-// An environment variable name: [A-Za-z_][A-Za-z0-9_]*.
-bool is_env_name(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-  });
-}
-
-// A relative `binary` resolves against the suite file's directory.
-fs::path resolve_binary(const harness::candidate_spec& c) {
-  std::string b = string_setting(c, "binary");
-  if (b.empty())
-    return agent_cache_dir() / fmt::format("codex-{}", codex_pinned_version) / "bin" / "codex";
-  if (b.front() == '/') return fs::path(b);
-  return normalize(fs::path(c.where.file).parent_path() / b);
-}
-
-// The npm install prefix holding `binary` (<prefix>/bin/codex), mounted read-only: the launcher
-// only adds argv[0]'s own directory, and the script needs the package and its native binary.
-fs::path install_prefix(const fs::path& binary) {
-  fs::path dir = binary.parent_path();
-  return dir.filename() == "bin" ? dir.parent_path() : dir;
-}
-
-// The credential handle holding auth.json: `auth_file`, else the candidate's only handle.
-std::optional<std::string> auth_handle(const harness::candidate_spec& c) {
-  if (auto h = string_setting(c, "auth_file"); !h.empty()) return h;
-  if (c.credentials.size() == 1 && !c.find("api_key_env")) return c.credentials.front();
-  return std::nullopt;
+// Where scripts/install-agents puts the pinned client.
+fs::path default_binary() {
+  return harness::agent_cache_dir() / fmt::format("codex-{}", codex_pinned_version) / "bin" /
+         "codex";
 }
 
 bool overridden_by_home_files(const harness::candidate_spec& c, const fs::path& target) {
@@ -106,40 +59,22 @@ std::optional<std::string> thread_id(const fs::path& stdout_path) {
   return t->session_id;
 }
 
-// The last `max_lines` non-empty lines of a file, scrubbed of registered secrets.
+// The last `max_lines` non-empty lines of the client's stderr, without its stdin notice.
 std::string tail_lines(const fs::path& path, size_t max_lines) {
-  std::string text = read_file(path, 1u << 20).value_or("");
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line != "Reading additional input from stdin...") lines.push_back(line);
-    start = end + 1;
-  }
-  std::string out;
-  for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i)
-    out += (out.empty() ? "" : " | ") + lines[i];
-  return log::scrub(out);
+  return harness::tail_lines(path, max_lines, [](std::string_view line) {
+    return !line.empty() && line != "Reading additional input from stdin...";
+  });
 }
 
 // Copies every sessions/**/rollout-*.jsonl below CODEX_HOME into native/codex-sessions/.
 void keep_native_sessions(const harness::agent_output& out) {
-  std::error_code ec;
-  fs::path sessions = out.home_dir / codex_home / "sessions";
-  if (!fs::is_directory(sessions, ec)) return;
-  fs::path dest = out.native_dir / "codex-sessions";
-  for (auto it = fs::recursive_directory_iterator(
-           sessions, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const auto& p = it->path();
-    if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
-    std::string name = p.filename().string();
-    if (name.rfind("rollout-", 0) != 0 || p.extension() != ".jsonl") continue;
-    (void)make_dirs(dest);
-    fs::copy_file(p, dest / name, fs::copy_options::overwrite_existing, ec);
-  }
+  harness::copy_native_files(
+      out.home_dir, fs::path(codex_home) / "sessions", out.native_dir / "codex-sessions",
+      [](const fs::path& rel) -> std::optional<fs::path> {
+        if (!rel.filename().string().starts_with("rollout-") || rel.extension() != ".jsonl")
+          return std::nullopt;
+        return rel.filename();
+      });
 }
 
 class codex_adapter final : public harness::adapter {
@@ -147,78 +82,42 @@ class codex_adapter final : public harness::adapter {
   std::string_view id() const override { return "codex"; }
 
   std::vector<config_error> validate(const harness::candidate_spec& c) const override {
-    std::vector<config_error> errors;
-    for (const auto& [key, value] : c.settings)
-      if (!one_of(key, known_settings))
-        errors.push_back(harness::unknown_setting(c, key, known_settings));
-    auto need_string = [&](std::string_view key, std::string_view hint) -> const harness::setting* {
-      const auto* s = c.find(key);
-      if (s && (!s->value.is_string() || s->value.get<std::string>().empty())) {
-        errors.push_back(
-            {s->where, fmt::format("{} must be a non-empty string", key), std::string(hint)});
-        return nullptr;
-      }
-      return s;
-    };
-    if (const auto* b = need_string("binary", "the path of the codex executable")) {
-      fs::path p = resolve_binary(c);
-      if (::access(p.c_str(), X_OK) != 0)
-        errors.push_back({b->where,
-                          fmt::format("binary '{}' is not an executable file", p.string()),
-                          "give the codex executable (absolute or relative to the suite file), "
-                          "or omit binary and run scripts/install-agents"});
-    }
-    need_string("model", "e.g. model: gpt-5-codex");
-    if (const auto* e = need_string("effort", join(efforts)))
-      if (!one_of(e->value.get<std::string>(), efforts))
-        errors.push_back({e->where, fmt::format("unknown effort '{}'", e->value.get<std::string>()),
-                          fmt::format("one of: {}", join(efforts))});
-    if (const auto* m = need_string("codex_sandbox", join(sandbox_modes)))
-      if (!one_of(m->value.get<std::string>(), sandbox_modes))
-        errors.push_back({m->where,
-                          fmt::format("unknown codex_sandbox '{}'", m->value.get<std::string>()),
-                          fmt::format("one of: {}", join(sandbox_modes))});
-    if (const auto* k = need_string("api_key_env", "the name of a host environment variable"))
-      if (!is_env_name(k->value.get<std::string>()))
-        errors.push_back({k->where, "api_key_env must be an environment variable name",
-                          "e.g. api_key_env: OPENAI_API_KEY (the value is read on the host)"});
-    if (const auto* a = need_string("auth_file", "a handle from the suite's credentials")) {
-      const std::string h = a->value.get<std::string>();
-      if (std::find(c.credentials.begin(), c.credentials.end(), h) == c.credentials.end())
-        errors.push_back(
-            {a->where, fmt::format("auth_file '{}' is not one of this candidate's credentials", h),
-             fmt::format("add credential: {} (a handle of the suite's credentials)", h)});
-    }
+    harness::settings_checker check(c);
+    check.known_keys(known_settings);
+    check.binary("codex executable", "scripts/install-agents");
+    check.non_empty_string("model", "e.g. model: gpt-5-codex");
+    check.choice("effort", efforts);
+    check.choice("codex_sandbox", sandbox_modes);
+    check.env_name("api_key_env", "OPENAI_API_KEY");
+    check.credential("auth_file");
     if (const auto* p = c.find("provider")) {
       if (!p->value.is_object()) {
-        errors.push_back({p->where, "provider must be a mapping",
-                          "provider: {base_url: URL, env_key: NAME, wire_api: responses}"});
+        check.add({p->where, "provider must be a mapping",
+                   "provider: {base_url: URL, env_key: NAME, wire_api: responses}"});
       } else {
         const std::vector<std::string> keys = {"base_url", "env_key", "wire_api", "name"};
         for (const auto& [k, v] : p->value.items()) {
           if (!one_of(k, keys))
-            errors.push_back({p->where, fmt::format("unknown provider key '{}'", k),
-                              fmt::format("known keys: {}", join(keys))});
+            check.add({p->where, fmt::format("unknown provider key '{}'", k),
+                       fmt::format("known keys: {}", comma_list(keys))});
           else if (!v.is_string() || v.get<std::string>().empty())
-            errors.push_back(
-                {p->where, fmt::format("provider.{} must be a non-empty string", k), ""});
+            check.add({p->where, fmt::format("provider.{} must be a non-empty string", k), ""});
         }
         auto str = [&](const char* k) {
           auto it = p->value.find(k);
           return it != p->value.end() && it->is_string() ? it->get<std::string>() : std::string();
         };
         if (str("base_url").empty())
-          errors.push_back({p->where, "provider has no base_url",
-                            "e.g. base_url: \"http://127.0.0.1:8080/v1\""});
+          check.add({p->where, "provider has no base_url",
+                     "e.g. base_url: \"http://127.0.0.1:8080/v1\""});
         if (!str("env_key").empty() && !is_env_name(str("env_key")))
-          errors.push_back({p->where, "provider.env_key must be an environment variable name", ""});
+          check.add({p->where, "provider.env_key must be an environment variable name", ""});
         if (!str("wire_api").empty() && !one_of(str("wire_api"), wire_apis))
-          errors.push_back({p->where,
-                            fmt::format("unknown provider.wire_api '{}'", str("wire_api")),
-                            fmt::format("one of: {}", join(wire_apis))});
+          check.add({p->where, fmt::format("unknown provider.wire_api '{}'", str("wire_api")),
+                     fmt::format("one of: {}", comma_list(wire_apis))});
       }
     }
-    return errors;
+    return check.take();
   }
 
   result<harness::agent_plan> plan(const harness::run_context& ctx) const override {
@@ -293,21 +192,10 @@ class codex_adapter final : public harness::adapter {
   result<harness::agent_plan> base_plan(const harness::run_context& ctx) const {
     const auto& c = ctx.candidate;
     harness::agent_plan p;
-    fs::path binary = resolve_binary(c);
-    if (::access(binary.c_str(), X_OK) != 0)
-      return make_error(
-          error_kind::not_found,
-          "candidate {}: codex binary {} is not installed (run scripts/install-agents "
-          "or set binary:)",
-          c.id, binary.string());
+    const fs::path binary =
+        EB_TRY(harness::installed_binary(c, default_binary(), "codex", "scripts/install-agents"));
     p.argv = {binary.string()};
-    p.readonly_paths.push_back(install_prefix(binary));
-    std::error_code ec;
-    if (fs::path real = fs::canonical(binary, ec); !ec) {
-      fs::path prefix = install_prefix(binary);
-      if (real.string().rfind(prefix.string() + "/", 0) != 0)
-        p.readonly_paths.push_back(real.parent_path());
-    }
+    for (auto& path : harness::install_paths(binary)) p.readonly_paths.push_back(std::move(path));
 
     const std::string mode = string_setting(c, "codex_sandbox", "workspace-write");
     // Codex's own sandbox (bubblewrap) mounts and pivots; a Landlock domain forbids both.
@@ -355,23 +243,10 @@ class codex_adapter final : public harness::adapter {
     if (!overridden_by_home_files(c, config_target))
       p.home.files.push_back({config_target, config, 0600});
 
-    if (auto var = string_setting(c, "api_key_env"); !var.empty()) {
-      const char* value = std::getenv(var.c_str());
-      if (!value || !*value)
-        return make_error(error_kind::invalid_argument,
-                          "candidate {}: api_key_env {} is not set in evalbox's environment", c.id,
-                          var);
-      log::redact_secret(value);
-      p.env[key_var] = value;
-    }
-    if (auto handle = auth_handle(c)) {
-      auto it = ctx.credentials.find(*handle);
-      if (it == ctx.credentials.end())
-        return make_error(error_kind::invalid_argument,
-                          "candidate {}: credential '{}' is not in the suite's credentials", c.id,
-                          *handle);
-      p.secrets.push_back({*handle, it->second, fs::path(codex_home) / "auth.json"});
-    }
+    if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env[key_var] = *key;
+    if (auto handle = harness::credential_handle(c, "auth_file"))
+      p.secrets.push_back(
+          EB_TRY(harness::credential_mount(ctx, *handle, fs::path(codex_home) / "auth.json")));
     p.stdout_name = "stdout.jsonl";
     return p;
   }

@@ -14,7 +14,6 @@
 // credential lease there. docs/agents.md documents every setting.
 #pragma once
 
-#include <filesystem>
 #include <memory>
 
 #include "harness/agent/adapter.h"
@@ -22,9 +21,6 @@
 namespace evalbox::adapters {
 
 inline constexpr std::string_view codex_pinned_version = "0.171.0";
-
-// ${EVALBOX_AGENT_CACHE:-/var/cache/evalbox/agents}: where scripts/install-agents puts clients.
-std::filesystem::path agent_cache_dir();
 
 std::unique_ptr<harness::adapter> make_codex_adapter();
 

@@ -1,15 +1,13 @@
 // adapter: gemini (see gemini.h): settings, ~/.gemini/settings.json, argv, and the transcript.
 #include "adapters/gemini/gemini.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
+#include <iterator>
 
 #include "adapters/gemini/transcript.h"
+#include "harness/agent/native.h"
+#include "harness/agent/settings.h"
 #include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
 
 namespace evalbox::adapters {
 
@@ -17,87 +15,40 @@ namespace {
 
 namespace fs = std::filesystem;
 using harness::config_error;
+using harness::string_setting;
 
 constexpr std::string_view config_dir = ".gemini";  // relative to /home/agent
 const std::vector<std::string> known_settings = {"binary", "model", "base_url", "api_key_env",
                                                  "approval_mode"};
 const std::vector<std::string> approval_modes = {"yolo", "auto_edit", "default", "plan"};
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
+// Where scripts/install-agents puts the pinned client.
+fs::path default_binary() {
+  return harness::agent_cache_dir() / fmt::format("gemini-{}", gemini_pinned_version) / "bin" /
+         "gemini";
 }
 
-bool one_of(const std::string& s, const std::vector<std::string>& v) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-std::string string_setting(const harness::candidate_spec& c, std::string_view key,
-                           std::string fallback = {}) {
-  const auto* s = c.find(key);
-  return s && s->value.is_string() ? s->value.get<std::string>() : fallback;
-}
-
-bool is_env_name(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+// The last `max_lines` lines of the client's stderr that say something about this run.
+std::string tail_lines(const fs::path& path, size_t max_lines) {
+  return harness::tail_lines(path, max_lines, [](std::string_view line) {
+    // The client's own chatter on every run.
+    return !line.empty() && line.find("YOLO mode is enabled") == std::string_view::npos &&
+           !line.starts_with("[STARTUP]") &&
+           line.find("Ripgrep is not available") == std::string_view::npos;
   });
 }
 
-fs::path resolve_binary(const harness::candidate_spec& c) {
-  std::string b = string_setting(c, "binary");
-  if (b.empty()) {
-    const char* env = std::getenv("EVALBOX_AGENT_CACHE");
-    fs::path cache = env && *env ? fs::path(env) : fs::path("/var/cache/evalbox/agents");
-    return cache / fmt::format("gemini-{}", gemini_pinned_version) / "bin" / "gemini";
-  }
-  if (b.front() == '/') return fs::path(b);
-  return normalize(fs::path(c.where.file).parent_path() / b);
-}
-
-fs::path install_prefix(const fs::path& binary) {
-  fs::path dir = binary.parent_path();
-  return dir.filename() == "bin" ? dir.parent_path() : dir;
-}
-
-std::string tail_lines(const fs::path& path, size_t max_lines) {
-  std::string text = read_file(path, 1u << 20).value_or("");
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    // The client's own chatter on every run.
-    if (!line.empty() && line.find("YOLO mode is enabled") == std::string::npos &&
-        line.rfind("[STARTUP]", 0) != 0 &&
-        line.find("Ripgrep is not available") == std::string::npos)
-      lines.push_back(line);
-    start = end + 1;
-  }
-  std::string out;
-  for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i)
-    out += (out.empty() ? "" : " | ") + lines[i];
-  return log::scrub(out);
-}
-
-// Copies tmp/<project>/chats/*.jsonl below ~/.gemini into native/gemini-chats/<project>/.
+// Copies tmp/<project>/chats/* below ~/.gemini into native/gemini-chats/<project>/.
 void keep_native_sessions(const harness::agent_output& out) {
-  std::error_code ec;
-  fs::path tmp = out.home_dir / config_dir / "tmp";
-  if (!fs::is_directory(tmp, ec)) return;
-  for (const auto& project : fs::directory_iterator(tmp, ec)) {
-    fs::path chats = project.path() / "chats";
-    if (project.is_symlink(ec) || !fs::is_directory(chats, ec)) continue;
-    for (const auto& f : fs::directory_iterator(chats, ec)) {
-      if (f.is_symlink(ec) || !f.is_regular_file(ec)) continue;
-      fs::path dest = out.native_dir / "gemini-chats" / project.path().filename();
-      (void)make_dirs(dest);
-      fs::copy_file(f.path(), dest / f.path().filename(), fs::copy_options::overwrite_existing, ec);
-    }
-  }
+  harness::copy_native_files(out.home_dir, fs::path(config_dir) / "tmp",
+                             out.native_dir / "gemini-chats",
+                             [](const fs::path& rel) -> std::optional<fs::path> {
+                               auto part = rel.begin();
+                               if (std::distance(part, rel.end()) != 3) return std::nullopt;
+                               fs::path project = *part++;
+                               if (*part++ != "chats") return std::nullopt;
+                               return project / *part;
+                             });
 }
 
 class gemini_adapter final : public harness::adapter {
@@ -105,43 +56,14 @@ class gemini_adapter final : public harness::adapter {
   std::string_view id() const override { return "gemini"; }
 
   std::vector<config_error> validate(const harness::candidate_spec& c) const override {
-    std::vector<config_error> errors;
-    for (const auto& [key, value] : c.settings)
-      if (!one_of(key, known_settings))
-        errors.push_back(harness::unknown_setting(c, key, known_settings));
-    auto need_string = [&](std::string_view key, std::string_view hint) -> const harness::setting* {
-      const auto* s = c.find(key);
-      if (s && (!s->value.is_string() || s->value.get<std::string>().empty())) {
-        errors.push_back(
-            {s->where, fmt::format("{} must be a non-empty string", key), std::string(hint)});
-        return nullptr;
-      }
-      return s;
-    };
-    if (const auto* b = need_string("binary", "the path of the gemini executable")) {
-      fs::path p = resolve_binary(c);
-      if (::access(p.c_str(), X_OK) != 0)
-        errors.push_back({b->where,
-                          fmt::format("binary '{}' is not an executable file", p.string()),
-                          "give the gemini executable (absolute or relative to the suite file), "
-                          "or omit binary and run scripts/install-agents gemini"});
-    }
-    need_string("model", "e.g. model: gemini-2.5-flash");
-    if (const auto* u = need_string("base_url", "e.g. base_url: \"http://127.0.0.1:8080\"")) {
-      const std::string url = u->value.get<std::string>();
-      if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-        errors.push_back({u->where, "base_url must start with http:// or https://", ""});
-    }
-    if (const auto* k = need_string("api_key_env", "the name of a host environment variable"))
-      if (!is_env_name(k->value.get<std::string>()))
-        errors.push_back({k->where, "api_key_env must be an environment variable name",
-                          "e.g. api_key_env: GEMINI_API_KEY (the value is read on the host)"});
-    if (const auto* m = need_string("approval_mode", join(approval_modes)))
-      if (!one_of(m->value.get<std::string>(), approval_modes))
-        errors.push_back({m->where,
-                          fmt::format("unknown approval_mode '{}'", m->value.get<std::string>()),
-                          fmt::format("one of: {}", join(approval_modes))});
-    return errors;
+    harness::settings_checker check(c);
+    check.known_keys(known_settings);
+    check.binary("gemini executable", "scripts/install-agents gemini");
+    check.non_empty_string("model", "e.g. model: gemini-2.5-flash");
+    check.url("base_url", "http://127.0.0.1:8080");
+    check.env_name("api_key_env", "GEMINI_API_KEY");
+    check.choice("approval_mode", approval_modes);
+    return check.take();
   }
 
   result<harness::agent_plan> plan(const harness::run_context& ctx) const override {
@@ -196,14 +118,10 @@ class gemini_adapter final : public harness::adapter {
   result<harness::agent_plan> base_plan(const harness::run_context& ctx) const {
     const auto& c = ctx.candidate;
     harness::agent_plan p;
-    fs::path binary = resolve_binary(c);
-    if (::access(binary.c_str(), X_OK) != 0)
-      return make_error(error_kind::not_found,
-                        "candidate {}: gemini binary {} is not installed (run "
-                        "scripts/install-agents gemini or set binary:)",
-                        c.id, binary.string());
+    const fs::path binary = EB_TRY(
+        harness::installed_binary(c, default_binary(), "gemini", "scripts/install-agents gemini"));
     p.argv = {binary.string(), "--output-format", "stream-json", "--skip-trust"};
-    p.readonly_paths.push_back(install_prefix(binary));
+    p.readonly_paths.push_back(harness::install_prefix(binary));
     if (auto m = string_setting(c, "model"); !m.empty())
       p.argv.insert(p.argv.end(), {"--model", m});
     const std::string mode = string_setting(c, "approval_mode", "yolo");
@@ -221,15 +139,7 @@ class gemini_adapter final : public harness::adapter {
     }
     if (auto url = string_setting(c, "base_url"); !url.empty())
       p.env["GOOGLE_GEMINI_BASE_URL"] = url;
-    if (auto var = string_setting(c, "api_key_env"); !var.empty()) {
-      const char* value = std::getenv(var.c_str());
-      if (!value || !*value)
-        return make_error(error_kind::invalid_argument,
-                          "candidate {}: api_key_env {} is not set in evalbox's environment", c.id,
-                          var);
-      log::redact_secret(value);
-      p.env["GEMINI_API_KEY"] = value;
-    }
+    if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["GEMINI_API_KEY"] = *key;
     p.stdout_name = "stdout.jsonl";
     return p;
   }
