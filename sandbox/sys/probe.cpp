@@ -6,11 +6,13 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/filter.h>
+#include <linux/magic.h>
 #include <linux/seccomp.h>
 
 #include <algorithm>
@@ -168,6 +170,27 @@ fs::path cgroup_v1_mount(const std::string& controller) {
 
 std::vector<fs::path> cgroup_v1_mounts(const std::vector<std::string>& controllers) {
   std::vector<fs::path> found(controllers.size());
+  // The usual layout first: /sys/fs/cgroup/<controller> is a cgroup v1 mount (or a symlink to
+  // one) whose name lists the controller ("memory", "cpu,cpuacct"). A statfs and a readlink
+  // each, where one read of the mount table costs ~0.4 ms of kernel time with 100 host mounts
+  // (and every live run adds mounts). Anything else is looked up in the mount table.
+  bool all = true;
+  for (size_t i = 0; i < controllers.size(); ++i) {
+    const fs::path dir = fs::path("/sys/fs/cgroup") / controllers[i];
+    struct statfs sf {};
+    std::error_code ec;
+    if (::statfs(dir.c_str(), &sf) == 0 && sf.f_type == CGROUP_SUPER_MAGIC) {
+      fs::path real = fs::canonical(dir, ec);
+      const auto names = split(real.filename().string(), ',');
+      if (!ec && real.parent_path() == "/sys/fs/cgroup" &&
+          std::find(names.begin(), names.end(), controllers[i]) != names.end()) {
+        found[i] = real;
+        continue;
+      }
+    }
+    all = false;
+  }
+  if (all) return found;
   for (const auto& m : read_mountinfo()) {
     if (m.fstype != "cgroup") continue;
     for (const auto& opt : split(m.super_options, ',')) {
