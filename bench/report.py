@@ -32,7 +32,8 @@ def load(paths):
             scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
             row = {"time_ms": b["real_time"] * scale, "binary": Path(path).stem}
             for k, v in b.items():
-                if k.endswith(("_per_s", "_kb", "_per_run", "files")) and isinstance(v, (int, float)):
+                counter = k.endswith(("_per_s", "_kb", "_per_run", "_tree", "files"))
+                if counter and isinstance(v, (int, float)):
                     row[k] = v
             rows[name] = row
             if name.startswith("floor/fork_exec_true"):
