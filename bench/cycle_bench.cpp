@@ -79,7 +79,7 @@ void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow)
 
 // Launches alone in one prepared session: the agent sandbox, and the grading sandbox (no
 // secrets, the grader directory and a transcript file as extra read-only mounts).
-void bm_launch(benchmark::State& state, bool grading) {
+void bm_launch(benchmark::State& state, bool grading, bool host_net = false) {
   // The launch does not depend on the workspace's size (it binds the prepared view).
   auto ws = ensure_workspace(small_workspace);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
@@ -91,6 +91,13 @@ void bm_launch(benchmark::State& state, bool grading) {
   (void)write_file(env().dir() / "transcript.jsonl", "{}\n", 0644);
   launch_options lo;
   lo.label = grading ? "grade" : "agent";
+  if (host_net) {
+    // Only to measure what the network namespace costs: the host network is never a default.
+    network_policy n;
+    n.mode = network_mode::host;
+    n.unsafe_host_network = true;
+    lo.network_override = n;
+  }
   if (grading) {
     lo.with_secrets = false;
     lo.extra_mounts = {{grader, "/grader", false, false},
@@ -137,6 +144,9 @@ void register_all() {
   }));
   ms(benchmark::RegisterBenchmark("launch/grading", [](benchmark::State& st) {
     bm_launch(st, true);
+  }));
+  ms(benchmark::RegisterBenchmark("launch/agent_without_net_namespace", [](benchmark::State& st) {
+    bm_launch(st, false, true);
   }));
 }
 
