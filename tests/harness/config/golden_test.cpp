@@ -3,6 +3,8 @@
 // EVALBOX_UPDATE_GOLDEN=1 to rewrite the .expected files (then read the diff).
 #include <gtest/gtest.h>
 
+#include "tests/support/golden.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -47,13 +49,7 @@ TEST_P(golden, messages_match) {
   // Absolute paths in messages depend on the checkout; the goldens say <data>.
   for (size_t at; (at = actual.find(kData.string())) != std::string::npos;)
     actual.replace(at, kData.string().size(), "<data>");
-  if (const char* u = std::getenv("EVALBOX_UPDATE_GOLDEN"); u && std::string(u) == "1") {
-    ASSERT_TRUE(write_file(expected_file, actual));
-    return;
-  }
-  auto expected = read_file(expected_file);
-  ASSERT_TRUE(expected) << "missing " << expected_file << "; run with EVALBOX_UPDATE_GOLDEN=1";
-  EXPECT_EQ(actual, *expected);
+  evalbox::testing::expect_golden(actual, expected_file);
 }
 
 INSTANTIATE_TEST_SUITE_P(config, golden, ::testing::ValuesIn(cases()),

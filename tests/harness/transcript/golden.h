@@ -1,33 +1,15 @@
-// Golden-file comparison for transcript tests. EVALBOX_UPDATE_GOLDEN=1 rewrites the expected
-// file instead of comparing (then review the diff by hand: golden files must be right, not
-// merely stable).
+// Where the transcript tests find their captures and golden files; the comparison itself is
+// tests/support/golden.h.
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
-#include <string>
 
-#include <gtest/gtest.h>
-
-#include "sandbox/base/fs.h"
+#include "tests/support/golden.h"
 
 namespace evalbox::testing {
 
 inline std::filesystem::path transcript_data_dir() {
   return std::filesystem::path(EVALBOX_SOURCE_DIR) / "tests/data/transcripts";
-}
-
-inline void expect_golden(const std::string& actual, const std::filesystem::path& expected) {
-  const char* update = std::getenv("EVALBOX_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    ASSERT_TRUE(write_file(expected, actual)) << expected;
-    return;
-  }
-  auto want = read_file(expected);
-  ASSERT_TRUE(want) << expected << ": " << want.error().message
-                    << " (run with EVALBOX_UPDATE_GOLDEN=1 to create it)";
-  EXPECT_EQ(actual, *want) << "differs from " << expected
-                           << " (EVALBOX_UPDATE_GOLDEN=1 rewrites it; review the diff)";
 }
 
 }  // namespace evalbox::testing

@@ -1,0 +1,29 @@
+// Golden-file comparison shared by every test that checks an output format against a file in
+// the tree. EVALBOX_UPDATE_GOLDEN=1 rewrites the expected file instead of comparing (then
+// review the diff by hand: golden files must be right, not merely stable).
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sandbox/base/fs.h"
+
+namespace evalbox::testing {
+
+inline void expect_golden(const std::string& actual, const std::filesystem::path& expected) {
+  const char* update = std::getenv("EVALBOX_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    ASSERT_TRUE(write_file(expected, actual)) << expected;
+    return;
+  }
+  auto want = read_file(expected);
+  ASSERT_TRUE(want) << expected << ": " << want.error().message
+                    << " (run with EVALBOX_UPDATE_GOLDEN=1 to create it)";
+  EXPECT_EQ(actual, *want) << "differs from " << expected
+                           << " (EVALBOX_UPDATE_GOLDEN=1 rewrites it; review the diff)";
+}
+
+}  // namespace evalbox::testing
