@@ -11,7 +11,8 @@ class noop_adapter final : public harness::adapter {
 
   std::vector<harness::config_error> validate(const harness::candidate_spec& c) const override {
     std::vector<harness::config_error> errors;
-    for (const auto& [key, value] : c.settings) errors.push_back(harness::unknown_setting(c, key, {}));
+    for (const auto& [key, value] : c.settings)
+      errors.push_back(harness::unknown_setting(c, key, {}));
     return errors;
   }
 
@@ -23,7 +24,8 @@ class noop_adapter final : public harness::adapter {
   }
 
   result<harness::transcript> read_transcript(
-      const harness::run_context&, const std::vector<harness::agent_output>& outputs) const override {
+      const harness::run_context&,
+      const std::vector<harness::agent_output>& outputs) const override {
     harness::transcript t;
     t.agent = "noop";
     t.completed = !outputs.empty() && outputs.back().exited;

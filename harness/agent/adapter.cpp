@@ -38,10 +38,9 @@ config_error unknown_setting(const candidate_spec& c, const std::string& key,
   std::string list;
   for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
   const setting* s = c.find(key);
-  return config_error{s ? s->where : c.where,
-                      fmt::format("unknown setting '{}' for adapter '{}'", key, c.adapter),
-                      known.empty() ? "this adapter takes no settings"
-                                    : fmt::format("known settings: {}", list)};
+  return config_error{
+      s ? s->where : c.where, fmt::format("unknown setting '{}' for adapter '{}'", key, c.adapter),
+      known.empty() ? "this adapter takes no settings" : fmt::format("known settings: {}", list)};
 }
 
 }  // namespace evalbox::harness

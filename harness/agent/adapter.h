@@ -35,14 +35,14 @@ struct run_context {
 
 // What the adapter asks of the sandbox for one agent launch.
 struct agent_plan {
-  std::vector<std::string> argv;  // argv[0]: an absolute host path
+  std::vector<std::string> argv;           // argv[0]: an absolute host path
   std::map<std::string, std::string> env;  // added to the harness's base environment
   sandbox::home_layout home;
   std::vector<sandbox::secret_mount> secrets;
   std::vector<std::filesystem::path> readonly_paths;  // e.g. an npm prefix
   std::vector<sandbox::bundle> bundles;               // e.g. the oracle's solution
   std::optional<std::string> stdin_data;              // else /dev/null
-  bool landlock = true;  // off when the agent's own sandbox must mount
+  bool landlock = true;                               // off when the agent's own sandbox must mount
   // How read_transcript() should treat stdout: the raw bytes are always kept as native/.
   std::string stdout_name = "stdout.txt";
 };

@@ -1,8 +1,8 @@
 // `evalbox run SUITE`: fixtures × candidates × trials in sandboxes, resumable, with reports.
 #include <signal.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/session.h"
@@ -31,9 +31,12 @@ int exit_status(const std::vector<json>& records, const std::set<std::string>& p
   bool exec_error = false, grader_error = false, task_failed = false;
   for (const auto& r : records) {
     if (!planned.count(r.value("run_id", ""))) continue;
-    if (r["execution"].value("status", "") == "error") exec_error = true;
-    else if (r["grading"].value("status", "") == "error") grader_error = true;
-    else if (r.value("verdict", "") != "passed") task_failed = true;
+    if (r["execution"].value("status", "") == "error")
+      exec_error = true;
+    else if (r["grading"].value("status", "") == "error")
+      grader_error = true;
+    else if (r.value("verdict", "") != "passed")
+      task_failed = true;
   }
   if (exec_error) return exit_execution_failed;
   if (grader_error) return exit_grader_failed;
@@ -94,7 +97,8 @@ int run_command(const run_args& a) {
     return exit_internal;
   }
   if (done->totals.skipped > 0)
-    fmt::print(stderr, "evalbox: {} run(s) were already recorded (resumed; --no-resume reruns them)\n",
+    fmt::print(stderr,
+               "evalbox: {} run(s) were already recorded (resumed; --no-resume reruns them)\n",
                done->totals.skipped);
   if (done->summary) fmt::print("{}", harness::render_terminal_summary(*done->summary));
   fmt::print("reports: {0}/report.md {0}/report.html {0}/summary.json {0}/junit.xml\n",

@@ -5,9 +5,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <algorithm>
 #include <thread>
 
 #include "harness/cli/registry.h"
@@ -37,7 +37,8 @@ class signal_watch {
         if (sig == SIGINT || sig == SIGTERM) {
           signal_.store(sig);
           token_.requested.store(true);
-          static constexpr char msg[] = "\nevalbox: stopping: killing running sandboxes, recording nothing unfinished\n";
+          static constexpr char msg[] =
+              "\nevalbox: stopping: killing running sandboxes, recording nothing unfinished\n";
           (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
         }
       }
@@ -69,7 +70,8 @@ std::vector<harness::config_error> validate_candidates(const harness::suite_spec
     if (!a) {
       std::string known;
       for (const auto& id : registry.ids()) known += (known.empty() ? "" : ", ") + id;
-      errors.push_back({c.where, fmt::format("adapter '{}' is not available in this build", c.adapter),
+      errors.push_back({c.where,
+                        fmt::format("adapter '{}' is not available in this build", c.adapter),
                         "available: " + known});
       continue;
     }
@@ -111,12 +113,13 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
   {
     // A home directory that holds the results or fixtures cannot be protected wholesale.
     auto& roots = ro.protected_roots;
-    roots.erase(std::remove_if(roots.begin(), roots.end(), [&](const std::filesystem::path& r) {
-                  if (is_within(normalize(options.results_dir), r)) return true;
-                  for (const auto& f : suite.fixtures)
-                    if (is_within(f.dir, r)) return true;
-                  return is_within(suite.file, r);
-                }),
+    roots.erase(std::remove_if(roots.begin(), roots.end(),
+                               [&](const std::filesystem::path& r) {
+                                 if (is_within(normalize(options.results_dir), r)) return true;
+                                 for (const auto& f : suite.fixtures)
+                                   if (is_within(f.dir, r)) return true;
+                                 return is_within(suite.file, r);
+                               }),
                 roots.end());
   }
   signal_watch watch(cancel);
@@ -127,8 +130,10 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
   harness::results_dir results(options.results_dir);
   out.records = EB_TRY(results.read_records());
   auto s = harness::write_reports(options.results_dir, out.records, suite.name, suite.baseline);
-  if (!s) log::warn("reports: {}", s.error().message);
-  else out.summary = std::move(*s);
+  if (!s)
+    log::warn("reports: {}", s.error().message);
+  else
+    out.summary = std::move(*s);
   return out;
 }
 

@@ -17,7 +17,7 @@ struct suite_run {
   harness::run_totals totals;
   std::vector<json> records;  // every record in the results directory after the run
   std::optional<harness::stats::summary> summary;
-  int signal = 0;             // SIGINT/SIGTERM that stopped it, else 0
+  int signal = 0;  // SIGINT/SIGTERM that stopped it, else 0
 };
 
 struct suite_run_options {

@@ -68,12 +68,15 @@ check_result evaluate_file_check(const check_spec& c, const std::filesystem::pat
       break;
     case pk::contains:
       r.passed = content.find(f.text) != std::string::npos;
-      if (!r.passed) r.detail = fmt::format("{} does not contain \"{}\"", f.path, shorten(f.text, 80));
+      if (!r.passed)
+        r.detail = fmt::format("{} does not contain \"{}\"", f.path, shorten(f.text, 80));
       break;
     case pk::matches: {
       std::string err;
       r.passed = regex_search(f.text, content, err);
-      r.detail = !err.empty() ? err : (r.passed ? "" : fmt::format("{} does not match /{}/", f.path, f.text));
+      r.detail = !err.empty()
+                     ? err
+                     : (r.passed ? "" : fmt::format("{} does not match /{}/", f.path, f.text));
       break;
     }
     case pk::json: {
@@ -202,7 +205,8 @@ check_result evaluate_transcript_check(const check_spec& c, const transcript& t)
     case pk::command_matches:
       for (const auto& cmd : commands(t))
         if (regex_search(tc.pattern, cmd, err)) r.passed = true;
-      if (!r.passed) r.detail = err.empty() ? fmt::format("no command matched /{}/", tc.pattern) : err;
+      if (!r.passed)
+        r.detail = err.empty() ? fmt::format("no command matched /{}/", tc.pattern) : err;
       break;
     case pk::forbid_command:
       r.passed = true;
@@ -221,8 +225,10 @@ check_result evaluate_transcript_check(const check_spec& c, const transcript& t)
       auto msg = final_message(t);
       r.passed = msg && regex_search(tc.pattern, *msg, err);
       if (!r.passed)
-        r.detail = !err.empty() ? err : (msg ? fmt::format("final message does not match /{}/", tc.pattern)
-                                             : "no final message");
+        r.detail = !err.empty()
+                       ? err
+                       : (msg ? fmt::format("final message does not match /{}/", tc.pattern)
+                              : "no final message");
       break;
     }
     case pk::tool_used: {
@@ -247,9 +253,15 @@ grading_result grade(const grading_inputs& in) {
   for (const auto& c : in.fixture.checks) {
     check_result r;
     switch (c.kind) {
-      case check_kind::file: r = evaluate_file_check(c, in.after); break;
-      case check_kind::git: r = evaluate_git_check(c, in.before, in.after); break;
-      case check_kind::transcript: r = evaluate_transcript_check(c, in.transcript_); break;
+      case check_kind::file:
+        r = evaluate_file_check(c, in.after);
+        break;
+      case check_kind::git:
+        r = evaluate_git_check(c, in.before, in.after);
+        break;
+      case check_kind::transcript:
+        r = evaluate_transcript_check(c, in.transcript_);
+        break;
       case check_kind::shell: {
         r = check_result{c.id, c.kind, c.weight, false, ""};
         auto out = in.run_shell ? in.run_shell(c)
@@ -262,8 +274,9 @@ grading_result grade(const grading_inputs& in) {
         } else {
           r.passed = out->exited && out->exit_code == 0;
           if (!r.passed)
-            r.detail = out->exited ? fmt::format("exit {}: {}", out->exit_code, shorten(out->output))
-                                   : fmt::format("{}: {}", out->outcome, shorten(out->output));
+            r.detail = out->exited
+                           ? fmt::format("exit {}: {}", out->exit_code, shorten(out->output))
+                           : fmt::format("{}: {}", out->outcome, shorten(out->output));
         }
         break;
       }

@@ -44,11 +44,11 @@ struct grading_inputs {
 };
 
 struct grading_result {
-  bool ok = true;            // false: a grader failed (status "error"), verdict not_assessed
+  bool ok = true;  // false: a grader failed (status "error"), verdict not_assessed
   std::string error;
   std::vector<check_result> checks;
-  double score = 0;          // weighted share of passing checks
-  bool passed = false;       // score >= threshold (and ok)
+  double score = 0;     // weighted share of passing checks
+  bool passed = false;  // score >= threshold (and ok)
 
   [[nodiscard]] json to_json(double threshold) const;
 };

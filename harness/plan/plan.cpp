@@ -37,8 +37,9 @@ bool glob_match(std::string_view p, std::string_view t) {
 result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options) {
   if (options.shard_count < 1 || options.shard_index < 0 ||
       options.shard_index >= options.shard_count)
-    return make_error(error_kind::invalid_argument, "shard {}/{} is not valid (K/N with 0 <= K < N)",
-                      options.shard_index, options.shard_count);
+    return make_error(error_kind::invalid_argument,
+                      "shard {}/{} is not valid (K/N with 0 <= K < N)", options.shard_index,
+                      options.shard_count);
   int trials = options.trials > 0 ? options.trials : suite.trials;
   std::vector<std::string> cand_digests;
   for (const auto& c : suite.candidates) cand_digests.push_back(EB_TRY(candidate_digest(c)));
@@ -50,10 +51,11 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
       bool selected = options.filter.empty() || glob_match(options.filter, name);
       for (int t = 0; t < trials; ++t, ++index) {
         if (!selected) continue;
-        if (static_cast<int>(index % static_cast<size_t>(options.shard_count)) != options.shard_index)
+        if (static_cast<int>(index % static_cast<size_t>(options.shard_count)) !=
+            options.shard_index)
           continue;
-        std::string key = fmt::format("evalbox.run.v1\n{}\n{}\n{}", suite.fixtures[f].digest,
-                                      cand_digests[c], t);
+        std::string key =
+            fmt::format("evalbox.run.v1\n{}\n{}\n{}", suite.fixtures[f].digest, cand_digests[c], t);
         runs.push_back({f, c, t, sha256_hex(key).substr(0, 16)});
       }
     }

@@ -18,9 +18,9 @@ struct run_spec {
 };
 
 struct plan_options {
-  int trials = 0;           // 0: the suite's
-  std::string filter;       // glob over "fixture/candidate" ("*" and "?"), empty = all
-  int shard_index = 0;      // K of K/N (0-based)
+  int trials = 0;       // 0: the suite's
+  std::string filter;   // glob over "fixture/candidate" ("*" and "?"), empty = all
+  int shard_index = 0;  // K of K/N (0-based)
   int shard_count = 1;
 };
 

@@ -59,8 +59,10 @@ uint32_t session_nonce() {
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -115,7 +117,7 @@ sandbox::resource_limits effective_limits(const suite_spec& suite, const fixture
 sandbox::network_policy to_policy(const network_spec& n) {
   sandbox::network_policy p;
   p.mode = n.mode == network_spec::mode_kind::allow ? sandbox::network_mode::allow
-                                                     : sandbox::network_mode::none;
+                                                    : sandbox::network_mode::none;
   p.allow = n.allow;
   return p;
 }
@@ -125,8 +127,8 @@ struct run_state {
   std::string execution_status = "completed";  // completed | error
   std::string error_kind;                      // setup | sandbox | agent | adapter | host
   std::string error;
-  json records = json::object();               // label -> run record
-  std::string session_id;                      // the sandbox session (run dir, cgroups)
+  json records = json::object();  // label -> run record
+  std::string session_id;         // the sandbox session (run dir, cgroups)
   json grading = nullptr;
   std::string verdict = "not_assessed";
   json usage = nullptr;
@@ -151,8 +153,8 @@ class run_executor {
                     std::optional<sandbox::prepared_session>& session);
 
  private:
-  result<sandbox::run_record> launch(const sandbox::prepared_session& s,
-                                     sandbox::launch_options o, run_state& st) {
+  result<sandbox::run_record> launch(const sandbox::prepared_session& s, sandbox::launch_options o,
+                                     run_state& st) {
     auto rec = sandbox::launch(s, o, options_.cancel);
     if (rec) st.records[o.label] = rec->to_json();
     return rec;
@@ -166,7 +168,7 @@ class run_executor {
 };
 
 run_state run_executor::execute(const run_spec& r, int attempt,
-                                 std::optional<sandbox::prepared_session>& session) {
+                                std::optional<sandbox::prepared_session>& session) {
   run_state st;
   const fixture_spec& fixture = suite_.fixtures[r.fixture];
   const candidate_spec& cand = suite_.candidates[r.candidate];
@@ -258,7 +260,7 @@ run_state run_executor::execute(const run_spec& r, int attempt,
     if (rec->outcome == sandbox::outcome_kind::cancelled) return st.cancelled = true, st;
     if (rec->outcome != sandbox::outcome_kind::exited || rec->exit_code != 0)
       return fail("setup", fmt::format("setup failed ({} {}); see runs/{}/setup.log",
-                                                    to_string(rec->outcome), rec->exit_code, r.run_id));
+                                       to_string(rec->outcome), rec->exit_code, r.run_id));
   }
   auto before = session->snapshot_workspace();
   if (!before) return fail("sandbox", before.error().message);
@@ -266,7 +268,8 @@ run_state run_executor::execute(const run_spec& r, int attempt,
   // --- the agent -----------------------------------------------------------------------------
   std::vector<agent_output> outputs;
   auto t2 = clock_type::now();
-  auto run_agent = [&](const agent_plan& p, const std::string& label) -> std::optional<sandbox::run_record> {
+  auto run_agent = [&](const agent_plan& p,
+                       const std::string& label) -> std::optional<sandbox::run_record> {
     sandbox::launch_options o;
     o.label = label;
     o.argv = p.argv;
@@ -285,8 +288,8 @@ run_state run_executor::execute(const run_spec& r, int attempt,
       fail("sandbox", rec->error);
       return std::nullopt;
     }
-    outputs.push_back({o.stdout_path, o.stderr_path, session->home_dir(), native,
-                       rec->exit_code, rec->outcome == sandbox::outcome_kind::exited});
+    outputs.push_back({o.stdout_path, o.stderr_path, session->home_dir(), native, rec->exit_code,
+                       rec->outcome == sandbox::outcome_kind::exited});
     return std::move(*rec);
   };
   auto agent_rec = run_agent(*plan, "agent");
@@ -337,7 +340,8 @@ run_state run_executor::execute(const run_spec& r, int attempt,
     o.stdout_path = run_dir / "workspace.diff";
     o.stderr_path = run_dir / "diff.log";
     if (auto rec = sandbox::launch(*session, o, options_.cancel); !rec || !rec->ok())
-      log::warn("run {}: workspace diff failed: {}", r.run_id, rec ? rec->error : rec.error().message);
+      log::warn("run {}: workspace diff failed: {}", r.run_id,
+                rec ? rec->error : rec.error().message);
   } else {
     (void)write_file(run_dir / "workspace.diff", "");
   }
@@ -350,7 +354,8 @@ run_state run_executor::execute(const run_spec& r, int attempt,
     o.env = base_environment();
     o.with_secrets = false;
     o.network_override = sandbox::network_policy{};
-    if (fixture.has_grader) o.extra_mounts.push_back({fixture.grader_dir(), "/grader", false, false});
+    if (fixture.has_grader)
+      o.extra_mounts.push_back({fixture.grader_dir(), "/grader", false, false});
     o.extra_mounts.push_back({transcript_path, "/evalbox/transcript.jsonl", false, true});
     fs::path log_path = run_dir / "checks" / (c.id + ".log");
     EB_TRY(make_dirs(log_path.parent_path()));
@@ -399,10 +404,12 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st
     exec["exit_code"] = nullptr;
   }
   j["execution"] = exec;
-  j["grading"] = st.grading.is_null()
-                     ? json{{"status", "skipped"}, {"checks", json::array()}, {"score", nullptr},
-                            {"threshold", f.threshold}, {"error", nullptr}}
-                     : st.grading;
+  j["grading"] = st.grading.is_null() ? json{{"status", "skipped"},
+                                             {"checks", json::array()},
+                                             {"score", nullptr},
+                                             {"threshold", f.threshold},
+                                             {"error", nullptr}}
+                                      : st.grading;
   j["verdict"] = st.verdict;
   json usage = st.usage.is_null() ? usage_json({}, c, "", {}) : st.usage;
   j["usage"] = usage;
@@ -428,8 +435,10 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   if (options.resume) done = EB_TRY(results.recorded_ids());
   std::deque<run_spec> queue;
   for (const auto& r : runs) {
-    if (done.count(r.run_id)) ++totals.skipped;
-    else queue.push_back(r);
+    if (done.count(r.run_id))
+      ++totals.skipped;
+    else
+      queue.push_back(r);
   }
 
   std::vector<std::string> cand_digests;
@@ -478,8 +487,9 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
           }
           if (!lease_note_shown) {
             lease_note_shown = true;
-            log::warn("waiting: a run's credential lease is in use by another run "
-                      "(one login serves one run at a time)");
+            log::warn(
+                "waiting: a run's credential lease is in use by another run "
+                "(one login serves one run at a time)");
           }
           cv.wait_for(lock, std::chrono::milliseconds(200));
         }
@@ -504,7 +514,8 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
           continue;
         }
         if (!st.infrastructure() || !st.retryable || attempt >= options.retries) break;
-        log::warn("run {} attempt {}: {}: {} (retrying)", r.run_id, attempt + 1, st.error_kind, st.error);
+        log::warn("run {} attempt {}: {}: {} (retrying)", r.run_id, attempt + 1, st.error_kind,
+                  st.error);
         std::this_thread::sleep_for(std::chrono::milliseconds(500 << std::min(attempt, 5)));
         ++attempt;
       }
@@ -526,14 +537,18 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
       cv.notify_all();
       if (!recorded) continue;
       ++prog.done;
-      if (st.execution_status == "error") ++totals.execution_errors, ++prog.errors;
-      else if (st.verdict == "not_assessed") ++totals.grader_errors, ++prog.errors;
-      else if (st.verdict == "passed") ++totals.passed, ++prog.passed;
-      else ++totals.failed, ++prog.failed;
+      if (st.execution_status == "error")
+        ++totals.execution_errors, ++prog.errors;
+      else if (st.verdict == "not_assessed")
+        ++totals.grader_errors, ++prog.errors;
+      else if (st.verdict == "passed")
+        ++totals.passed, ++prog.passed;
+      else
+        ++totals.failed, ++prog.failed;
       prog.elapsed_s = std::chrono::duration<double>(clock_type::now() - started).count();
-      prog.last = fmt::format("{}/{}#{}: {}", suite.fixtures[r.fixture].id,
-                              suite.candidates[r.candidate].id, r.trial,
-                              st.execution_status == "error" ? "error (" + st.error_kind + ")" : st.verdict);
+      prog.last = fmt::format(
+          "{}/{}#{}: {}", suite.fixtures[r.fixture].id, suite.candidates[r.candidate].id, r.trial,
+          st.execution_status == "error" ? "error (" + st.error_kind + ")" : st.verdict);
       if (options.on_progress) options.on_progress(prog);
     }
   };

@@ -21,13 +21,13 @@
 namespace evalbox::harness {
 
 struct progress {
-  int total = 0;      // runs in this invocation (excluding already recorded ones)
+  int total = 0;  // runs in this invocation (excluding already recorded ones)
   int done = 0;
   int passed = 0;
   int failed = 0;
-  int errors = 0;     // execution or grader errors
+  int errors = 0;  // execution or grader errors
   double elapsed_s = 0;
-  std::string last;   // "fixture/candidate#trial: verdict"
+  std::string last;  // "fixture/candidate#trial: verdict"
 };
 
 struct runner_options {
@@ -45,7 +45,7 @@ struct runner_options {
 
 struct run_totals {
   int planned = 0;
-  int skipped = 0;      // already recorded (resume)
+  int skipped = 0;  // already recorded (resume)
   int passed = 0;
   int failed = 0;
   int execution_errors = 0;

@@ -69,16 +69,16 @@ std::string errno_name(int err);
 
 // Propagation. EB_TRY(expr) yields the value of a result<T> or returns its error from the
 // enclosing function; EB_TRY_CTX adds context first. GNU statement expressions (GCC/Clang).
-#define EB_TRY(expr)                                                   \
-  ({                                                                   \
-    auto&& eb_try_r_ = (expr);                                         \
+#define EB_TRY(expr)                                                      \
+  ({                                                                      \
+    auto&& eb_try_r_ = (expr);                                            \
     if (!eb_try_r_) return std::unexpected(std::move(eb_try_r_).error()); \
-    std::move(eb_try_r_).value();                                      \
+    std::move(eb_try_r_).value();                                         \
   })
 
-#define EB_TRY_CTX(expr, ctx)                                                          \
-  ({                                                                                   \
-    auto&& eb_try_r_ = (expr);                                                         \
+#define EB_TRY_CTX(expr, ctx)                                                               \
+  ({                                                                                        \
+    auto&& eb_try_r_ = (expr);                                                              \
     if (!eb_try_r_) return std::unexpected(std::move(eb_try_r_).error().with_context(ctx)); \
-    std::move(eb_try_r_).value();                                                      \
+    std::move(eb_try_r_).value();                                                           \
   })

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -133,12 +133,11 @@ status remove_contents(int dirfd, dev_t dev, const fs::path& shown) {
     }
     if (S_ISDIR(st.st_mode)) {
       if (st.st_dev != dev) {
-        result_status = make_error(error_kind::busy, "remove {}: is a mount point",
-                                   (shown / name).string());
+        result_status =
+            make_error(error_kind::busy, "remove {}: is a mount point", (shown / name).string());
         break;
       }
-      unique_fd sub(::openat(dirfd, ent->d_name,
-                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      unique_fd sub(::openat(dirfd, ent->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub) {
         result_status = sys_error(errno, "open {}", (shown / name).string());
         break;
@@ -241,7 +240,8 @@ result<walk_state> walk_beneath(int root_fd, const fs::path& rel, bool follow_fi
       return sys_error(errno, "stat {}", (walked / parts[i]).string());
     }
     if (S_ISLNK(st.st_mode) && (!last || follow_final)) {
-      if (++hops > 40) return make_error(error_kind::invalid_argument, "{}: too many symlinks", rel.string());
+      if (++hops > 40)
+        return make_error(error_kind::invalid_argument, "{}: too many symlinks", rel.string());
       char buf[4096];
       ssize_t n = ::readlinkat(dir.get(), parts[i].c_str(), buf, sizeof buf - 1);
       if (n < 0) return sys_error(errno, "readlink {}", (walked / parts[i]).string());
@@ -253,7 +253,8 @@ result<walk_state> walk_beneath(int root_fd, const fs::path& rel, bool follow_fi
     }
     if (last) return walk_state{std::move(dir), parts[i]};
     if (!S_ISDIR(st.st_mode)) return walk_state{unique_fd(), ""};
-    unique_fd sub(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    unique_fd sub(
+        ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sub) return sys_error(errno, "open {}", (walked / parts[i]).string());
     dir = std::move(sub);
     walked /= parts[i];
@@ -341,8 +342,10 @@ result<std::vector<std::string>> list_beneath(const fs::path& root, const fs::pa
       struct stat st {};
       if (::fstatat(::dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       fs::path child = dir / std::string(n);
-      if (S_ISDIR(st.st_mode)) stack.push_back(child);
-      else out.push_back(child.lexically_normal().generic_string());
+      if (S_ISDIR(st.st_mode))
+        stack.push_back(child);
+      else
+        out.push_back(child.lexically_normal().generic_string());
     }
     ::closedir(d);
   }

@@ -42,8 +42,8 @@ bool is_safe_relative(const std::filesystem::path& rel);
 struct beneath_entry {
   enum class type_kind { missing, regular, directory, symlink, other };
   type_kind type = type_kind::missing;
-  mode_t mode = 0;           // permission bits
-  std::string content;       // regular files (when read), or the link text (symlinks)
+  mode_t mode = 0;      // permission bits
+  std::string content;  // regular files (when read), or the link text (symlinks)
 };
 // `follow_final`: resolve a final symlink (inside the root) instead of reporting it.
 result<beneath_entry> lookup_beneath(const std::filesystem::path& root,

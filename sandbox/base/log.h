@@ -27,19 +27,23 @@ void write(level lvl, std::string_view message);
 
 template <class... Args>
 void debug(fmt::format_string<Args...> f, Args&&... args) {
-  if (current_level() <= level::debug) write(level::debug, fmt::format(f, std::forward<Args>(args)...));
+  if (current_level() <= level::debug)
+    write(level::debug, fmt::format(f, std::forward<Args>(args)...));
 }
 template <class... Args>
 void info(fmt::format_string<Args...> f, Args&&... args) {
-  if (current_level() <= level::info) write(level::info, fmt::format(f, std::forward<Args>(args)...));
+  if (current_level() <= level::info)
+    write(level::info, fmt::format(f, std::forward<Args>(args)...));
 }
 template <class... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) {
-  if (current_level() <= level::warn) write(level::warn, fmt::format(f, std::forward<Args>(args)...));
+  if (current_level() <= level::warn)
+    write(level::warn, fmt::format(f, std::forward<Args>(args)...));
 }
 template <class... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {
-  if (current_level() <= level::error) write(level::error, fmt::format(f, std::forward<Args>(args)...));
+  if (current_level() <= level::error)
+    write(level::error, fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace evalbox::log

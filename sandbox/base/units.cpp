@@ -38,11 +38,20 @@ result<uint64_t> parse_bytes(std::string_view text) {
     std::string_view name;
     double factor;
   };
-  static constexpr unit kUnits[] = {
-      {"", 1},      {"B", 1},          {"K", 1e3},        {"KB", 1e3},
-      {"KiB", 1024.0}, {"M", 1e6},     {"MB", 1e6},       {"MiB", 1048576.0},
-      {"G", 1e9},   {"GB", 1e9},       {"GiB", 1073741824.0}, {"T", 1e12},
-      {"TB", 1e12}, {"TiB", 1099511627776.0}};
+  static constexpr unit kUnits[] = {{"", 1},
+                                    {"B", 1},
+                                    {"K", 1e3},
+                                    {"KB", 1e3},
+                                    {"KiB", 1024.0},
+                                    {"M", 1e6},
+                                    {"MB", 1e6},
+                                    {"MiB", 1048576.0},
+                                    {"G", 1e9},
+                                    {"GB", 1e9},
+                                    {"GiB", 1073741824.0},
+                                    {"T", 1e12},
+                                    {"TB", 1e12},
+                                    {"TiB", 1099511627776.0}};
   for (const auto& u : kUnits) {
     if (s == u.name) {
       double bytes = value * u.factor;
@@ -77,11 +86,16 @@ result<uint64_t> parse_duration_ms(std::string_view text) {
       if (any || !s.empty())
         return make_error(error_kind::invalid_argument, "'{}': a number needs a unit here", text);
       factor = 1000;
-    } else if (unit_name == "ms") factor = 1;
-    else if (unit_name == "s") factor = 1000;
-    else if (unit_name == "m" || unit_name == "min") factor = 60'000;
-    else if (unit_name == "h") factor = 3'600'000;
-    else if (unit_name == "d") factor = 86'400'000;
+    } else if (unit_name == "ms")
+      factor = 1;
+    else if (unit_name == "s")
+      factor = 1000;
+    else if (unit_name == "m" || unit_name == "min")
+      factor = 60'000;
+    else if (unit_name == "h")
+      factor = 3'600'000;
+    else if (unit_name == "d")
+      factor = 86'400'000;
     else
       return make_error(error_kind::invalid_argument,
                         "'{}' has an unknown time unit '{}' (use ms, s, m, h, d)", text, unit_name);
@@ -99,17 +113,25 @@ std::string format_bytes(uint64_t bytes) {
     v /= 1024;
     ++i;
   }
-  if (v == static_cast<double>(static_cast<uint64_t>(v))) return fmt::format("{}{}", static_cast<uint64_t>(v), kNames[i]);
+  if (v == static_cast<double>(static_cast<uint64_t>(v)))
+    return fmt::format("{}{}", static_cast<uint64_t>(v), kNames[i]);
   return fmt::format("{:.1f}{}", v, kNames[i]);
 }
 
 std::string format_duration_ms(uint64_t ms) {
   if (ms == 0) return "0s";
-  if (ms % 1000 != 0) return ms < 1000 ? fmt::format("{}ms", ms) : fmt::format("{:.3g}s", ms / 1000.0);
+  if (ms % 1000 != 0)
+    return ms < 1000 ? fmt::format("{}ms", ms) : fmt::format("{:.3g}s", ms / 1000.0);
   uint64_t s = ms / 1000;
   std::string out;
-  if (s >= 3600) { out += fmt::format("{}h", s / 3600); s %= 3600; }
-  if (s >= 60) { out += fmt::format("{}m", s / 60); s %= 60; }
+  if (s >= 3600) {
+    out += fmt::format("{}h", s / 3600);
+    s %= 3600;
+  }
+  if (s >= 60) {
+    out += fmt::format("{}m", s / 60);
+    s %= 60;
+  }
   if (s > 0) out += fmt::format("{}s", s);
   return out;
 }

@@ -43,7 +43,8 @@ TEST_F(CommandAdapter, RejectsUnknownSettingsAndMissingPrograms) {
   ASSERT_EQ(errors.size(), 2u);
   bool unknown = false, missing = false;
   for (const auto& e : errors) {
-    unknown |= e.message().find("unknown setting 'model'") != std::string::npos && e.where.line == 9;
+    unknown |=
+        e.message().find("unknown setting 'model'") != std::string::npos && e.where.line == 9;
     missing |= e.message().find("not an executable") != std::string::npos;
   }
   EXPECT_TRUE(unknown);
@@ -76,11 +77,15 @@ TEST_F(CommandAdapter, FollowUpRunsTheSameProgramWithTheFollowUpPrompt) {
 TEST_F(CommandAdapter, ReadsEvalboxEventsWhenAsked) {
   set("argv", json::array({"agents/agent.sh"}));
   set("transcript", "jsonl");
-  ASSERT_TRUE(write_file(dir_.path() / "stdout",
-                         R"({"type":"tool_call","id":"c1","tool":"shell","input":{"command":"make"}})" "\n"
-                         R"({"type":"tool_result","id":"c1","exit_code":2,"output":"error"})" "\n"
-                         R"({"type":"usage","input_tokens":10,"output_tokens":5})" "\n"
-                         "not json\n"));
+  ASSERT_TRUE(
+      write_file(dir_.path() / "stdout",
+                 R"({"type":"tool_call","id":"c1","tool":"shell","input":{"command":"make"}})"
+                 "\n"
+                 R"({"type":"tool_result","id":"c1","exit_code":2,"output":"error"})"
+                 "\n"
+                 R"({"type":"usage","input_tokens":10,"output_tokens":5})"
+                 "\n"
+                 "not json\n"));
   harness::agent_output out;
   out.stdout_path = dir_.path() / "stdout";
   auto t = make_command_adapter()->read_transcript(ctx(), {out});
@@ -93,7 +98,9 @@ TEST_F(CommandAdapter, ReadsEvalboxEventsWhenAsked) {
 
 TEST_F(CommandAdapter, WithoutJsonlTheStdoutIsNotInterpreted) {
   set("argv", json::array({"agents/agent.sh"}));
-  ASSERT_TRUE(write_file(dir_.path() / "stdout", R"({"type":"message","role":"assistant","text":"hi"})" "\n"));
+  ASSERT_TRUE(write_file(dir_.path() / "stdout",
+                         R"({"type":"message","role":"assistant","text":"hi"})"
+                         "\n"));
   harness::agent_output out;
   out.stdout_path = dir_.path() / "stdout";
   auto t = make_command_adapter()->read_transcript(ctx(), {out});
