@@ -56,7 +56,7 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
           continue;
         std::string key =
             fmt::format("evalbox.run.v1\n{}\n{}\n{}", suite.fixtures[f].digest, cand_digests[c], t);
-        runs.push_back({f, c, t, sha256_hex(key).substr(0, 16)});
+        runs.push_back({f, c, t, sha256_hex(key).substr(0, 16), cand_digests[c]});
       }
     }
   }

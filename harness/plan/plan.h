@@ -15,6 +15,7 @@ struct run_spec {
   size_t candidate = 0;  // index into suite_spec::candidates
   int trial = 0;         // 0-based
   std::string run_id;    // 16 hex digits of sha256(fixture digest, candidate digest, trial)
+  std::string candidate_digest;  // candidate_digest() of the candidate, as run.json records it
 };
 
 struct plan_options {

@@ -44,6 +44,4 @@ status results_dir::record(const json& run) const {
   return append_durable(results_file(), canonical_json(run) + "\n");
 }
 
-std::string verdict_of(const json& run) { return run.value("verdict", "not_assessed"); }
-
 }  // namespace evalbox::harness

@@ -35,7 +35,4 @@ class results_dir {
   std::filesystem::path root_;
 };
 
-// The verdict of a record: "passed", "failed" or "not_assessed".
-std::string verdict_of(const json& run);
-
 }  // namespace evalbox::harness

@@ -144,8 +144,14 @@ struct run_state {
 class run_executor {
  public:
   run_executor(const suite_spec& suite, const adapter_registry& adapters,
-               const runner_options& options, sandbox::preparer& prep, const results_dir& results)
-      : suite_(suite), adapters_(adapters), options_(options), preparer_(prep), results_(results) {}
+               const runner_options& options, sandbox::preparer& prep, const results_dir& results,
+               const std::vector<std::string>& bin_digests)
+      : suite_(suite),
+        adapters_(adapters),
+        options_(options),
+        preparer_(prep),
+        results_(results),
+        bin_digests_(bin_digests) {}
 
   // Runs one attempt. The prepared session is left in `session` (when preparation got that
   // far) so that the caller records the result before the sandbox is torn down.
@@ -165,6 +171,7 @@ class run_executor {
   const runner_options& options_;
   sandbox::preparer& preparer_;
   const results_dir& results_;
+  const std::vector<std::string>& bin_digests_;  // per fixture; empty without bin/
 };
 
 run_state run_executor::execute(const run_spec& r, int attempt,
@@ -213,11 +220,8 @@ run_state run_executor::execute(const run_spec& r, int attempt,
   }
   req.secrets = plan->secrets;
   req.bundles = plan->bundles;
-  if (fixture.has_bin) {
-    auto d = tree_digest(fixture.bin_dir());
-    if (!d) return fail("host", d.error().message);
-    req.bundles.push_back({fixture.bin_dir(), *d, "/evalbox/bin"});
-  }
+  if (fixture.has_bin)
+    req.bundles.push_back({fixture.bin_dir(), bin_digests_[r.fixture], "/evalbox/bin"});
   req.readonly_paths = plan->readonly_paths;
   req.protected_roots = options_.protected_roots;
   req.protected_roots.push_back(results_.root());
@@ -441,8 +445,12 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
       queue.push_back(r);
   }
 
-  std::vector<std::string> cand_digests;
-  for (const auto& c : suite.candidates) cand_digests.push_back(EB_TRY(candidate_digest(c)));
+  // The fixtures' bin/ bundles, digested once per suite rather than once per run.
+  std::vector<std::string> bin_digests(suite.fixtures.size());
+  for (size_t i = 0; i < suite.fixtures.size(); ++i)
+    if (suite.fixtures[i].has_bin)
+      bin_digests[i] = EB_TRY_CTX(tree_digest(suite.fixtures[i].bin_dir()),
+                                  fmt::format("fixture {}", suite.fixtures[i].id));
 
   sandbox::preparer prep(options.sandbox);
   if (auto rec = prep.reclaim_stale(); !rec) {
@@ -450,7 +458,7 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   } else {
     for (const auto& e : rec->errors) log::warn("reclaim: {}", e);
   }
-  run_executor exec(suite, adapters, options, prep, results);
+  run_executor exec(suite, adapters, options, prep, results, bin_digests);
 
   std::mutex mu;
   std::condition_variable cv;
@@ -521,8 +529,8 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
       }
       bool recorded = false;
       if (!st.cancelled && !stopping()) {
-        json j = to_run_json(suite, r, st, cand_digests[r.candidate], attempt + 1, started_at,
-                             ms_since(t0));
+        json j =
+            to_run_json(suite, r, st, r.candidate_digest, attempt + 1, started_at, ms_since(t0));
         if (auto s = results.record(j); !s) {
           std::lock_guard lock(mu);
           fatal = s.error();
@@ -565,7 +573,6 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
     for (const auto& e : rec->errors) log::warn("reclaim: {}", e);
   }
   if (fatal) return std::unexpected(*fatal);
-  totals.interrupted = stopping();
   return totals;
 }
 

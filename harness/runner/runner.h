@@ -50,7 +50,6 @@ struct run_totals {
   int failed = 0;
   int execution_errors = 0;
   int grader_errors = 0;
-  bool interrupted = false;
 };
 
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,

@@ -3,7 +3,10 @@
 # run.json contract, and cost estimated from the suite's price table when the agent reports none.
 source "$(dirname "$0")/lib.sh"
 need_isolation
-mkdir -p "$WORK/s/fx/workspace" "$WORK/s/agents"
+mkdir -p "$WORK/s/fx/workspace" "$WORK/s/fx/bin" "$WORK/s/agents"
+# The fixture's bin/ is on the agent's PATH, read-only.
+printf '#!/bin/sh\necho from-bin\n' > "$WORK/s/fx/bin/fixture-tool"
+chmod +x "$WORK/s/fx/bin/fixture-tool"
 cat > "$WORK/s/fx/fixture.yaml" <<'YAML'
 schema: evalbox.fixture.v1
 id: two-turns
@@ -11,10 +14,14 @@ prompt: first
 follow_up: second
 checks:
   - {id: both, file: {path: log.txt, equals: "first\nsecond\n"}}
+  - {id: bin-on-path, file: {path: tool.txt, equals: "from-bin\n"}}
+  - {id: bin-read-only, file: {path: bin-writable.txt, absent: true}}
 YAML
 cat > "$WORK/s/agents/echo.sh" <<'SH'
 #!/bin/sh
 echo "$EVALBOX_PROMPT" >> log.txt
+fixture-tool > tool.txt
+touch /evalbox/bin/planted 2>/dev/null && echo yes > bin-writable.txt
 printf '{"type":"tool_call","id":"c%s","tool":"shell","input":{"command":"echo %s"}}\n' "$EVALBOX_PROMPT" "$EVALBOX_PROMPT"
 printf '{"type":"usage","input_tokens":500000,"output_tokens":50000}\n'
 SH
@@ -49,6 +56,9 @@ run = sys.argv[1] + "/runs/" + r[0]["run_id"]
 steps = [json.loads(l) for l in open(run + "/transcript.jsonl") if '"step"' in l]
 cmds = [c.get("command") for s in steps for c in s.get("tool_calls", [])]
 assert cmds == ["echo first", "echo second"], cmds
+# workspace.diff shows what the agent changed since setup.
+diff = open(run + "/workspace.diff").read()
+assert "+++ b/log.txt" in diff and "+first" in diff and "+second" in diff, diff
 PY
 no_residue
 echo "follow-up: ok"
