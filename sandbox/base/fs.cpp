@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,7 +139,17 @@ status remove_contents(int dirfd, dev_t dev, const fs::path& shown) {
             make_error(error_kind::busy, "remove {}: is a mount point", (shown / name).string());
         break;
       }
-      unique_fd sub(::openat(dirfd, ent->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      // RESOLVE_NO_XDEV also stops at a bind mount from the same filesystem (same st_dev):
+      // whatever is mounted below is never descended into and deleted.
+      open_how how{};
+      how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+      how.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+      unique_fd sub(static_cast<int>(::syscall(SYS_openat2, dirfd, ent->d_name, &how, sizeof how)));
+      if (!sub && errno == EXDEV) {
+        result_status =
+            make_error(error_kind::busy, "remove {}: is a mount point", (shown / name).string());
+        break;
+      }
       if (!sub) {
         result_status = sys_error(errno, "open {}", (shown / name).string());
         break;

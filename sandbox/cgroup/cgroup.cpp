@@ -8,6 +8,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -252,6 +253,20 @@ result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::pa
     EB_TRY(write_value(it->second / "pids.max", std::to_string(lim.pids)));
   }
   return cg;
+}
+
+std::vector<fs::path> run_cgroup_parents() {
+  static const std::vector<fs::path> host = [] {
+    std::vector<fs::path> out = {"/sys/fs/cgroup/evalbox", "/sys/fs/cgroup/unified/evalbox"};
+    for (const auto& m : sys::cgroup_v1_mounts({"memory", "pids", "cpu", "cpuacct"}))
+      if (!m.empty() && std::find(out.begin(), out.end(), m / "evalbox") == out.end())
+        out.push_back(m / "evalbox");
+    return out;
+  }();
+  std::vector<fs::path> out = host;
+  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced)
+    out.push_back(fs::path(forced) / "evalbox");
+  return out;
 }
 
 result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,

@@ -66,4 +66,10 @@ result<std::unique_ptr<run_cgroup>> create_v1(
 result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                                                     const std::string& leaf, const limits& lim);
 
+// Every directory under which create_for_host may make a run's cgroups on this host
+// (<v2 root>/evalbox, <v1 controller mount>/evalbox), whether or not it exists: for a
+// teardown that checks its own run's cgroups without reading the mount table. The host's
+// layout is looked up once per process; EVALBOX_CGROUP_V2_ROOT is read on each call.
+std::vector<std::filesystem::path> run_cgroup_parents();
+
 }  // namespace evalbox::sandbox::cgroup

@@ -99,6 +99,23 @@ result<int> unmount_all_under(const fs::path& dir) {
                     dir.string());
 }
 
+result<int> unmount_each(const std::vector<fs::path>& targets) {
+  int count = 0;
+  for (const auto& t : targets) {
+    for (int stacked = 0;; ++stacked) {
+      if (::umount2(t.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+        ++count;
+        if (stacked < 16) continue;
+        return make_error(error_kind::internal, "unmount {}: mounts keep reappearing",
+                          t.string());
+      }
+      if (errno == EINVAL || errno == ENOENT) break;  // not (or no longer) a mount point
+      return sys_error(errno, "umount2({}, MNT_DETACH)", t.string());
+    }
+  }
+  return count;
+}
+
 status unmount(const fs::path& target) {
   if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) != 0)
     return sys_error(errno, "umount({})", target.string());

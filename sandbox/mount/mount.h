@@ -41,6 +41,12 @@ result<int> unmount_all_under(const std::filesystem::path& dir);
 // layers under it, e.g. for a snapshot).
 status unmount(const std::filesystem::path& target);
 
+// Unmounts each of `targets` in order (lazily, not following symlinks), repeatedly while
+// something is still mounted there; a target that is not a mount point (or does not exist)
+// is skipped. Reads no mount table: for mounts whose points the caller made and knows.
+// Returns how many mounts came off.
+result<int> unmount_each(const std::vector<std::filesystem::path>& targets);
+
 // A tmpfs of `size_bytes` (the quota: writes past it fail with ENOSPC), root dir `mode`,
 // owned by uid:gid. nosuid,nodev.
 status mount_tmpfs(const std::filesystem::path& target, uint64_t size_bytes, mode_t mode,

@@ -15,7 +15,11 @@ status prepared_session::state::teardown() {
   for (auto& l : leases) l.release();
   run_state::reclaim_counts counts;
   if (!run_dir.empty()) {
-    EB_TRY_CTX(run_state::remove_run(run_dir, request.run_id, counts),
+    // What build() mounted, innermost first; a partly built run may hold fewer.
+    std::vector<fs::path> mounted;
+    if (workspace) mounted = workspace->mount_points();
+    for (const char* point : {"workspace", "lower", "disk"}) mounted.push_back(run_dir / point);
+    EB_TRY_CTX(run_state::remove_own_run(run_dir, request.run_id, mounted, counts),
                fmt::format("tear down run {}", request.run_id));
   }
   lock.release();

@@ -20,6 +20,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/mount/mount.h"
 
 namespace evalbox::sandbox::state {
@@ -154,11 +155,10 @@ int kill_tasks(const fs::path& cgroup) {
   return n;
 }
 
-}  // namespace
-
-result<int> remove_run_cgroups(const std::string& run_id) {
+// Kills the tasks in and removes each of `tops` (a run's cgroup directories) bottom-up.
+result<int> remove_cgroup_trees(const std::vector<fs::path>& tops) {
   int removed = 0;
-  for (const auto& top : run_cgroup_dirs(run_id)) {
+  for (const auto& top : tops) {
     std::error_code ec;
     if (!fs::is_directory(top, ec)) continue;
     std::vector<fs::path> dirs;
@@ -183,11 +183,33 @@ result<int> remove_run_cgroups(const std::string& run_id) {
   return removed;
 }
 
+}  // namespace
+
+result<int> remove_run_cgroups(const std::string& run_id) {
+  return remove_cgroup_trees(run_cgroup_dirs(run_id));
+}
+
 status remove_run(const fs::path& run_dir, const std::string& run_id, reclaim_counts& counts) {
   counts.mounts += EB_TRY(mount::unmount_all_under(run_dir));
   if (!run_id.empty()) counts.cgroups += EB_TRY(remove_run_cgroups(run_id));
   EB_TRY(remove_tree(run_dir));
   return {};
+}
+
+status remove_own_run(const fs::path& run_dir, const std::string& run_id,
+                      const std::vector<fs::path>& known_mounts, reclaim_counts& counts) {
+  counts.mounts += EB_TRY(mount::unmount_each(known_mounts));
+  std::vector<fs::path> tops;
+  for (const auto& parent : cgroup::run_cgroup_parents()) {
+    fs::path top = parent / run_id;
+    if (::access(top.c_str(), F_OK) == 0) tops.push_back(std::move(top));
+  }
+  counts.cgroups += EB_TRY(remove_cgroup_trees(tops));
+  // remove_tree stops at anything still mounted below (a mount the owner did not list):
+  // then the thorough way, which reads the mount table.
+  if (auto removed = remove_tree(run_dir); removed || removed.error().kind != error_kind::busy)
+    return removed;
+  return remove_run(run_dir, run_id, counts);
 }
 
 result<reclaim_counts> reclaim_stale(const fs::path& runs) {

@@ -156,6 +156,16 @@ json workspace_tree::identity() const {
               {"layers", top_upper_ + 1}};
 }
 
+std::vector<fs::path> workspace_tree::mount_points() const {
+  std::vector<fs::path> out;
+  for (auto it = snapshots_.rbegin(); it != snapshots_.rend(); ++it) out.push_back(it->first);
+  if (strategy_ == workspace_strategy::overlay) {
+    out.push_back(dir_);
+    out.push_back(run_dir_ / "lower");
+  }
+  return out;
+}
+
 result<std::pair<fs::path, int>> workspace_tree::snapshot() {
   int n = static_cast<int>(snapshots_.size());
   fs::path view = run_dir_ / "snapshots" / std::to_string(n);

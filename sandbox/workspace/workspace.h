@@ -54,6 +54,9 @@ class workspace_tree {
   // See prepared_session::snapshot_workspace(): returns the view and its index.
   result<std::pair<std::filesystem::path, int>> snapshot();
   result<std::vector<std::string>> changed_paths(int since_index) const;
+  // Every point this tree may have mounted something on, in the order to unmount them
+  // (snapshot views newest first, the workspace, its lower). Some may hold no mount.
+  [[nodiscard]] std::vector<std::filesystem::path> mount_points() const;
 
  private:
   workspace_strategy strategy_ = workspace_strategy::copy;
