@@ -4,11 +4,16 @@
 #include "sandbox/preparer/preparer.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <set>
 
 #include <fmt/format.h>
@@ -30,12 +35,12 @@ struct preparer::impl {
   preparer_options options;
   std::once_flag started;
   status start_status;
+  unique_fd runs_lock;  // <state>/runs.lock, shared, as root (see hold_runs_tmpfs)
 };
 
 preparer::preparer(preparer_options options) : impl_(std::make_unique<impl>()) {
   impl_->options = std::move(options);
 }
-preparer::~preparer() = default;
 
 const preparer_options& preparer::options() const noexcept { return impl_->options; }
 
@@ -205,24 +210,74 @@ status build(prepared_session::state& s, const fs::path& runs) {
 // unlinks cost 0.1-3.5 ms each under load, about 15 ms of every prepare + teardown
 // (prepare_bench prepare/overlay/small: 18-22 ms with runs/ on ext4, 3.5-5 ms on tmpfs). The
 // tmpfs outlives a crashed evalbox (the reclaim finds its runs), not a reboot, after which
-// there are no mounts or cgroups left to reclaim. An flock serializes the check-and-mount
-// between processes so that two never stack tmpfs mounts over each other's runs.
-status mount_runs_tmpfs(const fs::path& state_root, const fs::path& runs) {
+// there are no mounts or cgroups left to reclaim.
+//
+// <state>/runs.lock coordinates the processes sharing a state root: each holds it shared for
+// as long as its preparer lives; mounting takes it exclusively (so two never stack tmpfs
+// mounts over each other's runs), and so does unmounting, which the last preparer to go does
+// when no run is left — a state root does not keep a mount after its last user (a test's
+// or a benchmark's scratch state root would otherwise leave one behind for good).
+
+// True when `runs` is a tmpfs mounted on itself (not merely a directory on a tmpfs). Two
+// statx calls instead of a read of the mount table (O(host mounts)).
+bool is_runs_tmpfs(const fs::path& runs) {
+  struct statfs sf {};
+  if (::statfs(runs.c_str(), &sf) != 0 || sf.f_type != TMPFS_MAGIC) return false;
+  struct statx self {}, parent {};
+  if (::statx(AT_FDCWD, runs.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &self) != 0 ||
+      ::statx(AT_FDCWD, runs.parent_path().c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID,
+              &parent) != 0)
+    return false;
+  return self.stx_mnt_id != parent.stx_mnt_id;
+}
+
+// Mounts the runs tmpfs if it is not there, and returns runs.lock held shared. While any
+// holder keeps it shared the tmpfs stays mounted, so the usual case takes the shared lock
+// and checks. Only an unmounted runs/ needs the exclusive lock, taken without blocking (a
+// second preparer of this very process may hold the shared lock through another open file).
+result<unique_fd> hold_runs_tmpfs(const fs::path& state_root, const fs::path& runs) {
   const fs::path lock_path = state_root / "runs.lock";
   unique_fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!lock) return sys_error(errno, "open {}", lock_path.string());
-  if (::flock(lock.get(), LOCK_EX) != 0) return sys_error(errno, "flock {}", lock_path.string());
-  if (!mount::is_mount_point(runs)) {
-    // Runs left on disk (before a reboot, or by an older evalbox) would hide under the tmpfs.
-    auto counts = EB_TRY(run_state::reclaim_stale(runs));
-    for (const auto& e : counts.errors) log::warn("reclaim: {}", e);
-    // The default size of a tmpfs (half of RAM): it holds small files and capped outputs;
-    // each run's workspace and home have their own size-limited tmpfs below it.
-    const uint64_t half_ram = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
-                              static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
-    EB_TRY(mount::mount_tmpfs(runs, half_ram, 0700, 0, 0));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    if (::flock(lock.get(), LOCK_SH) != 0) return sys_error(errno, "flock {}", lock_path.string());
+    if (is_runs_tmpfs(runs)) return lock;
+    // Not mounted: mount it under the exclusive lock (converting drops the shared one).
+    if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {
+      if (!is_runs_tmpfs(runs)) {
+        // Runs left on disk (before a reboot, or by an older evalbox) would hide under it.
+        auto counts = EB_TRY(run_state::reclaim_stale(runs));
+        for (const auto& e : counts.errors) log::warn("reclaim: {}", e);
+        // The default size of a tmpfs (half of RAM): it holds small files and capped
+        // outputs; each run's workspace and home have their own size-limited tmpfs below.
+        const uint64_t half_ram = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                                  static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+        EB_TRY(mount::mount_tmpfs(runs, half_ram, 0700, 0, 0));
+        // Run mounts must not propagate into other namespaces (nor theirs into ours).
+        if (::mount(nullptr, runs.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
+          return sys_error(errno, "mount({}, MS_PRIVATE)", runs.string());
+      }
+      continue;  // back to shared, and check again
+    }
+    if (errno != EWOULDBLOCK) return sys_error(errno, "flock {}", lock_path.string());
+    if (std::chrono::steady_clock::now() > give_up)
+      return make_error(error_kind::busy,
+                        "{} is not mounted and {} stays locked by another evalbox process: "
+                        "is one stuck? (`fuser {}` names it)",
+                        runs.string(), lock_path.string(), lock_path.string());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return mount::make_private_mount(runs);
+}
+
+// The last user of the state root unmounts the runs tmpfs when no run is left in it.
+void release_runs_tmpfs(unique_fd lock, const fs::path& runs) {
+  if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) return;  // others still use it
+  if (!is_runs_tmpfs(runs)) return;
+  std::error_code ec;
+  if (fs::directory_iterator(runs, ec) != fs::directory_iterator() || ec) return;
+  if (::umount2(runs.c_str(), UMOUNT_NOFOLLOW) != 0)
+    log::warn("unmount {}: {}", runs.string(), errno_name(errno));
 }
 
 }  // namespace
@@ -238,8 +293,7 @@ result<prepared_session> preparer::prepare(const session_request& request) {
     impl_->start_status = [&]() -> status {
       EB_TRY(make_dirs(o.state_root, 0700));
       EB_TRY(make_dirs(runs, 0700));
-      // Run mounts must not propagate into other namespaces (nor theirs into ours).
-      if (::geteuid() == 0) EB_TRY(mount_runs_tmpfs(o.state_root, runs));
+      if (::geteuid() == 0) impl_->runs_lock = EB_TRY(hold_runs_tmpfs(o.state_root, runs));
       auto counts = EB_TRY(run_state::reclaim_stale(runs));
       for (const auto& e : counts.errors) log::warn("reclaim: {}", e);
       return {};
@@ -270,6 +324,11 @@ result<reclaim_report> preparer::reclaim_stale() {
   r.cgroups_removed = counts.cgroups;
   r.errors = std::move(counts.errors);
   return r;
+}
+
+preparer::~preparer() {
+  if (impl_ && impl_->runs_lock)
+    release_runs_tmpfs(std::move(impl_->runs_lock), run_state::runs_dir(impl_->options.state_root));
 }
 
 }  // namespace evalbox::sandbox

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -382,6 +383,82 @@ TEST(PrepareThreads, ConcurrentPreparesFromOnePreparerAllSucceed) {
   for (auto& t : threads) t.join();
   for (const auto& e : errors) EXPECT_EQ(e, "");
   EXPECT_TRUE(fs::is_empty(env.state / "runs"));
+}
+
+// A mount the session did not make (here another run's launch directory, bound into this
+// one's: the same tmpfs, so a device-number check would not see it) is found by the
+// teardown's fallback and unmounted, never descended into: the run leaves nothing and the
+// other run keeps its files.
+TEST(PrepareTeardown, AStrayMountInTheRunIsUnmountedNotDeletedThrough) {
+  REQUIRE_ROOT_MOUNTS();
+  prep_env env;
+  preparer p(env.options());
+  auto s = p.prepare(env.request("a"));
+  auto other = p.prepare(env.request("b"));
+  ASSERT_TRUE(s) << s.error().message;
+  ASSERT_TRUE(other) << other.error().message;
+  const fs::path run = s->run_dir();
+  ASSERT_TRUE(write_file(other->launch_dir() / "precious.txt", "do not delete\n", 0644));
+  const fs::path stray = s->launch_dir() / "stray";
+  ASSERT_TRUE(make_dirs(stray, 0755));
+  ASSERT_TRUE(mount::bind(other->launch_dir(), stray, false)) << "bind";
+  ASSERT_TRUE(s->close());
+  EXPECT_TRUE(no_mounts_under(run));
+  EXPECT_FALSE(fs::exists(run));
+  EXPECT_EQ(read_file(other->launch_dir() / "precious.txt").value_or(""), "do not delete\n");
+}
+
+TEST(RemoveTree, StopsAtABindMountOfTheSameFilesystem) {
+  REQUIRE_ROOT_MOUNTS();
+  prep_env env;
+  const fs::path tree = env.root / "tree";
+  const fs::path keep = env.root / "keep";
+  ASSERT_TRUE(make_dirs(tree / "a" / "mnt", 0755));
+  ASSERT_TRUE(make_dirs(keep, 0755));
+  ASSERT_TRUE(write_file(keep / "precious.txt", "x", 0644));
+  ASSERT_TRUE(mount::bind(keep, tree / "a" / "mnt", false));
+  auto r = remove_tree(tree);
+  ASSERT_FALSE(r) << "removed through a mount point";
+  EXPECT_EQ(r.error().kind, error_kind::busy);
+  EXPECT_TRUE(fs::exists(keep / "precious.txt"));
+  ASSERT_TRUE(mount::unmount(tree / "a" / "mnt"));
+  EXPECT_TRUE(remove_tree(tree));
+}
+
+// As root <state>/runs is a tmpfs while a preparer uses it; the last one to go unmounts it
+// when no run is left, so a state root keeps no mount after its last user.
+TEST(PrepareRunsTmpfs, LastPreparerUnmountsItOnlyWhenNoRunIsLeft) {
+  REQUIRE_ROOT_MOUNTS();
+  prep_env env;
+  const fs::path runs = env.state / "runs";
+  auto mounted = [&] {
+    auto m = mount::mounts_under(env.state);
+    return m && std::find(m->begin(), m->end(), runs) != m->end();
+  };
+  {
+    preparer a(env.options());
+    auto sa = a.prepare(env.request("a"));
+    ASSERT_TRUE(sa) << sa.error().message;
+    EXPECT_TRUE(mounted());
+    std::optional<prepared_session> sb;
+    {
+      preparer b(env.options());
+      auto s = b.prepare(env.request("b"));
+      ASSERT_TRUE(s) << s.error().message;
+      sb.emplace(std::move(*s));
+    }
+    EXPECT_TRUE(mounted()) << "b went while a still uses the state root";
+    EXPECT_TRUE(fs::exists(sb->workspace_dir() / "README.md"));
+    ASSERT_TRUE(sb->close());
+    ASSERT_TRUE(sa->close());
+  }
+  EXPECT_FALSE(mounted()) << "the last user left the runs tmpfs mounted";
+  EXPECT_TRUE(no_mounts_under(env.state));
+  // And the next user mounts it again.
+  preparer c(env.options());
+  auto sc = c.prepare(env.request("c"));
+  ASSERT_TRUE(sc) << sc.error().message;
+  EXPECT_TRUE(mounted());
 }
 
 }  // namespace
