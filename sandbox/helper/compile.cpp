@@ -403,8 +403,7 @@ status compile(const launch_plan& plan, compiled& c) {
     c.ll = landlock::make_ruleset(abi, rules);
     c.ctx.landlock = &c.ll;
   }
-  c.sf = EB_TRY(seccomp::compile());
-  c.ctx.seccomp = &c.sf;
+  c.ctx.seccomp = &seccomp::builtin();
 
   c.argv_s = plan.argv;
   for (auto& a : c.argv_s) c.argv.push_back(a.data());

@@ -28,7 +28,6 @@ struct compiled {
   std::vector<char*> argv, envp;
   child_context ctx;
   landlock::ruleset ll;
-  seccomp::filter sf;
   net::allow_plan allow;
   std::string landlock_reason;
   // Mount sources are opened (O_PATH) while the child still has the helper's filesystem ids,
@@ -42,7 +41,7 @@ struct compiled {
 };
 
 // Fills `c` from the plan. Fails on a plan the helper cannot honour (e.g. host network
-// without the unsafe opt-in, a non-loopback IP in the allow-list) or a seccomp error.
+// without the unsafe opt-in, a non-loopback IP in the allow-list).
 status compile(const launch_plan& plan, compiled& c);
 
 }  // namespace evalbox::sandbox::helper

@@ -84,7 +84,7 @@ status supervisor::run() {
   mech["user_ns"] = {{"host_uid", plan_.host_uid}, {"host_gid", plan_.host_gid}};
   mech["landlock_abi"] = c.ll.abi;
   if (c.ll.abi == 0) mech["landlock_reason"] = c.landlock_reason;
-  mech["seccomp_digest"] = c.sf.digest;
+  mech["seccomp_digest"] = seccomp::builtin().digest;
   mech["capabilities"] =
       c.ctx.keep_setfcap ? "CAP_SETFCAP (namespace-local, nested sandboxes)" : "none";
   mech["no_new_privs"] = true;

@@ -116,12 +116,5 @@ result<filter> compile() {
   return f;
 }
 
-int install(const filter& f) noexcept {
-  struct sock_fprog prog {};
-  prog.len = static_cast<unsigned short>(f.program.size());
-  prog.filter = const_cast<sock_filter*>(f.program.data());
-  if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) return errno;
-  return 0;
-}
 
 }  // namespace evalbox::sandbox::seccomp

@@ -3,8 +3,10 @@
 // user namespace (each entry's reason is beside it in seccomp.cpp). Namespace and mount calls
 // stay allowed: agents build nested sandboxes (bubblewrap) and must be able to.
 //
-// Lifecycle: compile() in the helper before clone (libseccomp allocates); install() in the
-// program's process as the last step before execve (allocates nothing).
+// Lifecycle: compile() runs at build time (evalbox-seccomp-gen, with libseccomp) and the
+// helper takes its output from builtin(); install() runs in the program's process as the
+// last step before execve (allocates nothing). A test checks that builtin() is what
+// compile() makes now.
 #pragma once
 
 #include <linux/filter.h>
@@ -29,7 +31,11 @@ struct filter {
   std::string digest;                // sha256 of the BPF bytes, recorded in the run record
 };
 
+// With libseccomp (library evalbox_seccomp).
 result<filter> compile();
+
+// The program compile() made at build time (library evalbox_seccomp_builtin).
+const filter& builtin();
 
 // prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER); no_new_privs must already be set. 0 or errno.
 int install(const filter& f) noexcept;

@@ -1,5 +1,6 @@
 // The seccomp policy as data: every entry has a reason, mount/namespace calls are not denied,
-// and compilation is deterministic (the digest in the run record identifies the policy).
+// compilation is deterministic (the digest in the run record identifies the policy) and the
+// program built into the helper is the policy's.
 #include "sandbox/seccomp/seccomp.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,22 @@ TEST(seccomp_policy, compiles_to_the_same_digest_twice) {
   EXPECT_EQ(a->digest, b->digest);
   EXPECT_EQ(a->digest.size(), 64u);
   EXPECT_GT(a->program.size(), denied_calls().size());
+}
+
+// The helper installs the program generated at build time: it must be exactly what the policy
+// compiles to now (a stale or hand-edited filter would differ in bytes and digest).
+TEST(seccomp_policy, builtin_program_is_what_the_policy_compiles_to) {
+  auto fresh = compile();
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  const filter& b = builtin();
+  EXPECT_EQ(b.digest, fresh->digest);
+  ASSERT_EQ(b.program.size(), fresh->program.size());
+  for (size_t i = 0; i < b.program.size(); ++i) {
+    EXPECT_EQ(b.program[i].code, fresh->program[i].code) << i;
+    EXPECT_EQ(b.program[i].jt, fresh->program[i].jt) << i;
+    EXPECT_EQ(b.program[i].jf, fresh->program[i].jf) << i;
+    EXPECT_EQ(b.program[i].k, fresh->program[i].k) << i;
+  }
 }
 
 }  // namespace
