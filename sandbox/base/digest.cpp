@@ -2,17 +2,36 @@
 #include "sandbox/base/digest.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <array>
 #include <vector>
 
 #include "sandbox/base/unique_fd.h"
 
 namespace evalbox {
+
+namespace {
+
+// SHA-256 from the default provider, fetched once. OpenSSL's configuration file is not read:
+// it selects providers and engines for TLS and keys, and loading it (with every algorithm
+// name it registers) was most of the first digest's cost, paid by every evalbox process.
+const EVP_MD* sha256_md() {
+  static const EVP_MD* md = [] {
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
+    EVP_MD* m = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);
+    if (!m) std::abort();
+    return m;
+  }();
+  return md;
+}
+
+}  // namespace
 
 struct sha256::impl {
   EVP_MD_CTX* ctx = nullptr;
@@ -21,7 +40,7 @@ struct sha256::impl {
 
 sha256::sha256() : impl_(std::make_unique<impl>()) {
   impl_->ctx = EVP_MD_CTX_new();
-  if (!impl_->ctx || EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) != 1) std::abort();
+  if (!impl_->ctx || EVP_DigestInit_ex(impl_->ctx, sha256_md(), nullptr) != 1) std::abort();
 }
 sha256::~sha256() = default;
 sha256::sha256(sha256&&) noexcept = default;

