@@ -1,7 +1,7 @@
 // The run's control group: limits memory and pids, measures CPU time, peak memory and OOM
 // kills, and kills every task of a launch. Two implementations behind this one header: cgroup
 // v2 (one directory under the unified root, entered with CLONE_INTO_CGROUP) and cgroup v1 (one
-// directory per controller: memory, pids, cpu, cpuacct; entered by writing the pid).
+// directory per controller: memory, pids, cpuacct; entered by writing the pid).
 //
 // Naming: <root>/evalbox/<run_id>/<leaf> (v2) and <controller mount>/evalbox/<run_id>/<leaf>
 // (v1), leaf = "<label>-<seq>". The preparer's reclaim removes <...>/evalbox/<run_id> of stale
