@@ -346,22 +346,25 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
     fixtures.assign(fs.begin(), fs.end());
     candidates.assign(cs.begin(), cs.end());
   }
-  std::vector<svg::heat_cell> heat;
-  for (const auto& c : s.cells) {
+  // Each cell is made as it is drawn: there is one per candidate and fixture.
+  auto heat = [&](size_t i) {
+    const stats::cell& c = s.cells[i];
     size_t r = std::lower_bound(fixtures.begin(), fixtures.end(), c.fixture) - fixtures.begin();
     size_t col =
         std::lower_bound(candidates.begin(), candidates.end(), c.candidate) - candidates.begin();
     std::string text = fmt::format("{}/{}", c.passes, c.n);
     if (c.errors) text += fmt::format(" +{}e", c.errors);
-    heat.push_back({r, col, c.rate, text,
-                    fmt::format("{} on {}: {} passed of n={} ({}), {} infrastructure error(s)",
-                                c.candidate, c.fixture, c.passes, c.n, percent(c.rate), c.errors)});
-  }
+    return svg::heat_cell{
+        r, col, c.rate, text,
+        fmt::format("{} on {}: {} passed of n={} ({}), {} infrastructure error(s)", c.candidate,
+                    c.fixture, c.passes, c.n, percent(c.rate), c.errors)};
+  };
   h << "<h2 id=\"heatmap\">Fixtures × candidates</h2>\n<p class=\"note\">passes/n per cell "
        "(n = non-error trials); +Ne = infrastructure errors, outside n; grey = every trial "
        "errored.</p>\n";
-  h << "<div class=\"scroll\">" + svg::heatmap("chart-heatmap", fixtures, candidates, heat) +
-           "</div>\n";
+  h << "<div class=\"scroll\">";
+  svg::heatmap(h, "chart-heatmap", fixtures, candidates, s.cells.size(), heat);
+  h << "</div>\n";
 
   // ---- paired comparison ----
   h << "<h2 id=\"comparison\">Paired comparison</h2>\n";
