@@ -440,12 +440,16 @@ paired_comparison compare(std::span<const cell> candidate, std::span<const cell>
   return r;
 }
 
-usage summarize_usage(std::span<const run_outcome> outcomes) {
+namespace {
+
+// The usage of the outcomes of `candidate` (of all of them when nullopt), in their order.
+usage usage_of(std::span<const run_outcome> outcomes, std::optional<std::string_view> candidate) {
   usage u;
-  u.runs = outcomes.size();
   std::vector<double> in, out, wall;
   double cost = 0.0;
   for (const run_outcome& o : outcomes) {
+    if (candidate && o.candidate != *candidate) continue;
+    ++u.runs;
     if (o.input_tokens) in.push_back(static_cast<double>(*o.input_tokens));
     if (o.output_tokens) out.push_back(static_cast<double>(*o.output_tokens));
     if (o.wall_ms) wall.push_back(*o.wall_ms);
@@ -461,6 +465,12 @@ usage summarize_usage(std::span<const run_outcome> outcomes) {
   u.output_tokens = describe(std::move(out), u.runs - out.size());
   u.wall_ms = describe(std::move(wall), u.runs - wall.size());
   return u;
+}
+
+}  // namespace
+
+usage summarize_usage(std::span<const run_outcome> outcomes) {
+  return usage_of(outcomes, std::nullopt);
 }
 
 result<summary> summarize(std::span<const run_outcome> outcomes, const options& opts) {
@@ -490,11 +500,10 @@ result<summary> summarize(std::span<const run_outcome> outcomes, const options& 
                       *opts.baseline);
   }
 
-  std::map<std::string_view, std::vector<run_outcome>> runs_of;
-  for (const run_outcome& o : outcomes) runs_of[o.candidate].push_back(o);
   for (const auto& [name, cells] : by_candidate) {
     candidate_summary c = summarize_candidate(cells, opts);
-    c.use = summarize_usage(runs_of[name]);
+    // Filtered in place rather than copied per candidate: outcomes are one per run.
+    c.use = usage_of(outcomes, name);
     s.candidates.push_back(std::move(c));
   }
   if (opts.baseline) {
