@@ -21,15 +21,16 @@ struct compare_args {
   double level = 0.95;
 };
 
-result<std::vector<json>> load(const std::string& dir) {
+// A results directory's side of the comparison, read one record at a time.
+result<harness::compare_side> load(const std::string& dir) {
   harness::results_dir results(dir);
   std::error_code ec;
   if (!std::filesystem::exists(results.results_file(), ec))
     return make_error(error_kind::not_found, "{}: no results.jsonl here", dir);
-  auto records = EB_TRY(results.read_records());
-  if (records.empty())
+  auto side = EB_TRY(harness::compare_side::of_results(results));
+  if (side.outcomes.empty())
     return make_error(error_kind::not_found, "{}: results.jsonl has no complete record", dir);
-  return records;
+  return side;
 }
 
 int compare_command(const compare_args& a) {
@@ -41,30 +42,29 @@ int compare_command(const compare_args& a) {
     fmt::print(stderr, "--level {} is not in (0, 1)\n", a.level);
     return exit_usage;
   }
-  harness::compare_request req;
+  harness::compare_settings req;
   auto base = load(a.dirs[0]);
   if (!base) {
     fmt::print(stderr, "{}\n", base.error().message);
     return exit_usage;
   }
-  req.baseline_records = std::move(*base);
   req.baseline_label = a.dirs[0];
+  std::optional<harness::compare_side> cand;
   if (a.dirs.size() == 2) {
-    auto cand = load(a.dirs[1]);
-    if (!cand) {
-      fmt::print(stderr, "{}\n", cand.error().message);
+    auto other = load(a.dirs[1]);
+    if (!other) {
+      fmt::print(stderr, "{}\n", other.error().message);
       return exit_usage;
     }
-    req.candidate_records = std::move(*cand);
+    cand = std::move(*other);
     req.candidate_label = a.dirs[1];
   } else {
-    req.candidate_records = req.baseline_records;
-    req.candidate_label = a.dirs[0];
+    req.candidate_label = a.dirs[0];  // within one directory: the same side twice
   }
   if (!a.candidate.empty()) req.candidate = a.candidate;
   if (!a.baseline.empty()) req.baseline = a.baseline;
   req.options.level = a.level;
-  auto r = harness::compare_results(req);
+  auto r = harness::compare_results(*base, cand ? *cand : *base, req);
   if (!r) {
     fmt::print(stderr, "{}\n", r.error().message);
     return exit_usage;

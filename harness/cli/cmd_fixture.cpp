@@ -14,6 +14,7 @@
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
 #include "harness/fixture/scaffold.h"
+#include "harness/results/results.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
 
@@ -110,13 +111,19 @@ int fixture_test(const fixture_test_args& a) {
     return exit_internal;
   }
   if (done->signal) return done->signal == SIGINT ? exit_sigint : exit_sigterm;
+  // A few runs per fixture: their records fit in memory.
+  auto records = harness::results_dir(results_path).read_records();
+  if (!records) {
+    log::error("{}", records.error().message);
+    return exit_internal;
+  }
 
   int invalid = 0;
   for (const auto& f : suite.fixtures) {
     int oracle_n = 0, oracle_pass = 0, noop_failed = 0, noop_n = 0;
     std::vector<std::string> problems;
     std::set<std::string> noop_failing_checks;
-    for (const auto& r : done->records) {
+    for (const auto& r : *records) {
       if (r["fixture"].value("id", "") != f.id) continue;
       std::string cand = r["candidate"].value("id", "");
       std::string verdict = r.value("verdict", "");

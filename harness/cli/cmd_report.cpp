@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fstream>
+
 #include "harness/cli/commands.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
@@ -28,9 +30,18 @@ std::optional<std::string> baseline_of(const report_args& a) {
   std::error_code ec;
   auto summary_path = std::filesystem::path(a.dir) / "summary.json";
   if (!std::filesystem::exists(summary_path, ec)) return std::nullopt;
-  auto previous = read_json_file(summary_path);
-  if (!previous || !previous->is_object()) return std::nullopt;
-  const json& b = (*previous)["settings"]["baseline"];
+  // Only "settings" is kept while parsing: the rest of summary.json grows with the suite.
+  std::ifstream in(summary_path, std::ios::binary);
+  json previous = json::parse(
+      in,
+      [](int depth, json::parse_event_t event, json& parsed) {
+        return depth != 1 || event != json::parse_event_t::key || parsed == "settings";
+      },
+      /*allow_exceptions=*/false);
+  if (!previous.is_object() || !previous.contains("settings")) return std::nullopt;
+  const json& settings = previous["settings"];
+  if (!settings.is_object() || !settings.contains("baseline")) return std::nullopt;
+  const json& b = settings["baseline"];
   if (b.is_string()) return b.get<std::string>();
   return std::nullopt;
 }
@@ -47,17 +58,18 @@ int report_command(const report_args& a) {
     fmt::print(stderr, "{}: no results.jsonl here (is it a results directory?)\n", a.dir);
     return exit_usage;
   }
-  auto records = results.read_records();
-  if (!records) {
-    log::error("{}", records.error().message);
+  // One pass indexes results.jsonl; each report then reads back one record at a time.
+  auto runs = harness::run_index::of_results(results);
+  if (!runs) {
+    log::error("{}", runs.error().message);
     return exit_internal;
   }
-  if (records->empty()) {
+  if (runs->empty()) {
     fmt::print(stderr, "{}: results.jsonl has no complete evalbox.run.v1 record\n", a.dir);
     return exit_usage;
   }
-  auto suite = harness::suite_name_of(*records, std::filesystem::path(a.dir).filename());
-  auto s = harness::write_reports(a.dir, *records, suite, baseline_of(a), formats);
+  auto suite = runs->suite_name(std::filesystem::path(a.dir).filename());
+  auto s = harness::write_reports(a.dir, *runs, suite, baseline_of(a), formats);
   if (!s) {
     fmt::print(stderr, "reports for {}: {}\n", a.dir, s.error().message);
     return s.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;

@@ -27,20 +27,10 @@ struct run_args {
 
 // Exit status from the recorded runs of this plan: execution errors first, then grader
 // failures, then task failures.
-int exit_status(const std::vector<json>& records, const std::set<std::string>& planned) {
-  bool exec_error = false, grader_error = false, task_failed = false;
-  for (const auto& r : records) {
-    if (!planned.count(r.value("run_id", ""))) continue;
-    if (r["execution"].value("status", "") == "error")
-      exec_error = true;
-    else if (r["grading"].value("status", "") == "error")
-      grader_error = true;
-    else if (r.value("verdict", "") != "passed")
-      task_failed = true;
-  }
-  if (exec_error) return exit_execution_failed;
-  if (grader_error) return exit_grader_failed;
-  if (task_failed) return exit_task_failed;
+int exit_status(const planned_outcomes& planned) {
+  if (planned.execution_error) return exit_execution_failed;
+  if (planned.grader_error) return exit_grader_failed;
+  if (planned.task_failed) return exit_task_failed;
   return exit_ok;
 }
 
@@ -105,9 +95,7 @@ int run_command(const run_args& a) {
              o.results_dir.string());
   if (done->signal == SIGINT) return exit_sigint;
   if (done->signal == SIGTERM) return exit_sigterm;
-  std::set<std::string> planned;
-  for (const auto& r : *runs) planned.insert(r.run_id);
-  return exit_status(done->records, planned);
+  return exit_status(done->planned);
 }
 
 }  // namespace

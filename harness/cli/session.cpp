@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include "harness/cli/registry.h"
@@ -127,9 +128,32 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
   out.signal = watch.signal();
   if (!totals) return std::unexpected(totals.error());
   out.totals = *totals;
-  harness::results_dir results(options.results_dir);
-  out.records = EB_TRY(results.read_records());
-  auto s = harness::write_reports(options.results_dir, out.records, suite.name, suite.baseline);
+  // One pass over results.jsonl indexes the runs for the reports and notes how the planned
+  // runs ended; the reports then read back one record at a time.
+  std::vector<std::string_view> planned;  // sorted; views of the run ids in `runs`
+  planned.reserve(runs.size());
+  for (const auto& r : runs) planned.push_back(r.run_id);
+  std::sort(planned.begin(), planned.end());
+  auto note = [&](const json& r) -> status {
+    auto id = r.find("run_id");
+    if (id == r.end() || !id->is_string() ||
+        !std::binary_search(planned.begin(), planned.end(),
+                            std::string_view(id->get_ref<const std::string&>())))
+      return {};
+    static const json none;
+    const json& exec = r.contains("execution") ? r["execution"] : none;
+    const json& grading = r.contains("grading") ? r["grading"] : none;
+    if (exec.is_object() && exec.value("status", "") == "error")
+      out.planned.execution_error = true;
+    else if (grading.is_object() && grading.value("status", "") == "error")
+      out.planned.grader_error = true;
+    else if (r.value("verdict", "") != "passed")
+      out.planned.task_failed = true;
+    return {};
+  };
+  auto index =
+      EB_TRY(harness::run_index::of_results(harness::results_dir(options.results_dir), note));
+  auto s = harness::write_reports(options.results_dir, index, suite.name, suite.baseline);
   if (!s)
     log::warn("reports: {}", s.error().message);
   else

@@ -13,9 +13,19 @@
 
 namespace evalbox::cli {
 
+// What the records of the planned runs say (every record of a planned run id in the results
+// directory, an older one of a rerun included): the exit status of `evalbox run`.
+struct planned_outcomes {
+  bool execution_error = false;  // a run could not be carried out
+  bool grader_error = false;     // a run could not be graded
+  bool task_failed = false;      // a run was graded and did not pass
+};
+
 struct suite_run {
   harness::run_totals totals;
-  std::vector<json> records;  // every record in the results directory after the run
+  // Read from results.jsonl with the reports, one record at a time: the records themselves
+  // are not kept (a suite of thousands of runs would hold them all).
+  planned_outcomes planned;
   std::optional<harness::stats::summary> summary;
   int signal = 0;  // SIGINT/SIGTERM that stopped it, else 0
 };

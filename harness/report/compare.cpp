@@ -26,28 +26,47 @@ std::set<std::string> candidates_of(const std::vector<stats::cell>& cells) {
   return out;
 }
 
-// fixture id → the digests its records carry (one, unless the fixture changed).
-std::map<std::string, std::set<std::string>> fixture_digests(const std::vector<json>& records) {
-  std::map<std::string, std::set<std::string>> out;
-  for (const auto& r : records) {
-    const json& f = r.contains("fixture") ? r["fixture"] : json();
-    if (!f.is_object() || !f.contains("id") || !f["id"].is_string()) continue;
-    const json& d = f.contains("digest") ? f["digest"] : json();
-    if (d.is_string()) out[f["id"].get<std::string>()].insert(d.get<std::string>());
-  }
-  return out;
+// Notes the fixture digest `r` carries.
+void add_digest(const json& r, std::map<std::string, std::set<std::string>>& out) {
+  const json& f = r.contains("fixture") ? r["fixture"] : json();
+  if (!f.is_object() || !f.contains("id") || !f["id"].is_string()) return;
+  const json& d = f.contains("digest") ? f["digest"] : json();
+  if (d.is_string()) out[f["id"].get<std::string>()].insert(d.get<std::string>());
 }
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v * 100); }
 
 }  // namespace
 
+compare_side compare_side::of_records(const std::vector<json>& records) {
+  compare_side side;
+  side.outcomes = outcomes_from_records(latest_records(records));
+  for (const auto& r : records) add_digest(r, side.fixture_digests);
+  return side;
+}
+
+result<compare_side> compare_side::of_results(const results_dir& dir) {
+  compare_side side;
+  auto note = [&](const json& r) -> status {
+    add_digest(r, side.fixture_digests);
+    return {};
+  };
+  auto runs = EB_TRY(run_index::of_results(dir, note));
+  side.outcomes.assign(runs.outcomes().begin(), runs.outcomes().end());
+  return side;
+}
+
 result<compare_result> compare_results(const compare_request& req) {
-  auto base_outcomes = outcomes_from_records(latest_records(req.baseline_records));
-  auto cand_outcomes = outcomes_from_records(latest_records(req.candidate_records));
-  auto base_cells = EB_TRY_CTX(stats::tabulate(base_outcomes, req.options.level),
+  return compare_results(compare_side::of_records(req.baseline_records),
+                         compare_side::of_records(req.candidate_records), req);
+}
+
+result<compare_result> compare_results(const compare_side& baseline_side,
+                                       const compare_side& candidate_side,
+                                       const compare_settings& req) {
+  auto base_cells = EB_TRY_CTX(stats::tabulate(baseline_side.outcomes, req.options.level),
                                fmt::format("results {}", req.baseline_label));
-  auto cand_cells = EB_TRY_CTX(stats::tabulate(cand_outcomes, req.options.level),
+  auto cand_cells = EB_TRY_CTX(stats::tabulate(candidate_side.outcomes, req.options.level),
                                fmt::format("results {}", req.candidate_label));
   auto base_ids = candidates_of(base_cells), cand_ids = candidates_of(cand_cells);
 
@@ -72,8 +91,8 @@ result<compare_result> compare_results(const compare_request& req) {
                         req.candidate_label, req.baseline_label);
   }
   compare_result out{req.baseline_label, req.candidate_label, {}, {}};
-  auto base_digests = fixture_digests(req.baseline_records);
-  for (const auto& [id, digests] : fixture_digests(req.candidate_records)) {
+  const auto& base_digests = baseline_side.fixture_digests;
+  for (const auto& [id, digests] : candidate_side.fixture_digests) {
     auto it = base_digests.find(id);
     if (it != base_digests.end() && it->second != digests) out.changed_fixtures.push_back(id);
   }

@@ -3,21 +3,21 @@
 // with the same statistics as the reports (stats::compare), and rendered as a table or JSON.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "harness/report/stats.h"
+#include "harness/results/results.h"
 #include "sandbox/base/error.h"
 #include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 
-struct compare_request {
-  // Records of the baseline side (results A) and of the candidate side (results B); for a
-  // comparison within one results directory both are the same records.
-  std::vector<json> baseline_records;
-  std::vector<json> candidate_records;
+// Who is compared with whom, and how the result is labelled.
+struct compare_settings {
   std::string baseline_label;   // "A" / the directory, for the table
   std::string candidate_label;  // "B"
   // Both set: that candidate (candidate side) against that baseline (baseline side). Only one
@@ -25,6 +25,24 @@ struct compare_request {
   std::optional<std::string> candidate;
   std::optional<std::string> baseline;
   stats::options options;
+};
+
+// One side of a comparison as it is computed: the outcome of the newest record of each trial
+// (latest_records) and the fixture digests that every record carries.
+struct compare_side {
+  std::vector<stats::run_outcome> outcomes;
+  std::map<std::string, std::set<std::string>> fixture_digests;  // fixture id → its digests
+
+  static compare_side of_records(const std::vector<json>& records);
+  // results.jsonl of `dir`, read one record at a time.
+  static result<compare_side> of_results(const results_dir& dir);
+};
+
+struct compare_request : compare_settings {
+  // Records of the baseline side (results A) and of the candidate side (results B); for a
+  // comparison within one results directory both are the same records.
+  std::vector<json> baseline_records;
+  std::vector<json> candidate_records;
 };
 
 struct compare_result {
@@ -38,6 +56,10 @@ struct compare_result {
 // Fails when a named candidate has no runs on its side, when nothing is shared, or on records
 // the statistics reject (duplicate trials).
 result<compare_result> compare_results(const compare_request& request);
+// The same over sides already read (within one results directory, the same side twice).
+result<compare_result> compare_results(const compare_side& baseline_side,
+                                       const compare_side& candidate_side,
+                                       const compare_settings& settings);
 
 // A table per comparison: verdict, mean difference with its interval, the tests, and every
 // shared fixture's rates and difference.

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <set>
+#include <sstream>
 
 #include "harness/report/report.h"
 #include "harness/report/svg.h"
@@ -280,25 +282,23 @@ constexpr std::string_view script = R"js(
 
 }  // namespace
 
-std::string render_html(const stats::summary& s, const std::vector<json>& records,
-                        const std::string& suite_name, const std::filesystem::path& results_dir,
-                        const html_options& opt) {
-  std::string h;
-  h.reserve(64 * 1024 + records.size() * 512);
-  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+status write_html(std::ostream& h, const stats::summary& s, const run_index& runs,
+                  const std::string& suite_name, const std::filesystem::path& results_dir,
+                  const html_options& opt) {
+  h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   // Nothing may be fetched: the page works from file:// with the network off.
-  h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+  h << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  h += fmt::format("<title>evalbox report: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
+  h << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h << fmt::format("<title>evalbox report: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
                    escape(suite_name), style);
   uint64_t passed = 0, failed = 0;
   for (const auto& c : s.cells) {
     passed += c.passes;
     failed += c.n - c.passes;
   }
-  h += fmt::format("<h1>evalbox report: {}</h1>\n", escape(suite_name));
-  h += fmt::format(
+  h << fmt::format("<h1>evalbox report: {}</h1>\n", escape(suite_name));
+  h << fmt::format(
       "<p id=\"totals\" data-runs=\"{0}\" data-passed=\"{1}\" data-failed=\"{2}\" "
       "data-errors=\"{3}\">{0} runs: <span class=\"passed\">{1} passed</span>, "
       "<span class=\"failed\">{2} failed</span>, <span class=\"error\">{3} infrastructure "
@@ -306,7 +306,7 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
       s.runs, passed, failed, s.errors.size());
 
   // ---- candidates ----
-  h += fmt::format(
+  h << fmt::format(
       "<h2 id=\"candidates\">pass@1 by candidate</h2>\n<p class=\"note\">Mean over fixtures of "
       "per-fixture pass rates; whiskers are {:.0f}% fixture-clustered bootstrap intervals; n = "
       "fixtures with at least one non-error trial.</p>\n",
@@ -316,8 +316,8 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
     bars.push_back(
         {c.candidate, c.pass_at_1, c.pass_at_1_ci,
          fmt::format("{} {} n={}", percent(c.pass_at_1), interval(c.pass_at_1_ci), c.fixtures)});
-  h += "<div class=\"scroll\">" + svg::bar_chart("chart-pass-at-1", bars) + "</div>\n";
-  h += "<table id=\"table-candidates\"><tr><th>candidate</th><th>pass@1</th><th>interval</th>"
+  h << "<div class=\"scroll\">" + svg::bar_chart("chart-pass-at-1", bars) + "</div>\n";
+  h << "<table id=\"table-candidates\"><tr><th>candidate</th><th>pass@1</th><th>interval</th>"
        "<th>n (fixtures)</th><th>trials</th><th>passes</th><th>errors</th><th>pooled rate (n = "
        "trials)</th><th>pass@k / pass^k</th></tr>\n";
   for (const auto& c : s.candidates) {
@@ -325,7 +325,7 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
     for (size_t k = 0; k < c.pass_at.size() && k < 5; ++k)
       ks += fmt::format("{}k={}: {} / {}", ks.empty() ? "" : "; ", c.pass_at[k].k,
                         percent(c.pass_at[k].value), percent(c.pass_hat[k].value));
-    h += fmt::format(
+    h << fmt::format(
         "<tr class=\"candidate\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{} {}</td><td>{}</td></tr>\n",
@@ -333,7 +333,7 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
         c.passes, c.errors, percent(c.pooled_rate), interval(c.pooled_ci),
         ks.empty() ? "n/a" : escape(ks));
   }
-  h += "</table>\n";
+  h << "</table>\n";
 
   // ---- heatmap ----
   std::vector<std::string> fixtures, candidates;
@@ -346,27 +346,30 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
     fixtures.assign(fs.begin(), fs.end());
     candidates.assign(cs.begin(), cs.end());
   }
-  std::vector<svg::heat_cell> heat;
-  for (const auto& c : s.cells) {
+  // Each cell is made as it is drawn: there is one per candidate and fixture.
+  auto heat = [&](size_t i) {
+    const stats::cell& c = s.cells[i];
     size_t r = std::lower_bound(fixtures.begin(), fixtures.end(), c.fixture) - fixtures.begin();
     size_t col =
         std::lower_bound(candidates.begin(), candidates.end(), c.candidate) - candidates.begin();
     std::string text = fmt::format("{}/{}", c.passes, c.n);
     if (c.errors) text += fmt::format(" +{}e", c.errors);
-    heat.push_back({r, col, c.rate, text,
-                    fmt::format("{} on {}: {} passed of n={} ({}), {} infrastructure error(s)",
-                                c.candidate, c.fixture, c.passes, c.n, percent(c.rate), c.errors)});
-  }
-  h += "<h2 id=\"heatmap\">Fixtures × candidates</h2>\n<p class=\"note\">passes/n per cell "
+    return svg::heat_cell{
+        r, col, c.rate, text,
+        fmt::format("{} on {}: {} passed of n={} ({}), {} infrastructure error(s)", c.candidate,
+                    c.fixture, c.passes, c.n, percent(c.rate), c.errors)};
+  };
+  h << "<h2 id=\"heatmap\">Fixtures × candidates</h2>\n<p class=\"note\">passes/n per cell "
        "(n = non-error trials); +Ne = infrastructure errors, outside n; grey = every trial "
        "errored.</p>\n";
-  h += "<div class=\"scroll\">" + svg::heatmap("chart-heatmap", fixtures, candidates, heat) +
-       "</div>\n";
+  h << "<div class=\"scroll\">";
+  svg::heatmap(h, "chart-heatmap", fixtures, candidates, s.cells.size(), heat);
+  h << "</div>\n";
 
   // ---- paired comparison ----
-  h += "<h2 id=\"comparison\">Paired comparison</h2>\n";
+  h << "<h2 id=\"comparison\">Paired comparison</h2>\n";
   if (s.comparisons.empty()) {
-    h += "<p class=\"note\">No baseline candidate: nothing to compare (set <code>baseline</code> "
+    h << "<p class=\"note\">No baseline candidate: nothing to compare (set <code>baseline</code> "
          "in the suite, or use <code>evalbox compare</code>).</p>\n";
   } else {
     std::vector<svg::difference_row> rows;
@@ -379,14 +382,14 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
       for (const auto& d : p.differences) r.fixtures.emplace_back(d.fixture, d.difference);
       rows.push_back(std::move(r));
     }
-    h += "<p class=\"note\">Per shared fixture, candidate rate − baseline rate (small dots), "
+    h << "<p class=\"note\">Per shared fixture, candidate rate − baseline rate (small dots), "
          "their mean (red) and its paired bootstrap interval, in percentage points.</p>\n";
-    h += "<div class=\"scroll\">" + svg::difference_chart("chart-paired", rows) + "</div>\n";
-    h += "<table id=\"table-comparisons\"><tr><th>candidate</th><th>baseline</th><th>n (shared "
+    h << "<div class=\"scroll\">" + svg::difference_chart("chart-paired", rows) + "</div>\n";
+    h << "<table id=\"table-comparisons\"><tr><th>candidate</th><th>baseline</th><th>n (shared "
          "fixtures)</th><th>mean difference</th><th>interval</th><th>sign-flip p</th>"
          "<th>McNemar</th><th>verdict</th></tr>\n";
     for (const auto& p : s.comparisons) {
-      h += fmt::format(
+      h << fmt::format(
           "<tr class=\"comparison\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
           "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
           "<td>{}</td><td><b>{}</b></td></tr>\n",
@@ -399,47 +402,52 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
               : "n/a (not single-trial)",
           escape(p.verdict));
     }
-    h += "</table>\n";
+    h << "</table>\n";
   }
 
   // ---- flaky ----
-  h += fmt::format("<h2 id=\"flaky\">Flaky fixtures ({})</h2>\n", s.flaky.size());
+  h << fmt::format("<h2 id=\"flaky\">Flaky fixtures ({})</h2>\n", s.flaky.size());
   if (s.flaky.empty()) {
-    h += "<p>None: no candidate had both a pass and a failure on one fixture.</p>\n";
+    h << "<p>None: no candidate had both a pass and a failure on one fixture.</p>\n";
   } else {
-    h += "<table id=\"table-flaky\"><tr><th>fixture</th><th>mixed outcomes for</th>"
+    h << "<table id=\"table-flaky\"><tr><th>fixture</th><th>mixed outcomes for</th>"
          "<th>oracle unstable</th></tr>\n";
     for (const auto& f : s.flaky) {
       std::string who;
       for (const auto& c : f.candidates) who += (who.empty() ? "" : ", ") + c;
-      h += fmt::format("<tr class=\"flaky\"><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+      h << fmt::format("<tr class=\"flaky\"><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                        escape(f.fixture), escape(who),
                        f.oracle ? "<b>yes: fix the fixture</b>" : "no");
     }
-    h += "</table>\n";
+    h << "</table>\n";
   }
 
   // ---- errors ----
+  // The run of each error (the newest of its trial), for the links into the drill-downs.
   std::map<std::tuple<std::string, std::string, int>, std::string> run_ids;
-  for (const auto& r : records)
-    run_ids[{str(field(r, "candidate"), "id"), str(field(r, "fixture"), "id"),
-             field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0}] = str(r, "run_id");
-  h += fmt::format("<h2 id=\"errors\">Infrastructure errors ({})</h2>\n", s.errors.size());
+  for (const auto& e : s.errors) run_ids[{e.candidate, e.fixture, e.trial}];
+  if (!run_ids.empty())
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const stats::run_outcome& o = runs.outcome(i);
+      auto it = run_ids.find({o.candidate, o.fixture, o.trial});
+      if (it != run_ids.end()) it->second = runs.run_id(i);
+    }
+  h << fmt::format("<h2 id=\"errors\">Infrastructure errors ({})</h2>\n", s.errors.size());
   if (s.errors.empty()) {
-    h += "<p>None.</p>\n";
+    h << "<p>None.</p>\n";
   } else {
-    h += "<p class=\"note\">Runs that could not be carried out or graded. They are not task "
+    h << "<p class=\"note\">Runs that could not be carried out or graded. They are not task "
          "failures and are left out of every rate above.</p>\n<table id=\"table-errors\"><tr>"
          "<th>candidate</th><th>fixture</th><th>trial</th><th>message</th><th>run</th></tr>\n";
     for (const auto& e : s.errors) {
       std::string id = run_ids[{e.candidate, e.fixture, e.trial}];
-      h += fmt::format(
+      h << fmt::format(
           "<tr class=\"error-row\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
           "<td><pre>{}</pre></td><td><a href=\"#run={}\">{}</a></td></tr>\n",
           escape(e.candidate), escape(e.fixture), e.trial, escape(e.message), escape(id),
           escape(id));
     }
-    h += "</table>\n";
+    h << "</table>\n";
   }
 
   // ---- usage ----
@@ -453,12 +461,12 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
   auto secs = [](const std::optional<double>& ms) {
     return ms ? fmt::format("{:.2f}s", *ms / 1000) : std::string("unknown");
   };
-  h += "<h2 id=\"usage\">Usage</h2>\n<p class=\"note\">Over all runs, errored ones included. A "
+  h << "<h2 id=\"usage\">Usage</h2>\n<p class=\"note\">Over all runs, errored ones included. A "
        "value no run reported is shown as unknown, never as 0.</p>\n<table id=\"table-usage\">"
        "<tr><th>candidate</th><th>runs</th><th>input tokens</th><th>output tokens</th>"
        "<th>cost (USD)</th><th>wall p50</th><th>p90</th><th>p99</th><th>max</th></tr>\n";
   auto usage_row = [&](const std::string& who, const stats::usage& u) {
-    h += fmt::format(
+    h << fmt::format(
         "<tr class=\"usage\"><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
         "<td class=\"cost\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
@@ -468,56 +476,17 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
   };
   for (const auto& c : s.candidates) usage_row(c.candidate, c.use);
   usage_row("all", s.overall);
-  h += "</table>\n";
+  h << "</table>\n";
 
   // ---- runs: data for the lazy drill-downs ----
-  std::vector<const json*> sorted;
-  sorted.reserve(records.size());
-  for (const auto& r : records) sorted.push_back(&r);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const json* a, const json* b) {
-    auto key = [](const json* r) {
-      return std::make_tuple(str(field(*r, "candidate"), "id"), str(field(*r, "fixture"), "id"),
-                             field(*r, "trial").is_number_integer() ? (*r)["trial"].get<int>() : 0);
-    };
-    return key(a) < key(b);
-  });
-  json runs = json::array();
-  size_t budget = opt.total_bytes;
-  for (const json* rp : sorted) {
-    const json& r = *rp;
-    std::string v = verdict_class(str(r, "verdict"));
-    std::string id = str(r, "run_id");
-    json checks = json::array();
-    const json& cs = field(field(r, "grading"), "checks");
-    if (cs.is_array())
-      for (const auto& c : cs)
-        checks.push_back({{"id", str(c, "id")},
-                          {"passed", c.value("passed", false)},
-                          {"detail", str(c, "detail")}});
-    const json& score = field(field(r, "grading"), "score");
-    const json& wall = field(field(r, "timings"), "wall_ms");
-    runs.push_back(
-        {{"id", id},
-         {"c", str(field(r, "candidate"), "id")},
-         {"f", str(field(r, "fixture"), "id")},
-         {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
-         {"v", v},
-         {"score", score.is_number() ? score : json(nullptr)},
-         {"wall", wall.is_number() ? wall : json(nullptr)},
-         {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
-         {"checks", std::move(checks)},
-         {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
-         {"transcript", embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}});
-  }
-  json data = {{"runs_per_page", std::max<size_t>(1, opt.runs_per_page)},
-               {"runs", std::move(runs)}};
-
-  h += fmt::format(
+  // Written one run at a time, each record read back, its files embedded and its JSON written
+  // before the next: the same bytes as dumping {"runs": [...], "runs_per_page": n} whole.
+  h << fmt::format(
       "<h2 id=\"runs-heading\">Runs</h2>\n<p class=\"note\">Each run's checks, workspace diff "
       "and transcript steps, collapsed until opened. Embedded files are cut at {} KiB each "
       "(marked where cut); the whole files are under runs/&lt;id&gt;/.</p>\n",
       opt.per_file_bytes / 1024);
-  h += "<div id=\"runs\"><p>Counted by the page: <span id=\"js-count-runs\">?</span> runs, "
+  h << "<div id=\"runs\"><p>Counted by the page: <span id=\"js-count-runs\">?</span> runs, "
        "<span id=\"js-count-passed\">?</span> passed, <span id=\"js-count-failed\">?</span> "
        "failed, <span id=\"js-count-error\">?</span> errors.</p>\n"
        "<div id=\"runs-controls\"><input id=\"run-filter\" type=\"search\" "
@@ -529,9 +498,55 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
        "<button id=\"runs-next\" type=\"button\">next ›</button> <span id=\"runs-status\">"
        "</span></div>\n<noscript><p>The run drill-downs need JavaScript; everything above does "
        "not.</p></noscript>\n<div id=\"runs-list\"></div></div>\n";
-  h += "<script type=\"application/json\" id=\"evalbox-runs\">" + script_json(data) + "</script>\n";
-  h += "<script>" + std::string(script) + "</script>\n</body>\n</html>\n";
-  return h;
+  std::vector<size_t> sorted(runs.size());
+  for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
+  std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
+    const stats::run_outcome& x = runs.outcome(a);
+    const stats::run_outcome& y = runs.outcome(b);
+    return std::tie(x.candidate, x.fixture, x.trial) < std::tie(y.candidate, y.fixture, y.trial);
+  });
+  // Keys of a JSON object are sorted: "runs" comes before "runs_per_page".
+  h << "<script type=\"application/json\" id=\"evalbox-runs\">{\"runs\":[";
+  size_t budget = opt.total_bytes;
+  for (size_t n = 0; n < sorted.size(); ++n) {
+    const json r = EB_TRY(runs.read(sorted[n]));
+    std::string v = verdict_class(str(r, "verdict"));
+    std::string id = str(r, "run_id");
+    json checks = json::array();
+    const json& cs = field(field(r, "grading"), "checks");
+    if (cs.is_array())
+      for (const auto& c : cs)
+        checks.push_back({{"id", str(c, "id")},
+                          {"passed", c.value("passed", false)},
+                          {"detail", str(c, "detail")}});
+    const json& score = field(field(r, "grading"), "score");
+    const json& wall = field(field(r, "timings"), "wall_ms");
+    json run = {{"id", id},
+                {"c", str(field(r, "candidate"), "id")},
+                {"f", str(field(r, "fixture"), "id")},
+                {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
+                {"v", v},
+                {"score", score.is_number() ? score : json(nullptr)},
+                {"wall", wall.is_number() ? wall : json(nullptr)},
+                {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
+                {"checks", std::move(checks)},
+                {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
+                {"transcript", embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}};
+    if (n > 0) h << ',';
+    h << script_json(run);
+  }
+  h << fmt::format("],\"runs_per_page\":{}}}</script>\n", std::max<size_t>(1, opt.runs_per_page));
+  h << "<script>" << script << "</script>\n</body>\n</html>\n";
+  return {};
+}
+
+std::string render_html(const stats::summary& s, const std::vector<json>& records,
+                        const std::string& suite_name, const std::filesystem::path& results_dir,
+                        const html_options& opt) {
+  std::ostringstream out;
+  // Records in memory: reading them back cannot fail.
+  (void)write_html(out, s, run_index::of_records(records), suite_name, results_dir, opt);
+  return std::move(out).str();
 }
 
 }  // namespace evalbox::harness

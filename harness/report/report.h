@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "harness/report/stats.h"
+#include "harness/results/results.h"
 #include "sandbox/base/error.h"
 #include "sandbox/base/json.h"
 
@@ -37,6 +40,62 @@ std::vector<json> latest_records(const std::vector<json>& records);
 // The suite named by the records (the first record's "suite"), or `fallback` when none says.
 std::string suite_name_of(const std::vector<json>& records, std::string fallback);
 
+// The runs a report is written from, without their records: for each run the compact outcome
+// the statistics need, its run id, and where its full record is. Renderers read one record
+// back at a time (read) while they write that run, so writing reports takes memory in
+// proportion to runs × this small entry, not to the records themselves.
+class run_index {
+ public:
+  // Called with each record while results.jsonl is indexed (superseded ones too).
+  using record_visitor = std::function<status(const json& record)>;
+
+  // results.jsonl of `dir` in one pass, keeping the newest record of each (candidate,
+  // fixture, trial) (latest_records). `visit`, when set, sees every record on the way.
+  static result<run_index> of_results(const results_dir& dir, const record_visitor& visit = {});
+  // Records already in memory, which must outlive the index: every one of them as given, or
+  // with `newest_only` the newest of each trial, as from results.jsonl.
+  static run_index of_records(std::span<const json> records, bool newest_only = false);
+
+  [[nodiscard]] size_t size() const noexcept { return outcomes_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return outcomes_.empty(); }
+  // In record order; what stats::summarize takes.
+  [[nodiscard]] std::span<const stats::run_outcome> outcomes() const noexcept { return outcomes_; }
+  [[nodiscard]] const stats::run_outcome& outcome(size_t run) const { return outcomes_[run]; }
+  [[nodiscard]] const std::string& run_id(size_t run) const { return run_ids_[run]; }
+  // Records seen, and how many of them a newer record of the same trial superseded.
+  [[nodiscard]] size_t records_seen() const noexcept { return seen_; }
+  [[nodiscard]] size_t superseded() const noexcept { return seen_ - outcomes_.size(); }
+  // The first record's "suite" (superseded records included), or `fallback`.
+  [[nodiscard]] std::string suite_name(std::string fallback) const;
+
+  // The full record of `run`, read back (from results.jsonl, or a copy of the one in memory).
+  [[nodiscard]] result<json> read(size_t run) const;
+  // How many records read() has returned: each renderer reads a run's record at most once.
+  [[nodiscard]] size_t reads() const noexcept { return reads_; }
+
+ private:
+  class builder;  // indexes records one at a time, newest per trial (report.cpp)
+  run_index() = default;
+
+  std::vector<stats::run_outcome> outcomes_;
+  std::vector<std::string> run_ids_;
+  std::vector<record_location> where_;  // in results.jsonl; for records in memory, offset = index
+  size_t seen_ = 0;
+  std::string suite_;
+  std::span<const json> memory_;  // the records in memory; empty when read from reader_
+  std::optional<record_reader> reader_;
+  mutable size_t reads_ = 0;
+};
+
+// The statistics of the indexed runs (a baseline that has no runs is dropped with a warning
+// rather than failing the whole report).
+result<stats::summary> summarize_runs(const run_index& runs, std::optional<std::string> baseline);
+
+// The renderers write to a stream as they go: one record of the index is in memory at a time.
+status write_markdown(std::ostream& out, const stats::summary& s, const run_index& runs,
+                      const std::string& suite_name);
+status write_junit(std::ostream& out, const run_index& runs, const std::string& suite_name);
+
 std::string render_markdown(const stats::summary& s, const std::vector<json>& records,
                             const std::string& suite_name);
 std::string render_junit(const std::vector<json>& records, const std::string& suite_name);
@@ -54,6 +113,9 @@ struct html_options {
 
 // report.html: one self-contained file. `results_dir` is read for runs/<id>/workspace.diff and
 // runs/<id>/transcript.jsonl (missing files are shown as missing, not as errors).
+status write_html(std::ostream& out, const stats::summary& s, const run_index& runs,
+                  const std::string& suite_name, const std::filesystem::path& results_dir,
+                  const html_options& options = {});
 std::string render_html(const stats::summary& s, const std::vector<json>& records,
                         const std::string& suite_name, const std::filesystem::path& results_dir,
                         const html_options& options = {});
@@ -63,20 +125,19 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
 result<stats::summary> summarize_records(const std::vector<json>& records,
                                          std::optional<std::string> baseline);
 
-// Writes the given reports into `dir` (atomically, each), from latest_records(records).
+// Writes the given reports into `dir` (atomically, each, streamed into a temporary file that
+// replaces the old one), from the indexed runs.
+result<stats::summary> write_reports(const std::filesystem::path& dir, const run_index& runs,
+                                     const std::string& suite_name,
+                                     std::optional<std::string> baseline,
+                                     std::span<const report_format> formats = all_report_formats);
+
+// The same from records in memory, of which latest_records(records) are reported.
 result<stats::summary> write_reports(const std::filesystem::path& dir,
                                      const std::vector<json>& records,
                                      const std::string& suite_name,
                                      std::optional<std::string> baseline,
-                                     std::span<const report_format> formats);
-
-// Writes every report into `dir`.
-inline result<stats::summary> write_reports(const std::filesystem::path& dir,
-                                            const std::vector<json>& records,
-                                            const std::string& suite_name,
-                                            std::optional<std::string> baseline) {
-  return write_reports(dir, records, suite_name, std::move(baseline), all_report_formats);
-}
+                                     std::span<const report_format> formats = all_report_formats);
 
 // Shared by the renderers.
 namespace report_text {

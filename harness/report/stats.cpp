@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numbers>
 #include <numeric>
+#include <ostream>
 #include <random>
 #include <set>
 #include <tuple>
@@ -438,12 +440,16 @@ paired_comparison compare(std::span<const cell> candidate, std::span<const cell>
   return r;
 }
 
-usage summarize_usage(std::span<const run_outcome> outcomes) {
+namespace {
+
+// The usage of the outcomes of `candidate` (of all of them when nullopt), in their order.
+usage usage_of(std::span<const run_outcome> outcomes, std::optional<std::string_view> candidate) {
   usage u;
-  u.runs = outcomes.size();
   std::vector<double> in, out, wall;
   double cost = 0.0;
   for (const run_outcome& o : outcomes) {
+    if (candidate && o.candidate != *candidate) continue;
+    ++u.runs;
     if (o.input_tokens) in.push_back(static_cast<double>(*o.input_tokens));
     if (o.output_tokens) out.push_back(static_cast<double>(*o.output_tokens));
     if (o.wall_ms) wall.push_back(*o.wall_ms);
@@ -459,6 +465,12 @@ usage summarize_usage(std::span<const run_outcome> outcomes) {
   u.output_tokens = describe(std::move(out), u.runs - out.size());
   u.wall_ms = describe(std::move(wall), u.runs - wall.size());
   return u;
+}
+
+}  // namespace
+
+usage summarize_usage(std::span<const run_outcome> outcomes) {
+  return usage_of(outcomes, std::nullopt);
 }
 
 result<summary> summarize(std::span<const run_outcome> outcomes, const options& opts) {
@@ -488,11 +500,10 @@ result<summary> summarize(std::span<const run_outcome> outcomes, const options& 
                       *opts.baseline);
   }
 
-  std::map<std::string_view, std::vector<run_outcome>> runs_of;
-  for (const run_outcome& o : outcomes) runs_of[o.candidate].push_back(o);
   for (const auto& [name, cells] : by_candidate) {
     candidate_summary c = summarize_candidate(cells, opts);
-    c.use = summarize_usage(runs_of[name]);
+    // Filtered in place rather than copied per candidate: outcomes are one per run.
+    c.use = usage_of(outcomes, name);
     s.candidates.push_back(std::move(c));
   }
   if (opts.baseline) {
@@ -556,104 +567,233 @@ json to_json(const usage& u) {
             {"unknown", u.cost.unknown}}}};
 }
 
+json to_json(const k_estimate& k) { return {{"k", k.k}, {"value", k.value}, {"n", k.fixtures}}; }
+
 json to_json(const std::vector<k_estimate>& ks) {
   json out = json::array();
-  for (const k_estimate& k : ks) out.push_back({{"k", k.k}, {"value", k.value}, {"n", k.fixtures}});
+  for (const k_estimate& k : ks) out.push_back(to_json(k));
   return out;
 }
+
+// Each part of the summary below is built on its own, so that to_json and write_json (which
+// streams the lists element by element) are made of the same pieces.
+
+json settings_json(const summary& s) {
+  return {{"level", s.settings.level},
+          {"bootstrap_samples", s.settings.bootstrap_samples},
+          {"permutation_samples", s.settings.permutation_samples},
+          {"seed", s.settings.seed},
+          {"oracle", s.settings.oracle},
+          {"baseline", s.settings.baseline ? json(*s.settings.baseline) : json(nullptr)}};
+}
+
+json runs_json(const summary& s) { return {{"total", s.runs}, {"errors", s.errors.size()}}; }
+
+// A candidate without its pass@k and pass^k lists (one entry per k: as long as the trials).
+json candidate_json(const candidate_summary& c) {
+  return {{"candidate", c.candidate},
+          {"fixtures", {{"n", c.fixtures}, {"without_trials", c.fixtures_without_trials}}},
+          {"trials", {{"n", c.trials}, {"passes", c.passes}, {"errors", c.errors}}},
+          {"pass_at_1",
+           {{"value", opt(c.pass_at_1)},
+            {"n", c.fixtures},
+            {"ci", opt(c.pass_at_1_ci)},
+            {"method", "fixture-clustered expanded percentile bootstrap"}}},
+          {"pooled",
+           {{"value", opt(c.pooled_rate)},
+            {"n", c.trials},
+            {"ci", opt(c.pooled_ci)},
+            {"method", "wilson"}}},
+          {"max_k", c.max_k},
+          {"usage", to_json(c.use)}};
+}
+
+json cell_json(const cell& c) {
+  return {{"candidate", c.candidate},
+          {"fixture", c.fixture},
+          {"n", c.n},
+          {"passes", c.passes},
+          {"errors", c.errors},
+          {"rate", opt(c.rate)},
+          {"ci", c.n > 0 ? to_json(c.ci) : json(nullptr)}};
+}
+
+json difference_json(const fixture_difference& d) {
+  return {{"fixture", d.fixture},         {"candidate_rate", d.candidate_rate},
+          {"candidate_n", d.candidate_n}, {"baseline_rate", d.baseline_rate},
+          {"baseline_n", d.baseline_n},   {"difference", d.difference}};
+}
+
+// A comparison without its per-fixture differences.
+json comparison_json(const paired_comparison& p) {
+  json mc = p.mcnemar
+                ? json{{"b", p.mcnemar->b}, {"c", p.mcnemar->c}, {"p_value", p.mcnemar->p_value}}
+                : json(nullptr);
+  return {{"candidate", p.candidate},
+          {"baseline", p.baseline},
+          {"n", p.n},
+          {"mean_difference", opt(p.mean_difference)},
+          {"ci", opt(p.ci)},
+          {"sign_flip_p", opt(p.sign_flip_p)},
+          {"mcnemar", std::move(mc)},
+          {"verdict", p.verdict},
+          {"candidate_only", p.candidate_only},
+          {"baseline_only", p.baseline_only}};
+}
+
+json flaky_json(const flaky_fixture& f) {
+  return {{"fixture", f.fixture}, {"candidates", f.candidates}, {"oracle", f.oracle}};
+}
+
+json error_json(const error_entry& e) {
+  return {{"candidate", e.candidate},
+          {"fixture", e.fixture},
+          {"trial", e.trial},
+          {"message", e.message}};
+}
+
+template <class T, class F>
+json array_of(const std::vector<T>& items, F to) {
+  json out = json::array();
+  for (const T& item : items) out.push_back(to(item));
+  return out;
+}
+
+// Writes JSON byte for byte as pretty_json does (nlohmann's dump, indent 2), but as it goes:
+// containers are opened and closed here, and only their members are json values.
+class pretty_writer {
+ public:
+  explicit pretty_writer(std::ostream& out) : out_(out) {}
+
+  void open_object() { open('{'); }
+  void open_array() { open('['); }
+  void close_object() { close('}'); }
+  void close_array() { close(']'); }
+  // The next member of the object being written; its value follows.
+  void key(const std::string& k) {
+    next();
+    out_ << json(k).dump(-1, ' ', false, json::error_handler_t::replace) << ": ";
+    after_key_ = true;
+  }
+  // An array element, the value of the last key, or the whole document.
+  void value(const json& v) {
+    start_value();
+    std::string text = v.dump(2, ' ', false, json::error_handler_t::replace);
+    // Strings never hold a raw newline, so each one starts a line of the nested dump.
+    const std::string indent(2 * depth_.size(), ' ');
+    size_t from = 0;
+    for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
+      out_.write(text.data() + from, static_cast<std::streamsize>(nl + 1 - from));
+      out_ << indent;
+      from = nl + 1;
+    }
+    out_.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
+  }
+  // An object: the members of `small` in key order, and at their places those of `streamed`
+  // (whose callbacks write the value).
+  void object(json small, const std::map<std::string, std::function<void()>>& streamed) {
+    for (const auto& [k, f] : streamed) small[k] = nullptr;
+    open_object();
+    for (const auto& [k, v] : small.items()) {
+      key(k);
+      auto it = streamed.find(k);
+      if (it != streamed.end())
+        it->second();
+      else
+        value(v);
+    }
+    close_object();
+  }
+  template <class T, class F>
+  void array(const std::vector<T>& items, F write_item) {
+    open_array();
+    for (const T& item : items) write_item(item);
+    close_array();
+  }
+
+ private:
+  void start_value() {
+    if (!after_key_) next();
+    after_key_ = false;
+  }
+  void open(char c) {
+    start_value();
+    out_ << c;
+    depth_.push_back(0);
+  }
+  void close(char c) {
+    size_t members = depth_.back();
+    depth_.pop_back();
+    if (members > 0) out_ << '\n' << std::string(2 * depth_.size(), ' ');
+    out_ << c;
+  }
+  // Before a member of the container being written (nothing at the top level).
+  void next() {
+    if (depth_.empty()) return;
+    out_ << (depth_.back()++ ? ",\n" : "\n") << std::string(2 * depth_.size(), ' ');
+  }
+
+  std::ostream& out_;
+  std::vector<size_t> depth_;  // per open container: members written so far
+  bool after_key_ = false;
+};
 
 }  // namespace
 
 json to_json(const summary& s) {
   json j;
   j["schema"] = "evalbox.summary.v1";
-  j["settings"] = {{"level", s.settings.level},
-                   {"bootstrap_samples", s.settings.bootstrap_samples},
-                   {"permutation_samples", s.settings.permutation_samples},
-                   {"seed", s.settings.seed},
-                   {"oracle", s.settings.oracle},
-                   {"baseline", s.settings.baseline ? json(*s.settings.baseline) : json(nullptr)}};
-  j["runs"] = {{"total", s.runs}, {"errors", s.errors.size()}};
-
-  json candidates = json::array();
-  for (const candidate_summary& c : s.candidates) {
-    candidates.push_back(
-        {{"candidate", c.candidate},
-         {"fixtures", {{"n", c.fixtures}, {"without_trials", c.fixtures_without_trials}}},
-         {"trials", {{"n", c.trials}, {"passes", c.passes}, {"errors", c.errors}}},
-         {"pass_at_1",
-          {{"value", opt(c.pass_at_1)},
-           {"n", c.fixtures},
-           {"ci", opt(c.pass_at_1_ci)},
-           {"method", "fixture-clustered expanded percentile bootstrap"}}},
-         {"pooled",
-          {{"value", opt(c.pooled_rate)},
-           {"n", c.trials},
-           {"ci", opt(c.pooled_ci)},
-           {"method", "wilson"}}},
-         {"max_k", c.max_k},
-         {"pass_at_k", to_json(c.pass_at)},
-         {"pass_hat_k", to_json(c.pass_hat)},
-         {"usage", to_json(c.use)}});
-  }
-  j["candidates"] = std::move(candidates);
-
-  json cells = json::array();
-  for (const cell& c : s.cells) {
-    cells.push_back({{"candidate", c.candidate},
-                     {"fixture", c.fixture},
-                     {"n", c.n},
-                     {"passes", c.passes},
-                     {"errors", c.errors},
-                     {"rate", opt(c.rate)},
-                     {"ci", c.n > 0 ? to_json(c.ci) : json(nullptr)}});
-  }
-  j["cells"] = std::move(cells);
-
-  json comparisons = json::array();
-  for (const paired_comparison& p : s.comparisons) {
-    json diffs = json::array();
-    for (const fixture_difference& d : p.differences) {
-      diffs.push_back({{"fixture", d.fixture},
-                       {"candidate_rate", d.candidate_rate},
-                       {"candidate_n", d.candidate_n},
-                       {"baseline_rate", d.baseline_rate},
-                       {"baseline_n", d.baseline_n},
-                       {"difference", d.difference}});
-    }
-    json mc = p.mcnemar
-                  ? json{{"b", p.mcnemar->b}, {"c", p.mcnemar->c}, {"p_value", p.mcnemar->p_value}}
-                  : json(nullptr);
-    comparisons.push_back({{"candidate", p.candidate},
-                           {"baseline", p.baseline},
-                           {"n", p.n},
-                           {"mean_difference", opt(p.mean_difference)},
-                           {"ci", opt(p.ci)},
-                           {"sign_flip_p", opt(p.sign_flip_p)},
-                           {"mcnemar", std::move(mc)},
-                           {"verdict", p.verdict},
-                           {"differences", std::move(diffs)},
-                           {"candidate_only", p.candidate_only},
-                           {"baseline_only", p.baseline_only}});
-  }
-  j["comparisons"] = std::move(comparisons);
-
-  json flaky = json::array();
-  for (const flaky_fixture& f : s.flaky) {
-    flaky.push_back({{"fixture", f.fixture}, {"candidates", f.candidates}, {"oracle", f.oracle}});
-  }
-  j["flaky"] = std::move(flaky);
-
-  json errors = json::array();
-  for (const error_entry& e : s.errors) {
-    errors.push_back({{"candidate", e.candidate},
-                      {"fixture", e.fixture},
-                      {"trial", e.trial},
-                      {"message", e.message}});
-  }
-  j["errors"] = std::move(errors);
+  j["settings"] = settings_json(s);
+  j["runs"] = runs_json(s);
+  j["candidates"] = array_of(s.candidates, [](const candidate_summary& c) {
+    json out = candidate_json(c);
+    out["pass_at_k"] = to_json(c.pass_at);
+    out["pass_hat_k"] = to_json(c.pass_hat);
+    return out;
+  });
+  j["cells"] = array_of(s.cells, cell_json);
+  j["comparisons"] = array_of(s.comparisons, [](const paired_comparison& p) {
+    json out = comparison_json(p);
+    out["differences"] = array_of(p.differences, difference_json);
+    return out;
+  });
+  j["flaky"] = array_of(s.flaky, flaky_json);
+  j["errors"] = array_of(s.errors, error_json);
   j["usage"] = to_json(s.overall);
   return j;
+}
+
+void write_json(std::ostream& out, const summary& s) {
+  pretty_writer w(out);
+  auto each = [&](const auto& items, auto to) {
+    return [&w, &items, to] { w.array(items, [&](const auto& item) { w.value(to(item)); }); };
+  };
+  auto ks = [&](const std::vector<k_estimate>& list) {
+    return [&w, &list] { w.array(list, [&](const k_estimate& k) { w.value(to_json(k)); }); };
+  };
+  json small = {{"schema", "evalbox.summary.v1"},
+                {"settings", settings_json(s)},
+                {"runs", runs_json(s)},
+                {"usage", to_json(s.overall)}};
+  w.object(
+      std::move(small),
+      {{"candidates",
+        [&] {
+          w.array(s.candidates, [&](const candidate_summary& c) {
+            w.object(candidate_json(c),
+                     {{"pass_at_k", ks(c.pass_at)}, {"pass_hat_k", ks(c.pass_hat)}});
+          });
+        }},
+       {"cells", each(s.cells, cell_json)},
+       {"comparisons",
+        [&] {
+          w.array(s.comparisons, [&](const paired_comparison& p) {
+            w.object(comparison_json(p), {{"differences", each(p.differences, difference_json)}});
+          });
+        }},
+       {"flaky", each(s.flaky, flaky_json)},
+       {"errors", each(s.errors, error_json)}});
+  out << '\n';
 }
 
 }  // namespace evalbox::harness::stats

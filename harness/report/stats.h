@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <span>
 #include <string>
@@ -226,5 +227,10 @@ result<summary> summarize(std::span<const run_outcome> outcomes, const options& 
 
 // The summary as JSON, schema "evalbox.summary.v1" (docs/statistics.md); unknown values are null.
 json to_json(const summary& s);
+
+// The same as pretty_json(to_json(s)), byte for byte, written as it is built: only one element
+// of a list (a cell, an error, one k of pass@k) is a json value at a time, so a summary of
+// many fixtures or trials is never held as a whole document.
+void write_json(std::ostream& out, const summary& s);
 
 }  // namespace evalbox::harness::stats

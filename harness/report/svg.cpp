@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
+#include <sstream>
 
 namespace evalbox::harness::svg {
 
@@ -109,40 +111,49 @@ std::string bar_chart(std::string_view id, std::span<const bar> bars) {
   return s;
 }
 
-std::string heatmap(std::string_view id, std::span<const std::string> rows,
-                    std::span<const std::string> cols, std::span<const heat_cell> cells) {
+void heatmap(std::ostream& out, std::string_view id, std::span<const std::string> rows,
+             std::span<const std::string> cols, size_t count,
+             const std::function<heat_cell(size_t)>& cell) {
   constexpr double left = 230, cell_w = 96, cell_h = 22, top = 30;
   const double width = left + cell_w * static_cast<double>(cols.size()) + 10;
   const double height = top + cell_h * static_cast<double>(rows.size()) + 6;
-  std::string s = fmt::format(
+  out << fmt::format(
       "<svg id=\"{}\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
       "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" {}>\n",
       escape(id), width, height, width, height, font);
   for (size_t c = 0; c < cols.size(); ++c) {
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\"><title>{}</title>{}</text>\n",
-                     left + cell_w * (static_cast<double>(c) + 0.5), top - 10, escape(cols[c]),
-                     escape(short_label(cols[c], 12)));
+    out << fmt::format(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\"><title>{}</title>{}</text>\n",
+        left + cell_w * (static_cast<double>(c) + 0.5), top - 10, escape(cols[c]),
+        escape(short_label(cols[c], 12)));
   }
   for (size_t r = 0; r < rows.size(); ++r) {
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\"><title>{}</title>{}</text>\n",
-                     left - 8, top + cell_h * (static_cast<double>(r) + 0.5) + 4, escape(rows[r]),
-                     escape(short_label(rows[r], 32)));
+    out << fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\"><title>{}</title>{}</text>\n",
+                       left - 8, top + cell_h * (static_cast<double>(r) + 0.5) + 4, escape(rows[r]),
+                       escape(short_label(rows[r], 32)));
   }
-  for (const heat_cell& c : cells) {
+  for (size_t i = 0; i < count; ++i) {
+    const heat_cell c = cell(i);
     double x = left + cell_w * static_cast<double>(c.col);
     double y = top + cell_h * static_cast<double>(c.row);
     // Red (0%) through yellow to green (100%); grey when only errors.
     std::string fill =
         c.rate ? fmt::format("hsl({:.0f},70%,72%)", 120.0 * clamp01(*c.rate)) : std::string("#ccc");
-    s += fmt::format(
+    out << fmt::format(
         "<g><title>{}</title><rect class=\"heat\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
         "fill=\"{}\" stroke=\"#fff\"/><text x=\"{}\" y=\"{}\" "
         "text-anchor=\"middle\">{}</text></g>\n",
         escape(c.title), x, y, cell_w, cell_h, fill, x + cell_w / 2, y + cell_h / 2 + 4,
         escape(c.text));
   }
-  s += "</svg>\n";
-  return s;
+  out << "</svg>\n";
+}
+
+std::string heatmap(std::string_view id, std::span<const std::string> rows,
+                    std::span<const std::string> cols, std::span<const heat_cell> cells) {
+  std::ostringstream out;
+  heatmap(out, id, rows, cols, cells.size(), [&](size_t i) { return cells[i]; });
+  return std::move(out).str();
 }
 
 std::string difference_chart(std::string_view id, std::span<const difference_row> rows) {

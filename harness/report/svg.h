@@ -3,6 +3,8 @@
 // difference chart. Every label and tooltip is escaped here; callers pass plain text.
 #pragma once
 
+#include <functional>
+#include <iosfwd>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +39,11 @@ struct heat_cell {
 // Rows × columns of coloured cells (<rect class="heat">), red at 0% to green at 100%.
 std::string heatmap(std::string_view id, std::span<const std::string> rows,
                     std::span<const std::string> cols, std::span<const heat_cell> cells);
+// The same chart written to `out` as it is drawn, `cell(i)` making the i-th of `count` cells
+// only when it is drawn: a heatmap has a cell per candidate and fixture.
+void heatmap(std::ostream& out, std::string_view id, std::span<const std::string> rows,
+             std::span<const std::string> cols, size_t count,
+             const std::function<heat_cell(size_t)>& cell);
 
 struct difference_row {
   std::string label;           // "tuned vs baseline"

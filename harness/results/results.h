@@ -2,19 +2,33 @@
 // results.jsonl (one line per finished run, appended and fsynced), and the reports written
 // from results.jsonl alone (summary.json, report.md, junit.xml). docs/results.md documents the
 // evalbox.run.v1 record every line of results.jsonl carries.
+//
+// results.jsonl grows with every run, so readers walk it one record at a time
+// (for_each_record) and come back for a record by its place in the file (record_reader)
+// rather than holding every record in memory.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "sandbox/base/error.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {
 
 inline constexpr std::string_view run_schema = "evalbox.run.v1";
+
+// Where one record's line lies in results.jsonl (its newline excluded). Lines are only ever
+// appended, so a location stays valid while the file grows.
+struct record_location {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
 
 class results_dir {
  public:
@@ -24,7 +38,14 @@ class results_dir {
   [[nodiscard]] std::filesystem::path results_file() const { return root_ / "results.jsonl"; }
 
   status create() const;
-  // Every complete record in results.jsonl (a torn last line from a crash is skipped).
+  // Calls `visit` with every complete evalbox.run.v1 record of results.jsonl, in file order,
+  // and where it lies; only the record being visited is in memory. Lines that are not such a
+  // record are skipped, and so is a torn last line (a crash mid-append). A missing file has no
+  // records. An error from `visit` stops the walk and is returned.
+  status for_each_record(
+      const std::function<status(const json& record, record_location where)>& visit) const;
+  // Every complete record in results.jsonl, in memory (for small directories; reports use
+  // for_each_record).
   [[nodiscard]] result<std::vector<json>> read_records() const;
   // Run ids already recorded (for resume).
   [[nodiscard]] result<std::set<std::string>> recorded_ids() const;
@@ -33,6 +54,20 @@ class results_dir {
 
  private:
   std::filesystem::path root_;
+};
+
+// Reads records of one results.jsonl back by their location, one at a time.
+class record_reader {
+ public:
+  static result<record_reader> open(const std::filesystem::path& results_file);
+  // The record at `where` (as for_each_record reported it).
+  [[nodiscard]] result<json> read(record_location where) const;
+
+ private:
+  explicit record_reader(unique_fd fd, std::filesystem::path path)
+      : fd_(std::move(fd)), path_(std::move(path)) {}
+  unique_fd fd_;
+  std::filesystem::path path_;
 };
 
 }  // namespace evalbox::harness

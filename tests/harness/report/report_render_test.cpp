@@ -352,6 +352,139 @@ TEST(ReportWrite, MissingBaselineReportsWithoutComparison) {
   EXPECT_TRUE(s->comparisons.empty());
 }
 
+// ---- reports from results.jsonl, one record at a time ----
+
+// Writes `records` as results.jsonl lines into `dir`.
+void write_results(const std::filesystem::path& dir, const std::vector<json>& records) {
+  std::string text;
+  for (const auto& r : records) text += canonical_json(r) + "\n";
+  ASSERT_TRUE(write_file(dir / "results.jsonl", text));
+}
+
+// example() and two reruns: base/alpha#1 now passes, tuned/beta#2 now fails.
+std::vector<json> with_reruns() {
+  auto recs = example();
+  recs.push_back(record("base", "alpha", 1, "passed"));
+  recs.push_back(record("tuned", "beta", 2, "failed"));
+  return recs;
+}
+
+TEST(ReportIndex, KeepsTheNewestRecordOfEachTrialInRecordOrder) {
+  evalbox::temp_dir dir;
+  auto recs = with_reruns();
+  write_results(dir.path(), recs);
+  auto runs = run_index::of_results(results_dir(dir.path()));
+  ASSERT_TRUE(runs) << runs.error().message;
+  auto current = latest_records(recs);
+  ASSERT_EQ(runs->size(), current.size());
+  for (size_t i = 0; i < current.size(); ++i) {
+    EXPECT_EQ(runs->run_id(i), current[i]["run_id"]) << i;
+    EXPECT_EQ(runs->outcome(i).candidate, current[i]["candidate"]["id"]) << i;
+    auto back = runs->read(i);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, current[i]);
+  }
+  EXPECT_EQ(runs->records_seen(), recs.size());
+  EXPECT_EQ(runs->superseded(), 2u);
+  EXPECT_EQ(runs->suite_name("fallback"), "unit");
+  auto memory = run_index::of_records(recs, /*newest_only=*/true);
+  EXPECT_EQ(memory.size(), current.size());
+  EXPECT_EQ(memory.superseded(), 2u);
+}
+
+TEST(ReportIndex, VisitsEveryRecordSupersededOnesToo) {
+  evalbox::temp_dir dir;
+  write_results(dir.path(), with_reruns());
+  size_t seen = 0;
+  auto runs = run_index::of_results(results_dir(dir.path()), [&](const json&) -> status {
+    ++seen;
+    return {};
+  });
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(seen, 14u);
+  auto empty = run_index::of_results(results_dir(dir.path() / "none"));
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
+  EXPECT_EQ(empty->suite_name("fallback"), "fallback");
+}
+
+// The reports written from results.jsonl, a record read back at a time, are the reports of
+// the newest records rendered in memory.
+TEST(ReportIndex, ReportsFromTheFileAreTheReportsOfTheRecords) {
+  evalbox::temp_dir dir;
+  auto recs = with_reruns();
+  std::string id = recs[2]["run_id"];
+  ASSERT_TRUE(make_dirs(dir.path() / "runs" / id));
+  ASSERT_TRUE(write_file(dir.path() / "runs" / id / "workspace.diff", "--- a\n+++ b\n"));
+  write_results(dir.path(), recs);
+  auto runs = run_index::of_results(results_dir(dir.path()));
+  ASSERT_TRUE(runs);
+  auto s = write_reports(dir.path(), *runs, "unit", "base");
+  ASSERT_TRUE(s) << s.error().message;
+
+  // As read from the file: numbers parsed from JSON, not as constructed above.
+  auto all = results_dir(dir.path()).read_records();
+  ASSERT_TRUE(all);
+  auto current = latest_records(*all);
+  auto expected = summarize(current, "base");
+  auto file = [&](const char* name) {
+    auto text = read_file(dir.path() / name);
+    EXPECT_TRUE(text) << name;
+    return text ? *text : std::string();
+  };
+  EXPECT_EQ(file("summary.json"), pretty_json(stats::to_json(expected)));
+  EXPECT_EQ(file("report.md"), render_markdown(expected, current, "unit"));
+  EXPECT_EQ(file("junit.xml"), render_junit(current, "unit"));
+  EXPECT_EQ(file("report.html"), render_html(expected, current, "unit", dir.path()));
+  EXPECT_NE(file("report.html").find("--- a\\n+++ b\\n"), std::string::npos);
+  // No temporary file is left beside the reports.
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 6u);  // results.jsonl, runs/ and the four reports
+}
+
+// Memory stays O(runs × a small entry) because no renderer needs more than the record of the
+// run it is writing: junit.xml and report.html read each run's record once, report.md only
+// those of failed runs, summary.json none.
+TEST(ReportIndex, EachReportReadsARunsRecordAtMostOnce) {
+  evalbox::temp_dir dir;
+  auto recs = with_reruns();
+  write_results(dir.path(), recs);
+  auto runs = run_index::of_results(results_dir(dir.path()));
+  ASSERT_TRUE(runs);
+  const size_t n = runs->size();
+  size_t failed = 0;
+  for (const auto& o : runs->outcomes()) failed += o.outcome == stats::run_outcome::verdict::failed;
+  ASSERT_EQ(n, 12u);
+  ASSERT_EQ(failed, 5u);
+  auto reads_for = [&](report_format f) {
+    size_t before = runs->reads();
+    const report_format only[] = {f};
+    EXPECT_TRUE(write_reports(dir.path(), *runs, "unit", std::nullopt, only));
+    return runs->reads() - before;
+  };
+  EXPECT_EQ(reads_for(report_format::json), 0u);
+  EXPECT_EQ(reads_for(report_format::md), failed);
+  EXPECT_EQ(reads_for(report_format::junit), n);
+  EXPECT_EQ(reads_for(report_format::html), n);
+}
+
+TEST(ReportIndex, ARecordThatCannotBeReadBackFailsTheReportNotTheProcess) {
+  evalbox::temp_dir dir;
+  write_results(dir.path(), example());
+  auto runs = run_index::of_results(results_dir(dir.path()));
+  ASSERT_TRUE(runs);
+  // results.jsonl replaced (not appended to) after indexing: the locations no longer hold runs.
+  ASSERT_TRUE(write_file(dir.path() / "results.jsonl", std::string(100, 'x')));
+  const report_format junit[] = {report_format::junit};
+  auto s = write_reports(dir.path(), *runs, "unit", std::nullopt, junit);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("write junit.xml"), std::string::npos) << s.error().message;
+}
+
 // ---- compare ----
 
 // `fixtures` fixtures, one trial each; `passing` of them pass (the first ones).

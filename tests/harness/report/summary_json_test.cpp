@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "harness/report/stats.h"
 #include "sandbox/base/fs.h"
@@ -80,6 +81,34 @@ TEST(SummaryJsonContract, UnknownValuesAreNullNotZero) {
   EXPECT_TRUE(oracle["usage"]["input_tokens"]["p50"].is_null());
   EXPECT_EQ(j["usage"]["cost_usd"]["unknown"], 18);  // oracle + baseline runs
   EXPECT_FALSE(j["usage"]["cost_usd"]["known_total"].is_null());
+}
+
+std::string streamed(const summary& s) {
+  std::ostringstream out;
+  write_json(out, s);
+  return std::move(out).str();
+}
+
+// summary.json is written as it is built (write_json); it must be the same file, byte for
+// byte, as the whole document pretty-printed.
+TEST(SummaryJsonContract, WrittenAsItIsBuiltIsTheSameFile) {
+  options opts;
+  opts.baseline = "baseline";
+  opts.bootstrap_samples = 500;
+  auto s = summarize(example(), opts);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(streamed(*s), pretty_json(to_json(*s)));
+
+  // Empty lists, and names that need escaping.
+  std::vector<run_outcome> odd = example();
+  for (auto& o : odd)
+    if (o.candidate == "tuned") o.candidate = "tu\"ned\n<\xff>";
+  auto t = summarize(odd, {});
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_TRUE(t->comparisons.empty());
+  EXPECT_EQ(streamed(*t), pretty_json(to_json(*t)));
+
+  EXPECT_EQ(streamed(summary{}), pretty_json(to_json(summary{})));
 }
 
 }  // namespace

@@ -1,0 +1,131 @@
+// results.jsonl is read one record at a time: which lines count as records (a torn last line,
+// blank lines and other schemas do not), the location each record is reported with, and
+// reading a record back by that location.
+#include "harness/results/results.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/base/fs.h"
+
+namespace evalbox::harness {
+namespace {
+
+json run(const std::string& id, std::string detail = "") {
+  return {{"schema", "evalbox.run.v1"},
+          {"run_id", id},
+          {"grading", {{"checks", {{{"id", "c"}, {"detail", std::move(detail)}}}}}}};
+}
+
+std::string line(const json& j) { return canonical_json(j) + "\n"; }
+
+// As the runner records a run: its directory first, then run.json and the line.
+status record(const results_dir& dir, const json& r) {
+  EB_TRY(make_dirs(dir.run_dir(r["run_id"])));
+  return dir.record(r);
+}
+
+struct visited {
+  std::vector<std::string> ids;
+  std::vector<record_location> where;
+};
+
+visited walk(const results_dir& dir) {
+  visited v;
+  auto s = dir.for_each_record([&](const json& r, record_location where) -> status {
+    v.ids.push_back(r.value("run_id", ""));
+    v.where.push_back(where);
+    return {};
+  });
+  EXPECT_TRUE(s) << s.error().message;
+  return v;
+}
+
+TEST(ResultsRecords, SkipsBlankForeignAndTornLines) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path());
+  std::string text = line(run("a")) + "\n" + "not json\n" +
+                     line({{"schema", "evalbox.run.v2"}, {"run_id", "x"}}) + "[1, 2]\n" +
+                     line({{"schema", 7}, {"run_id", "y"}}) + line(run("b"));
+  text += line(run("torn")).substr(0, 20);  // a crash mid-append
+  ASSERT_TRUE(write_file(dir.results_file(), text));
+  EXPECT_EQ(walk(dir).ids, (std::vector<std::string>{"a", "b"}));
+  auto all = dir.read_records();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1]["run_id"], "b");
+  auto ids = dir.recorded_ids();
+  ASSERT_TRUE(ids);
+  EXPECT_EQ(*ids, (std::set<std::string>{"a", "b"}));
+}
+
+TEST(ResultsRecords, AMissingFileHasNoRecords) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path() / "nothing-here");
+  EXPECT_TRUE(walk(dir).ids.empty());
+  auto all = dir.read_records();
+  ASSERT_TRUE(all);
+  EXPECT_TRUE(all->empty());
+}
+
+TEST(ResultsRecords, LocationsReadTheSameRecordBack) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path());
+  ASSERT_TRUE(dir.create());
+  // Records longer than the reader's 64 KiB chunks, and lines that straddle chunk boundaries.
+  std::vector<json> written;
+  for (int i = 0; i < 40; ++i) {
+    written.push_back(
+        run(fmt::format("run-{:02}", i),
+            std::string(i % 7 == 3 ? 150000 : 3000 + i, static_cast<char>('a' + i % 26))));
+    ASSERT_TRUE(record(dir, written.back()));
+  }
+  visited v = walk(dir);
+  ASSERT_EQ(v.ids.size(), written.size());
+  auto reader = record_reader::open(dir.results_file());
+  ASSERT_TRUE(reader) << reader.error().message;
+  // Backwards, as a report that sorts runs would.
+  for (size_t i = written.size(); i-- > 0;) {
+    EXPECT_EQ(v.ids[i], written[i]["run_id"]);
+    EXPECT_EQ(v.where[i].size + 1, line(written[i]).size());
+    auto back = reader->read(v.where[i]);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, written[i]);
+  }
+  // Appending more does not move the records already located.
+  ASSERT_TRUE(record(dir, run("later")));
+  auto again = reader->read(v.where[5]);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, written[5]);
+}
+
+TEST(ResultsRecords, ALocationThatHoldsNoRecordIsAnError) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path());
+  ASSERT_TRUE(write_file(dir.results_file(), line(run("a")) + "not json\n"));
+  auto reader = record_reader::open(dir.results_file());
+  ASSERT_TRUE(reader);
+  uint64_t second = line(run("a")).size();
+  EXPECT_FALSE(reader->read({second, 8}));         // garbage
+  EXPECT_FALSE(reader->read({second + 100, 10}));  // past the end
+  EXPECT_TRUE(reader->read({0, second - 1}));
+}
+
+TEST(ResultsRecords, AFailedVisitStopsTheWalk) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path());
+  ASSERT_TRUE(write_file(dir.results_file(), line(run("a")) + line(run("b")) + line(run("c"))));
+  int seen = 0;
+  auto s = dir.for_each_record([&](const json&, record_location) -> status {
+    if (++seen == 2) return make_error(error_kind::io, "stop here");
+    return {};
+  });
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "stop here");
+  EXPECT_EQ(seen, 2);
+}
+
+}  // namespace
+}  // namespace evalbox::harness
