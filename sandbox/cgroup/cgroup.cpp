@@ -130,6 +130,8 @@ class v2_cgroup final : public run_cgroup {
     return {};
   }
   std::vector<fs::path> paths() const override { return {leaf_}; }
+  json describe() const override { return json{{"version", "v2"}, {"leaf", leaf_.string()}}; }
+  void release() noexcept override { destroyed_ = true; }
 
  private:
   bool is_fake() const {
@@ -184,6 +186,12 @@ class v1_cgroup final : public run_cgroup {
     for (const auto& [ctl, dir] : leaves_) out.push_back(dir);
     return out;
   }
+  json describe() const override {
+    json leaves = json::object();
+    for (const auto& [ctl, dir] : leaves_) leaves[ctl] = dir.string();
+    return json{{"version", "v1"}, {"leaves", leaves}};
+  }
+  void release() noexcept override { destroyed_ = true; }
 
  private:
   std::map<std::string, fs::path> leaves_;
@@ -253,6 +261,27 @@ result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::pa
     EB_TRY(write_value(it->second / "pids.max", std::to_string(lim.pids)));
   }
   return cg;
+}
+
+result<std::unique_ptr<run_cgroup>> adopt(const json& d) {
+  auto bad = [&] {
+    return make_error(error_kind::internal, "not a cgroup description: {}", d.dump());
+  };
+  if (!d.is_object() || !d.contains("version") || !d["version"].is_string()) return bad();
+  if (d["version"] == "v2") {
+    if (!d.contains("leaf") || !d["leaf"].is_string()) return bad();
+    fs::path leaf = d["leaf"].get<std::string>();
+    unique_fd fd(::open(leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return sys_error(errno, "open({})", leaf.string());
+    return std::make_unique<v2_cgroup>(std::move(leaf), std::move(fd));
+  }
+  if (d["version"] != "v1" || !d.contains("leaves") || !d["leaves"].is_object()) return bad();
+  std::map<std::string, fs::path> leaves;
+  for (const auto& [ctl, dir] : d["leaves"].items()) {
+    if (!dir.is_string()) return bad();
+    leaves[ctl] = dir.get<std::string>();
+  }
+  return std::make_unique<v1_cgroup>(std::move(leaves));
 }
 
 std::vector<fs::path> run_cgroup_parents() {

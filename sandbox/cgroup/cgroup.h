@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
+#include "sandbox/base/json.h"
 
 namespace evalbox::sandbox::cgroup {
 
@@ -46,7 +47,16 @@ class run_cgroup {
   virtual status destroy() = 0;
   // The leaf directories (one per controller for v1), for tests and diagnostics.
   [[nodiscard]] virtual std::vector<std::filesystem::path> paths() const = 0;
+  // What another process needs to take the cgroup over (adopt): version and leaves.
+  [[nodiscard]] virtual json describe() const = 0;
+  // Hands the cgroup over: this object no longer removes it (its adopter, or the preparer's
+  // teardown, does).
+  virtual void release() noexcept = 0;
 };
+
+// Takes over a cgroup that another process created (run_cgroup::describe()): the launcher
+// creates the run's cgroup while the helper starts, and hands it over.
+result<std::unique_ptr<run_cgroup>> adopt(const json& description);
 
 // v2 under `root` (normally the cgroup2 mount). Enables +memory +pids +cpu in the
 // subtree_control files on the way down where the parent offers them.

@@ -1,7 +1,10 @@
 // evalbox-sandbox: runs one command of a prepared session inside the sandbox and writes its run
 // record. Single-threaded on purpose: the clone3/exec window must not race other threads.
 //
-//   evalbox-sandbox --plan PLAN.json --record RECORD.json
+//   evalbox-sandbox --plan PLAN.json --record RECORD.json [--cgroup-fd N]
+//
+// With --cgroup-fd the launcher hands over the run's cgroup on fd N (it creates it while
+// the helper starts); without, the helper creates it.
 //
 // Table of contents (each pass in the order it runs; docs/sandbox.md explains why):
 //   1. read the plan                       main.cpp (plan.h; a bad plan is an error record)
@@ -17,6 +20,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -32,7 +36,7 @@ namespace {
 int usage_error(const char* msg) {
   std::fprintf(stderr,
                "evalbox-sandbox: %s\n"
-               "usage: evalbox-sandbox --plan PLAN.json --record RECORD.json\n"
+               "usage: evalbox-sandbox --plan PLAN.json --record RECORD.json [--cgroup-fd N]\n"
                "Runs one command of a prepared evalbox session in the sandbox; normally started\n"
                "by evalbox itself (see `evalbox sandbox exec --help`).\n",
                msg);
@@ -46,12 +50,15 @@ int main(int argc, char** argv) {
   // death signal), so that no run outlives its launcher.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   std::string plan_path, record_path;
+  int cgroup_fd = -1;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--plan" && i + 1 < argc) {
       plan_path = argv[++i];
     } else if (a == "--record" && i + 1 < argc) {
       record_path = argv[++i];
+    } else if (a == "--cgroup-fd" && i + 1 < argc) {
+      cgroup_fd = std::atoi(argv[++i]);
     } else if (a == "--help" || a == "-h") {
       usage_error("help");
       return 0;
@@ -88,7 +95,7 @@ int main(int argc, char** argv) {
     rec.error = plan.error().message;
     return write_record();
   }
-  supervisor sup(*plan, rec);
+  supervisor sup(*plan, rec, unique_fd(cgroup_fd));
   if (auto s = sup.run(); !s) {
     if (rec.error_step.empty()) rec.error_step = "helper";
     rec.error = s.error().message;

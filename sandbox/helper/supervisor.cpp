@@ -125,6 +125,49 @@ status supervisor::run() {
   return st;
 }
 
+status supervisor::take_cgroup(bool root, bool wait) {
+  if (!cgroup_fd_) {
+    if (cg_taken_) return {};
+    cg_taken_ = true;
+    const std::string leaf = fmt::format("{}-{}", plan_.label, plan_.seq);
+    if (auto cg = cgroup::create_for_host(plan_.run_id, leaf,
+                                          {plan_.limits.memory_bytes, plan_.limits.pids})) {
+      cg_ = std::move(*cg);
+    } else if (root) {
+      return std::unexpected(std::move(cg.error()).with_context("create the run's cgroup"));
+    }
+    return {};
+  }
+  // One JSON message from the launcher, then end of file: {"cgroup": description} or
+  // {"error": why it could not make one}. Without `wait`, only what has arrived is read.
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(cgroup_fd_.get(), buf, sizeof buf, wait ? 0 : MSG_DONTWAIT);
+    if (n > 0) {
+      cg_message_.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return {};  // not complete yet: taken after clone3
+    } else if (errno != EINTR) {
+      return sys_error(errno, "read the run's cgroup from the launcher");
+    }
+  }
+  cgroup_fd_.reset();
+  cg_taken_ = true;
+  auto msg = EB_TRY_CTX(parse_json(cg_message_, "the launcher's cgroup message"),
+                        "take over the run's cgroup");
+  if (msg.is_object() && msg.contains("cgroup")) {
+    cg_ = EB_TRY_CTX(cgroup::adopt(msg["cgroup"]), "take over the run's cgroup");
+    return {};
+  }
+  if (!root) return {};  // without root, runs go without a cgroup (recorded)
+  const std::string why = msg.is_object() && msg.contains("error") && msg["error"].is_string()
+                              ? msg["error"].get<std::string>()
+                              : "the launcher sent none";
+  return make_error(error_kind::unsupported, "create the run's cgroup: {}", why);
+}
+
 status supervisor::start(compiled& c) {
   // Standard streams.
   unique_fd stdin_fd;
@@ -173,14 +216,9 @@ status supervisor::start(compiled& c) {
   const bool root = ::geteuid() == 0;
   c.ctx.map_groups = root;
 
-  // The run's cgroup, before the child exists, so that no task of the run is ever outside.
-  const std::string leaf = fmt::format("{}-{}", plan_.label, plan_.seq);
-  if (auto cg = cgroup::create_for_host(plan_.run_id, leaf,
-                                        {plan_.limits.memory_bytes, plan_.limits.pids})) {
-    cg_ = std::move(*cg);
-  } else if (root) {
-    return std::unexpected(std::move(cg.error()).with_context("create the run's cgroup"));
-  }
+  // The run's cgroup. The child waits for release, which comes only once it is in there, so
+  // no task of the run is ever outside; a cgroup already here (v2) is cloned into directly.
+  EB_TRY(take_cgroup(root, /*wait=*/false));
 
   // Termination requests arrive through a signalfd; the child unblocks them for itself.
   sigset_t mask;
@@ -198,7 +236,8 @@ status supervisor::start(compiled& c) {
   args.flags = flags;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = SIGCHLD;
-  if (cg_ && cg_->clone_into_fd() >= 0) {
+  const bool into_cgroup = cg_ && cg_->clone_into_fd() >= 0;
+  if (into_cgroup) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cg_->clone_into_fd());
   }
@@ -218,7 +257,8 @@ status supervisor::start(compiled& c) {
     if (!root) EB_TRY(write_proc(pid, "setgroups", "deny"));
     EB_TRY(write_proc(pid, "uid_map", fmt::format("0 {} 1\n", uid)));
     EB_TRY(write_proc(pid, "gid_map", fmt::format("0 {} 1\n", gid)));
-    if (cg_ && cg_->clone_into_fd() < 0) EB_TRY(cg_->add_pid(pid));
+    EB_TRY(take_cgroup(root, /*wait=*/true));  // if the launcher's had not arrived before
+    if (cg_ && !into_cgroup) EB_TRY(cg_->add_pid(pid));
     // Pid 1 must outlive the program under memory pressure so the report gets out; the
     // program's process resets this to 0. Needs CAP_SYS_RESOURCE: best effort.
     (void)write_proc(pid, "oom_score_adj", "-1000");

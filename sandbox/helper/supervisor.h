@@ -1,4 +1,4 @@
-// The helper's supervision: creates the run's cgroup, clone3s the child into its namespaces,
+// The helper's supervision: creates (or takes over) the run's cgroup, clone3s the child into its namespaces,
 // maps its ids, releases it, then runs the event loop (output caps, wall and CPU limits, the
 // network relay, termination signals) and fills the run record. Single-threaded.
 #pragma once
@@ -26,16 +26,25 @@ struct stream {
 
 class supervisor {
  public:
-  supervisor(const launch_plan& plan, run_record& rec) : plan_(plan), rec_(rec) {}
+  // `cgroup_fd`: where the launcher hands over the run's cgroup it made while the helper
+  // started (launcher.cpp); -1: the helper creates it itself.
+  supervisor(const launch_plan& plan, run_record& rec, unique_fd cgroup_fd = {})
+      : plan_(plan), rec_(rec), cgroup_fd_(std::move(cgroup_fd)) {}
   status run();
 
  private:
   void kill_run(outcome_kind why);
   void on_output(stream& s);
   status start(compiled& c);
+  // Creates the run's cgroup, or takes over the launcher's from cgroup_fd_ (with `wait`
+  // false, only if its message has arrived). Once taken, does nothing.
+  status take_cgroup(bool root, bool wait);
 
   const launch_plan& plan_;
   run_record& rec_;
+  unique_fd cgroup_fd_;
+  std::string cg_message_;  // the launcher's message as far as it has arrived
+  bool cg_taken_ = false;
   std::unique_ptr<cgroup::run_cgroup> cg_;
   std::optional<outcome_kind> forced_;  // why evalbox killed the run, if it did
   pid_t pid_ = -1;

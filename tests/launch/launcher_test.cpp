@@ -130,5 +130,81 @@ TEST_F(launcher_test, launches_from_many_threads_at_once) {
   EXPECT_EQ(ok, 4);
 }
 
+// The launcher makes the run's cgroup while the helper starts and hands it over: the program
+// runs in it, with the request's limits, and nothing of it is left after the launch.
+// `cgroup_root` is where the run's cgroups go (<root>/evalbox/<run id>/<label>-<seq>).
+void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem::path& root,
+                                            const char* limit_file, const std::string& limit) {
+  namespace fs = std::filesystem;
+  preparer prep(env.options());
+  auto req = env.request("cgroup");
+  req.limits.memory_bytes = 256ull << 20;
+  req.limits.pids = 64;
+  auto session = prep.prepare(req);
+  ASSERT_TRUE(session) << session.error().message;
+  const fs::path run = root / "evalbox" / req.run_id;
+  std::string procs, seen_limit;
+  std::thread watcher([&] {
+    for (int i = 0; i < 200 && procs.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::error_code ec;
+      for (fs::directory_iterator it(run, ec), end; !ec && it != end; it.increment(ec)) {
+        if (!it->is_directory(ec)) continue;
+        procs = read_file(it->path() / "cgroup.procs").value_or("");
+        if (limit_file) seen_limit = read_file(it->path() / limit_file).value_or("");
+      }
+    }
+  });
+  launch_options o;
+  o.argv = {"/bin/sleep", "1"};
+  if (!limit_file) {  // a cgroup without controllers: no memory or pids limit can be set
+    o.limits_override = req.limits;
+    o.limits_override->memory_bytes = 0;
+    o.limits_override->pids = 0;
+  }
+  auto rec = launch(*session, o);
+  watcher.join();
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->error, "");
+  EXPECT_EQ(rec->outcome, outcome_kind::exited);
+  EXPECT_FALSE(procs.empty()) << "no task of the run was seen in " << run;
+  if (limit_file) EXPECT_EQ(seen_limit, limit + "\n");
+  EXPECT_FALSE(fs::exists(run)) << "left behind: " << run;
+}
+
+TEST_F(launcher_test, the_run_is_in_the_cgroup_the_launcher_made_with_its_limits) {
+  EVALBOX_REQUIRE_FEATURE(
+      evalbox::testing::host().root && std::filesystem::exists("/sys/fs/cgroup/memory/tasks"),
+      "root and cgroup v1 memory at /sys/fs/cgroup/memory");
+  expect_run_inside_the_launchers_cgroup(env_, "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                                         std::to_string(256ull << 20));
+}
+
+TEST_F(launcher_test, a_cgroup_v2_made_by_the_launcher_is_handed_over_too) {
+  const std::filesystem::path unified = "/sys/fs/cgroup/unified";
+  EVALBOX_REQUIRE_FEATURE(
+      evalbox::testing::host().root && std::filesystem::exists(unified / "cgroup.procs"),
+      "root and a cgroup2 mount at /sys/fs/cgroup/unified");
+  // The unified mount here offers no controllers: membership only, no limits.
+  ::setenv("EVALBOX_CGROUP_V2_ROOT", unified.c_str(), 1);
+  expect_run_inside_the_launchers_cgroup(env_, unified, nullptr, "");
+  ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
+}
+
+TEST_F(launcher_test, a_cgroup_the_launcher_cannot_make_fails_the_run_as_root) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("nocgroup"));
+  ASSERT_TRUE(session) << session.error().message;
+  ::setenv("EVALBOX_CGROUP_V2_ROOT", "/proc/evalbox-no-such-cgroup-root", 1);
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto rec = launch(*session, o);
+  ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_FALSE(rec->ok());
+  EXPECT_NE(rec->error.find("create the run's cgroup"), std::string::npos) << rec->error;
+}
+
 }  // namespace
 }  // namespace evalbox::sandbox
