@@ -236,7 +236,8 @@ run_state run_executor::execute(const run_spec& r, int attempt,
   auto prepared = preparer_.prepare(req);
   st.timings["prepare_ms"] = ms_since(t0);
   if (!prepared) {
-    if (prepared.error().kind == error_kind::busy) st.lease_busy = true;
+    // Busy with secrets to lease: another evalbox process holds the login (see the workers).
+    if (prepared.error().kind == error_kind::busy && !req.secrets.empty()) st.lease_busy = true;
     st.retryable = prepared.error().kind != error_kind::invalid_argument &&
                    prepared.error().kind != error_kind::permission;
     return fail("sandbox", prepared.error().message);
@@ -513,11 +514,18 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
         session.reset();
       };
       int attempt = 0;
+      bool waited_for_lease = false;
       for (;;) {
         teardown();
         st = exec.execute(r, attempt, session);
         if (st.cancelled || stopping()) break;
         if (st.lease_busy) {  // held by another evalbox process: wait, not counted as a retry
+          if (!waited_for_lease) {
+            waited_for_lease = true;
+            log::warn("run {}: waiting: its credential lease is held by another evalbox process "
+                      "(one login serves one run at a time; checking every 0.5 s)",
+                      r.run_id);
+          }
           std::this_thread::sleep_for(std::chrono::milliseconds(500));
           continue;
         }

@@ -262,7 +262,7 @@ result<unique_fd> hold_runs_tmpfs(const fs::path& state_root, const fs::path& ru
     }
     if (errno != EWOULDBLOCK) return sys_error(errno, "flock {}", lock_path.string());
     if (std::chrono::steady_clock::now() > give_up)
-      return make_error(error_kind::busy,
+      return make_error(error_kind::io,
                         "{} is not mounted and {} stays locked by another evalbox process: "
                         "is one stuck? (`fuser {}` names it)",
                         runs.string(), lock_path.string(), lock_path.string());
