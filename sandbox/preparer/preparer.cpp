@@ -270,14 +270,18 @@ result<unique_fd> hold_runs_tmpfs(const fs::path& state_root, const fs::path& ru
   }
 }
 
-// The last user of the state root unmounts the runs tmpfs when no run is left in it.
-void release_runs_tmpfs(unique_fd lock, const fs::path& runs) {
-  if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) return;  // others still use it
-  if (!is_runs_tmpfs(runs)) return;
+// The last user of the state root unmounts the runs tmpfs when no run is left in it. True
+// when it did.
+bool release_runs_tmpfs(unique_fd lock, const fs::path& runs) {
+  if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) return false;  // others use it
+  if (!is_runs_tmpfs(runs)) return false;
   std::error_code ec;
-  if (fs::directory_iterator(runs, ec) != fs::directory_iterator() || ec) return;
-  if (::umount2(runs.c_str(), UMOUNT_NOFOLLOW) != 0)
+  if (fs::directory_iterator(runs, ec) != fs::directory_iterator() || ec) return false;
+  if (::umount2(runs.c_str(), UMOUNT_NOFOLLOW) != 0) {
     log::warn("unmount {}: {}", runs.string(), errno_name(errno));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -317,10 +321,18 @@ result<prepared_session> preparer::prepare(const session_request& request) {
 }
 
 result<reclaim_report> preparer::reclaim_stale() {
-  auto counts = EB_TRY(run_state::reclaim_stale(run_state::runs_dir(impl_->options.state_root)));
+  const fs::path runs = run_state::runs_dir(impl_->options.state_root);
+  auto counts = EB_TRY(run_state::reclaim_stale(runs));
   reclaim_report r;
   r.runs_reclaimed = counts.runs;
   r.mounts_unmounted = counts.mounts;
+  // A crashed evalbox leaves the runs tmpfs mounted: with its runs reclaimed and no other
+  // user, it goes too (not while this preparer holds it for sessions of its own).
+  if (::geteuid() == 0 && !impl_->runs_lock) {
+    const fs::path lock_path = impl_->options.state_root / "runs.lock";
+    unique_fd lock(::open(lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    if (release_runs_tmpfs(std::move(lock), runs)) ++r.mounts_unmounted;
+  }
   r.cgroups_removed = counts.cgroups;
   r.errors = std::move(counts.errors);
   return r;

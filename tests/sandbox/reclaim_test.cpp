@@ -78,6 +78,8 @@ TEST(Reclaim, KilledRunLeavesNoMountFileOrCgroupAfterReclaim) {
   EXPECT_TRUE(mount::mounts_under(run)->empty());
   EXPECT_FALSE(fs::exists(run));
   for (const auto& d : state::run_cgroup_dirs(run_id)) EXPECT_FALSE(fs::exists(d)) << d;
+  // The victim's runs tmpfs goes too: nothing of the state root stays mounted.
+  EXPECT_TRUE(mount::mounts_under(env.state)->empty());
 }
 
 TEST(Reclaim, LiveRunIsLeftAlone) {
