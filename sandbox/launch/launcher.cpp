@@ -99,9 +99,9 @@ result<run_record> launch(const prepared_session& session, const launch_options&
 
   const fs::path helper = helper_path();
   // The run's cgroup is made here while the helper starts (its exec, plan and compile: ~0.3 ms
-  // that would otherwise come one after the other), then handed over on the helper's fd 3,
-  // which it reads before it clones the child.
-  // A socket rather than a pipe: sending to a helper that died does not raise SIGPIPE.
+  // that would otherwise come one after the other), then handed over on the helper's fd 3
+  // (docs/sandbox.md, "Order of steps"). A socket rather than a pipe: sending to a helper
+  // that died raises no SIGPIPE.
   int cg_pipe[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cg_pipe) != 0)
     return sys_error(errno, "socketpair");
