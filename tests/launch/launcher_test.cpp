@@ -168,7 +168,9 @@ void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem
   EXPECT_EQ(rec->error, "");
   EXPECT_EQ(rec->outcome, outcome_kind::exited);
   EXPECT_FALSE(procs.empty()) << "no task of the run was seen in " << run;
-  if (limit_file) EXPECT_EQ(seen_limit, limit + "\n");
+  if (limit_file) {
+    EXPECT_EQ(seen_limit, limit + "\n");
+  }
   EXPECT_FALSE(fs::exists(run)) << "left behind: " << run;
 }
 
