@@ -109,7 +109,9 @@ result<int> unmount_each(const std::vector<fs::path>& targets) {
         return make_error(error_kind::internal, "unmount {}: mounts keep reappearing",
                           t.string());
       }
-      if (errno == EINVAL || errno == ENOENT) break;  // not (or no longer) a mount point
+      // Not (or no longer) a mount point; EPERM: without privilege nothing can be unmounted
+      // (nor was anything mounted here), and umount2 says EPERM before it looks.
+      if (errno == EINVAL || errno == ENOENT || errno == EPERM) break;
       return sys_error(errno, "umount2({}, MNT_DETACH)", t.string());
     }
   }

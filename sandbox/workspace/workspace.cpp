@@ -172,7 +172,9 @@ result<std::pair<fs::path, int>> workspace_tree::snapshot() {
   if (strategy_ != workspace_strategy::overlay) {
     EB_TRY(mkdir_owned(view, 0700, uid_, gid_));
     EB_TRY_CTX(copy_tree(dir_, view, copy_mode::copy, uid_, gid_), "snapshot workspace");
-    EB_TRY(mount::bind(view, view, true));
+    // Frozen read-only where we may mount (as root); without root the copy is only ever
+    // mounted read-only into sandboxes, and nothing else writes to it.
+    if (::geteuid() == 0) EB_TRY(mount::bind(view, view, true));
     snapshots_.emplace_back(view, -1);
     return std::make_pair(view, n);
   }

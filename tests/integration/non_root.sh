@@ -1,0 +1,52 @@
+# Without root evalbox still isolates (its own user namespace; no idmap, overlay, tmpfs quota
+# or cgroups: the workspace is copied and the record says what was not enforced) and a suite
+# grades exactly as it does as root: the example suite as `nobody` gives the same verdicts
+# (oracle 6/6, noop 0/6, scripted 3/6), every run completes, nothing is left behind.
+source "$(dirname "$0")/lib.sh"
+need_isolation
+as_nobody() {
+  setpriv --reuid=65534 --regid=65534 --clear-groups \
+    env HOME="$NR" XDG_STATE_HOME="$NR/state" EVALBOX_STATE_DIR= "$@"
+}
+NR=$WORK/nr
+mkdir -p "$NR"
+chmod 0755 "$WORK"
+chown 65534:65534 "$NR"
+if ! as_nobody unshare -Ur true 2>/dev/null; then
+  # Host policy (kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0), not evalbox.
+  echo "SKIP: this host gives unprivileged users no user namespaces"; exit 0
+fi
+cp -r "$SRC/fixtures/examples" "$NR/ex"
+chown -R 65534:65534 "$NR/ex"
+
+set +e
+as_nobody "$EVALBOX" run "$NR/ex/suite.yaml" --results "$NR/res" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+# 1: some task failed (noop and half of scripted, by design); anything else is not that.
+[ "$rc" = 1 ] || { tail -20 "$WORK/err" >&2; fail "evalbox run as nobody exited $rc"; }
+python3 - "$NR/res/results.jsonl" <<'PY'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 18, len(rows)
+passed = collections.Counter()
+for r in rows:
+    assert r["execution"]["status"] != "error", (r["candidate"]["id"], r["fixture"]["id"], r["execution"])
+    assert r["grading"]["status"] == "completed", r["grading"]
+    passed[r["candidate"]["id"]] += r["verdict"] == "passed"
+assert dict(passed) == {"oracle": 6, "scripted": 3, "noop": 0}, passed
+PY
+
+# One command: its exit code comes through, the host workspace is not written.
+mkdir -p "$NR/ws" && echo hello >"$NR/ws/a.txt" && chown -R 65534:65534 "$NR/ws"
+set +e
+out=$(as_nobody "$EVALBOX" sandbox exec --workspace "$NR/ws" -- /bin/sh -c 'cat a.txt; id -u; echo x > b.txt; exit 7' 2>"$WORK/err-exec")
+rc=$?
+set -e
+[ "$rc" = 7 ] || { cat "$WORK/err-exec" >&2; fail "sandbox exec as nobody exited $rc, not 7"; }
+[ "$out" = "$(printf 'hello\n0')" ] || fail "unexpected output: $out"
+[ ! -e "$NR/ws/b.txt" ] || fail "the host workspace was written"
+
+EVALBOX_STATE_DIR=$NR/state/evalbox
+no_residue
+echo "non-root: ok"
