@@ -13,7 +13,6 @@
 #include <array>
 #include <map>
 #include <ostream>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -223,9 +222,8 @@ class fd_streambuf final : public std::streambuf {
 // never a torn one, and the report is never held in memory whole.
 status write_file_streamed(const std::filesystem::path& path,
                            const std::function<status(std::ostream&)>& render) {
-  std::random_device rd;
   std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp-{:08x}", rd());
+  tmp += ".tmp-" + random_suffix();
   unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd) return sys_error(errno, "create {}", tmp.string());
   auto discard = [&](error e) -> status {

@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <ctime>
 #include <cstdlib>
-#include <random>
 #include <vector>
 
 #include "sandbox/base/unique_fd.h"
@@ -68,10 +70,20 @@ status write_file(const fs::path& path, std::string_view data, mode_t mode) {
   return write_all(fd.get(), data, path);
 }
 
+std::string random_suffix() {
+  uint64_t v = 0;
+  if (::getrandom(&v, sizeof v, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof v)) {
+    // Early boot (no entropy yet): unique enough for a temporary name with O_EXCL.
+    static std::atomic<uint64_t> counter{0};
+    v = (static_cast<uint64_t>(::getpid()) << 32) ^ static_cast<uint64_t>(::time(nullptr)) ^
+        (++counter << 16);
+  }
+  return fmt::format("{:016x}", v);
+}
+
 status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode) {
-  std::random_device rd;
   fs::path tmp = path;
-  tmp += fmt::format(".tmp-{:08x}", rd());
+  tmp += ".tmp-" + random_suffix();
   {
     unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
     if (!fd) return sys_error(errno, "create {}", tmp.string());

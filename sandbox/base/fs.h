@@ -13,6 +13,10 @@
 
 namespace evalbox {
 
+// 16 random hex digits for temporary names (getrandom(2): std::random_device probes the CPU
+// with cpuid on every construction, a trap to the hypervisor in a VM, ~20 µs).
+std::string random_suffix();
+
 result<std::string> read_file(const std::filesystem::path& path, size_t max_bytes = 64u << 20);
 // Creates or truncates `path` and writes `data` (no fsync).
 status write_file(const std::filesystem::path& path, std::string_view data, mode_t mode = 0644);

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <random>
 
 #include <fmt/format.h>
 
@@ -53,8 +52,7 @@ result<std::string> read_nofollow(const fs::path& path, size_t max_bytes) {
 // Writes the lease atomically (temp file, fchown, fsync, rename without replacing): a
 // concurrent creator of the same lease wins or loses cleanly, and a crash leaves no torn file.
 status create_lease(const fs::path& lease, std::string_view content, uid_t uid, gid_t gid) {
-  std::random_device rd;
-  fs::path tmp = lease.parent_path() / fmt::format(".tmp-{:08x}{:08x}", rd(), rd());
+  fs::path tmp = lease.parent_path() / (".tmp-" + random_suffix());
   unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return sys_error(errno, "create {}", tmp.string());
   auto fail = [&](int err, std::string what) {

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -89,9 +88,8 @@ result<run_lock> create_run_dir(const fs::path& runs, const std::string& run_id)
   EB_TRY(make_dirs(runs, 0700));
   fs::path final_dir = runs / run_id;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::random_device rd;
     // The builder's pid is in the name: if it dies before the lock exists, reclaim can tell.
-    fs::path tmp = runs / fmt::format("{}{}-{:08x}{:08x}", kNewPrefix, ::getpid(), rd(), rd());
+    fs::path tmp = runs / fmt::format("{}{}-{}", kNewPrefix, ::getpid(), random_suffix());
     if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
     unique_fd fd = try_lock(tmp, true);
     if (!fd) {
