@@ -522,9 +522,10 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
         if (st.lease_busy) {  // held by another evalbox process: wait, not counted as a retry
           if (!waited_for_lease) {
             waited_for_lease = true;
-            log::warn("run {}: waiting: its credential lease is held by another evalbox process "
-                      "(one login serves one run at a time; checking every 0.5 s)",
-                      r.run_id);
+            log::warn(
+                "run {}: waiting: its credential lease is held by another evalbox process "
+                "(one login serves one run at a time; checking every 0.5 s)",
+                r.run_id);
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(500));
           continue;

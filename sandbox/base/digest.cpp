@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <array>
+#include <cstdlib>
 #include <vector>
 
 #include "sandbox/base/unique_fd.h"
@@ -115,11 +115,10 @@ result<std::string> tree_digest(const std::filesystem::path& root) {
   if (::lstat(root.c_str(), &st) != 0) return sys_error(errno, "lstat {}", root.string());
   if (S_ISDIR(st.st_mode)) {
     std::error_code ec;
-    std::filesystem::recursive_directory_iterator it(
-        root, std::filesystem::directory_options::none, ec);
+    std::filesystem::recursive_directory_iterator it(root, std::filesystem::directory_options::none,
+                                                     ec);
     if (ec) return sys_error(ec.value(), "open directory {}", root.string());
-    for (auto end = std::filesystem::recursive_directory_iterator(); it != end;
-         it.increment(ec)) {
+    for (auto end = std::filesystem::recursive_directory_iterator(); it != end; it.increment(ec)) {
       if (ec) return sys_error(ec.value(), "walk {}", root.string());
       entries.push_back({it->path().lexically_relative(root).generic_string(), it->path()});
     }

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include <fmt/format.h>
 
 #include "sandbox/base/digest.h"

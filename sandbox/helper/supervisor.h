@@ -1,6 +1,6 @@
-// The helper's supervision: creates (or takes over) the run's cgroup, clone3s the child into its namespaces,
-// maps its ids, releases it, then runs the event loop (output caps, wall and CPU limits, the
-// network relay, termination signals) and fills the run record. Single-threaded.
+// The helper's supervision: creates (or takes over) the run's cgroup, clone3s the child into its
+// namespaces, maps its ids, releases it, then runs the event loop (output caps, wall and CPU
+// limits, the network relay, termination signals) and fills the run record. Single-threaded.
 #pragma once
 
 #include <sys/types.h>

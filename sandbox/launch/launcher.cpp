@@ -5,8 +5,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 // Boost.Process compiles its vfork launcher only under an old _POSIX_C_SOURCE; glibc has vfork.
@@ -117,12 +117,12 @@ result<run_record> launch(const prepared_session& session, const launch_options&
     // vfork: the caller is often multi-threaded (the runner's workers) and large; a fork
     // would copy its page tables only for the child to exec at once (0.4 ms of each launch).
     const auto cg_fd = bp::posix::fd.bind(3, cg_read.get());
-    bp::child c = options.inherit_stdio
-                      ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
-                                  "--cgroup-fd", "3", cg_fd, bp::posix::use_vfork, ec)
-                      : bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
-                                  "--cgroup-fd", "3", cg_fd, bp::std_in < bp::null,
-                                  bp::posix::use_vfork, ec);
+    bp::child c =
+        options.inherit_stdio
+            ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
+                        "--cgroup-fd", "3", cg_fd, bp::posix::use_vfork, ec)
+            : bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
+                        "--cgroup-fd", "3", cg_fd, bp::std_in < bp::null, bp::posix::use_vfork, ec);
     cg_read.reset();
     if (ec) {
       return make_error(error_kind::io, "start {}: {}", helper.string(), ec.message());

@@ -23,8 +23,7 @@ std::string unescape(std::string_view s) {
   auto oct = [](char c) { return c >= '0' && c <= '7'; };
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() &&
-        oct(s[i + 1]) && oct(s[i + 2]) && oct(s[i + 3])) {
+    if (s[i] == '\\' && i + 3 < s.size() && oct(s[i + 1]) && oct(s[i + 2]) && oct(s[i + 3])) {
       out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
       i += 3;
       continue;
@@ -73,14 +72,6 @@ result<std::vector<fs::path>> mounts_under(const fs::path& dir) {
   return out;
 }
 
-bool is_mount_point(const fs::path& path) {
-  auto table = read_mountinfo();
-  if (!table) return false;
-  fs::path want = normalize(path);
-  return std::any_of(table->begin(), table->end(),
-                     [&](const mount_entry& e) { return e.mount_point == want; });
-}
-
 result<int> unmount_all_under(const fs::path& dir) {
   int count = 0;
   // Unmounting a mount can expose another stacked below it: repeat until none is left.
@@ -106,8 +97,7 @@ result<int> unmount_each(const std::vector<fs::path>& targets) {
       if (::umount2(t.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
         ++count;
         if (stacked < 16) continue;
-        return make_error(error_kind::internal, "unmount {}: mounts keep reappearing",
-                          t.string());
+        return make_error(error_kind::internal, "unmount {}: mounts keep reappearing", t.string());
       }
       // Not (or no longer) a mount point; EPERM: without privilege nothing can be unmounted
       // (nor was anything mounted here), and umount2 says EPERM before it looks.
@@ -124,8 +114,7 @@ status unmount(const fs::path& target) {
   return {};
 }
 
-status mount_tmpfs(const fs::path& target, uint64_t size_bytes, mode_t mode, uid_t uid,
-                   gid_t gid) {
+status mount_tmpfs(const fs::path& target, uint64_t size_bytes, mode_t mode, uid_t uid, gid_t gid) {
   std::string data = fmt::format("size={},mode={:o},uid={},gid={}", size_bytes, mode, uid, gid);
   if (::mount("evalbox", target.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, data.c_str()) != 0)
     return sys_error(errno, "mount(tmpfs, {}, {})", target.string(), data);
@@ -177,22 +166,6 @@ status bind(const fs::path& source, const fs::path& target, bool read_only) {
     ::umount2(target.c_str(), MNT_DETACH);
     return sys_error(err, "mount({}, MS_REMOUNT|MS_RDONLY)", target.string());
   }
-  return {};
-}
-
-status make_private_mount(const fs::path& dir) {
-  fs::path want = normalize(dir);
-  auto table = EB_TRY(read_mountinfo());
-  const mount_entry* top = nullptr;
-  for (const auto& e : table)
-    if (e.mount_point == want) top = &e;  // the last one listed is on top
-  if (top && top->optional.find("shared:") == std::string::npos &&
-      top->optional.find("master:") == std::string::npos)
-    return {};
-  if (!top && ::mount(want.c_str(), want.c_str(), nullptr, MS_BIND, nullptr) != 0)
-    return sys_error(errno, "mount({0}, {0}, MS_BIND)", want.string());
-  if (::mount(nullptr, want.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
-    return sys_error(errno, "mount({}, MS_PRIVATE)", want.string());
   return {};
 }
 

@@ -26,13 +26,12 @@ struct mount_entry {
   std::string super_options;  // per-superblock (size=..., lowerdir=...)
 };
 
-result<std::vector<mount_entry>> read_mountinfo(const std::filesystem::path& file =
-                                                    "/proc/self/mountinfo");
+result<std::vector<mount_entry>> read_mountinfo(
+    const std::filesystem::path& file = "/proc/self/mountinfo");
 
 // Mount points equal to or below `dir` (lexically), deepest (and most recent) first: the
 // order in which they can be unmounted.
 result<std::vector<std::filesystem::path>> mounts_under(const std::filesystem::path& dir);
-bool is_mount_point(const std::filesystem::path& path);
 
 // Unmounts every mount at or below `dir`, deepest first, with MNT_DETACH (a process still
 // holding a file there cannot keep the run from being reclaimed). Returns how many.
@@ -49,8 +48,8 @@ result<int> unmount_each(const std::vector<std::filesystem::path>& targets);
 
 // A tmpfs of `size_bytes` (the quota: writes past it fail with ENOSPC), root dir `mode`,
 // owned by uid:gid. nosuid,nodev.
-status mount_tmpfs(const std::filesystem::path& target, uint64_t size_bytes, mode_t mode,
-                   uid_t uid, gid_t gid);
+status mount_tmpfs(const std::filesystem::path& target, uint64_t size_bytes, mode_t mode, uid_t uid,
+                   gid_t gid);
 
 // overlayfs. `lowers` are top-most first. With an empty `upper` the overlay is read-only and
 // needs at least two lowers.
@@ -68,10 +67,5 @@ status bind(const std::filesystem::path& source, const std::filesystem::path& ta
 // process (thread-safe). Needs root and a kernel with idmapped mounts for that filesystem.
 status bind_idmapped(const std::filesystem::path& source, const std::filesystem::path& target,
                      uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid);
-
-// Makes `dir` a private mount (binding it onto itself first if it is not a mount point), so
-// mounts made below it do not propagate into other mount namespaces and theirs not into it.
-// Does nothing when `dir` is already a private mount point.
-status make_private_mount(const std::filesystem::path& dir);
 
 }  // namespace evalbox::sandbox::mount

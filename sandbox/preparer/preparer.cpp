@@ -7,14 +7,14 @@
 #include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/mount.h>
-#include <sys/statfs.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <mutex>
-#include <thread>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -54,9 +54,12 @@ bool always_mounted(const fs::path& dir) {
 
 std::string_view network_name(network_mode m) {
   switch (m) {
-    case network_mode::none: return "none";
-    case network_mode::allow: return "allow";
-    case network_mode::host: return "host";
+    case network_mode::none:
+      return "none";
+    case network_mode::allow:
+      return "allow";
+    case network_mode::host:
+      return "host";
   }
   return "unknown";
 }
@@ -67,15 +70,16 @@ json effective_profile(const prepared_session::state& s) {
   const auto& r = s.request;
   json home_files = json::array();
   for (const auto& f : r.home.files)
-    home_files.push_back({{"path", f.path.string()}, {"mode", f.mode},
-                          {"sha256", sha256_hex(f.content)}});
+    home_files.push_back(
+        {{"path", f.path.string()}, {"mode", f.mode}, {"sha256", sha256_hex(f.content)}});
   json home_dirs = json::array();
   for (const auto& d : r.home.directories) home_dirs.push_back(d.string());
   json leases = json::array();
   for (const auto& l : s.leases) {
     for (const auto& sec : r.secrets)
       if (sec.handle == l.handle())
-        leases.push_back({{"handle", l.handle()}, {"target", sec.target.string()},
+        leases.push_back({{"handle", l.handle()},
+                          {"target", sec.target.string()},
                           {"source_sha256", l.source_digest()}});
   }
   json bundles = json::array();
@@ -83,9 +87,8 @@ json effective_profile(const prepared_session::state& s) {
     bundles.push_back({{"target", b.target.string()}, {"sha256", b.sha256}});
   json readonly = json::array();
   for (const auto& m : s.mounts)
-    if (!m.writable && std::none_of(r.bundles.begin(), r.bundles.end(), [&](const bundle& b) {
-          return b.target == m.target;
-        }))
+    if (!m.writable && std::none_of(r.bundles.begin(), r.bundles.end(),
+                                    [&](const bundle& b) { return b.target == m.target; }))
       readonly.push_back(m.target.string());
   return json{
       {"schema", "evalbox.profile.v1"},
@@ -144,8 +147,8 @@ status build(prepared_session::state& s, const fs::path& runs) {
 
   // The disk: the quota holds for the workspace's writes and the home together.
   bool tmpfs = root && strategy != workspace_strategy::reflink;
-  auto disk = EB_TRY_CTX(workspace::prepare_disk(s.run_dir, r.limits.disk_bytes, tmpfs),
-                         "run disk");
+  auto disk =
+      EB_TRY_CTX(workspace::prepare_disk(s.run_dir, r.limits.disk_bytes, tmpfs), "run disk");
   s.quota_enforced = disk.tmpfs;
 
   auto ws = workspace::workspace_tree::materialize(r.workspace, strategy, s.run_dir, disk,
@@ -158,8 +161,8 @@ status build(prepared_session::state& s, const fs::path& runs) {
     EB_TRY(mount::unmount_all_under(s.run_dir / "lower"));
     for (const char* leftover : {"lower", "workspace", "snapshots", "disk/upper0", "disk/work0"})
       EB_TRY(remove_tree(s.run_dir / leftover));
-    ws = workspace::workspace_tree::materialize(r.workspace, workspace_strategy::copy,
-                                                s.run_dir, disk, o.sandbox_uid, o.sandbox_gid);
+    ws = workspace::workspace_tree::materialize(r.workspace, workspace_strategy::copy, s.run_dir,
+                                                disk, o.sandbox_uid, o.sandbox_gid);
   }
   if (!ws) return std::unexpected(std::move(ws).error().with_context("materialize workspace"));
   s.workspace = std::move(*ws);
@@ -171,7 +174,7 @@ status build(prepared_session::state& s, const fs::path& runs) {
 
   for (const auto& secret : r.secrets) {
     auto lease = EB_TRY(creds::credential_lease::acquire(run_state::leases_dir(o.state_root),
-                                                          secret, o.sandbox_uid, o.sandbox_gid));
+                                                         secret, o.sandbox_uid, o.sandbox_gid));
     s.mounts.push_back(
         bind_mount{lease.path(), fs::path(sandbox_home) / secret.target, true, true});
     s.leases.push_back(std::move(lease));
@@ -223,10 +226,11 @@ status build(prepared_session::state& s, const fs::path& runs) {
 bool is_runs_tmpfs(const fs::path& runs) {
   struct statfs sf {};
   if (::statfs(runs.c_str(), &sf) != 0 || sf.f_type != TMPFS_MAGIC) return false;
-  struct statx self {}, parent {};
+  struct statx self {
+  }, parent{};
   if (::statx(AT_FDCWD, runs.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &self) != 0 ||
-      ::statx(AT_FDCWD, runs.parent_path().c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID,
-              &parent) != 0)
+      ::statx(AT_FDCWD, runs.parent_path().c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &parent) !=
+          0)
     return false;
   return self.stx_mnt_id != parent.stx_mnt_id;
 }

@@ -116,5 +116,4 @@ result<filter> compile() {
   return f;
 }
 
-
 }  // namespace evalbox::sandbox::seccomp
