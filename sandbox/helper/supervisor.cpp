@@ -113,7 +113,9 @@ status supervisor::run() {
       {"wall_ms", {{"value", l.wall_ms}, {"by", by({"helper"})}}},
       {"output_bytes",
        {{"value", l.output_bytes}, {"by", by({plan_.inherit_stdio ? "" : "helper"})}}},
-      {"disk_bytes", {{"value", l.disk_bytes}, {"by", by({"RLIMIT_FSIZE", "tmpfs size"})}}},
+      {"disk_bytes",
+       {{"value", l.disk_bytes},
+        {"by", by({"RLIMIT_FSIZE", plan_.disk_quota ? "tmpfs size" : ""})}}},
   };
   if (cg_) {
     // Not a failure of the run: the preparer's reclaim removes what is left. Said on stderr.

@@ -79,6 +79,7 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   p.limits = options.limits_override ? *options.limits_override : req.limits;
   p.network = options.network_override ? *options.network_override : req.network;
   p.landlock = req.landlock;
+  p.disk_quota = session.disk_quota_enforced();
   p.tmp_bytes =
       std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30), 1ull << 30);
   p.inherit_stdio = options.inherit_stdio;

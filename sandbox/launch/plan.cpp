@@ -61,6 +61,7 @@ json launch_plan::to_json() const {
         {"disk_bytes", limits.disk_bytes},
         {"output_bytes", limits.output_bytes}}},
       {"tmp_bytes", tmp_bytes},
+      {"disk_quota", disk_quota},
       {"network",
        {{"mode", mode_name(network.mode)},
         {"allow", network.allow},
@@ -114,6 +115,7 @@ result<launch_plan> launch_plan::from_json(const json& j) {
   p.limits.disk_bytes = EB_TRY(get<uint64_t>(lim, "disk_bytes"));
   p.limits.output_bytes = EB_TRY(get<uint64_t>(lim, "output_bytes"));
   p.tmp_bytes = EB_TRY(get<uint64_t>(j, "tmp_bytes"));
+  p.disk_quota = EB_TRY(get<bool>(j, "disk_quota"));
   const json net = EB_TRY(get<json>(j, "network"));
   const std::string mode = EB_TRY(get<std::string>(net, "mode"));
   if (mode == "none") {

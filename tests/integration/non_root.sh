@@ -46,6 +46,15 @@ set -e
 [ "$rc" = 7 ] || { cat "$WORK/err-exec" >&2; fail "sandbox exec as nobody exited $rc, not 7"; }
 [ "$out" = "$(printf 'hello\n0')" ] || fail "unexpected output: $out"
 [ ! -e "$NR/ws/b.txt" ] || fail "the host workspace was written"
+# The record says what was enforced, and by what: no cgroup, no disk quota (no tmpfs).
+as_nobody "$EVALBOX" sandbox exec --workspace "$NR/ws" --record "$NR/rec.json" -- /bin/true
+python3 - "$NR/rec.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["mechanisms"]
+assert m["cgroup"] == "none", m["cgroup"]
+assert m["limits"]["memory_bytes"]["by"] == [], m["limits"]["memory_bytes"]
+assert m["limits"]["disk_bytes"]["by"] == ["RLIMIT_FSIZE"], m["limits"]["disk_bytes"]
+PY
 
 EVALBOX_STATE_DIR=$NR/state/evalbox
 no_residue

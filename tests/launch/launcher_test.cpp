@@ -193,6 +193,22 @@ TEST_F(launcher_test, a_cgroup_v2_made_by_the_launcher_is_handed_over_too) {
   ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
 }
 
+// As root the workspace and home live on the run's size-limited tmpfs, and the record says
+// so; without root it does not (tests/integration/non_root.sh).
+TEST_F(launcher_test, the_record_names_the_tmpfs_quota_when_there_is_one) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("quota"));
+  ASSERT_TRUE(session) << session.error().message;
+  ASSERT_TRUE(session->disk_quota_enforced());
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->mechanisms["limits"]["disk_bytes"]["by"],
+            json::array({"RLIMIT_FSIZE", "tmpfs size"}));
+}
+
 TEST_F(launcher_test, a_cgroup_the_launcher_cannot_make_fails_the_run_as_root) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
   preparer prep(env_.options());
