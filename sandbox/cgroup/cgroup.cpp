@@ -284,19 +284,44 @@ result<std::unique_ptr<run_cgroup>> adopt(const json& d) {
   return std::make_unique<v1_cgroup>(std::move(leaves));
 }
 
-std::vector<fs::path> run_cgroup_parents() {
-  static const std::vector<fs::path> host = [] {
-    std::vector<fs::path> out = {"/sys/fs/cgroup/evalbox", "/sys/fs/cgroup/unified/evalbox"};
-    for (const auto& m : sys::cgroup_v1_mounts({"memory", "pids", "cpuacct"}))
-      if (!m.empty() && std::find(out.begin(), out.end(), m / "evalbox") == out.end())
-        out.push_back(m / "evalbox");
+namespace {
+
+// Where this host lets evalbox create run cgroups. Looked up once per process: the layout
+// does not change while evalbox runs, and the launcher asks on every launch.
+struct host_cgroups {
+  fs::path v2_root;                    // a v2 root that offers memory and pids, or empty
+  std::map<std::string, fs::path> v1;  // else the writable v1 controller mounts
+};
+
+const host_cgroups& host_layout() {
+  static const host_cgroups h = [] {
+    host_cgroups out;
+    // v2: the unified mount, if it offers memory and pids to our subtree.
+    for (const char* root_s : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+      const fs::path root = root_s;
+      auto ctl = read_small(root / "cgroup.controllers");
+      if (ctl && ctl->find("memory") != std::string::npos &&
+          ctl->find("pids") != std::string::npos &&
+          ::access((root / "cgroup.subtree_control").c_str(), W_OK) == 0) {
+        out.v2_root = root;
+        return out;
+      }
+    }
+    // Found together (sys::cgroup_v1_mounts: statfs in the usual layout, else one read of
+    // the mount table). cpuacct measures CPU time; the cpu controller (shares, quotas) is
+    // not used, and each hierarchy costs two mkdirs, a migration and two rmdirs per launch.
+    const std::vector<std::string> controllers = {"memory", "pids", "cpuacct"};
+    const auto found = sys::cgroup_v1_mounts(controllers);
+    for (size_t i = 0; i < controllers.size(); ++i) {
+      const auto& m = found[i];
+      if (!m.empty() && ::access(m.c_str(), W_OK) == 0) out.v1[controllers[i]] = m;
+    }
     return out;
   }();
-  std::vector<fs::path> out = host;
-  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced)
-    out.push_back(fs::path(forced) / "evalbox");
-  return out;
+  return h;
 }
+
+}  // namespace
 
 result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                                                     const std::string& leaf, const limits& lim) {
@@ -305,34 +330,24 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
   if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced) {
     return create_v2(forced, run_id, leaf, lim);
   }
-  // v2: the unified mount, if it offers memory and pids to our subtree.
-  for (const char* root_s : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-    const fs::path root = root_s;
-    {
-      auto ctl = read_small(root / "cgroup.controllers");
-      if (ctl && ctl->find("memory") != std::string::npos &&
-          ctl->find("pids") != std::string::npos &&
-          ::access((root / "cgroup.subtree_control").c_str(), W_OK) == 0) {
-        return create_v2(root, run_id, leaf, lim);
-      }
-    }
-  }
-  std::map<std::string, fs::path> mounts;
-  // Found together (sys::cgroup_v1_mounts: statfs in the usual layout, else one read of the
-  // mount table). cpuacct measures CPU time; the cpu controller (shares, quotas) is not
-  // used, and each hierarchy costs two mkdirs, a migration and two rmdirs per launch.
-  const std::vector<std::string> controllers = {"memory", "pids", "cpuacct"};
-  const auto found = sys::cgroup_v1_mounts(controllers);
-  for (size_t i = 0; i < controllers.size(); ++i) {
-    const auto& m = found[i];
-    if (!m.empty() && ::access(m.c_str(), W_OK) == 0) mounts[controllers[i]] = m;
-  }
-  if (mounts.contains("memory") && mounts.contains("pids")) {
-    return create_v1(mounts, run_id, leaf, lim);
-  }
+  const host_cgroups& h = host_layout();
+  if (!h.v2_root.empty()) return create_v2(h.v2_root, run_id, leaf, lim);
+  if (h.v1.contains("memory") && h.v1.contains("pids")) return create_v1(h.v1, run_id, leaf, lim);
   return make_error(error_kind::unsupported,
                     "no writable cgroup: neither a delegated cgroup v2 with memory and pids nor "
                     "cgroup v1 memory and pids mounts");
+}
+
+std::vector<fs::path> run_cgroup_parents() {
+  const host_cgroups& h = host_layout();
+  std::vector<fs::path> out;
+  if (!h.v2_root.empty()) out.push_back(h.v2_root / "evalbox");
+  for (const auto& [ctl, mount] : h.v1)
+    if (std::find(out.begin(), out.end(), mount / "evalbox") == out.end())
+      out.push_back(mount / "evalbox");
+  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced)
+    out.push_back(fs::path(forced) / "evalbox");
+  return out;
 }
 
 }  // namespace evalbox::sandbox::cgroup
