@@ -226,6 +226,33 @@ TEST(PrepareAuto, PicksOverlayOnThisHost) {
   EXPECT_EQ(s->filesystem_identity()["workspace"]["quota_bytes"], 64ull << 20);
 }
 
+// auto falls back to a copy when the workspace's filesystem refuses an idmapped mount — here
+// a workspace that is itself an overlayfs mount (this kernel cannot idmap overlayfs) — and
+// the run sees the same files; nothing of the attempt is left.
+TEST(PrepareAuto, CopiesWhenTheWorkspaceCannotBeIdmapped) {
+  REQUIRE_ROOT_MOUNTS();
+  prep_env env;
+  const fs::path ovl = env.root / "ovl";
+  for (const char* d : {"upper", "work", "merged"}) ASSERT_TRUE(make_dirs(ovl / d, 0755));
+  ASSERT_TRUE(mount::mount_overlay(ovl / "merged", {env.source}, ovl / "upper", ovl / "work"));
+  preparer p(env.options());
+  auto r = env.request();
+  r.workspace.source = ovl / "merged";
+  auto s = p.prepare(r);
+  ASSERT_TRUE(s) << s.error().message;
+  if (s->strategy() == workspace_strategy::overlay)
+    GTEST_SKIP() << "this kernel idmaps overlayfs: nothing to fall back from";
+  EXPECT_EQ(s->strategy(), workspace_strategy::copy);
+  EXPECT_EQ(s->filesystem_identity()["workspace"]["strategy"], "copy");
+  EXPECT_EQ(read_file(s->workspace_dir() / "README.md").value_or(""), "hello\n");
+  EXPECT_EQ(owner_of(s->workspace_dir() / "README.md"), p.options().sandbox_uid);
+  const fs::path run = s->run_dir();
+  ASSERT_TRUE(s->close());
+  EXPECT_TRUE(no_mounts_under(run));
+  EXPECT_FALSE(fs::exists(run));
+  ASSERT_TRUE(mount::unmount(ovl / "merged"));
+}
+
 TEST(PrepareReflink, ExplicitReflinkWorksOrSaysTheFilesystemCannot) {
   REQUIRE_ROOT_MOUNTS();
   prep_env env;
