@@ -103,21 +103,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-bool probe_reflink(const fs::path& dir) {
-  fs::path a = dir / ".evalbox-reflink-probe-a";
-  fs::path b = dir / ".evalbox-reflink-probe-b";
-  bool ok = false;
-  {
-    unique_fd fa(::open(a.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    unique_fd fb(::open(b.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (fa && fb && ::write(fa.get(), "evalbox", 7) == 7)
-      ok = ::ioctl(fb.get(), FICLONE, fa.get()) == 0;
-  }
-  ::unlink(a.c_str());
-  ::unlink(b.c_str());
-  return ok;
-}
-
 // An idmapped clone of `dir` through a throwaway user namespace: the same operation the
 // overlay workspace strategy performs on a fixture's workspace.
 bool probe_idmap(const fs::path& dir) {
@@ -163,6 +148,21 @@ bool probe_idmap(const fs::path& dir) {
 }
 
 }  // namespace
+
+bool reflink_supported(const fs::path& dir) {
+  fs::path a = dir / ".evalbox-reflink-probe-a";
+  fs::path b = dir / ".evalbox-reflink-probe-b";
+  bool ok = false;
+  {
+    unique_fd fa(::open(a.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    unique_fd fb(::open(b.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (fa && fb && ::write(fa.get(), "evalbox", 7) == 7)
+      ok = ::ioctl(fb.get(), FICLONE, fa.get()) == 0;
+  }
+  ::unlink(a.c_str());
+  ::unlink(b.c_str());
+  return ok;
+}
 
 fs::path cgroup_v1_mount(const std::string& controller) {
   return cgroup_v1_mounts({controller}).front();
@@ -242,7 +242,7 @@ host_features probe_host(const fs::path& state_dir) {
 
   h.state_dir = state_dir;
   if (make_dirs(state_dir, 0755)) {
-    h.reflink = probe_reflink(state_dir);
+    h.reflink = reflink_supported(state_dir);
     h.idmapped_mounts = h.root && probe_idmap(state_dir);
   }
   return h;

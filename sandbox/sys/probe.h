@@ -53,6 +53,9 @@ struct host_features {
 host_features probe_host(const std::filesystem::path& state_dir);
 
 // Cgroup v1 mount point of a controller ("memory" -> /sys/fs/cgroup/memory), empty if none.
+// Whether FICLONE works in `dir` (tries it on two scratch files there, then removes them).
+bool reflink_supported(const std::filesystem::path& dir);
+
 std::filesystem::path cgroup_v1_mount(const std::string& controller);
 // The mount points of several controllers from one read of the mount table (which costs
 // O(host mounts) of kernel time), in the order asked; empty where a controller is absent.

@@ -144,20 +144,6 @@ status copy_tree(const fs::path& from, const fs::path& to, copy_mode mode, uid_t
   return {};
 }
 
-bool reflink_supported(const fs::path& dir) {
-  fs::path a = dir / ".reflink-probe-a", b = dir / ".reflink-probe-b";
-  bool ok = false;
-  {
-    unique_fd fa(::open(a.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    unique_fd fb(::open(b.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (fa && fb && ::write(fa.get(), "evalbox", 7) == 7)
-      ok = ::ioctl(fb.get(), FICLONE, fa.get()) == 0;
-  }
-  ::unlink(a.c_str());
-  ::unlink(b.c_str());
-  return ok;
-}
-
 bool entry_differs(const fs::path& a, const fs::path& b, const fs::path& rel) {
   fs::path pa = rel.empty() ? a : a / rel, pb = rel.empty() ? b : b / rel;
   struct stat sa {}, sb {};

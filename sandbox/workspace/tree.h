@@ -19,9 +19,6 @@ enum class copy_mode { copy, reflink };
 status copy_tree(const std::filesystem::path& from, const std::filesystem::path& to,
                  copy_mode mode, uid_t uid, gid_t gid);
 
-// Whether FICLONE works in `dir` (tries it on two scratch files there).
-bool reflink_supported(const std::filesystem::path& dir);
-
 // True when `rel` differs between trees `a` and `b`: existence, type, permission bits, size,
 // content or link target.
 bool entry_differs(const std::filesystem::path& a, const std::filesystem::path& b,

@@ -14,6 +14,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/mount/mount.h"
+#include "sandbox/sys/probe.h"
 #include "sandbox/workspace/tree.h"
 
 namespace evalbox::sandbox::workspace {
@@ -67,7 +68,7 @@ result<workspace_strategy> resolve_strategy(workspace_strategy requested,
                                : "not running as root");
       return requested;
     case workspace_strategy::reflink:
-      if (!reflink_supported(probe_dir))
+      if (!sys::reflink_supported(probe_dir))
         return make_error(error_kind::unsupported,
                           "workspace strategy reflink: the state filesystem at {} does not "
                           "support FICLONE (btrfs and xfs do); use auto, overlay or copy",
@@ -77,7 +78,7 @@ result<workspace_strategy> resolve_strategy(workspace_strategy requested,
       return requested;
     case workspace_strategy::auto_select:
       if (overlay_ok) return workspace_strategy::overlay;
-      if (reflink_supported(probe_dir)) return workspace_strategy::reflink;
+      if (sys::reflink_supported(probe_dir)) return workspace_strategy::reflink;
       return workspace_strategy::copy;
   }
   return make_error(error_kind::invalid_argument, "unknown workspace strategy");

@@ -17,6 +17,7 @@
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/mount/mount.h"
+#include "sandbox/sys/probe.h"
 #include "sandbox/workspace/tree.h"
 #include "tests/sandbox/prep_env.h"
 #include "tests/support/isolation.h"
@@ -257,7 +258,7 @@ TEST(PrepareReflink, ExplicitReflinkWorksOrSaysTheFilesystemCannot) {
   REQUIRE_ROOT_MOUNTS();
   prep_env env;
   ASSERT_TRUE(make_dirs(env.state / "runs", 0700));
-  bool supported = workspace::reflink_supported(env.state / "runs");
+  bool supported = sys::reflink_supported(env.state / "runs");
   preparer p(env.options());
   auto r = env.request();
   r.workspace.strategy = workspace_strategy::reflink;
