@@ -21,24 +21,28 @@ namespace evalbox {
 
 namespace fs = std::filesystem;
 
-result<std::string> read_file(const fs::path& path, size_t max_bytes) {
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return sys_error(errno, "open {}", path.string());
+result<std::string> read_fd(int fd, size_t max_bytes, const fs::path& shown) {
   std::string out;
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return sys_error(errno, "read {}", path.string());
+      return sys_error(errno, "read {}", shown.string());
     }
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes)
-      return make_error(error_kind::invalid_argument, "read {}: larger than {} bytes",
-                        path.string(), max_bytes);
+      return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", shown.string(),
+                        max_bytes);
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+result<std::string> read_file(const fs::path& path, size_t max_bytes) {
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return sys_error(errno, "open {}", path.string());
+  return read_fd(fd.get(), max_bytes, path);
 }
 
 namespace {
@@ -315,19 +319,7 @@ result<beneath_entry> lookup_beneath(const fs::path& root, const fs::path& rel, 
     if (read_content) {
       unique_fd fd(::openat(w.dir.get(), name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
       if (!fd) return sys_error(errno, "open {}", rel.string());
-      char buf[65536];
-      for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0) {
-          if (errno == EINTR) continue;
-          return sys_error(errno, "read {}", rel.string());
-        }
-        if (n == 0) break;
-        if (e.content.size() + static_cast<size_t>(n) > max_bytes)
-          return make_error(error_kind::invalid_argument, "{} is larger than {} bytes",
-                            rel.string(), max_bytes);
-        e.content.append(buf, static_cast<size_t>(n));
-      }
+      e.content = EB_TRY(read_fd(fd.get(), max_bytes, rel));
     }
   } else {
     e.type = beneath_entry::type_kind::other;

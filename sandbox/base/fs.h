@@ -18,6 +18,9 @@ namespace evalbox {
 std::string random_suffix();
 
 result<std::string> read_file(const std::filesystem::path& path, size_t max_bytes = 64u << 20);
+// Reads `fd` to its end. More than `max_bytes` is an invalid_argument error saying "`shown`
+// is larger than `max_bytes` bytes"; a read error names `shown`.
+result<std::string> read_fd(int fd, size_t max_bytes, const std::filesystem::path& shown);
 // Creates or truncates `path` and writes `data` (no fsync).
 status write_file(const std::filesystem::path& path, std::string_view data, mode_t mode = 0644);
 // Writes to a temporary sibling, fsyncs it, renames it over `path` and fsyncs the directory:

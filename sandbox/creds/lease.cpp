@@ -31,21 +31,11 @@ result<std::string> read_nofollow(const fs::path& path, size_t max_bytes) {
   if (!S_ISREG(st.st_mode))
     return make_error(error_kind::invalid_argument, "credential source {} is not a regular file",
                       path.string());
-  std::string out;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return sys_error(errno, "read {}", path.string());
-    }
-    if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes)
-      return make_error(error_kind::invalid_argument, "credential source {} exceeds 1 MiB",
-                        path.string());
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
+  auto content = read_fd(fd.get(), max_bytes, path);
+  if (!content && content.error().kind == error_kind::invalid_argument)
+    return make_error(error_kind::invalid_argument, "credential source {} exceeds 1 MiB",
+                      path.string());
+  return content;
 }
 
 // Writes the lease atomically (temp file, fchown, fsync, rename without replacing): a

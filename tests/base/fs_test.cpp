@@ -26,6 +26,22 @@ TEST(IsSafeRelative, RejectsEscapes) {
   EXPECT_FALSE(is_safe_relative(""));
 }
 
+// The one read loop behind read_file, lookup_beneath and credential sources: everything up
+// to the limit, and past it an invalid_argument error naming what was read.
+TEST(ReadFd, ReadsToTheEndAndRefusesMoreThanTheLimit) {
+  temp_dir dir("evalbox-readfd");
+  const std::string big(200000, 'x');  // more than one read's buffer
+  ASSERT_TRUE(write_file(dir.path() / "big", big));
+  auto whole = read_file(dir.path() / "big", big.size());
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(*whole, big);
+  auto over = read_file(dir.path() / "big", big.size() - 1);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().kind, error_kind::invalid_argument);
+  EXPECT_NE(over.error().message.find("big is larger than 199999 bytes"), std::string::npos)
+      << over.error().message;
+}
+
 TEST(WriteFileAtomic, ReplacesContentAndLeavesNoTemporary) {
   temp_dir dir;
   auto p = dir.path() / "f.json";
