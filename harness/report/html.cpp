@@ -22,19 +22,12 @@ namespace evalbox::harness {
 
 namespace {
 
+using report_text::field;
 using report_text::interval;
 using report_text::percent;
+using report_text::str;
 using svg::escape;
 
-const json& field(const json& j, const char* key) {
-  static const json null_value;
-  return j.is_object() && j.contains(key) ? j[key] : null_value;
-}
-
-std::string str(const json& j, const char* key) {
-  const json& v = field(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
 
 // JSON that can sit inside <script>: "<", ">" and "&" only occur inside strings, where \u
 // escapes mean the same; U+2028/U+2029 are escaped for old JavaScript parsers.

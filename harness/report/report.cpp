@@ -51,9 +51,23 @@ std::string error_message_of(const json& r) {
   return "not assessed";
 }
 
+
+const json& field(const json& j, const char* key) {
+  static const json null_value;
+  return j.is_object() && j.contains(key) ? j[key] : null_value;
+}
+
+std::string str(const json& j, const char* key) {
+  const json& v = field(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
 }  // namespace report_text
 
 namespace {
+
+using report_text::field;
+using report_text::str;
 
 using report_text::interval;
 using report_text::percent;
@@ -79,15 +93,6 @@ std::string md_cell(std::string_view s) {
   return out;
 }
 
-const json& field(const json& j, const char* key) {
-  static const json null_value;
-  return j.is_object() && j.contains(key) ? j[key] : null_value;
-}
-
-std::string str(const json& j, const char* key) {
-  const json& v = field(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
 
 std::string candidate_of(const json& r) { return str(field(r, "candidate"), "id"); }
 std::string fixture_of(const json& r) { return str(field(r, "fixture"), "id"); }

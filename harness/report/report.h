@@ -146,6 +146,9 @@ std::string interval(const std::optional<stats::interval>& ci);  // "[48.1, 74.9
 std::string cost(const stats::cost_total& c);       // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
 std::string count(const std::optional<double>& v);  // "1234" or "unknown"
 std::string error_message_of(const json& record);   // why a run is an error
+// j[key], or null when j is not an object or has no such key (records come from disk).
+const json& field(const json& j, const char* key);
+std::string str(const json& j, const char* key);  // field() as a string, "" if it is not one
 }  // namespace report_text
 
 }  // namespace evalbox::harness
