@@ -5,18 +5,6 @@
 namespace evalbox::sandbox {
 namespace {
 
-std::string_view mode_name(network_mode m) {
-  switch (m) {
-    case network_mode::none:
-      return "none";
-    case network_mode::allow:
-      return "allow";
-    case network_mode::host:
-      return "host";
-  }
-  return "none";
-}
-
 template <class T>
 result<T> get(const json& j, const char* key) {
   auto it = j.find(key);
@@ -63,7 +51,7 @@ json launch_plan::to_json() const {
       {"tmp_bytes", tmp_bytes},
       {"disk_quota", disk_quota},
       {"network",
-       {{"mode", mode_name(network.mode)},
+       {{"mode", to_string(network.mode)},
         {"allow", network.allow},
         {"unsafe_host_network", network.unsafe_host_network}}},
       {"landlock", landlock},

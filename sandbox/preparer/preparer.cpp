@@ -52,18 +52,6 @@ bool always_mounted(const fs::path& dir) {
   return false;
 }
 
-std::string_view network_name(network_mode m) {
-  switch (m) {
-    case network_mode::none:
-      return "none";
-    case network_mode::allow:
-      return "allow";
-    case network_mode::host:
-      return "host";
-  }
-  return "unknown";
-}
-
 // The canonical effective profile: what the run can see and do. Run id and deadline are not
 // part of it, so equal requests on equal inputs bind to the same digest.
 json effective_profile(const prepared_session::state& s) {
@@ -110,7 +98,7 @@ json effective_profile(const prepared_session::state& s) {
         {"disk_bytes", r.limits.disk_bytes},
         {"output_bytes", r.limits.output_bytes}}},
       {"network",
-       {{"mode", network_name(r.network.mode)},
+       {{"mode", to_string(r.network.mode)},
         {"allow", r.network.allow},
         {"unsafe_host_network", r.network.unsafe_host_network}}},
       {"landlock", r.landlock},

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace evalbox::sandbox {
@@ -69,6 +70,19 @@ struct resource_limits {
 };
 
 enum class network_mode { none, allow, host };
+
+// "none", "allow", "host": the name in plans, profiles and records.
+constexpr std::string_view to_string(network_mode m) {
+  switch (m) {
+    case network_mode::none:
+      return "none";
+    case network_mode::allow:
+      return "allow";
+    case network_mode::host:
+      return "host";
+  }
+  return "none";
+}
 
 struct network_policy {
   network_mode mode = network_mode::none;
