@@ -6,11 +6,7 @@
 
 #include <fmt/ranges.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
 #include <map>
 #include <ostream>
 #include <set>
@@ -18,7 +14,6 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
-#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {
 
@@ -50,7 +45,6 @@ std::string error_message_of(const json& r) {
   if (g.is_string()) return "grader: " + g.get<std::string>();
   return "not assessed";
 }
-
 
 const json& field(const json& j, const char* key) {
   static const json null_value;
@@ -92,7 +86,6 @@ std::string md_cell(std::string_view s) {
   }
   return out;
 }
-
 
 std::string candidate_of(const json& r) { return str(field(r, "candidate"), "id"); }
 std::string fixture_of(const json& r) { return str(field(r, "fixture"), "id"); }
@@ -180,77 +173,6 @@ result<stats::summary> summarize_outcomes(std::span<const stats::run_outcome> ou
       opts.baseline = std::move(baseline);
   }
   return stats::summarize(outcomes, opts);
-}
-
-// An ostream buffer over a file descriptor: 64 KiB writes; the first failed write is kept.
-class fd_streambuf final : public std::streambuf {
- public:
-  explicit fd_streambuf(int fd) : fd_(fd) { setp(buf_.data(), buf_.data() + buf_.size()); }
-  [[nodiscard]] int failed_errno() const noexcept { return errno_; }
-
- protected:
-  int_type overflow(int_type c) override {
-    if (!flush()) return traits_type::eof();
-    if (!traits_type::eq_int_type(c, traits_type::eof())) {
-      *pptr() = traits_type::to_char_type(c);
-      pbump(1);
-    }
-    return traits_type::not_eof(c);
-  }
-  int sync() override { return flush() ? 0 : -1; }
-
- private:
-  bool flush() {
-    const char* p = pbase();
-    size_t n = static_cast<size_t>(pptr() - pbase());
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        errno_ = errno;
-        return false;
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    setp(buf_.data(), buf_.data() + buf_.size());
-    return true;
-  }
-
-  int fd_;
-  int errno_ = 0;
-  std::array<char, 64 * 1024> buf_;
-};
-
-// write_file_atomic for text written as it is rendered: a temporary sibling, fsynced and
-// renamed over `path`, then the directory fsynced. A reader sees the old or the new report,
-// never a torn one, and the report is never held in memory whole.
-status write_file_streamed(const std::filesystem::path& path,
-                           const std::function<status(std::ostream&)>& render) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-" + random_suffix();
-  unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd) return sys_error(errno, "create {}", tmp.string());
-  auto discard = [&](error e) -> status {
-    ::unlink(tmp.c_str());
-    return std::unexpected(std::move(e));
-  };
-  {
-    auto buf = std::make_unique<fd_streambuf>(fd.get());
-    std::ostream out(buf.get());
-    if (auto s = render(out); !s) return discard(std::move(s).error());
-    out.flush();
-    if (!out) return discard(sys_error(buf->failed_errno(), "write {}", tmp.string()).error());
-  }
-  if (::fsync(fd.get()) != 0) return discard(sys_error(errno, "fsync {}", tmp.string()).error());
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return discard(sys_error(errno, "rename {} -> {}", tmp.string(), path.string()).error());
-  std::filesystem::path parent = path.parent_path().empty() ? "." : path.parent_path();
-  unique_fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return sys_error(errno, "open {}", parent.string());
-  if (::fsync(dir.get()) != 0) return sys_error(errno, "fsync {}", parent.string());
-  return {};
 }
 
 }  // namespace

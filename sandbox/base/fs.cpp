@@ -10,9 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
+#include <ostream>
+#include <streambuf>
 #include <vector>
 
 #include "sandbox/base/unique_fd.h"
@@ -66,7 +70,71 @@ status fsync_dir(const fs::path& dir) {
   return {};
 }
 
+// An ostream buffer over a file descriptor: 64 KiB writes; the first failed write is kept.
+class fd_streambuf final : public std::streambuf {
+ public:
+  explicit fd_streambuf(int fd) : fd_(fd) { setp(buf_.data(), buf_.data() + buf_.size()); }
+  [[nodiscard]] int failed_errno() const noexcept { return errno_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!flush()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return flush() ? 0 : -1; }
+
+ private:
+  bool flush() {
+    const char* p = pbase();
+    size_t n = static_cast<size_t>(pptr() - pbase());
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        errno_ = errno;
+        return false;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return true;
+  }
+
+  int fd_;
+  int errno_ = 0;
+  std::array<char, 64 * 1024> buf_;
+};
+
 }  // namespace
+
+status write_file_streamed(const fs::path& path, const std::function<status(std::ostream&)>& write,
+                           mode_t mode) {
+  fs::path tmp = path;
+  tmp += ".tmp-" + random_suffix();
+  unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) return sys_error(errno, "create {}", tmp.string());
+  auto discard = [&](error e) -> status {
+    ::unlink(tmp.c_str());
+    return std::unexpected(std::move(e));
+  };
+  {
+    auto buf = std::make_unique<fd_streambuf>(fd.get());
+    std::ostream out(buf.get());
+    if (auto s = write(out); !s) return discard(std::move(s).error());
+    out.flush();
+    if (!out) return discard(sys_error(buf->failed_errno(), "write {}", tmp.string()).error());
+  }
+  if (::fsync(fd.get()) != 0) return discard(sys_error(errno, "fsync {}", tmp.string()).error());
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return discard(sys_error(errno, "rename {} -> {}", tmp.string(), path.string()).error());
+  return fsync_dir(path.parent_path());
+}
 
 status write_file(const fs::path& path, std::string_view data, mode_t mode) {
   unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));

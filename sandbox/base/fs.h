@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,12 @@ status write_file(const std::filesystem::path& path, std::string_view data, mode
 // a reader sees the old or the new content, never a torn one, even after a crash.
 status write_file_atomic(const std::filesystem::path& path, std::string_view data,
                          mode_t mode = 0644);
+// write_file_atomic for text produced as it is written: `write` gets a stream into the
+// temporary sibling (64 KiB writes), which is then fsynced and renamed over `path`. The text is
+// never held in memory whole. An error from `write`, or a failed write, leaves `path` as it
+// was and removes the temporary.
+status write_file_streamed(const std::filesystem::path& path,
+                           const std::function<status(std::ostream&)>& write, mode_t mode = 0644);
 // Appends one record and fsyncs before returning (results.jsonl).
 status append_durable(const std::filesystem::path& path, std::string_view data);
 

@@ -1,9 +1,13 @@
 #include "sandbox/base/fs.h"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <ostream>
 
 namespace evalbox {
 namespace {
@@ -48,6 +52,65 @@ TEST(WriteFileAtomic, ReplacesContentAndLeavesNoTemporary) {
   ASSERT_TRUE(write_file_atomic(p, "one"));
   ASSERT_TRUE(write_file_atomic(p, "two"));
   EXPECT_EQ(*read_file(p), "two");
+  int entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(WriteFileStreamed, WritesWhatTheStreamGetsAndLeavesNoTemporary) {
+  temp_dir dir;
+  auto p = dir.path() / "report.md";
+  ASSERT_TRUE(write_file(p, "old"));
+  // More than one 64 KiB buffer, so that it is written as it goes.
+  std::string big(200'000, 'x');
+  auto s = write_file_streamed(p, [&](std::ostream& out) -> status {
+    out << "head\n" << big << 'z';
+    return {};
+  });
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(*read_file(p), "head\n" + big + "z");
+  int entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(WriteFileStreamed, AFailedRenderLeavesTheOldFileAndNoTemporary) {
+  temp_dir dir;
+  auto p = dir.path() / "report.md";
+  ASSERT_TRUE(write_file(p, "old"));
+  auto s = write_file_streamed(p, [](std::ostream& out) -> status {
+    out << std::string(100'000, 'y');
+    return make_error(error_kind::io, "record 7 cannot be read back");
+  });
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "record 7 cannot be read back");
+  EXPECT_EQ(*read_file(p), "old");
+  int entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(WriteFileStreamed, AFailedWriteIsAnErrorAndLeavesTheOldFile) {
+  temp_dir dir;
+  auto p = dir.path() / "report.md";
+  ASSERT_TRUE(write_file(p, "old"));
+  // A file size limit makes write(2) fail with EFBIG past 64 KiB (SIGXFSZ ignored).
+  struct rlimit old_limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 64 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto s = write_file_streamed(p, [](std::ostream& out) -> status {
+    out << std::string(300'000, 'z');
+    return {};
+  });
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  ::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("write " + p.string() + ".tmp-"), std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(*read_file(p), "old");
   int entries = 0;
   for ([[maybe_unused]] auto& e : fs::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1);
