@@ -2,8 +2,9 @@
 // of results.jsonl alone (so merged shard results report exactly like one process's), and the
 // short terminal summary `evalbox run` ends with. docs/report.md describes every report.
 //
-// Where each part lives: run_index.cpp (the index), markdown.cpp, junit.cpp and html.cpp the
-// renderers, report.cpp what they share and write_reports; the statistics are stats.h.
+// Where each part lives: run_index.cpp (the index), markdown.cpp, junit.cpp and html.cpp (with
+// assets/, embedded at build time) the renderers, report.cpp what they share and
+// write_reports; the statistics are stats.h.
 #pragma once
 
 #include <cstddef>
