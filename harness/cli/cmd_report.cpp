@@ -9,6 +9,7 @@
 #include "harness/cli/commands.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/log.h"
 
 namespace evalbox::cli {

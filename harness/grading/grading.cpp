@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 

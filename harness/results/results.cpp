@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 

@@ -12,6 +12,7 @@
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "tests/support/golden.h"
 
 namespace evalbox::harness {
@@ -63,12 +64,14 @@ json record(const run& r, int rerun = 0) {
                     {"error_kind", exec_error ? json("agent") : json(nullptr)},
                     {"outcome", "exited"},
                     {"exit_code", exec_error ? 1 : 0}};
-  json grading = {{"status", grader_error ? "error" : exec_error ? "skipped" : "completed"},
-                  {"checks", checks},
-                  {"score", exec_error || grader_error ? json(nullptr)
-                                                       : json(r.result == 'P' ? 1.0 : 0.5)},
-                  {"threshold", 1.0},
-                  {"error", grader_error ? json("grading sandbox: ENOSPC") : json(nullptr)}};
+  json grading = {
+      {"status", grader_error ? "error"
+                 : exec_error ? "skipped"
+                              : "completed"},
+      {"checks", checks},
+      {"score", exec_error || grader_error ? json(nullptr) : json(r.result == 'P' ? 1.0 : 0.5)},
+      {"threshold", 1.0},
+      {"error", grader_error ? json("grading sandbox: ENOSPC") : json(nullptr)}};
   // Unsigned, as JSON read back from a file has them.
   const auto t = static_cast<uint64_t>(r.trial);
   json usage = {{"input_tokens", r.tokens ? json(uint64_t{1200} + 7 * t) : json(nullptr)},
@@ -124,15 +127,17 @@ void write_run_files(const fs::path& dir, const std::vector<json>& recs) {
     ASSERT_TRUE(write_file(d / name, text));
   };
   put(recs[0], "workspace.diff",
-      "--- a/flag.py\n+++ b/flag.py\n@@ -1 +1 @@\n-x = 1 </script><!--\n+x = 2 \xE2\x80\xA8 &amp;\n");
+      "--- a/flag.py\n+++ b/flag.py\n@@ -1 +1 @@\n-x = 1 </script><!--\n+x = 2 \xE2\x80\xA8 "
+      "&amp;\n");
   put(recs[0], "transcript.jsonl",
       "{\"type\":\"header\",\"agent\":\"oracle\",\"model\":\"</script>\"}\n"
       "{\"type\":\"step\",\"index\":0,\"source\":\"agent\",\"message\":\"<!-- hi -->\"}\n");
   std::string big;
   for (int i = 0; big.size() < 20 * 1024; ++i)
-    big += fmt::format("{{\"type\":\"step\",\"index\":{},\"source\":\"agent\",\"message\":\"line "
-                       "{} é\"}}\n",
-                       i, i);
+    big += fmt::format(
+        "{{\"type\":\"step\",\"index\":{},\"source\":\"agent\",\"message\":\"line "
+        "{} é\"}}\n",
+        i, i);
   put(recs[12], "transcript.jsonl", big);
   put(recs[12], "workspace.diff", "");
 }
