@@ -56,18 +56,21 @@ TEST(GeminiStreamJson, JoinsAssistantDeltasAndCountsUnknownEventsAndGarbage) {
   auto t = gemini::parse_gemini_stream_json(
       "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Hel\",\"delta\":true}\n"
       "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"lo\",\"delta\":true}\n"
-      "{\"type\":\"thought\",\"content\":\"hm\"}\nnot json\n"
+      "{\"type\":\"thought\",\"content\":\"hm\"}\nnot json\n{\"content\":\"typeless\"}\n"
       "{\"type\":\"result\",\"status\":\"success\",\"stats\":{}}\n");
   ASSERT_TRUE(t);
   ASSERT_EQ(t->steps.size(), 1u);
   EXPECT_EQ(t->steps[0].message, "Hello");
   EXPECT_EQ(t->unknown_events.at("thought"), 1);
+  // The same key as every other parser's (harness::unknown_event_key).
+  EXPECT_EQ(t->unknown_events.at("<no type>"), 1);
   EXPECT_EQ(t->malformed_lines, 1);
 }
 
 TEST(GeminiStreamJson, AnErrorResultOrNoResultIsAnError) {
   auto failed = gemini::parse_gemini_stream_json(
-      "{\"type\":\"result\",\"status\":\"error\",\"error\":{\"type\":\"x\",\"message\":\"quota\"}}\n");
+      "{\"type\":\"result\",\"status\":\"error\",\"error\":{\"type\":\"x\",\"message\":\"quota\"}}"
+      "\n");
   ASSERT_TRUE(failed);
   EXPECT_EQ(failed->error, "quota");
   EXPECT_FALSE(failed->final_message);
@@ -161,8 +164,8 @@ TEST_F(GeminiAdapter, DefaultsToYoloWithApiKeyAuthAndNothingPhoningHome) {
 
 TEST_F(GeminiAdapter, FollowUpResumesTheLatestSession) {
   f_.follow_up = "more";
-  harness::agent_output first{dir_.path() / "o", dir_.path() / "e", dir_.path(), dir_.path(), 0,
-                              true};
+  harness::agent_output first{
+      dir_.path() / "o", dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
   auto p = make_gemini_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p && *p);
   const auto& argv = (*p)->argv;
