@@ -173,6 +173,27 @@ TEST_F(GeminiAdapter, FollowUpResumesTheLatestSession) {
   EXPECT_EQ(tail, (std::vector<std::string>{"--resume", "latest", "--prompt=more"}));
 }
 
+// The same explanation as codex and claude-code give (harness/agent/client_exit.h): the last
+// stderr lines without the client's own chatter, else the status alone.
+TEST_F(GeminiAdapter, AClientThatFailsBeforeItsFirstEventReportsItsStderr) {
+  ASSERT_TRUE(write_file(dir_.path() / "out", ""));
+  ASSERT_TRUE(write_file(dir_.path() / "err",
+                         "YOLO mode is enabled. All tool calls will be automatically approved.\n"
+                         "[STARTUP] Phase 'cli_startup' took 2ms\n"
+                         "Error when talking to Gemini API\nFull report in /tmp/x.json\n"));
+  std::vector<harness::agent_output> outs = {
+      {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 41, true}};
+  auto t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->error,
+            "gemini exited with status 41: Error when talking to Gemini API | Full report in "
+            "/tmp/x.json");
+  ASSERT_TRUE(write_file(dir_.path() / "err", "YOLO mode is enabled.\n"));
+  t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->error, "interrupted: no final event");
+}
+
 TEST_F(GeminiAdapter, AKilledClientIsAnErrorSayingSo) {
   ASSERT_TRUE(write_file(dir_.path() / "out", "{\"type\":\"init\",\"session_id\":\"s\"}\n"));
   std::vector<harness::agent_output> outs = {
