@@ -19,9 +19,6 @@ namespace evalbox::harness {
 inline constexpr std::string_view fixture_schema = "evalbox.fixture.v1";
 inline constexpr std::string_view suite_schema = "evalbox.suite.v1";
 
-// True for a valid fixture or candidate id: [a-z0-9][a-z0-9._-]*, at most 128 characters.
-bool is_valid_id(std::string_view id) noexcept;
-
 // Where a value came from. line and column are 1-based; 0 means "the whole file".
 struct source_location {
   std::string file;
@@ -188,9 +185,9 @@ struct suite_spec {
   int concurrency = 1;
   std::map<std::string, std::filesystem::path> credentials;  // handle -> source (~ expanded)
   limits_spec default_limits;
-  std::optional<std::string> baseline;             // a candidate id
-  std::map<std::string, price_spec> prices;        // model or candidate id -> price
-  std::filesystem::path results_dir;               // default "results/<name>" (relative to cwd)
+  std::optional<std::string> baseline;       // a candidate id
+  std::map<std::string, price_spec> prices;  // model or candidate id -> price
+  std::filesystem::path results_dir;         // default "results/<name>" (relative to cwd)
 
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
 };
