@@ -2,8 +2,6 @@
 // in this file, and each failure becomes a config_error with the node's line and column.
 #include "harness/config/parse.h"
 
-#include <glob.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -520,54 +518,11 @@ std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t ind
   return c;
 }
 
-bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string::npos; }
-
-bool is_fixture_dir(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_directory(p, ec) && fs::is_regular_file(p / "fixture.yaml", ec);
-}
-
-void parse_fixture_paths(reader& r, const YAML::Node& n, const fs::path& base,
-                         std::vector<fs::path>& out) {
+// fixtures: [path or glob, ...] as written; harness/fixture resolves them (load_suite).
+void parse_fixture_entries(reader& r, const YAML::Node& n, std::vector<fixture_entry>& out) {
   auto list = r.string_list(n, "fixtures");
   if (!list) return;
-  std::set<fs::path> seen;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string& entry = (*list)[i];
-    fs::path full = normalize(base / expand_home(entry));
-    std::vector<fs::path> found;
-    if (has_glob_chars(entry)) {
-      glob_t g{};
-      int rc = ::glob(full.c_str(), GLOB_NOSORT, nullptr, &g);
-      if (rc == 0) {
-        for (size_t j = 0; j < g.gl_pathc; ++j) {
-          fs::path m = normalize(g.gl_pathv[j]);
-          if (is_fixture_dir(m)) found.push_back(m);
-        }
-      }
-      globfree(&g);
-      if (found.empty()) {
-        r.fail(n[i], fmt::format("fixtures glob '{}' matches no fixture directory", entry),
-               fmt::format("a fixture is a directory holding fixture.yaml; the glob is "
-                           "relative to {}",
-                           base.string()));
-        continue;
-      }
-    } else {
-      if (!is_fixture_dir(full)) {
-        r.fail(n[i],
-               fmt::format("fixtures entry '{}' is not a fixture directory ({} has no "
-                           "fixture.yaml)",
-                           entry, full.string()),
-               "paths are relative to the suite file; `evalbox fixture new NAME` makes one");
-        continue;
-      }
-      found.push_back(full);
-    }
-    std::sort(found.begin(), found.end());
-    for (auto& p : found)
-      if (seen.insert(p).second) out.push_back(p);
-  }
+  for (size_t i = 0; i < list->size(); ++i) out.push_back({(*list)[i], r.at(n[i])});
 }
 
 std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
@@ -766,7 +721,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("description")) {
     if (auto s = r.string(f->get("description"), "description", true)) spec.description = *s;
   }
-  if (f->has("fixtures")) parse_fixture_paths(r, f->get("fixtures"), base_dir, spec.fixture_dirs);
+  if (f->has("fixtures")) parse_fixture_entries(r, f->get("fixtures"), spec.fixture_entries);
   if (f->has("trials")) {
     if (auto t = r.positive_integer(f->get("trials"), "trials")) {
       if (*t > 10000)

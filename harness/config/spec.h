@@ -174,10 +174,18 @@ struct price_spec {
   double output_per_mtok = 0;  // per million output tokens
 };
 
+// One entry of a suite's `fixtures:` list as written: a directory or a glob, relative to the
+// suite file (harness/fixture resolves it).
+struct fixture_entry {
+  std::string pattern;
+  source_location where;
+};
+
 struct suite_spec {
   std::filesystem::path file;  // the suite file (absolute)
   std::string name;
   std::string description;
+  std::vector<fixture_entry> fixture_entries;       // as written
   std::vector<std::filesystem::path> fixture_dirs;  // resolved, absolute, sorted, unique
   std::vector<fixture_spec> fixtures;               // loaded by load_suite, same order
   std::vector<candidate_spec> candidates;
