@@ -526,7 +526,8 @@ void parse_fixture_entries(reader& r, const YAML::Node& n, std::vector<fixture_e
 }
 
 std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
-                                              const fs::path& base) {
+                                              const fs::path& base,
+                                              std::span<const std::string> adapters) {
   static constexpr std::string_view common[] = {"id",      "adapter",    "home_files", "env",
                                                 "network", "credential", "credentials"};
   static constexpr std::string_view required[] = {"id", "adapter"};
@@ -548,10 +549,10 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
   if (f->has("adapter")) {
     if (auto a = r.string(f->get("adapter"), what + ".adapter")) {
       c.adapter = *a;
-      const auto& known = known_adapters();
-      if (std::find(known.begin(), known.end(), *a) == known.end())
+      if (std::find(adapters.begin(), adapters.end(), *a) == adapters.end())
         r.fail(f->get("adapter"), fmt::format("{} names unknown adapter '{}'", what, *a),
-               fmt::format("known adapters: {}", fmt::join(known, ", ")));
+               adapters.empty() ? std::string("no adapter is registered")
+                                : fmt::format("known adapters: {}", fmt::join(adapters, ", ")));
     }
   }
   if (f->has("home_files")) {
@@ -693,6 +694,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
 
 suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
                             const std::filesystem::path& base_dir,
+                            std::span<const std::string> adapters,
                             std::vector<config_error>& errors) {
   reader r(std::string(display), errors);
   suite_spec spec;
@@ -763,7 +765,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
     } else {
       std::map<std::string, source_location> ids;
       for (size_t i = 0; i < list.size(); ++i) {
-        auto c = parse_candidate(r, list[i], i, base_dir);
+        auto c = parse_candidate(r, list[i], i, base_dir, adapters);
         if (!c) continue;
         if (!c->id.empty()) {
           auto [it, fresh] = ids.emplace(c->id, c->where);

@@ -154,12 +154,6 @@ json check_spec::to_json() const {
   return j;
 }
 
-const std::vector<std::string>& known_adapters() {
-  static const std::vector<std::string> adapters{"claude-code", "codex", "command",
-                                                 "gemini",      "noop",  "oracle"};
-  return adapters;
-}
-
 const setting* candidate_spec::find(std::string_view key) const {
   auto it = settings.find(std::string(key));
   return it == settings.end() ? nullptr : &it->second;

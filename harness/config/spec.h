@@ -147,9 +147,6 @@ struct setting {
   source_location where;
 };
 
-// The adapters the harness knows; an unknown `adapter:` is an error listing these.
-const std::vector<std::string>& known_adapters();
-
 struct candidate_spec {
   std::string id;
   std::string adapter;

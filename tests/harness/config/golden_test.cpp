@@ -21,6 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kData = fs::path(EVALBOX_SOURCE_DIR) / "tests" / "data" / "config";
+// The adapter names evalbox registers (harness/cli/registry.cpp).
+const std::vector<std::string> adapters = {"claude-code", "codex", "command",
+                                           "gemini",      "noop",  "oracle"};
 
 std::vector<std::string> cases() {
   std::vector<std::string> out;
@@ -45,7 +48,7 @@ TEST_P(golden, messages_match) {
     parse_fixture_yaml(*text, display, errors);
   } else {
     // As load_suite reads a suite: parsed, then its fixture entries resolved.
-    auto spec = parse_suite_yaml(*text, display, yaml.parent_path(), errors);
+    auto spec = parse_suite_yaml(*text, display, yaml.parent_path(), adapters, errors);
     resolve_fixture_dirs(spec.fixture_entries, yaml.parent_path(), errors);
   }
   ASSERT_FALSE(errors.empty()) << GetParam() << " is bad input and must yield errors";

@@ -193,8 +193,11 @@ class suite_parse : public ::testing::Test {
     ASSERT_TRUE(write_file(dir_.path() / "home-config.toml", "x = 1\n"));
   }
   suite_spec parse(std::string_view text, std::vector<config_error>& errors) {
-    return parse_suite_yaml(text, "suite.yaml", dir_.path(), errors);
+    return parse_suite_yaml(text, "suite.yaml", dir_.path(), adapters_, errors);
   }
+  // The names the composition root would pass (its registry's).
+  std::vector<std::string> adapters_ = {"claude-code", "codex", "command",
+                                        "gemini",      "noop",  "oracle"};
   temp_dir dir_{"evalbox-suite-parse"};
 };
 
@@ -261,6 +264,27 @@ TEST_F(suite_parse, unknown_adapter_lists_the_known_ones) {
   EXPECT_EQ(errors[0].message(),
             "suite.yaml:5:22: candidates.x names unknown adapter 'gemini-cli' (hint: known "
             "adapters: claude-code, codex, command, gemini, noop, oracle)");
+}
+
+TEST_F(suite_parse, adapter_names_are_only_the_ones_given) {
+  const std::string text =
+      "schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+      "  - {id: x, adapter: mine}\n";
+  std::vector<config_error> errors;
+  parse(text, errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].where.to_string(), "suite.yaml:5:22");
+  adapters_ = {"mine"};
+  errors.clear();
+  parse(text, errors);
+  EXPECT_TRUE(errors.empty()) << join_messages(errors);
+  // No names given: no adapter is known, not every one.
+  adapters_.clear();
+  parse(text, errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message(),
+            "suite.yaml:5:22: candidates.x names unknown adapter 'mine' (hint: no adapter is "
+            "registered)");
 }
 
 TEST_F(suite_parse, undefined_credential_and_duplicate_ids_are_errors) {
