@@ -1,5 +1,8 @@
 // Strict YAML -> spec conversion for fixtures and suites. yaml-cpp throws; every call into it is
 // in this file, and each failure becomes a config_error with the node's line and column.
+// One file of about 850 lines because the YAML reader below has YAML::Node in its interface
+// and yaml-cpp stays out of headers; what needs no YAML lives elsewhere (validate.h for single
+// values, harness/fixture for the file system).
 #include "harness/config/parse.h"
 
 #include <algorithm>
@@ -609,6 +612,98 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
   return c;
 }
 
+// credentials: {handle: path, ...}; paths relative to the suite file, `~` expanded.
+void parse_credentials(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
+  if (auto cf = r.mapping(n, "credentials", {}, {}, true)) {
+    for (const auto& [handle, path] : cf->entries) {
+      if (!is_valid_id(handle, true)) {
+        r.fail(path, fmt::format("credential handle '{}' is not a valid name", handle),
+               "use letters, digits, '.', '_' and '-'");
+        continue;
+      }
+      if (auto p = r.string(path, fmt::format("credentials.{}", handle)))
+        spec.credentials[handle] = normalize(base_dir / expand_home(*p));
+    }
+  }
+}
+
+// candidates: [...]: each one, ids unique, each credential handle defined by the suite (so
+// credentials are parsed first).
+void parse_candidates(reader& r, const YAML::Node& list, const fs::path& base_dir,
+                      std::span<const std::string> adapters, suite_spec& spec) {
+  if (!list.IsSequence() || list.size() == 0) {
+    r.fail(list,
+           list.IsSequence() ? std::string("candidates must not be empty")
+                             : fmt::format("candidates must be a list, found {}", type_name(list)),
+           "add at least one `- {id: ..., adapter: ...}`");
+    return;
+  }
+  std::map<std::string, source_location> ids;
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto c = parse_candidate(r, list[i], i, base_dir, adapters);
+    if (!c) continue;
+    if (!c->id.empty()) {
+      auto [it, fresh] = ids.emplace(c->id, c->where);
+      if (!fresh)
+        r.fail(c->where, fmt::format("candidate id '{}' is used twice", c->id),
+               fmt::format("the first is at {}; give each candidate its own id",
+                           it->second.to_string()));
+    }
+    for (const auto& h : c->credentials) {
+      if (!spec.credentials.contains(h))
+        r.fail(c->where,
+               fmt::format("candidate '{}' uses credential '{}', which the suite does not "
+                           "define",
+                           c->id, h),
+               fmt::format("add `credentials: {{{}: PATH}}` at the top level of the suite", h));
+    }
+    spec.candidates.push_back(std::move(*c));
+  }
+}
+
+// baseline: a candidate id (so candidates are parsed first).
+void parse_baseline(reader& r, const YAML::Node& n, suite_spec& spec) {
+  auto b = r.string(n, "baseline");
+  if (!b) return;
+  spec.baseline = *b;
+  if (!spec.candidates.empty() && !spec.find_candidate(*b)) {
+    std::set<std::string> ids;
+    for (const auto& c : spec.candidates)
+      if (!c.id.empty()) ids.insert(c.id);
+    r.fail(n, fmt::format("baseline '{}' is not a candidate", *b),
+           fmt::format("name one of: {}", fmt::join(ids, ", ")));
+  }
+}
+
+// prices: {model or candidate id: {input_per_mtok, output_per_mtok}}, both non-negative.
+void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
+  auto pf = r.mapping(n, "prices", {}, {}, true);
+  if (!pf) return;
+  static constexpr std::string_view pk[] = {"input_per_mtok", "output_per_mtok"};
+  for (const auto& [model, v] : pf->entries) {
+    std::string name = fmt::format("prices.{}", model);
+    auto p = r.mapping(v, name, pk, pk);
+    if (!p) continue;
+    price_spec price;
+    bool ok = true;
+    for (auto key : pk) {
+      std::string k(key);
+      if (!p->has(k)) {
+        ok = false;
+        continue;
+      }
+      auto num = r.number(p->get(k), name + "." + k);
+      if (!num || *num < 0) {
+        if (num) r.fail(p->get(k), fmt::format("{}.{} must not be negative", name, k));
+        ok = false;
+        continue;
+      }
+      (k == "input_per_mtok" ? price.input_per_mtok : price.output_per_mtok) = *num;
+    }
+    if (ok) spec.prices[model] = price;
+  }
+}
+
 }  // namespace
 
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
@@ -740,91 +835,11 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
         spec.concurrency = static_cast<int>(*c);
     }
   }
-  if (f->has("credentials")) {
-    if (auto cf = r.mapping(f->get("credentials"), "credentials", {}, {}, true)) {
-      for (const auto& [handle, path] : cf->entries) {
-        if (!is_valid_id(handle, true)) {
-          r.fail(path, fmt::format("credential handle '{}' is not a valid name", handle),
-                 "use letters, digits, '.', '_' and '-'");
-          continue;
-        }
-        if (auto p = r.string(path, fmt::format("credentials.{}", handle)))
-          spec.credentials[handle] = normalize(base_dir / expand_home(*p));
-      }
-    }
-  }
+  if (f->has("credentials")) parse_credentials(r, f->get("credentials"), base_dir, spec);
   if (f->has("limits")) spec.default_limits = parse_limits(r, f->get("limits"), "limits");
-  if (f->has("candidates")) {
-    YAML::Node list = f->get("candidates");
-    if (!list.IsSequence() || list.size() == 0) {
-      r.fail(list,
-             list.IsSequence()
-                 ? std::string("candidates must not be empty")
-                 : fmt::format("candidates must be a list, found {}", type_name(list)),
-             "add at least one `- {id: ..., adapter: ...}`");
-    } else {
-      std::map<std::string, source_location> ids;
-      for (size_t i = 0; i < list.size(); ++i) {
-        auto c = parse_candidate(r, list[i], i, base_dir, adapters);
-        if (!c) continue;
-        if (!c->id.empty()) {
-          auto [it, fresh] = ids.emplace(c->id, c->where);
-          if (!fresh)
-            r.fail(c->where, fmt::format("candidate id '{}' is used twice", c->id),
-                   fmt::format("the first is at {}; give each candidate its own id",
-                               it->second.to_string()));
-        }
-        for (const auto& h : c->credentials) {
-          if (!spec.credentials.contains(h))
-            r.fail(c->where,
-                   fmt::format("candidate '{}' uses credential '{}', which the suite does not "
-                               "define",
-                               c->id, h),
-                   fmt::format("add `credentials: {{{}: PATH}}` at the top level of the suite", h));
-        }
-        spec.candidates.push_back(std::move(*c));
-      }
-    }
-  }
-  if (f->has("baseline")) {
-    if (auto b = r.string(f->get("baseline"), "baseline")) {
-      spec.baseline = *b;
-      if (!spec.candidates.empty() && !spec.find_candidate(*b)) {
-        std::set<std::string> ids;
-        for (const auto& c : spec.candidates)
-          if (!c.id.empty()) ids.insert(c.id);
-        r.fail(f->get("baseline"), fmt::format("baseline '{}' is not a candidate", *b),
-               fmt::format("name one of: {}", fmt::join(ids, ", ")));
-      }
-    }
-  }
-  if (f->has("prices")) {
-    if (auto pf = r.mapping(f->get("prices"), "prices", {}, {}, true)) {
-      static constexpr std::string_view pk[] = {"input_per_mtok", "output_per_mtok"};
-      for (const auto& [model, v] : pf->entries) {
-        std::string name = fmt::format("prices.{}", model);
-        auto p = r.mapping(v, name, pk, pk);
-        if (!p) continue;
-        price_spec price;
-        bool ok = true;
-        for (auto key : pk) {
-          std::string k(key);
-          if (!p->has(k)) {
-            ok = false;
-            continue;
-          }
-          auto num = r.number(p->get(k), name + "." + k);
-          if (!num || *num < 0) {
-            if (num) r.fail(p->get(k), fmt::format("{}.{} must not be negative", name, k));
-            ok = false;
-            continue;
-          }
-          (k == "input_per_mtok" ? price.input_per_mtok : price.output_per_mtok) = *num;
-        }
-        if (ok) spec.prices[model] = price;
-      }
-    }
-  }
+  if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
+  if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);
+  if (f->has("prices")) parse_prices(r, f->get("prices"), spec);
   if (f->has("results")) {
     if (auto s = r.string(f->get("results"), "results"))
       spec.results_dir = normalize(base_dir / expand_home(*s));
