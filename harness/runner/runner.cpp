@@ -226,7 +226,7 @@ run_state run_executor::execute(const run_spec& r, int attempt,
   req.protected_roots = options_.protected_roots;
   req.protected_roots.push_back(results_.root());
   if (fixture.has_grader) req.protected_roots.push_back(fixture.grader_dir());
-  if (cand.adapter != "oracle" && fixture.has_solution)
+  if (!plan->runs_fixture_solution && fixture.has_solution)
     req.protected_roots.push_back(fixture.solution_script().parent_path());
   req.limits = limits;
   req.network = to_policy(cand.network ? *cand.network : fixture.network);
