@@ -1,11 +1,9 @@
-// The runner (see runner.h). One run's pipeline is execute_run(); the scheduler around it
-// keeps `concurrency` workers busy, respecting credential exclusivity.
+// The runner (see runner.h). One run's pipeline is run_executor::execute(); the workers take
+// runs from the scheduler (scheduler.h), which owns the credential lease and retry rules.
 #include "harness/runner/runner.h"
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <random>
 #include <set>
@@ -13,6 +11,7 @@
 
 #include "harness/grading/grading.h"
 #include "harness/results/results.h"
+#include "harness/runner/scheduler.h"
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
@@ -438,12 +437,12 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
 
   std::set<std::string> done;
   if (options.resume) done = EB_TRY(results.recorded_ids());
-  std::deque<run_spec> queue;
+  std::vector<run_spec> queued;
   for (const auto& r : runs) {
     if (done.count(r.run_id))
       ++totals.skipped;
     else
-      queue.push_back(r);
+      queued.push_back(r);
   }
 
   // The fixtures' bin/ bundles, digested once per suite rather than once per run.
@@ -461,48 +460,26 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   }
   run_executor exec(suite, adapters, options, prep, results, bin_digests);
 
+  std::vector<queued_run> queue;
+  for (size_t i = 0; i < queued.size(); ++i)
+    queue.push_back({i, suite.candidates[queued[i].candidate].credentials});
+  auto stopping = [&] { return options.cancel && options.cancel->requested.load(); };
+  scheduler_options so;
+  so.retries = options.retries;
+  so.stopping = stopping;
+  scheduler sched(std::move(queue), std::move(so));
+
   std::mutex mu;
-  std::condition_variable cv;
-  std::set<std::string> leased;  // credential handles held by running runs
   progress prog;
-  prog.total = static_cast<int>(queue.size());
+  prog.total = static_cast<int>(queued.size());
   auto started = clock_type::now();
   std::optional<error> fatal;
-  int running = 0;
-  bool lease_note_shown = false;
 
-  auto stopping = [&] { return options.cancel && options.cancel->requested.load(); };
-
+  // Each worker: a run from the scheduler, its attempts, its record, its teardown; the ticket
+  // holds the run's leases until the teardown is done.
   auto worker = [&] {
-    for (;;) {
-      run_spec r;
-      std::vector<std::string> handles;
-      {
-        std::unique_lock lock(mu);
-        for (;;) {
-          if (stopping() || fatal || queue.empty()) return;
-          auto it = std::find_if(queue.begin(), queue.end(), [&](const run_spec& q) {
-            for (const auto& h : suite.candidates[q.candidate].credentials)
-              if (leased.count(h)) return false;
-            return true;
-          });
-          if (it != queue.end()) {
-            r = *it;
-            queue.erase(it);
-            handles = suite.candidates[r.candidate].credentials;
-            for (const auto& h : handles) leased.insert(h);
-            ++running;
-            break;
-          }
-          if (!lease_note_shown) {
-            lease_note_shown = true;
-            log::warn(
-                "waiting: a run's credential lease is in use by another run "
-                "(one login serves one run at a time)");
-          }
-          cv.wait_for(lock, std::chrono::milliseconds(200));
-        }
-      }
+    while (auto ticket = sched.next()) {
+      const run_spec& r = queued[ticket->run()];
       auto t0 = clock_type::now();
       std::string started_at = now_rfc3339();
       run_state st;
@@ -513,29 +490,15 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
           log::warn("run {}: teardown: {}", r.run_id, s.error().message);
         session.reset();
       };
-      int attempt = 0;
-      bool waited_for_lease = false;
-      for (;;) {
+      const int attempt = sched.attempts(r.run_id, [&](int n) -> attempt_report {
         teardown();
-        st = exec.execute(r, attempt, session);
-        if (st.cancelled || stopping()) break;
-        if (st.lease_busy) {  // held by another evalbox process: wait, not counted as a retry
-          if (!waited_for_lease) {
-            waited_for_lease = true;
-            log::warn(
-                "run {}: waiting: its credential lease is held by another evalbox process "
-                "(one login serves one run at a time; checking every 0.5 s)",
-                r.run_id);
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(500));
-          continue;
-        }
-        if (!st.infrastructure() || !st.retryable || attempt >= options.retries) break;
-        log::warn("run {} attempt {}: {}: {} (retrying)", r.run_id, attempt + 1, st.error_kind,
-                  st.error);
-        std::this_thread::sleep_for(std::chrono::milliseconds(500 << std::min(attempt, 5)));
-        ++attempt;
-      }
+        st = exec.execute(r, n, session);
+        if (st.cancelled) return {attempt_end::cancelled, {}};
+        if (st.lease_busy) return {attempt_end::lease_held_elsewhere, {}};
+        if (st.infrastructure() && st.retryable)
+          return {attempt_end::infrastructure_error, st.error_kind + ": " + st.error};
+        return {attempt_end::done, {}};
+      });
       bool recorded = false;
       if (!st.cancelled && !stopping()) {
         json j =
@@ -543,16 +506,14 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
         if (auto s = results.record(j); !s) {
           std::lock_guard lock(mu);
           fatal = s.error();
+          sched.stop();
         } else {
           recorded = true;
         }
       }
       teardown();  // only now: the result is on disk before the sandbox goes away
-      std::lock_guard lock(mu);
-      for (const auto& h : handles) leased.erase(h);
-      --running;
-      cv.notify_all();
       if (!recorded) continue;
+      std::lock_guard lock(mu);
       ++prog.done;
       if (st.execution_status == "error")
         ++totals.execution_errors, ++prog.errors;
@@ -570,7 +531,7 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
     }
   };
 
-  int n = std::max(1, std::min<int>(options.concurrency, static_cast<int>(queue.size())));
+  int n = std::max(1, std::min<int>(options.concurrency, static_cast<int>(queued.size())));
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
