@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/image_store.h"
+#include "sandbox/base/units.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/sys/probe.h"
 
@@ -36,6 +38,24 @@ void register_doctor(CLI::App& app, action& out) {
           fmt::print("  {:<4} {:<18} {}{}\n", f.available ? "ok" : (f.required ? "FAIL" : "--"),
                      f.name, f.detail, f.required ? "" : "");
           if (!f.available) fmt::print("       {:<18} hint: {}\n", "", f.hint);
+        }
+        // The image store, if one exists (doctor does not create it).
+        if (std::filesystem::exists(dir / "images" / "store.json")) {
+          auto store = open_image_store(dir.string());
+          auto size = store ? store->size() : result<uint64_t>(std::unexpected(store.error()));
+          auto images = store ? store->list() : result<std::vector<sandbox::image::image_info>>(
+                                                    std::unexpected(store.error()));
+          if (size && images)
+            fmt::print("\n  image store {}: {} image(s), {} of layers, whiteouts as {}\n",
+                       store->root().string(), images->size(), format_bytes(*size),
+                       sys::to_string(store->whiteout()));
+          else
+            fmt::print("\n  image store {}: {}\n", (dir / "images").string(),
+                       !store ? store.error().message
+                              : (!size ? size.error().message : images.error().message));
+        } else {
+          fmt::print("\n  image store {}: none yet (evalbox image import creates it)\n",
+                     (dir / "images").string());
         }
         fmt::print("\n{}\n", host.sandbox_ready()
                                  ? "The default sandbox can run on this host."

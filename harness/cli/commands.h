@@ -34,5 +34,6 @@ void register_fixture(CLI::App& app, action& out);
 void register_run(CLI::App& app, action& out);
 void register_report(CLI::App& app, action& out);
 void register_compare(CLI::App& app, action& out);
+void register_image(CLI::App& app, action& out);
 
 }  // namespace evalbox::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       "  evalbox compare A [B]           paired comparison of candidates, with a verdict\n"
       "  evalbox fixture test DIR...     is the fixture trustworthy? (oracle passes, noop fails)\n"
       "  evalbox fixture new NAME        scaffold a fixture to edit\n"
+      "  evalbox image import REF        unpack an OCI/docker image into the image store\n"
       ,
       "evalbox"};
   app.require_subcommand(1);
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   register_compare(app, selected);     // paired comparison across or within results
   register_validate(app, selected);    // fixtures and suites, checked without running
   register_fixture(app, selected);     // fixture authoring: new (and test)
+  register_image(app, selected);       // the image store: import, ls, rm
 
   try {
     app.parse(argc, argv);
