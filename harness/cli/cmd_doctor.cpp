@@ -1,8 +1,8 @@
 // `evalbox doctor`: what this host lets the sandbox use, each missing feature with a hint.
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
@@ -25,9 +25,8 @@ void register_doctor(CLI::App& app, action& out) {
                   "the standard location)");
   cmd->callback([&out, json_out, state] {
     out = [json_out, state] {
-      std::filesystem::path dir =
-          state->empty() ? sandbox::default_preparer_options().state_root
-                         : std::filesystem::path(*state);
+      std::filesystem::path dir = state->empty() ? sandbox::default_preparer_options().state_root
+                                                 : std::filesystem::path(*state);
       auto host = sys::probe_host(dir);
       if (*json_out) {
         fmt::print("{}", pretty_json(host.to_json()));
@@ -43,8 +42,10 @@ void register_doctor(CLI::App& app, action& out) {
         if (std::filesystem::exists(dir / "images" / "store.json")) {
           auto store = open_image_store(dir.string());
           auto size = store ? store->size() : result<uint64_t>(std::unexpected(store.error()));
-          auto images = store ? store->list() : result<std::vector<sandbox::image::image_info>>(
-                                                    std::unexpected(store.error()));
+          auto images =
+              store
+                  ? store->list()
+                  : result<std::vector<sandbox::image::image_info>>(std::unexpected(store.error()));
           if (size && images)
             fmt::print("\n  image store {}: {} image(s), {} of layers, whiteouts as {}\n",
                        store->root().string(), images->size(), format_bytes(*size),

@@ -1,7 +1,7 @@
 // `evalbox gc`: reclaims what crashed runs left behind (mounts, cgroups, run directories)
 // in the state root — the same reclaim every preparer runs at start-up.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
@@ -54,8 +54,8 @@ void register_gc(CLI::App& app, action& out) {
       std::optional<sandbox::image::gc_report> image_report;
       if (*images) {
         auto store = open_image_store(options.state_root.string());
-        auto r = store ? store->gc(limit) : result<sandbox::image::gc_report>(
-                                                std::unexpected(store.error()));
+        auto r = store ? store->gc(limit)
+                       : result<sandbox::image::gc_report>(std::unexpected(store.error()));
         if (!r) {
           log::error("gc images: {}", r.error().message);
           return exit_execution_failed;
@@ -79,21 +79,22 @@ void register_gc(CLI::App& app, action& out) {
                          {"errors", image_report->errors}};
         fmt::print("{}", pretty_json(j));
       } else {
-        fmt::print("evalbox gc — {}: {} stale run(s) reclaimed, {} mount(s) unmounted, {} "
-                   "cgroup(s) removed\n",
-                   options.state_root.string(), report->runs_reclaimed,
-                   report->mounts_unmounted, report->cgroups_removed);
+        fmt::print(
+            "evalbox gc — {}: {} stale run(s) reclaimed, {} mount(s) unmounted, {} "
+            "cgroup(s) removed\n",
+            options.state_root.string(), report->runs_reclaimed, report->mounts_unmounted,
+            report->cgroups_removed);
         for (const auto& e : report->errors) fmt::print("  error: {}\n", e);
         if (image_report) {
-          fmt::print("images: {} image(s) and {} layer(s) removed, {} partial layer(s) cleaned, "
-                     "{} freed, {} left{}\n",
-                     image_report->images_removed, image_report->layers_removed,
-                     image_report->temporaries_removed, format_bytes(image_report->bytes_freed),
-                     format_bytes(image_report->bytes_after),
-                     image_report->images_in_use
-                         ? fmt::format(" ({} image(s) kept: in use by a run)",
-                                       image_report->images_in_use)
-                         : "");
+          fmt::print(
+              "images: {} image(s) and {} layer(s) removed, {} partial layer(s) cleaned, "
+              "{} freed, {} left{}\n",
+              image_report->images_removed, image_report->layers_removed,
+              image_report->temporaries_removed, format_bytes(image_report->bytes_freed),
+              format_bytes(image_report->bytes_after),
+              image_report->images_in_use
+                  ? fmt::format(" ({} image(s) kept: in use by a run)", image_report->images_in_use)
+                  : "");
           for (const auto& e : image_report->errors) fmt::print("  error: {}\n", e);
         }
       }

@@ -3,11 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <ctime>
-#include <fmt/format.h>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
@@ -27,10 +27,14 @@ extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
 int exit_for(const error& e) {
   switch (e.kind) {
-    case error_kind::invalid_argument: return exit_usage;
-    case error_kind::not_found: return exit_task_failed;
-    case error_kind::cancelled: return exit_sigint;
-    default: return exit_execution_failed;
+    case error_kind::invalid_argument:
+      return exit_usage;
+    case error_kind::not_found:
+      return exit_task_failed;
+    case error_kind::cancelled:
+      return exit_sigint;
+    default:
+      return exit_execution_failed;
   }
 }
 
@@ -42,7 +46,7 @@ std::string short_id(const std::string& digest) {
 std::string when(int64_t unix_seconds) {
   if (unix_seconds <= 0) return "never";
   std::time_t t = unix_seconds;
-  std::tm tm {};
+  std::tm tm{};
   ::localtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
@@ -53,7 +57,8 @@ std::string when(int64_t unix_seconds) {
 // thread only).
 void print_progress(const img::import_event& e) {
   using k = img::import_event::kind;
-  const std::string layer = fmt::format("layer {}/{} {}", e.index + 1, e.count, short_id(e.diff_id));
+  const std::string layer =
+      fmt::format("layer {}/{} {}", e.index + 1, e.count, short_id(e.diff_id));
   switch (e.what) {
     case k::resolved:
       fmt::print(stderr, "evalbox image: {} layer(s), image {}\n", e.count, short_id(e.diff_id));
@@ -103,9 +108,9 @@ int do_import(const std::string& ref, const std::string& state_dir, bool as_json
   if (as_json) {
     fmt::print("{}", pretty_json(r->image.to_json()));
   } else {
-    fmt::print("{} {}: {} layer(s), {} ({} unpacked now, {} already present)\n", ref,
-               r->image.id, r->image.layers.size(), format_bytes(r->image.bytes),
-               r->layers_unpacked, r->layers_present);
+    fmt::print("{} {}: {} layer(s), {} ({} unpacked now, {} already present)\n", ref, r->image.id,
+               r->image.layers.size(), format_bytes(r->image.bytes), r->layers_unpacked,
+               r->layers_present);
   }
   return exit_ok;
 }
@@ -217,24 +222,25 @@ void register_image(CLI::App& app, action& out) {
     out = [ref, state, imp_json, quiet] { return do_import(*ref, *state, *imp_json, *quiet); };
   });
 
-  auto* ls = cmd->add_subcommand("ls", "List images: id, layers, unpacked size, last use, "
-                                       "the references each was imported as.");
+  auto* ls = cmd->add_subcommand("ls",
+                                 "List images: id, layers, unpacked size, last use, "
+                                 "the references each was imported as.");
   auto ls_json = std::make_shared<bool>(false);
   ls->add_flag("--json", *ls_json, "print evalbox.image-list.v1 JSON");
-  ls->callback([&out, state, ls_json] {
-    out = [state, ls_json] { return do_ls(*state, *ls_json); };
-  });
+  ls->callback(
+      [&out, state, ls_json] { out = [state, ls_json] { return do_ls(*state, *ls_json); }; });
 
   auto* rm = cmd->add_subcommand(
-      "rm", "Remove images and the layers no other image shares. An image a run is using is "
-            "refused (busy) and nothing is removed.");
+      "rm",
+      "Remove images and the layers no other image shares. An image a run is using is "
+      "refused (busy) and nothing is removed.");
   auto queries = std::make_shared<std::vector<std::string>>();
-  rm->add_option("IMAGE", *queries, "reference as imported, id, or manifest digest (or 8+ hex "
-                                    "digits of one)")
+  rm->add_option("IMAGE", *queries,
+                 "reference as imported, id, or manifest digest (or 8+ hex "
+                 "digits of one)")
       ->required();
-  rm->callback([&out, state, queries] {
-    out = [state, queries] { return do_rm(*queries, *state); };
-  });
+  rm->callback(
+      [&out, state, queries] { out = [state, queries] { return do_rm(*queries, *state); }; });
 }
 
 }  // namespace evalbox::cli

@@ -84,12 +84,12 @@ struct tar_feed {
       if (blob->failure) {
         failure = *blob->failure;
       } else {
-        failure = error{error_kind::invalid_argument,
-                        fmt::format("corrupt or truncated compressed stream: {}",
-                                    archive_error_string(decompressor)
-                                        ? archive_error_string(decompressor)
-                                        : "unknown error"),
-                        0};
+        failure = error{
+            error_kind::invalid_argument,
+            fmt::format("corrupt or truncated compressed stream: {}",
+                        archive_error_string(decompressor) ? archive_error_string(decompressor)
+                                                           : "unknown error"),
+            0};
       }
       return -1;
     }
@@ -120,10 +120,14 @@ la_ssize_t read_tar(struct archive* a, void* data, const void** out) {
 
 std::string compression_name(int code) {
   switch (code) {
-    case ARCHIVE_FILTER_NONE: return "none";
-    case ARCHIVE_FILTER_GZIP: return "gzip";
-    case ARCHIVE_FILTER_ZSTD: return "zstd";
-    default: return fmt::format("filter {}", code);
+    case ARCHIVE_FILTER_NONE:
+      return "none";
+    case ARCHIVE_FILTER_GZIP:
+      return "gzip";
+    case ARCHIVE_FILTER_ZSTD:
+      return "zstd";
+    default:
+      return fmt::format("filter {}", code);
   }
 }
 
@@ -155,8 +159,12 @@ result<tree_entry> to_tree_entry(struct archive_entry* ae) {
     e.link = target;
   } else {
     switch (archive_entry_filetype(ae)) {
-      case AE_IFREG: e.type = entry_type::regular; break;
-      case AE_IFDIR: e.type = entry_type::directory; break;
+      case AE_IFREG:
+        e.type = entry_type::regular;
+        break;
+      case AE_IFDIR:
+        e.type = entry_type::directory;
+        break;
       case AE_IFLNK: {
         e.type = entry_type::symlink;
         const char* t = archive_entry_symlink(ae);
@@ -164,10 +172,18 @@ result<tree_entry> to_tree_entry(struct archive_entry* ae) {
         e.link = t ? t : "";
         break;
       }
-      case AE_IFIFO: e.type = entry_type::fifo; break;
-      case AE_IFCHR: e.type = entry_type::char_device; break;
-      case AE_IFBLK: e.type = entry_type::block_device; break;
-      case AE_IFSOCK: e.type = entry_type::socket; break;
+      case AE_IFIFO:
+        e.type = entry_type::fifo;
+        break;
+      case AE_IFCHR:
+        e.type = entry_type::char_device;
+        break;
+      case AE_IFBLK:
+        e.type = entry_type::block_device;
+        break;
+      case AE_IFSOCK:
+        e.type = entry_type::socket;
+        break;
       default:
         return make_error(error_kind::invalid_argument, "entry \"{}\": unknown file type {:o}",
                           e.path, static_cast<unsigned>(archive_entry_filetype(ae)));
@@ -185,8 +201,7 @@ result<tree_entry> to_tree_entry(struct archive_entry* ae) {
       if (e.xattrs.size() >= 1024)
         return make_error(error_kind::invalid_argument, "entry \"{}\": more than 1024 xattrs",
                           e.path);
-      e.xattrs.emplace_back(name ? name : "",
-                            std::string(static_cast<const char*>(value), size));
+      e.xattrs.emplace_back(name ? name : "", std::string(static_cast<const char*>(value), size));
     }
   }
   return e;
@@ -195,8 +210,8 @@ result<tree_entry> to_tree_entry(struct archive_entry* ae) {
 status check_digest(sha256& hash, const std::string& want, std::string_view what) {
   std::string got = "sha256:" + hash.hex_digest();
   if (got != want)
-    return make_error(error_kind::invalid_argument, "{} mismatch: expected {}, got {}", what,
-                      want, got);
+    return make_error(error_kind::invalid_argument, "{} mismatch: expected {}, got {}", what, want,
+                      got);
   return {};
 }
 
@@ -210,8 +225,8 @@ result<size_t> fd_source::read(std::span<std::byte> buf) {
   }
 }
 
-result<layer_result> unpack_layer(byte_source& src, const layer_expect& expect,
-                                  tree_writer& out, const unpack_control& control) {
+result<layer_result> unpack_layer(byte_source& src, const layer_expect& expect, tree_writer& out,
+                                  const unpack_control& control) {
   blob_feed blob;
   blob.src = &src;
   blob.control = &control;
@@ -275,8 +290,7 @@ result<layer_result> unpack_layer(byte_source& src, const layer_expect& expect,
       if (r == ARCHIVE_EOF) return std::optional<content_block>();
       if (r < ARCHIVE_WARN) {
         error e = archive_failure(reader, blob, tar, "read entry content");
-        return std::unexpected(std::move(e).with_context(
-            fmt::format("entry \"{}\"", entry.path)));
+        return std::unexpected(std::move(e).with_context(fmt::format("entry \"{}\"", entry.path)));
       }
       return std::optional<content_block>(content_block{buf, size, offset});
     };

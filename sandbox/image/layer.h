@@ -41,16 +41,16 @@ class fd_source final : public byte_source {
 };
 
 struct layer_expect {
-  std::string digest;  // "sha256:<hex>" of the blob as stored; empty when the source names none
-  int64_t size = -1;   // the blob's size; -1 when unknown
+  std::string digest;   // "sha256:<hex>" of the blob as stored; empty when the source names none
+  int64_t size = -1;    // the blob's size; -1 when unknown
   std::string diff_id;  // "sha256:<hex>" of the uncompressed tar (the config's rootfs.diff_ids)
 };
 
 struct layer_result {
-  std::string compression;      // "none", "gzip", "zstd"
-  uint64_t blob_bytes = 0;      // as stored
-  uint64_t tar_bytes = 0;       // uncompressed stream
-  uint64_t bytes = 0;           // file content written
+  std::string compression;  // "none", "gzip", "zstd"
+  uint64_t blob_bytes = 0;  // as stored
+  uint64_t tar_bytes = 0;   // uncompressed stream
+  uint64_t bytes = 0;       // file content written
   uint64_t entries = 0;
   uint64_t whiteouts = 0;
 };
@@ -64,7 +64,7 @@ struct unpack_control {
 // Unpacks `blob` through `out` (which is then finished). Errors: invalid_argument for bad
 // content (named entry, digest or size mismatch, corrupt or truncated compression, limits),
 // cancelled, io.
-result<layer_result> unpack_layer(byte_source& blob, const layer_expect& expect,
-                                  tree_writer& out, const unpack_control& control);
+result<layer_result> unpack_layer(byte_source& blob, const layer_expect& expect, tree_writer& out,
+                                  const unpack_control& control);
 
 }  // namespace evalbox::sandbox::image

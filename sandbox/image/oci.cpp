@@ -22,16 +22,15 @@ result<json> parse_bounded(std::string_view text, std::string_view what) {
 }
 
 // Typed field access that reports, instead of throwing, what was wrong.
-result<const json*> field(const json& obj, std::string_view key, json::value_t type,
-                          bool required, std::string_view what) {
+result<const json*> field(const json& obj, std::string_view key, json::value_t type, bool required,
+                          std::string_view what) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
     if (required) return make_error(error_kind::invalid_argument, "{}: '{}' is missing", what, key);
     return static_cast<const json*>(nullptr);
   }
   bool ok = it->type() == type ||
-            (type == json::value_t::number_integer &&
-             it->type() == json::value_t::number_unsigned);
+            (type == json::value_t::number_integer && it->type() == json::value_t::number_unsigned);
   if (!ok)
     return make_error(error_kind::invalid_argument, "{}: '{}' has the wrong type ({})", what, key,
                       it->type_name());
@@ -123,13 +122,20 @@ platform host_platform() {
   ::uname(&u);
   std::string_view m = u.machine;
   platform p{"linux", std::string(m), ""};
-  if (m == "x86_64") p.architecture = "amd64";
-  else if (m == "aarch64") p.architecture = "arm64";
-  else if (m == "i686" || m == "i386") p.architecture = "386";
-  else if (m == "ppc64le") p.architecture = "ppc64le";
-  else if (m == "s390x") p.architecture = "s390x";
-  else if (m == "riscv64") p.architecture = "riscv64";
-  else if (m.starts_with("armv7")) p = {"linux", "arm", "v7"};
+  if (m == "x86_64")
+    p.architecture = "amd64";
+  else if (m == "aarch64")
+    p.architecture = "arm64";
+  else if (m == "i686" || m == "i386")
+    p.architecture = "386";
+  else if (m == "ppc64le")
+    p.architecture = "ppc64le";
+  else if (m == "s390x")
+    p.architecture = "s390x";
+  else if (m == "riscv64")
+    p.architecture = "riscv64";
+  else if (m.starts_with("armv7"))
+    p = {"linux", "arm", "v7"};
   return p;
 }
 
@@ -221,10 +227,10 @@ result<manifest_doc> parse_manifest(std::string_view text, std::string_view what
 }
 
 json image_config::to_json() const {
-  return json{{"architecture", architecture}, {"os", os},       {"variant", variant},
-              {"env", env},                   {"entrypoint", entrypoint},
-              {"cmd", cmd},                   {"working_dir", working_dir},
-              {"user", user},                 {"diff_ids", diff_ids}};
+  return json{
+      {"architecture", architecture}, {"os", os},   {"variant", variant},         {"env", env},
+      {"entrypoint", entrypoint},     {"cmd", cmd}, {"working_dir", working_dir}, {"user", user},
+      {"diff_ids", diff_ids}};
 }
 
 result<image_config> image_config::from_json(const json& j) {

@@ -25,7 +25,7 @@ inline constexpr int kMaxIndexDepth = 4;
 struct platform {
   std::string os;
   std::string architecture;
-  std::string variant;  // may be empty
+  std::string variant;                    // may be empty
   [[nodiscard]] std::string str() const;  // "linux/amd64", "linux/arm/v7"
 };
 
@@ -58,12 +58,12 @@ struct image_config {
   std::string architecture;
   std::string os;
   std::string variant;
-  std::vector<std::string> env;         // "NAME=value"
+  std::vector<std::string> env;  // "NAME=value"
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
   std::string working_dir;
   std::string user;
-  std::vector<std::string> diff_ids;    // sha256 of each uncompressed layer tar, base first
+  std::vector<std::string> diff_ids;  // sha256 of each uncompressed layer tar, base first
 
   [[nodiscard]] json to_json() const;
   static result<image_config> from_json(const json& j);
@@ -71,9 +71,9 @@ struct image_config {
 
 // docker-archive's manifest.json: one entry per image in the archive.
 struct docker_manifest_entry {
-  std::string config;                   // path inside the tar
-  std::vector<std::string> repo_tags;   // "localhost/app:latest"
-  std::vector<std::string> layers;      // paths inside the tar, base first
+  std::string config;                  // path inside the tar
+  std::vector<std::string> repo_tags;  // "localhost/app:latest"
+  std::vector<std::string> layers;     // paths inside the tar, base first
 };
 
 // `what` names the document in errors ("index.json of oci:/x").

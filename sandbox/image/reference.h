@@ -24,7 +24,7 @@ std::string_view to_string(transport t) noexcept;
 struct reference {
   transport kind = transport::oci;
   std::filesystem::path path;  // absolute, lexically normalized
-  std::string tag;             // oci/oci-archive: the ref.name; docker-archive: "NAME:TAG"; may be empty
+  std::string tag;  // oci/oci-archive: the ref.name; docker-archive: "NAME:TAG"; may be empty
 
   // The canonical text ("oci:/abs/dir:tag"): how the store records and matches it.
   [[nodiscard]] std::string str() const;

@@ -139,9 +139,9 @@ class tar_container final : public container {
         archive_read_support_filter_zstd(a.get()) != ARCHIVE_OK)
       return make_error(error_kind::unsupported, "libarchive lacks gzip or zstd support");
     if (archive_read_open_filename(a.get(), file_.c_str(), 64u << 10) != ARCHIVE_OK)
-      return make_error(error_kind::invalid_argument, "{}: {}", file_.string(),
-                        archive_error_string(a.get()) ? archive_error_string(a.get())
-                                                      : "cannot open");
+      return make_error(
+          error_kind::invalid_argument, "{}: {}", file_.string(),
+          archive_error_string(a.get()) ? archive_error_string(a.get()) : "cannot open");
     return a;
   }
 
@@ -162,9 +162,9 @@ class tar_container final : public container {
       int rc = archive_read_next_header(a.get(), &e);
       if (rc == ARCHIVE_EOF) break;
       if (rc < ARCHIVE_WARN)
-        return make_error(error_kind::invalid_argument, "{}: {}", file_.string(),
-                          archive_error_string(a.get()) ? archive_error_string(a.get())
-                                                        : "corrupt archive");
+        return make_error(
+            error_kind::invalid_argument, "{}: {}", file_.string(),
+            archive_error_string(a.get()) ? archive_error_string(a.get()) : "corrupt archive");
       if (++count > 1'000'000)
         return make_error(error_kind::invalid_argument, "{}: more than a million members",
                           file_.string());
@@ -212,8 +212,8 @@ class tar_container final : public container {
       fs::path target = (fs::path(cur).parent_path() / m.link).lexically_normal();
       std::string t = target.string();
       if (t.starts_with("..") || t.empty())
-        return make_error(error_kind::invalid_argument, "{} in {} links outside the archive",
-                          rel, file_.string());
+        return make_error(error_kind::invalid_argument, "{} in {} links outside the archive", rel,
+                          file_.string());
       cur = clean_name(t);
     }
     return make_error(error_kind::invalid_argument, "{} in {}: too many links", rel,
@@ -238,8 +238,7 @@ class tar_container final : public container {
         size_t n = EB_TRY(src.read(buf));
         if (n == 0) break;
         if (out.size() + n > max)
-          return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", rel,
-                            max);
+          return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", rel, max);
         out.append(reinterpret_cast<const char*>(buf.data()), n);
       }
       return {};
@@ -258,9 +257,9 @@ class tar_container final : public container {
       int rc = archive_read_next_header(a.get(), &e);
       if (rc == ARCHIVE_EOF) break;
       if (rc < ARCHIVE_WARN)
-        return make_error(error_kind::invalid_argument, "{}: {}", file_.string(),
-                          archive_error_string(a.get()) ? archive_error_string(a.get())
-                                                        : "corrupt archive");
+        return make_error(
+            error_kind::invalid_argument, "{}: {}", file_.string(),
+            archive_error_string(a.get()) ? archive_error_string(a.get()) : "corrupt archive");
       const char* name = archive_entry_pathname(e);
       if (!name || archive_entry_hardlink(e) || archive_entry_filetype(e) != AE_IFREG) continue;
       auto it = want.find(clean_name(name));
@@ -294,15 +293,15 @@ result<std::string> read_blob(container& c, const descriptor& d, size_t max,
   if (!text) {
     if (text.error().kind == error_kind::not_found)
       return make_error(error_kind::not_found, "{} {}: blob {} is missing", what, d.digest, rel);
-    return std::unexpected(std::move(text).error().with_context(fmt::format("{} {}", what,
-                                                                            d.digest)));
+    return std::unexpected(
+        std::move(text).error().with_context(fmt::format("{} {}", what, d.digest)));
   }
   if (d.size >= 0 && static_cast<int64_t>(text->size()) != d.size)
     return make_error(error_kind::invalid_argument, "{} {}: blob is {} bytes, descriptor says {}",
                       what, d.digest, text->size(), d.size);
   if ("sha256:" + sha256_hex(*text) != d.digest)
-    return make_error(error_kind::invalid_argument,
-                      "{} {}: blob content does not match its digest", what, d.digest);
+    return make_error(error_kind::invalid_argument, "{} {}: blob content does not match its digest",
+                      what, d.digest);
   return text;
 }
 
@@ -321,19 +320,20 @@ status check_platform(const image_config& config, const std::string& image) {
 
 class oci_source final : public image_source {
  public:
-  oci_source(reference ref, std::unique_ptr<container> c) : ref_(std::move(ref)), c_(std::move(c)) {}
+  oci_source(reference ref, std::unique_ptr<container> c)
+      : ref_(std::move(ref)), c_(std::move(c)) {}
 
   result<resolved_image> resolve() override {
     const std::string name = ref_.str();
     auto layout = c_->read_file("oci-layout", 4096);
     if (!layout)
       return make_error(error_kind::invalid_argument,
-                        "image {}: not an OCI image layout (no readable oci-layout file: {})",
-                        name, layout.error().message);
+                        "image {}: not an OCI image layout (no readable oci-layout file: {})", name,
+                        layout.error().message);
     auto index_text = c_->read_file("index.json", kMaxJsonBytes);
     if (!index_text)
-      return std::unexpected(std::move(index_text).error().with_context(
-          fmt::format("image {}: index.json", name)));
+      return std::unexpected(
+          std::move(index_text).error().with_context(fmt::format("image {}: index.json", name)));
     index_doc index = EB_TRY(parse_index(*index_text, fmt::format("image {}: index.json", name)));
     const platform host = host_platform();
     descriptor chosen = EB_TRY(select_manifest(index, ref_.tag, host, name));
@@ -394,11 +394,20 @@ class oci_source final : public image_source {
                           image.ref.str(), it->second + 1, i + 1);
       rels.insert(l.location);
     }
-    return c.stream(rels, [&](const std::string& rel, byte_source& src) -> status {
+    // Errors of the caller's fn already say which image and layer; the container's own (a
+    // missing or unreadable blob) get that context here.
+    bool from_fn = false;
+    status st = c.stream(rels, [&](const std::string& rel, byte_source& src) -> status {
       auto it = by_location.find(rel);
       if (it == by_location.end()) return {};
-      return fn(it->second, src);
+      status r = fn(it->second, src);
+      from_fn = !r;
+      return r;
     });
+    if (!st && !from_fn)
+      return std::unexpected(
+          std::move(st).error().with_context(fmt::format("image {}: layer blob", image.ref.str())));
+    return st;
   }
 
  private:
@@ -412,7 +421,8 @@ class oci_source final : public image_source {
 // names that are the digest of their content, checked as such.
 std::string digest_named(const std::string& rel) {
   std::string base = rel;
-  if (base.starts_with("blobs/sha256/")) base = base.substr(13);
+  if (base.starts_with("blobs/sha256/"))
+    base = base.substr(13);
   else if (base.ends_with(".tar") || base.ends_with(".json"))
     base = base.substr(0, base.rfind('.'));
   return is_sha256_hex(base) ? "sha256:" + base : std::string();
@@ -432,8 +442,8 @@ class docker_source final : public image_source {
                           "image {}: no manifest.json (not a docker save; an OCI layout in a tar "
                           "is oci-archive:)",
                           name);
-      return std::unexpected(std::move(text).error().with_context(
-          fmt::format("image {}: manifest.json", name)));
+      return std::unexpected(
+          std::move(text).error().with_context(fmt::format("image {}: manifest.json", name)));
     }
     auto entries =
         EB_TRY(parse_docker_manifest(*text, fmt::format("image {}: manifest.json", name)));
@@ -446,8 +456,9 @@ class docker_source final : public image_source {
       }
     }
     if (!ref_.tag.empty() && !chosen)
-      return make_error(error_kind::not_found, "image {}: no image tagged '{}' (tags: {})", name,
-                        ref_.tag, tags.empty() ? std::string("none") : fmt::format("{}", fmt::join(tags, ", ")));
+      return make_error(
+          error_kind::not_found, "image {}: no image tagged '{}' (tags: {})", name, ref_.tag,
+          tags.empty() ? std::string("none") : fmt::format("{}", fmt::join(tags, ", ")));
     if (!chosen) {
       if (entries.size() > 1)
         return make_error(error_kind::invalid_argument,
@@ -506,8 +517,7 @@ class rootfs_source final : public image_source {
     out.config.architecture = host.architecture;
     out.config.variant = host.variant;
     out.config.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
-    std::string key =
-        EB_TRY_CTX(rootfs_digest(ref_.path), fmt::format("image {}", ref_.str()));
+    std::string key = EB_TRY_CTX(rootfs_digest(ref_.path), fmt::format("image {}", ref_.str()));
     out.config.diff_ids = {key};
     // The id: a digest of the synthesized config, as for any other image.
     out.config_digest = "sha256:" + sha256_hex(canonical_json(out.config.to_json()));
@@ -527,15 +537,15 @@ class rootfs_source final : public image_source {
 };
 
 // Walks `dir` without following symlinks, in sorted order, calling fn(rel, stat).
-status walk(const fs::path& dir, const std::function<status(const std::string&,
-                                                             const struct stat&)>& fn) {
+status walk(const fs::path& dir,
+            const std::function<status(const std::string&, const struct stat&)>& fn) {
   std::error_code ec;
   std::vector<std::string> rels;
   fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec);
   if (ec) return make_error(kind_from_errno(ec.value()), "walk {}: {}", dir.string(), ec.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) return make_error(kind_from_errno(ec.value()), "walk {}: {}", dir.string(),
-                              ec.message());
+    if (ec)
+      return make_error(kind_from_errno(ec.value()), "walk {}: {}", dir.string(), ec.message());
     rels.push_back(it->path().lexically_relative(dir).string());
   }
   std::sort(rels.begin(), rels.end());
@@ -558,8 +568,8 @@ result<std::unique_ptr<image_source>> image_source::open(const reference& ref) {
     return make_error(error_kind::invalid_argument, "image {}: {} is not a directory", ref.str(),
                       ref.path.string());
   if (!want_dir && !S_ISREG(st.st_mode))
-    return make_error(error_kind::invalid_argument, "image {}: {} is not a regular file",
-                      ref.str(), ref.path.string());
+    return make_error(error_kind::invalid_argument, "image {}: {} is not a regular file", ref.str(),
+                      ref.path.string());
   switch (ref.kind) {
     case transport::oci: {
       unique_fd dir(::open(ref.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -58,7 +58,8 @@ result<unique_fd> lock_file(const fs::path& path, int op) {
         return make_error(error_kind::busy, "{} is in use", path.filename().string());
       return sys_error(errno, "flock {}", path.string());
     }
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::fstat(fd.get(), &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
         held.st_ino == named.st_ino && held.st_dev == named.st_dev)
       return fd;
@@ -93,9 +94,8 @@ status fsync_dir(const fs::path& dir) {
 }
 
 json layer_to_json(const layer_info& l) {
-  return json{{"diff_id", l.diff_id},       {"digest", l.digest},
-              {"compression", l.compression}, {"blob_bytes", l.blob_bytes},
-              {"bytes", l.bytes},           {"entries", l.entries}};
+  return json{{"diff_id", l.diff_id},       {"digest", l.digest}, {"compression", l.compression},
+              {"blob_bytes", l.blob_bytes}, {"bytes", l.bytes},   {"entries", l.entries}};
 }
 
 std::string unique_suffix() { return random_suffix(); }
@@ -153,8 +153,18 @@ result<store> store::open(store_options options) {
                       "image store {}: without root every layer is owned by the invoking user "
                       "(uid {}), not uid {}",
                       s.root_.string(), ::geteuid(), s.options_.owner_uid);
-  for (const char* sub : {"", "layers", "locks", "records"})
-    EB_TRY_CTX(make_dirs(s.root_ / sub, 0700), fmt::format("image store {}", s.root_.string()));
+  // images/ and layers/ (and each layer) are 0711: the sandbox's own root (the owner id) may
+  // walk to a layer tree it knows the name of — an overlay mounted inside the sandbox's user
+  // namespace looks its lowers up as that id — but may list nothing. locks/ and records/ stay
+  // private.
+  for (const auto& [sub, mode] : {std::pair{"", 0711}, std::pair{"layers", 0711},
+                                  std::pair{"locks", 0700}, std::pair{"records", 0700}}) {
+    const fs::path dir = s.root_ / sub;
+    EB_TRY_CTX(make_dirs(dir, static_cast<mode_t>(mode)),
+               fmt::format("image store {}", s.root_.string()));
+    if (::chmod(dir.c_str(), static_cast<mode_t>(mode)) != 0)
+      return sys_error(errno, "chmod {}", dir.string());
+  }
 
   const fs::path meta = s.root_ / "store.json";
   if (!path_exists(meta)) {
@@ -191,9 +201,12 @@ result<store> store::open(store_options options) {
                       s.root_.string(), uid, gid, s.options_.owner_uid, s.options_.owner_gid, uid,
                       s.root_.string());
   std::string form = j.value("whiteout", "char_device");
-  if (form == "char_device") s.whiteout_ = sys::whiteout_form::char_device;
-  else if (form == "user_xattr") s.whiteout_ = sys::whiteout_form::user_xattr;
-  else s.whiteout_ = sys::whiteout_form::copy;
+  if (form == "char_device")
+    s.whiteout_ = sys::whiteout_form::char_device;
+  else if (form == "user_xattr")
+    s.whiteout_ = sys::whiteout_form::user_xattr;
+  else
+    s.whiteout_ = sys::whiteout_form::copy;
   return s;
 }
 
@@ -264,8 +277,9 @@ result<std::vector<image_info>> store::read_records() {
     }
     out.push_back(std::move(*info));
   }
-  if (ec) return make_error(kind_from_errno(ec.value()), "list {}: {}",
-                            (root_ / "records").string(), ec.message());
+  if (ec)
+    return make_error(kind_from_errno(ec.value()), "list {}: {}", (root_ / "records").string(),
+                      ec.message());
   return out;
 }
 
@@ -288,6 +302,26 @@ result<image_use> store::acquire(std::string_view reference, const fs::path& bas
 result<import_result> store::import_held(std::string_view text, const fs::path& base_dir,
                                          const import_options& options,
                                          std::vector<unique_fd>& locks) {
+  std::vector<std::string> hexes;
+  auto r = import_locked(text, base_dir, options, locks, hexes);
+  if (!r) {
+    // A failed import leaves the store as it found it: the lock files of layers that did not
+    // come to exist go too, when nobody else holds them (our shared lock becomes exclusive).
+    for (size_t i = 0; i < hexes.size() && i < locks.size(); ++i) {
+      if (path_exists(root_ / "layers" / hexes[i])) continue;
+      if (::flock(locks[i].get(), LOCK_EX | LOCK_NB) != 0) continue;
+      ::unlink((root_ / "locks" / (hexes[i] + ".unpack")).c_str());
+      ::unlink((root_ / "locks" / (hexes[i] + ".use")).c_str());
+    }
+    locks.clear();
+  }
+  return r;
+}
+
+result<import_result> store::import_locked(std::string_view text, const fs::path& base_dir,
+                                           const import_options& options,
+                                           std::vector<unique_fd>& locks,
+                                           std::vector<std::string>& hexes) {
   const auto ref = EB_TRY(parse_reference(text, base_dir));
   const std::string name = ref.str();
   auto source = EB_TRY(image_source::open(ref));
@@ -306,6 +340,7 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
     const std::string hex = hex_of(image.layers[i].diff_id);
     if (!seen.insert(hex).second) continue;
     locks.push_back(EB_TRY(lock_file(root_ / "locks" / (hex + ".use"), LOCK_SH)));
+    hexes.push_back(hex);
     if (path_exists(root_ / "layers" / hex)) {
       ++out.layers_present;
       emit({import_event::kind::layer_present, i, count, image.layers[i].diff_id, 0, -1, 0});
@@ -324,12 +359,11 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
   wopts.limits = options_.limits;
 
   // Unpacks layer `i` from `fill` into a temporary, then renames it into place.
-  auto unpack_one = [&](size_t i, const std::function<result<layer_result>(tree_writer&)>& fill)
-      -> status {
+  auto unpack_one = [&](size_t i,
+                        const std::function<result<layer_result>(tree_writer&)>& fill) -> status {
     const layer_ref& l = image.layers[i];
     const std::string hex = hex_of(l.diff_id);
-    const std::string what = fmt::format("image {}: layer {}/{} {}", name, i + 1, count,
-                                         l.diff_id);
+    const std::string what = fmt::format("image {}: layer {}/{} {}", name, i + 1, count, l.diff_id);
     unique_fd unpacking = EB_TRY(lock_file(root_ / "locks" / (hex + ".unpack"), LOCK_EX));
     const fs::path final_dir = root_ / "layers" / hex;
     if (path_exists(final_dir)) {  // another importer finished it while we waited
@@ -346,16 +380,22 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
     const auto started = std::chrono::steady_clock::now();
     const fs::path tmp = root_ / "layers" / fmt::format(".tmp-{}-{}", hex, unique_suffix());
     auto attempt = [&]() -> status {
-      if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
+      if (::mkdir(tmp.c_str(), 0711) != 0 || ::chmod(tmp.c_str(), 0711) != 0)
+        return sys_error(errno, "mkdir {}", tmp.string());
       if (::mkdir((tmp / "tree").c_str(), 0755) != 0)
         return sys_error(errno, "mkdir {}", (tmp / "tree").string());
       tree_writer writer = EB_TRY(tree_writer::open(tmp / "tree", wopts));
       layer_result res = EB_TRY(fill(writer));
-      json meta{{"schema", kLayerSchema},          {"diff_id", l.diff_id},
-                {"digest", l.digest},              {"compression", res.compression},
-                {"blob_bytes", res.blob_bytes},    {"bytes", res.bytes},
-                {"entries", res.entries},          {"whiteouts", res.whiteouts},
-                {"tar_bytes", res.tar_bytes},      {"unpacked", now_seconds()},
+      json meta{{"schema", kLayerSchema},
+                {"diff_id", l.diff_id},
+                {"digest", l.digest},
+                {"compression", res.compression},
+                {"blob_bytes", res.blob_bytes},
+                {"bytes", res.bytes},
+                {"entries", res.entries},
+                {"whiteouts", res.whiteouts},
+                {"tar_bytes", res.tar_bytes},
+                {"unpacked", now_seconds()},
                 {"from", name}};
       EB_TRY(write_file(tmp / "layer.json", pretty_json(meta), 0600));
       if (options_.durable) {
@@ -400,7 +440,8 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
         control.progress = [&](uint64_t bytes) {
           emit({import_event::kind::layer_progress, i, count, l.diff_id, bytes, l.size, 0});
         };
-        return unpack_one(i, [&](tree_writer& w) { return unpack_layer(blob, expect, w, control); });
+        return unpack_one(i,
+                          [&](tree_writer& w) { return unpack_layer(blob, expect, w, control); });
       };
       EB_TRY(source->for_each_layer(image, missing, each));
     }
@@ -469,11 +510,10 @@ result<image_info> store::lookup(std::string_view query, const fs::path& base_di
     if (hit) matches.push_back(&i);
   }
   if (matches.empty())
-    return make_error(error_kind::not_found, "no image {} in the store {}", query,
-                      root_.string());
+    return make_error(error_kind::not_found, "no image {} in the store {}", query, root_.string());
   if (matches.size() > 1)
-    return make_error(error_kind::invalid_argument, "'{}' names {} images; give more digits",
-                      query, matches.size());
+    return make_error(error_kind::invalid_argument, "'{}' names {} images; give more digits", query,
+                      matches.size());
   return std::move(*matches.front());
 }
 
@@ -571,8 +611,9 @@ result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
   std::error_code ec;
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(root_ / "layers", ec)) entries.push_back(e.path());
-  if (ec) return make_error(kind_from_errno(ec.value()), "list {}: {}",
-                            (root_ / "layers").string(), ec.message());
+  if (ec)
+    return make_error(kind_from_errno(ec.value()), "list {}: {}", (root_ / "layers").string(),
+                      ec.message());
   for (const auto& p : entries) {
     const std::string n = p.filename().string();
     if (n.starts_with(".tmp-")) {
@@ -614,6 +655,18 @@ result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
       ++report.layers_removed;
       report.bytes_freed += bytes;
     }
+  }
+
+  // Lock files of layers that do not exist (an import that crashed before publishing).
+  for (const auto& e : fs::directory_iterator(root_ / "locks", ec)) {
+    const std::string n = e.path().filename().string();
+    if (!n.ends_with(".use") || !is_sha256_hex(n.substr(0, n.size() - 4))) continue;
+    const std::string hex = n.substr(0, 64);
+    if (path_exists(root_ / "layers" / hex)) continue;
+    auto lock = lock_file(root_ / "locks" / (hex + ".use"), LOCK_EX | LOCK_NB);
+    if (!lock || path_exists(root_ / "layers" / hex)) continue;
+    ::unlink((root_ / "locks" / (hex + ".unpack")).c_str());
+    ::unlink((root_ / "locks" / (hex + ".use")).c_str());
   }
 
   // 3. Least recently used images until the store fits.

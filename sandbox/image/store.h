@@ -126,9 +126,7 @@ class image_use {
   image_use& operator=(image_use&&) noexcept = default;
 
   [[nodiscard]] const image_info& image() const noexcept { return info_; }
-  [[nodiscard]] std::vector<std::filesystem::path> lower_dirs() const {
-    return info_.lower_dirs();
-  }
+  [[nodiscard]] std::vector<std::filesystem::path> lower_dirs() const { return info_.lower_dirs(); }
   [[nodiscard]] bool held() const noexcept { return !locks_.empty(); }
   void release() noexcept { locks_.clear(); }
 
@@ -183,10 +181,13 @@ class store {
 
  private:
   store() = default;
-  struct held_layers;
   result<import_result> import_held(std::string_view reference,
                                     const std::filesystem::path& base_dir,
                                     const import_options& options, std::vector<unique_fd>& locks);
+  result<import_result> import_locked(std::string_view reference,
+                                      const std::filesystem::path& base_dir,
+                                      const import_options& options, std::vector<unique_fd>& locks,
+                                      std::vector<std::string>& hexes);
   result<std::vector<image_info>> read_records();
   result<image_info> read_record(const std::filesystem::path& file);
   result<layer_info> read_layer(const std::string& diff_id);

@@ -56,7 +56,9 @@ bool keep_xattr(std::string_view name) {
   return name.starts_with("user.") && !name.starts_with("user.overlay.");
 }
 
-struct timespec times_of(const struct timespec& mtime) { return mtime; }
+struct timespec times_of(const struct timespec& mtime) {
+  return mtime;
+}
 
 }  // namespace
 
@@ -72,8 +74,8 @@ result<std::vector<std::string>> split_entry_path(std::string_view path,
   size_t pos = 0;
   while (pos <= path.size()) {
     size_t slash = path.find('/', pos);
-    std::string_view comp = path.substr(pos, slash == std::string_view::npos ? path.npos
-                                                                              : slash - pos);
+    std::string_view comp =
+        path.substr(pos, slash == std::string_view::npos ? path.npos : slash - pos);
     if (comp == "..") return refused(path, "\"..\" component refused");
     if (!comp.empty() && comp != ".") {
       if (comp.size() > 255) return refused(path.substr(0, 200), "a name longer than 255 bytes");
@@ -99,11 +101,11 @@ result<tree_writer> tree_writer::open(const fs::path& root, writer_options optio
 
 status tree_writer::owned(int fd, const char* name, std::string_view entry) {
   if (!options_.chown) return {};
-  int rc = name ? ::fchownat(fd, name, options_.owner_uid, options_.owner_gid,
-                             AT_SYMLINK_NOFOLLOW)
+  int rc = name ? ::fchownat(fd, name, options_.owner_uid, options_.owner_gid, AT_SYMLINK_NOFOLLOW)
                 : ::fchown(fd, options_.owner_uid, options_.owner_gid);
-  if (rc != 0) return sys_error(errno, "entry \"{}\": chown to {}:{}", entry, options_.owner_uid,
-                                options_.owner_gid);
+  if (rc != 0)
+    return sys_error(errno, "entry \"{}\": chown to {}:{}", entry, options_.owner_uid,
+                     options_.owner_gid);
   return {};
 }
 
@@ -114,7 +116,8 @@ result<unique_fd> tree_writer::open_dir(const std::vector<std::string>& parts, b
   if (fd) return fd;
   int err = errno;
   if (err == ELOOP) return refused(entry, fmt::format("goes through a symlink ({})", rel));
-  if (err == ENOTDIR) return refused(entry, fmt::format("a parent of it is not a directory ({})", rel));
+  if (err == ENOTDIR)
+    return refused(entry, fmt::format("a parent of it is not a directory ({})", rel));
   if (err == EXDEV) return refused(entry, fmt::format("leaves the layer ({})", rel));
   if (err != ENOENT || !create) return sys_error(err, "entry \"{}\": open {}", entry, rel);
   // Create the missing parents one at a time, each checked like the whole path was.
@@ -134,8 +137,8 @@ result<unique_fd> tree_writer::open_dir(const std::vector<std::string>& parts, b
       if (e == ELOOP)
         return refused(entry, fmt::format("goes through a symlink ({})", join(parts, i + 1)));
       if (e == ENOTDIR)
-        return refused(entry, fmt::format("a parent of it is not a directory ({})",
-                                          join(parts, i + 1)));
+        return refused(entry,
+                       fmt::format("a parent of it is not a directory ({})", join(parts, i + 1)));
       return sys_error(e, "entry \"{}\": open {}", entry, join(parts, i + 1));
     }
     cur = std::move(next);
@@ -178,8 +181,8 @@ status tree_writer::set_xattrs(int fd, const tree_entry& e) {
   for (const auto& [name, value] : e.xattrs) {
     total += name.size() + value.size();
     if (total > options_.limits.max_xattr_bytes)
-      return refused(e.path, fmt::format("xattrs larger than {} bytes",
-                                         options_.limits.max_xattr_bytes));
+      return refused(e.path,
+                     fmt::format("xattrs larger than {} bytes", options_.limits.max_xattr_bytes));
     if (!keep_xattr(name)) continue;
     // Best effort: a store filesystem without user xattrs loses them (they are application
     // data, not something the image needs to start).
@@ -190,8 +193,8 @@ status tree_writer::set_xattrs(int fd, const tree_entry& e) {
   return {};
 }
 
-status tree_writer::write_regular(borrowed_fd parent, const std::string& name,
-                                  const tree_entry& e, const content_reader& content) {
+status tree_writer::write_regular(borrowed_fd parent, const std::string& name, const tree_entry& e,
+                                  const content_reader& content) {
   if (e.size < 0) return refused(e.path, "negative size");
   uint64_t size = static_cast<uint64_t>(e.size);
   if (size > options_.limits.max_bytes || bytes_ + size > options_.limits.max_bytes)
@@ -235,8 +238,7 @@ status tree_writer::write_regular(borrowed_fd parent, const std::string& name,
   return {};
 }
 
-status tree_writer::whiteout(borrowed_fd parent, const std::string& name,
-                             std::string_view entry) {
+status tree_writer::whiteout(borrowed_fd parent, const std::string& name, std::string_view entry) {
   EB_TRY(make_room(parent, name, false, entry));
   ++whiteouts_;
   switch (options_.whiteout) {
@@ -267,8 +269,7 @@ status tree_writer::whiteout(borrowed_fd parent, const std::string& name,
 }
 
 status tree_writer::opaque(borrowed_fd dir, std::string_view entry) {
-  if (options_.trusted_opaque &&
-      ::fsetxattr(dir.get(), "trusted.overlay.opaque", "y", 1, 0) != 0)
+  if (options_.trusted_opaque && ::fsetxattr(dir.get(), "trusted.overlay.opaque", "y", 1, 0) != 0)
     return sys_error(errno, "entry \"{}\": set trusted.overlay.opaque", entry);
   if (::fsetxattr(dir.get(), "user.overlay.opaque", "y", 1, 0) != 0)
     return sys_error(errno, "entry \"{}\": set user.overlay.opaque", entry);
@@ -345,15 +346,16 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
       auto tdir = open_dir(target_parent, false, e.path);
       if (!tdir && tdir.error().kind == error_kind::not_found)
         return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer", e.link));
+                                           "layer",
+                                           e.link));
       if (!tdir) return std::unexpected(std::move(tdir).error());
       struct stat st {};
       if (::fstatat(tdir->get(), target.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
         return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer", e.link));
-      if (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode))
-        return refused(e.path, fmt::format("hard link to \"{}\", a directory or whiteout",
+                                           "layer",
                                            e.link));
+      if (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode))
+        return refused(e.path, fmt::format("hard link to \"{}\", a directory or whiteout", e.link));
       struct stat mine {};
       if (::fstatat(parent.get(), name.c_str(), &mine, AT_SYMLINK_NOFOLLOW) == 0 &&
           mine.st_ino == st.st_ino && mine.st_dev == st.st_dev)
@@ -400,13 +402,12 @@ status tree_writer::finish() {
   std::stable_sort(order.begin(), order.end(),
                    [&](const auto& a, const auto& b) { return depth(a.first) > depth(b.first); });
   for (const auto& [rel, d] : order) {
-    unique_fd fd(open_beneath(root_.get(), rel.empty() ? "." : rel.c_str(),
-                              O_RDONLY | O_DIRECTORY));
+    unique_fd fd(
+        open_beneath(root_.get(), rel.empty() ? "." : rel.c_str(), O_RDONLY | O_DIRECTORY));
     if (!fd) return sys_error(errno, "directory \"{}\": reopen to set its mode", rel);
     if (::fchmod(fd.get(), d.mode) != 0) return sys_error(errno, "directory \"{}\": chmod", rel);
     struct timespec ts[2] = {d.mtime, d.mtime};
-    if (::futimens(fd.get(), ts) != 0)
-      return sys_error(errno, "directory \"{}\": set mtime", rel);
+    if (::futimens(fd.get(), ts) != 0) return sys_error(errno, "directory \"{}\": set mtime", rel);
   }
   return {};
 }

@@ -41,8 +41,16 @@
 
 namespace evalbox::sandbox::image {
 
-enum class entry_type { regular, directory, symlink, hardlink, fifo, char_device, block_device,
-                        socket };
+enum class entry_type {
+  regular,
+  directory,
+  symlink,
+  hardlink,
+  fifo,
+  char_device,
+  block_device,
+  socket
+};
 
 struct tree_entry {
   std::string path;  // as the archive names it ("./usr/bin/env", "etc/")
@@ -110,8 +118,7 @@ class tree_writer {
 
   result<unique_fd> open_dir(const std::vector<std::string>& components, bool create,
                              std::string_view entry);
-  result<borrowed_fd> parent_of(const std::vector<std::string>& components,
-                                std::string_view entry);
+  result<borrowed_fd> parent_of(const std::vector<std::string>& components, std::string_view entry);
   status make_room(borrowed_fd parent, const std::string& name, bool new_is_dir,
                    std::string_view entry);
   status owned(int fd, const char* name, std::string_view entry);
