@@ -61,7 +61,8 @@ struct unpack_control {
   std::function<void(uint64_t blob_bytes)> progress;
 };
 
-// Unpacks `blob` through `out` (which is then finished). Errors: invalid_argument for bad
+// Unpacks `blob` through `out` (ending the layer: out.end_layer(); the caller finishes the
+// tree). Errors: invalid_argument for bad
 // content (named entry, digest or size mismatch, corrupt or truncated compression, limits),
 // cancelled, io.
 result<layer_result> unpack_layer(byte_source& blob, const layer_expect& expect, tree_writer& out,

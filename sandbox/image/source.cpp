@@ -646,7 +646,7 @@ status copy_rootfs(const fs::path& dir, tree_writer& out, const std::atomic<bool
       return std::optional<content_block>(b);
     });
   }));
-  return out.finish();
+  return out.end_layer();
 }
 
 }  // namespace evalbox::sandbox::image

@@ -58,7 +58,7 @@ class image_source {
 // types, modes, sizes, mtimes, link targets), so a changed tree is a new layer while an
 // unchanged one is recognized without reading file contents.
 result<std::string> rootfs_digest(const std::filesystem::path& dir);
-// Copies the tree through `out` (then finishes it); symlinks are copied, never followed.
+// Copies the tree through `out` (as one layer); symlinks are copied, never followed.
 status copy_rootfs(const std::filesystem::path& dir, tree_writer& out,
                    const std::atomic<bool>* cancel);
 

@@ -332,20 +332,40 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
   };
   emit({import_event::kind::resolved, 0, count, image.config_digest, 0, -1, 0});
 
+  // What the store keeps of this image: one directory per layer, keyed by its diff_id — or,
+  // when this store can express no whiteout (form "copy"), one flattened tree keyed by the
+  // image's chain id (OCI: ChainID(L0) = DiffID(L0), ChainID(L0..n) = sha256(ChainID(L0..n-1)
+  // + " " + DiffID(Ln))), all layers applied onto it in order.
+  struct target {
+    std::string key;     // "sha256:<hex>"
+    std::string digest;  // the blob's, for a single layer
+    int64_t size = -1;
+  };
+  const bool flatten = whiteout_ == sys::whiteout_form::copy;
+  std::vector<target> targets;
+  if (flatten) {
+    std::string chain = image.layers.front().diff_id;
+    for (size_t i = 1; i < count; ++i)
+      chain = "sha256:" + sha256_hex(chain + " " + image.layers[i].diff_id);
+    targets.push_back({chain, "", -1});
+  } else {
+    for (const auto& l : image.layers) targets.push_back({l.diff_id, l.digest, l.size});
+  }
+
   // Hold every layer (shared) before looking: from here gc cannot remove any of them.
   std::vector<size_t> missing;
   std::set<std::string> seen;
   import_result out;
-  for (size_t i = 0; i < count; ++i) {
-    const std::string hex = hex_of(image.layers[i].diff_id);
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const std::string hex = hex_of(targets[t].key);
     if (!seen.insert(hex).second) continue;
     locks.push_back(EB_TRY(lock_file(root_ / "locks" / (hex + ".use"), LOCK_SH)));
     hexes.push_back(hex);
     if (path_exists(root_ / "layers" / hex)) {
       ++out.layers_present;
-      emit({import_event::kind::layer_present, i, count, image.layers[i].diff_id, 0, -1, 0});
+      emit({import_event::kind::layer_present, t, targets.size(), targets[t].key, 0, -1, 0});
     } else {
-      missing.push_back(i);
+      missing.push_back(t);
     }
   }
 
@@ -356,27 +376,25 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
   wopts.chown = as_root;
   wopts.trusted_opaque = as_root;
   wopts.whiteout = whiteout_;
+  wopts.flatten = flatten;
   wopts.limits = options_.limits;
 
-  // Unpacks layer `i` from `fill` into a temporary, then renames it into place.
-  auto unpack_one = [&](size_t i,
+  // Unpacks target `t` from `fill` into a temporary, then renames it into place.
+  auto unpack_one = [&](size_t t,
                         const std::function<result<layer_result>(tree_writer&)>& fill) -> status {
-    const layer_ref& l = image.layers[i];
-    const std::string hex = hex_of(l.diff_id);
-    const std::string what = fmt::format("image {}: layer {}/{} {}", name, i + 1, count, l.diff_id);
+    const target& l = targets[t];
+    const std::string hex = hex_of(l.key);
+    const std::string what =
+        flatten ? fmt::format("image {}: flattened layers {}", name, l.key)
+                : fmt::format("image {}: layer {}/{} {}", name, t + 1, count, l.key);
     unique_fd unpacking = EB_TRY(lock_file(root_ / "locks" / (hex + ".unpack"), LOCK_EX));
     const fs::path final_dir = root_ / "layers" / hex;
     if (path_exists(final_dir)) {  // another importer finished it while we waited
       ++out.layers_present;
-      emit({import_event::kind::layer_present, i, count, l.diff_id, 0, -1, 0});
+      emit({import_event::kind::layer_present, t, targets.size(), l.key, 0, -1, 0});
       return {};
     }
-    if (whiteout_ == sys::whiteout_form::copy)
-      return make_error(error_kind::unsupported,
-                        "{}: this host's store can express no overlay whiteout (neither a 0/0 "
-                        "character device nor user xattrs); see docs/environments.md",
-                        what);
-    emit({import_event::kind::layer_start, i, count, l.diff_id, 0, l.size, 0});
+    emit({import_event::kind::layer_start, t, targets.size(), l.key, 0, l.size, 0});
     const auto started = std::chrono::steady_clock::now();
     const fs::path tmp = root_ / "layers" / fmt::format(".tmp-{}-{}", hex, unique_suffix());
     auto attempt = [&]() -> status {
@@ -386,8 +404,9 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
         return sys_error(errno, "mkdir {}", (tmp / "tree").string());
       tree_writer writer = EB_TRY(tree_writer::open(tmp / "tree", wopts));
       layer_result res = EB_TRY(fill(writer));
+      EB_TRY(writer.finish());
       json meta{{"schema", kLayerSchema},
-                {"diff_id", l.diff_id},
+                {"diff_id", l.key},
                 {"digest", l.digest},
                 {"compression", res.compression},
                 {"blob_bytes", res.blob_bytes},
@@ -397,6 +416,11 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
                 {"tar_bytes", res.tar_bytes},
                 {"unpacked", now_seconds()},
                 {"from", name}};
+      if (flatten) {
+        json from = json::array();
+        for (const auto& il : image.layers) from.push_back(il.diff_id);
+        meta["flattened"] = from;
+      }
       EB_TRY(write_file(tmp / "layer.json", pretty_json(meta), 0600));
       if (options_.durable) {
         unique_fd fd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -407,7 +431,8 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
       if (options_.durable) EB_TRY(fsync_dir(root_ / "layers"));
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      emit({import_event::kind::layer_done, i, count, l.diff_id, res.blob_bytes, l.size, secs});
+      emit(
+          {import_event::kind::layer_done, t, targets.size(), l.key, res.blob_bytes, l.size, secs});
       return {};
     };
     status st = attempt();
@@ -418,6 +443,23 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
     }
     ++out.layers_unpacked;
     return {};
+  };
+
+  // Streams layer `i` of the image through `w`.
+  auto unpack_from_source = [&](size_t i, byte_source& blob,
+                                tree_writer& w) -> result<layer_result> {
+    const layer_ref& l = image.layers[i];
+    layer_expect expect{l.digest, l.size, l.diff_id};
+    unpack_control control;
+    control.cancel = options.cancel;
+    control.progress = [&](uint64_t bytes) {
+      emit({import_event::kind::layer_progress, i, count, l.diff_id, bytes, l.size, 0});
+    };
+    auto r = unpack_layer(blob, expect, w, control);
+    if (!r && flatten)
+      return std::unexpected(std::move(r).error().with_context(
+          fmt::format("layer {}/{} {}", i + 1, count, l.diff_id)));
+    return r;
   };
 
   if (!missing.empty()) {
@@ -431,17 +473,29 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
         return r;
       };
       EB_TRY(unpack_one(0, copy));
+    } else if (flatten) {
+      // Every layer in the image's order onto one tree (a tar source is read once per layer).
+      auto all = [&](tree_writer& w) -> result<layer_result> {
+        layer_result total;
+        total.compression = "flattened";
+        for (size_t i = 0; i < count; ++i) {
+          auto one = [&](size_t idx, byte_source& blob) -> status {
+            layer_result r = EB_TRY(unpack_from_source(idx, blob, w));
+            total.blob_bytes += r.blob_bytes;
+            total.tar_bytes += r.tar_bytes;
+            total.whiteouts += r.whiteouts;
+            return {};
+          };
+          EB_TRY(source->for_each_layer(image, {i}, one));
+        }
+        total.bytes = w.bytes();
+        total.entries = w.entries();
+        return total;
+      };
+      EB_TRY(unpack_one(0, all));
     } else {
       auto each = [&](size_t i, byte_source& blob) -> status {
-        const layer_ref& l = image.layers[i];
-        layer_expect expect{l.digest, l.size, l.diff_id};
-        unpack_control control;
-        control.cancel = options.cancel;
-        control.progress = [&](uint64_t bytes) {
-          emit({import_event::kind::layer_progress, i, count, l.diff_id, bytes, l.size, 0});
-        };
-        return unpack_one(i,
-                          [&](tree_writer& w) { return unpack_layer(blob, expect, w, control); });
+        return unpack_one(i, [&](tree_writer& w) { return unpack_from_source(i, blob, w); });
       };
       EB_TRY(source->for_each_layer(image, missing, each));
     }
@@ -451,8 +505,8 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
   image_info info;
   info.id = image.config_digest;
   info.config = image.config;
-  for (const auto& l : image.layers) {
-    layer_info li = EB_TRY_CTX(read_layer(l.diff_id), fmt::format("image {}", name));
+  for (const auto& t : targets) {
+    layer_info li = EB_TRY_CTX(read_layer(t.key), fmt::format("image {}", name));
     info.bytes += li.bytes;
     info.layers.push_back(std::move(li));
   }

@@ -7,7 +7,9 @@
 //                               error, never silently reused
 //   layers/<hex>/              a finished layer, immutable: tree/ (what the overlay stacks,
 //                              every entry owned by the owner) and layer.json (sizes, digests);
-//                              <hex> is the layer's diff_id (sha256 of its uncompressed tar)
+//                              <hex> is the layer's diff_id (sha256 of its uncompressed tar) —
+//                              or, in a store whose whiteout form is "copy", the chain id of a
+//                              whole image flattened onto one tree (docs/environments.md)
 //   layers/.tmp-<hex>-<rand>/  a layer being unpacked; renamed to <hex> only when both digests
 //                              matched and it is complete (and synced): a crash leaves only
 //                              .tmp-* names, which nothing reads and gc removes

@@ -1,6 +1,7 @@
 // Writing a layer's entries beneath its directory (see tree_writer.h).
 #include "sandbox/image/tree_writer.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "sandbox/sys/syscalls.h"
 
@@ -168,11 +170,42 @@ status tree_writer::make_room(borrowed_fd parent, const std::string& name, bool 
   }
   if (S_ISDIR(st.st_mode)) {
     if (new_is_dir) return {};
+    // Flattening: a lower layer's directory may be replaced by this layer's file.
+    if (options_.flatten) return remove_below(parent, name, entry);
     return refused(entry, "replaces a directory of this layer with a non-directory");
   }
   // A later entry of the same name wins, as in tar: drop the earlier file, link or whiteout.
   if (::unlinkat(parent.get(), name.c_str(), 0) != 0)
     return sys_error(errno, "entry \"{}\": replace earlier entry", entry);
+  return {};
+}
+
+status tree_writer::remove_below(borrowed_fd parent, const std::string& name,
+                                 std::string_view entry) {
+  cached_valid_ = false;  // the cached parent may be the directory going away
+  struct stat st {};
+  if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? status{} : sys_error(errno, "entry \"{}\": stat {}", entry, name);
+  if (S_ISDIR(st.st_mode)) {
+    unique_fd dir(open_beneath(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY));
+    if (!dir) return sys_error(errno, "entry \"{}\": open {}", entry, name);
+    std::vector<std::string> children;
+    {
+      DIR* d = ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 3));
+      if (!d) return sys_error(errno, "entry \"{}\": list {}", entry, name);
+      while (struct dirent* de = ::readdir(d)) {
+        std::string_view n = de->d_name;
+        if (n != "." && n != "..") children.emplace_back(n);
+      }
+      ::closedir(d);
+    }
+    for (const auto& c : children) EB_TRY(remove_below(dir.borrow(), c, entry));
+    if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0)
+      return sys_error(errno, "entry \"{}\": remove {}", entry, name);
+    return {};
+  }
+  if (::unlinkat(parent.get(), name.c_str(), 0) != 0 && errno != ENOENT)
+    return sys_error(errno, "entry \"{}\": remove {}", entry, name);
   return {};
 }
 
@@ -239,8 +272,9 @@ status tree_writer::write_regular(borrowed_fd parent, const std::string& name, c
 }
 
 status tree_writer::whiteout(borrowed_fd parent, const std::string& name, std::string_view entry) {
-  EB_TRY(make_room(parent, name, false, entry));
   ++whiteouts_;
+  if (options_.flatten) return remove_below(parent, name, entry);
+  EB_TRY(make_room(parent, name, false, entry));
   switch (options_.whiteout) {
     case sys::whiteout_form::char_device:
       if (::mknodat(parent.get(), name.c_str(), S_IFCHR | 0000, makedev(0, 0)) != 0)
@@ -297,6 +331,11 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
   if (name == kOpaqueMarker) {
     parts.pop_back();
     unique_fd dir = EB_TRY(open_dir(parts, true, e.path));
+    if (options_.flatten) {
+      // Applied at the layer's end, once every entry of this layer is known.
+      opaque_dirs_.insert(join(parts, parts.size()));
+      return {};
+    }
     return opaque(dir.borrow(), e.path);
   }
   if (name.starts_with(kMetaPrefix)) return {};  // AUFS bookkeeping: nothing for overlayfs
@@ -309,6 +348,9 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
   }
 
   borrowed_fd parent = EB_TRY(parent_of(parts, e.path));
+  if (options_.flatten &&
+      !(e.type == entry_type::char_device && e.dev_major == 0 && e.dev_minor == 0))
+    written_.insert(join(parts, parts.size()));
   switch (e.type) {
     case entry_type::directory: {
       EB_TRY(make_room(parent, name, true, e.path));
@@ -342,6 +384,10 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
       auto target = EB_TRY_CTX(split_entry_path(e.link, options_.limits),
                                fmt::format("hard link \"{}\"", e.path));
       if (target.empty()) return refused(e.path, "hard link to the root directory");
+      if (options_.flatten && !written_.count(join(target, target.size())))
+        return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
+                                           "layer",
+                                           e.link));
       std::vector<std::string> target_parent(target.begin(), target.end() - 1);
       auto tdir = open_dir(target_parent, false, e.path);
       if (!tdir && tdir.error().kind == error_kind::not_found)
@@ -392,6 +438,51 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
   return refused(e.path, "unknown entry type");
 }
 
+status tree_writer::end_layer() {
+  if (!options_.flatten) return {};
+  cached_valid_ = false;
+  // An opaque directory keeps only what this layer put in it: everything else below it came
+  // from lower layers and is hidden, so it goes.
+  std::function<status(int, const std::string&)> prune = [&](int dirfd,
+                                                             const std::string& rel) -> status {
+    std::vector<std::string> children;
+    {
+      DIR* d = ::fdopendir(::fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
+      if (!d) return sys_error(errno, "opaque directory \"{}\": list", rel);
+      while (struct dirent* de = ::readdir(d)) {
+        std::string_view n = de->d_name;
+        if (n != "." && n != "..") children.emplace_back(n);
+      }
+      ::closedir(d);
+    }
+    for (const auto& c : children) {
+      const std::string path = rel.empty() ? c : rel + "/" + c;
+      const bool itself = written_.count(path) > 0;
+      auto below = written_.lower_bound(path + "/");
+      const bool under = below != written_.end() && below->starts_with(path + "/");
+      struct stat st {};
+      if (::fstatat(dirfd, c.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISDIR(st.st_mode) && (itself || under)) {
+        unique_fd sub(open_beneath(dirfd, c.c_str(), O_RDONLY | O_DIRECTORY));
+        if (!sub) return sys_error(errno, "opaque directory \"{}\": open", path);
+        EB_TRY(prune(sub.get(), path));
+      } else if (!itself) {
+        EB_TRY(remove_below(borrowed_fd(dirfd), c, path));
+      }
+    }
+    return {};
+  };
+  for (const auto& rel : opaque_dirs_) {
+    unique_fd dir(
+        open_beneath(root_.get(), rel.empty() ? "." : rel.c_str(), O_RDONLY | O_DIRECTORY));
+    if (!dir) continue;  // removed again by a later whiteout of this layer
+    EB_TRY(prune(dir.get(), rel));
+  }
+  written_.clear();
+  opaque_dirs_.clear();
+  return {};
+}
+
 status tree_writer::finish() {
   cached_parent_fd_.reset();
   cached_valid_ = false;
@@ -404,6 +495,8 @@ status tree_writer::finish() {
   for (const auto& [rel, d] : order) {
     unique_fd fd(
         open_beneath(root_.get(), rel.empty() ? "." : rel.c_str(), O_RDONLY | O_DIRECTORY));
+    // Flattening: a later layer removed it, or replaced it with a file.
+    if (!fd && options_.flatten && (errno == ENOENT || errno == ENOTDIR)) continue;
     if (!fd) return sys_error(errno, "directory \"{}\": reopen to set its mode", rel);
     if (::fchmod(fd.get(), d.mode) != 0) return sys_error(errno, "directory \"{}\": chmod", rel);
     struct timespec ts[2] = {d.mtime, d.mtime};

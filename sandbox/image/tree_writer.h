@@ -18,6 +18,10 @@
 //     directory still receives its files);
 //   - every entry is owned by the store's owner (the tar's uid/gid are not kept: the
 //     sandbox maps exactly one id, its root);
+//   - in flatten mode (the store's copy fallback, for hosts that can express no whiteout) the
+//     layers of an image are applied one after the other onto one tree: a whiteout deletes
+//     the name, an opaque marker deletes what lower layers put in its directory, and a later
+//     layer may replace a directory with a file;
 //   - xattrs: user.* kept (best effort, files and directories) except user.overlay.*;
 //     security.*, trusted.*, system.* (ACLs) and user.overlay.* dropped — they would grant
 //     file capabilities or forge overlayfs metadata (redirects, metacopy, opaque markers).
@@ -31,6 +35,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +84,7 @@ struct writer_options {
   bool chown = false;  // as root: chown every entry to the owner (rootless: already ours)
   sys::whiteout_form whiteout = sys::whiteout_form::char_device;
   bool trusted_opaque = false;  // as root: trusted.overlay.opaque too (host-namespace mounts)
+  bool flatten = false;         // apply layers onto one tree (see above) instead of marking
   layer_limits limits;
 };
 
@@ -101,7 +107,9 @@ class tree_writer {
 
   // Writes one entry. Errors name the entry and say what was refused.
   status add(const tree_entry& entry, const content_reader& content);
-  // Applies directory modes and mtimes, deepest first. Call once, after the last add().
+  // Ends one layer's entries (flatten mode: applies its opaque markers). Call after each layer.
+  status end_layer();
+  // Applies directory modes and mtimes, deepest first. Call once, after the last layer.
   status finish();
 
   [[nodiscard]] uint64_t bytes() const noexcept { return bytes_; }
@@ -127,6 +135,7 @@ class tree_writer {
   status whiteout(borrowed_fd parent, const std::string& name, std::string_view entry);
   status opaque(borrowed_fd dir, std::string_view entry);
   status set_xattrs(int fd, const tree_entry& e);
+  status remove_below(borrowed_fd parent, const std::string& name, std::string_view entry);
 
   writer_options options_;
   unique_fd root_;
@@ -135,6 +144,9 @@ class tree_writer {
   unique_fd cached_parent_fd_;
   bool cached_valid_ = false;
   std::map<std::string, pending_dir> dirs_;  // relative path ("" = root) -> final attributes
+  // Flatten mode: paths this layer wrote, and directories it made opaque.
+  std::set<std::string> written_;
+  std::set<std::string> opaque_dirs_;
   uint64_t bytes_ = 0;
   uint64_t entries_ = 0;
   uint64_t whiteouts_ = 0;

@@ -236,6 +236,30 @@ TEST_F(Hostile, DockerArchiveWithAnEscapingEntryIsRefused) {
   expect_refused_ref("docker-archive:" + tar.string(), {"../../escape"});
 }
 
+// The copy fallback deletes files (whiteouts, opaque directories): never outside the tree.
+class HostileFlatten : public Hostile {
+ protected:
+  img::store_options options() override {
+    auto o = Hostile::options();
+    o.whiteout = sys::whiteout_form::copy;
+    return o;
+  }
+};
+
+TEST_F(HostileFlatten, WhiteoutThroughASymlinkDeletesNothingOutside) {
+  expect_refused(one({symlink("usr/evil", canary_.string()), file("usr/evil/.wh.secret", "")}),
+                 {"usr/evil/.wh.secret", "symlink"});
+}
+
+TEST_F(HostileFlatten, OpaqueMarkerThroughASymlinkDeletesNothingOutside) {
+  expect_refused(one({symlink("usr/evil", canary_.string()), file("usr/evil/.wh..wh..opq", "")}),
+                 {"usr/evil/.wh..wh..opq", "symlink"});
+}
+
+TEST_F(HostileFlatten, WhiteoutOfDotDotIsRefused) {
+  expect_refused(one({file("usr/.wh...", "")}), {"usr/.wh...", "no name"});
+}
+
 // Limits: small in these tests, so that the bomb stays small too.
 class Bomb : public Hostile {
  protected:

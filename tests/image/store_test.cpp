@@ -360,6 +360,42 @@ TEST_F(Store, RootfsDirectoryImportsAsOneLayer) {
   EXPECT_EQ(again->layers_unpacked, 0u);
 }
 
+TEST_F(Store, CopyFallbackFlattensTheLayersOntoOneTree) {
+  // A host whose store can express no whiteout: each image becomes one tree, its layers
+  // applied in order — deletions and opaque directories done, not marked.
+  auto o = test_store_options(state());
+  o.whiteout = sys::whiteout_form::copy;
+  auto s = img::store::open(o);
+  ASSERT_TRUE(s) << s.error().message;
+  auto ref = layout(
+      "img", {make_layer({dir("etc"), file("etc/os-release", "ID=base\n"), file("etc/motd", "gone"),
+                          dir("opt/data"), file("opt/data/old", "hidden"), dir("opt/data/sub"),
+                          file("opt/data/sub/deep", "hidden"), dir("ro", 0555), file("ro/a", "a"),
+                          dir("was-dir"), file("was-dir/x", "x")}),
+              make_layer({file("etc/.wh.motd", ""), file("opt/data/sub/mine", "kept"),
+                          file("opt/data/.wh..wh..opq", ""), file("ro/b", "b"),
+                          file("was-dir", "file now")},
+                         "zstd")});
+  auto r = s->import(ref, {});
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->image.layers.size(), 1u);
+  EXPECT_EQ(r->image.layers[0].compression, "flattened");
+  const fs::path root = r->image.layers[0].dir;
+  EXPECT_EQ(*read_file(root / "etc/os-release"), "ID=base\n");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(root / "etc/motd")));
+  EXPECT_FALSE(fs::exists(root / "opt/data/old"));
+  EXPECT_FALSE(fs::exists(root / "opt/data/sub/deep"));
+  EXPECT_EQ(*read_file(root / "opt/data/sub/mine"), "kept");
+  EXPECT_EQ(*read_file(root / "ro/b"), "b");
+  EXPECT_EQ(fs::status(root / "ro").permissions(), fs::perms(0555));
+  EXPECT_EQ(*read_file(root / "was-dir"), "file now");
+  // The chain id keys the tree: importing again finds it.
+  auto again = s->import(ref, {});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->layers_unpacked, 0u);
+  EXPECT_EQ(again->image.layers[0].diff_id, r->image.layers[0].diff_id);
+}
+
 TEST_F(Store, DebianImageImportsWithPythonAndOsRelease) {
   const fs::path deb = made_image("debian");
   auto s = open();
