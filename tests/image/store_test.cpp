@@ -316,32 +316,42 @@ TEST_F(Store, DockerArchiveWithManifestLastImportsLikeTheLayout) {
 
 TEST_F(Store, EveryTransportGivesTheBusyboxImageTheSameLayers) {
   const fs::path bb = made_image("busybox");
-  auto s = open();
   std::vector<std::string> refs = {"oci:" + (bb / "oci").string() + ":latest",
                                    "oci-archive:" + (bb / "busybox.oci.tar").string(),
                                    "docker-archive:" + (bb / "busybox.docker.tar").string()};
+  // Each into a store of its own (every layer unpacked from that transport), then all three
+  // into one (the later ones find every layer present).
   std::optional<img::image_info> first;
-  for (const auto& ref : refs) {
-    auto r = s.import(ref, {});
-    ASSERT_TRUE(r) << ref << ": " << r.error().message;
+  for (size_t k = 0; k < refs.size(); ++k) {
+    auto own = img::store::open(test_store_options(tmp_.path() / ("own" + std::to_string(k))));
+    ASSERT_TRUE(own) << own.error().message;
+    auto r = own->import(refs[k], {});
+    ASSERT_TRUE(r) << refs[k] << ": " << r.error().message;
+    EXPECT_EQ(r->layers_unpacked, 2u) << refs[k];
+    auto os_release = read_file(r->image.layers[0].dir / "etc/os-release");
+    ASSERT_TRUE(os_release) << refs[k];
+    EXPECT_NE(os_release->find("evalbox test busybox"), std::string::npos);
+    EXPECT_EQ(fs::read_symlink(r->image.layers[0].dir / "bin/sh"), "busybox") << refs[k];
+    EXPECT_TRUE(fs::exists(fs::symlink_status(r->image.layers[1].dir / "etc/motd"))) << refs[k];
     if (!first) {
       first = r->image;
       continue;
     }
-    EXPECT_EQ(r->image.id, first->id) << ref;
-    ASSERT_EQ(r->image.layers.size(), first->layers.size()) << ref;
-    for (size_t i = 0; i < first->layers.size(); ++i)
-      EXPECT_EQ(r->image.layers[i].diff_id, first->layers[i].diff_id) << ref;
-    EXPECT_EQ(r->layers_unpacked, 0u) << ref;
+    EXPECT_EQ(r->image.id, first->id) << refs[k];
+    ASSERT_EQ(r->image.layers.size(), first->layers.size()) << refs[k];
+    for (size_t i = 0; i < first->layers.size(); ++i) {
+      EXPECT_EQ(r->image.layers[i].diff_id, first->layers[i].diff_id) << refs[k];
+      EXPECT_EQ(r->image.layers[i].entries, first->layers[i].entries) << refs[k];
+      EXPECT_EQ(r->image.layers[i].bytes, first->layers[i].bytes) << refs[k];
+    }
   }
-  auto os_release = read_file(first->layers[0].dir / "etc/os-release");
-  ASSERT_TRUE(os_release);
-  EXPECT_NE(os_release->find("evalbox test busybox"), std::string::npos);
-  EXPECT_EQ(fs::read_symlink(first->layers[0].dir / "bin/sh"), "busybox");
+  auto s = open();
+  for (const auto& ref : refs) ASSERT_TRUE(s.import(ref, {})) << ref;
   auto listed = s.list();
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ(listed->front().references.size(), 3u);
+  EXPECT_EQ(finished_layers().size(), 2u);
 }
 
 TEST_F(Store, RootfsDirectoryImportsAsOneLayer) {
