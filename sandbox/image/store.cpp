@@ -153,6 +153,9 @@ result<store> store::open(store_options options) {
                       "image store {}: without root every layer is owned by the invoking user "
                       "(uid {}), not uid {}",
                       s.root_.string(), ::geteuid(), s.options_.owner_uid);
+  // The state root as the preparer makes it (0700), if the store comes first.
+  EB_TRY_CTX(make_dirs(s.options_.state_root, 0700),
+             fmt::format("image store {}", s.root_.string()));
   // images/ and layers/ (and each layer) are 0711: the sandbox's own root (the owner id) may
   // walk to a layer tree it knows the name of — an overlay mounted inside the sandbox's user
   // namespace looks its lowers up as that id — but may list nothing. locks/ and records/ stay

@@ -99,6 +99,9 @@ class Overlay : public ::testing::Test {
   }
   // Imports the two layers into a store at `state` with `options`; returns the lowers.
   std::vector<fs::path> import(img::store_options o) {
+    // A state root the sandbox id may walk (the store keeps a root it creates 0700; see
+    // docs/environments.md for what mounting from the sandbox's user namespace needs).
+    EXPECT_TRUE(make_dirs(o.state_root, 0711));
     auto s = img::store::open(o);
     EXPECT_TRUE(s) << s.error().message;
     if (!s) return {};
