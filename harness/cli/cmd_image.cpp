@@ -217,6 +217,7 @@ void register_image(CLI::App& app, action& out) {
                   "rootfs:DIR")
       ->required();
   imp->add_flag("--json", *imp_json, "print the image record (evalbox.image.v1)");
+  imp->fallthrough();  // `evalbox image import REF --state-dir DIR` works too
   imp->add_flag("-q,--quiet", *quiet, "no progress lines");
   imp->callback([&out, ref, state, imp_json, quiet] {
     out = [ref, state, imp_json, quiet] { return do_import(*ref, *state, *imp_json, *quiet); };
@@ -227,6 +228,7 @@ void register_image(CLI::App& app, action& out) {
                                  "the references each was imported as.");
   auto ls_json = std::make_shared<bool>(false);
   ls->add_flag("--json", *ls_json, "print evalbox.image-list.v1 JSON");
+  ls->fallthrough();
   ls->callback(
       [&out, state, ls_json] { out = [state, ls_json] { return do_ls(*state, *ls_json); }; });
 
@@ -239,6 +241,7 @@ void register_image(CLI::App& app, action& out) {
                  "reference as imported, id, or manifest digest (or 8+ hex "
                  "digits of one)")
       ->required();
+  rm->fallthrough();
   rm->callback(
       [&out, state, queries] { out = [state, queries] { return do_rm(*queries, *state); }; });
 }
