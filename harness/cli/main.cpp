@@ -21,8 +21,10 @@ int main(int argc, char** argv) {
       "  evalbox compare A [B]           paired comparison of candidates, with a verdict\n"
       "  evalbox fixture test DIR...     is the fixture trustworthy? (oracle passes, noop fails)\n"
       "  evalbox fixture new NAME        scaffold a fixture to edit\n"
-      ,
+      "  evalbox sandbox exec -- CMD     run CMD in a throwaway sandbox over --workspace DIR\n"
+      "  evalbox sandbox shell           an interactive shell in one, to look around\n",
       "evalbox"};
+  app.footer("Each command explains itself with --help; docs/cli.md is the whole reference.");
   app.require_subcommand(1);
   app.set_version_flag("--version", "evalbox 0.1.0");
 
