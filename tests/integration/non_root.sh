@@ -11,16 +11,23 @@ as_nobody() {
   setpriv --reuid=65534 --regid=65534 --clear-groups \
     env -u EVALBOX_HELPER HOME="$NR" XDG_STATE_HOME="$NR/state" EVALBOX_STATE_DIR= "$@"
 }
-NR=$WORK/nr
-BIN=$WORK/bin
-mkdir -p "$NR" "$BIN"
+# The work directory is made where TMPDIR says; if that is closed to nobody too (TMPDIR in a
+# private directory), a directory of its own under /tmp, removed with the rest.
 chmod 0711 "$WORK"  # others may pass through, not list
+BASE=$WORK
+if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$WORK"; then
+  BASE=$(mktemp -d /tmp/evalbox-nr-XXXXXX)
+  chmod 0711 "$BASE"
+  trap 'cleanup; rm -rf "$BASE"' EXIT
+fi
+NR=$BASE/nr
+BIN=$BASE/bin
+mkdir -p "$NR" "$BIN"
 chown 65534:65534 "$NR"
 install -m 0755 "$EVALBOX" "$BIN/evalbox"
 install -m 0755 "$EVALBOX_HELPER" "$BIN/evalbox-sandbox"
 NB_EVALBOX=$BIN/evalbox
-as_nobody test -x "$NB_EVALBOX" ||
-  fail "nobody cannot reach $NB_EVALBOX: a parent of $WORK is closed to it (set TMPDIR elsewhere)"
+as_nobody test -x "$NB_EVALBOX" || fail "nobody cannot reach $NB_EVALBOX"
 if ! as_nobody unshare -Ur true 2>/dev/null; then
   # Host policy (kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0), not evalbox.
   [ "${EVALBOX_REQUIRE_ISOLATION:-}" = 1 ] &&
