@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <linux/filter.h>
@@ -159,9 +159,12 @@ bool write_proc(const char* path, std::string_view text) {
 
 std::string_view to_string(whiteout_form form) noexcept {
   switch (form) {
-    case whiteout_form::char_device: return "char_device";
-    case whiteout_form::user_xattr: return "user_xattr";
-    case whiteout_form::copy: return "copy";
+    case whiteout_form::char_device:
+      return "char_device";
+    case whiteout_form::user_xattr:
+      return "user_xattr";
+    case whiteout_form::copy:
+      return "copy";
   }
   return "copy";
 }
