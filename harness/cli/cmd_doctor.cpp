@@ -1,8 +1,8 @@
 // `evalbox doctor`: what this host lets the sandbox use, each missing feature with a hint.
 #include <unistd.h>
 
-#include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
@@ -11,6 +11,27 @@
 #include "sandbox/sys/probe.h"
 
 namespace evalbox::cli {
+
+namespace {
+
+// The image store's path, size and whiteout form — if there is one: doctor creates none.
+std::string image_store_line(const std::filesystem::path& state) {
+  const auto where = state / "images";
+  if (!std::filesystem::exists(where / "store.json"))
+    return fmt::format("image store {}: none yet (evalbox image import creates it)",
+                       where.string());
+  auto store = open_image_store(state.string());
+  if (!store) return fmt::format("image store {}: {}", where.string(), store.error().message);
+  auto size = store->size();
+  auto images = store->list();
+  if (!size || !images)
+    return fmt::format("image store {}: {}", where.string(),
+                       !size ? size.error().message : images.error().message);
+  return fmt::format("image store {}: {} image(s), {} of layers, whiteouts as {}", where.string(),
+                     images->size(), format_bytes(*size), sys::to_string(store->whiteout()));
+}
+
+}  // namespace
 
 void register_doctor(CLI::App& app, action& out) {
   auto* cmd = app.add_subcommand(
@@ -25,8 +46,9 @@ void register_doctor(CLI::App& app, action& out) {
                   "the standard location)");
   cmd->callback([&out, json_out, state] {
     out = [json_out, state] {
-      std::filesystem::path dir = state->empty() ? sandbox::default_preparer_options().state_root
-                                                 : std::filesystem::path(*state);
+      std::filesystem::path dir =
+          state->empty() ? sandbox::default_preparer_options().state_root
+                         : std::filesystem::path(*state);
       auto host = sys::probe_host(dir);
       if (*json_out) {
         fmt::print("{}", pretty_json(host.to_json()));
@@ -38,26 +60,7 @@ void register_doctor(CLI::App& app, action& out) {
                      f.name, f.detail, f.required ? "" : "");
           if (!f.available) fmt::print("       {:<18} hint: {}\n", "", f.hint);
         }
-        // The image store, if one exists (doctor does not create it).
-        if (std::filesystem::exists(dir / "images" / "store.json")) {
-          auto store = open_image_store(dir.string());
-          auto size = store ? store->size() : result<uint64_t>(std::unexpected(store.error()));
-          auto images =
-              store
-                  ? store->list()
-                  : result<std::vector<sandbox::image::image_info>>(std::unexpected(store.error()));
-          if (size && images)
-            fmt::print("\n  image store {}: {} image(s), {} of layers, whiteouts as {}\n",
-                       store->root().string(), images->size(), format_bytes(*size),
-                       sys::to_string(store->whiteout()));
-          else
-            fmt::print("\n  image store {}: {}\n", (dir / "images").string(),
-                       !store ? store.error().message
-                              : (!size ? size.error().message : images.error().message));
-        } else {
-          fmt::print("\n  image store {}: none yet (evalbox image import creates it)\n",
-                     (dir / "images").string());
-        }
+        fmt::print("\n  {}\n", image_store_line(dir));
         fmt::print("\n{}\n", host.sandbox_ready()
                                  ? "The default sandbox can run on this host."
                                  : "The default sandbox cannot run here: fix the FAIL lines.");
