@@ -332,9 +332,8 @@ json run_data(const json& r, const std::filesystem::path& results_dir, const htm
   const json& cs = field(field(r, "grading"), "checks");
   if (cs.is_array())
     for (const auto& c : cs)
-      checks.push_back({{"id", str(c, "id")},
-                        {"passed", c.value("passed", false)},
-                        {"detail", str(c, "detail")}});
+      checks.push_back(
+          {{"id", str(c, "id")}, {"passed", report_text::passed(c)}, {"detail", str(c, "detail")}});
   const json& score = field(field(r, "grading"), "score");
   const json& wall = field(field(r, "timings"), "wall_ms");
   return {{"id", id},

@@ -26,7 +26,7 @@ std::string checks_text(const json& run) {
   if (!checks.is_array()) return out;
   for (const auto& c : checks) {
     std::string detail = str(c, "detail");
-    out += fmt::format("{} {}{}\n", c.value("passed", false) ? "PASS" : "FAIL", str(c, "id"),
+    out += fmt::format("{} {}{}\n", report_text::passed(c) ? "PASS" : "FAIL", str(c, "id"),
                        detail.empty() ? "" : ": " + detail);
   }
   return out;

@@ -32,8 +32,8 @@ std::string cost(const stats::cost_total& c) {
 }
 
 std::string error_message_of(const json& r) {
-  const json& e = r.contains("execution") ? r["execution"].value("error", json()) : json();
-  const json& g = r.contains("grading") ? r["grading"].value("error", json()) : json();
+  const json& e = field(field(r, "execution"), "error");  // any shape: records come from disk
+  const json& g = field(field(r, "grading"), "error");
   if (e.is_string()) return e.get<std::string>();
   if (g.is_string()) return "grader: " + g.get<std::string>();
   return "not assessed";
@@ -49,12 +49,17 @@ std::string str(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
+bool passed(const json& check) {
+  const json& v = field(check, "passed");
+  return v.is_boolean() && v.get<bool>();
+}
+
 std::string failed_check_ids(const json& run) {
   std::string failed;
   const json& checks = field(field(run, "grading"), "checks");
   if (!checks.is_array()) return failed;
   for (const auto& c : checks)
-    if (!c.value("passed", false)) failed += (failed.empty() ? "" : ", ") + str(c, "id");
+    if (!passed(c)) failed += (failed.empty() ? "" : ", ") + str(c, "id");
   return failed;
 }
 
