@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/spec/system_paths.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
@@ -181,9 +182,7 @@ status compile(const launch_plan& plan, compiled& c) {
     open.name = "open the new root";
     c.opens.push_back(open);
   }
-  for (const char* p : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
-    add_system_path(c, root, p);
-  }
+  for (std::string_view p : system_paths) add_system_path(c, root, std::string(p));
   s = {};
   s.kind = op::make_dir;
   s.b = c.keep(root + "/etc");

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/spec/system_paths.h"
 #include "tests/sandbox/prep_env.h"
 #include "tests/support/isolation.h"
 
@@ -128,6 +129,43 @@ TEST_F(launcher_test, launches_from_many_threads_at_once) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok, 4);
+}
+
+// validate, the preparer and the helper agree on the system paths (spec/system_paths.h): a
+// request naming one as its program's directory or as a read-only path is accepted, gets no
+// bind of its own (the helper mounts it anyway), and its launch sees the path. A path the
+// helper recreates as a symlink (/lib32 -> usr/lib32 here) used to get a bind of its own,
+// which failed the launch with `step check /lib32: ELOOP`.
+TEST_F(launcher_test, every_system_path_is_mounted_by_the_helper_alone) {
+  namespace fs = std::filesystem;
+  preparer prep(env_.options());
+  int seen = 0;
+  for (std::string_view sp : system_paths) {
+    const fs::path p(sp);
+    std::error_code ec;
+    if (!fs::exists(p, ec)) continue;
+    ++seen;
+    auto req = env_.request("system" + std::to_string(seen));
+    req.readonly_paths = {p};
+    // A program directly in that directory, where there is one.
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file(ec) && ::access(it->path().c_str(), X_OK) == 0) {
+        req.argv = {it->path().string()};
+        break;
+      }
+    }
+    auto session = prep.prepare(req);
+    ASSERT_TRUE(session) << p << ": " << session.error().message;
+    for (const auto& m : session->mounts())
+      EXPECT_FALSE(below_system_path(m.target)) << p << " got a bind of its own at " << m.target;
+    launch_options o;
+    o.argv = {"/bin/sh", "-c", fmt::format("test -e {}", p.string())};
+    auto rec = launch(*session, o);
+    ASSERT_TRUE(rec) << rec.error().message;
+    EXPECT_EQ(rec->error, "") << p;
+    EXPECT_EQ(rec->exit_code, 0) << p << " is not visible inside";
+  }
+  EXPECT_GE(seen, 1);  // /usr at least
 }
 
 // The launcher makes the run's cgroup while the helper starts and hands it over: the program
