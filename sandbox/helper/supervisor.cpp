@@ -88,9 +88,9 @@ status supervisor::run() {
   mech["capabilities"] =
       c.ctx.keep_setfcap ? "CAP_SETFCAP (namespace-local, nested sandboxes)" : "none";
   mech["no_new_privs"] = true;
-  mech["network"] = plan_.network.mode == network_mode::none    ? "none"
-                    : plan_.network.mode == network_mode::allow ? "allow"
-                                                                : "host (unsafe)";
+  // The host's network is only ever there by the unsafe opt-in (compile() refuses it else).
+  mech["network"] = fmt::format("{}{}", to_string(plan_.network.mode),
+                                plan_.network.mode == network_mode::host ? " (unsafe)" : "");
   mech["cgroup"] = "none";
   rec_.mechanisms = mech;
   auto st = start(c);

@@ -97,5 +97,13 @@ TEST(launch_plan_contract, names_a_missing_field) {
   EXPECT_NE(p.error().message.find("workspace_dir"), std::string::npos);
 }
 
+TEST(launch_plan_contract, refuses_an_unknown_network_mode) {
+  json j = launch_plan{.argv = {"/bin/true"}}.to_json();
+  j["network"]["mode"] = "bridge";
+  auto p = launch_plan::from_json(j);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().message, "launch plan: network mode bridge");
+}
+
 }  // namespace
 }  // namespace evalbox::sandbox
