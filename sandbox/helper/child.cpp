@@ -22,6 +22,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/base/unique_fd.h"
+#include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
@@ -46,47 +48,28 @@ void write_all(int fd, const void* buf, size_t n) noexcept {
 
 int pass_listener(const child_context& ctx, const step& s) noexcept {
   if (ctx.net_fd < 0) return EBADF;
-  int fd = ::socket(s.mode == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
+  unique_fd fd(::socket(s.mode == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return errno;
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   int rc;
   if (s.mode == 6) {
     sockaddr_in6 sa{};
     sa.sin6_family = AF_INET6;
     sa.sin6_port = htons(static_cast<uint16_t>(s.flags));
     ::inet_pton(AF_INET6, s.a, &sa.sin6_addr);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   } else {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(static_cast<uint16_t>(s.flags));
     ::inet_pton(AF_INET, s.a, &sa.sin_addr);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   }
-  if (rc != 0 || ::listen(fd, 64) != 0) {
-    int err = errno;
-    ::close(fd);
-    return err;
-  }
+  if (rc != 0 || ::listen(fd.get(), 64) != 0) return errno;
   // One byte (the listener's index in the plan) with the socket attached.
-  char tag = static_cast<char>(s.len);
-  iovec iov{&tag, 1};
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-  rc = static_cast<int>(::sendmsg(ctx.net_fd, &msg, MSG_NOSIGNAL));
-  int err = errno;
-  ::close(fd);
-  return rc < 0 ? err : 0;
+  const unsigned char index = static_cast<unsigned char>(s.len);
+  return sys::send_fd(ctx.net_fd, &index, 1, fd.get()) < 0 ? errno : 0;
 }
 
 // Opens `path` (relative to the new root, the working directory) refusing any symlink or

@@ -15,6 +15,7 @@
 
 #include "sandbox/base/json.h"
 #include "sandbox/net/relay.h"
+#include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
@@ -336,21 +337,11 @@ status supervisor::start(compiled& c) {
       if (r == 0) errors.read.reset();
     }
     if (fds[6].revents & POLLIN) {
-      char tag = 0;
-      iovec iov{&tag, 1};
-      alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = cbuf;
-      msg.msg_controllen = sizeof cbuf;
-      if (::recvmsg(net_parent.get(), &msg, MSG_CMSG_CLOEXEC) == 1) {
-        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-        if (cm && cm->cmsg_type == SCM_RIGHTS) {
-          int fd = -1;
-          std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-          relay->add_listener(static_cast<unsigned char>(tag), unique_fd(fd));
-        }
+      // One byte (the listener's index in the plan) with the socket attached.
+      unsigned char index = 0;
+      int fd = -1;
+      if (sys::recv_fd(net_parent.get(), &index, 1, &fd) == 1) {
+        if (fd >= 0) relay->add_listener(index, unique_fd(fd));
       } else {
         net_parent.reset();
       }
