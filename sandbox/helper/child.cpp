@@ -196,8 +196,6 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       if (sys::pivot_root(".", ".") != 0) return errno;
       if (::umount2(".", MNT_DETACH) != 0) return errno;
       return ::chdir("/") == 0 ? 0 : errno;
-    case op::umount:
-      return ::umount2(s.b, static_cast<int>(s.flags)) == 0 ? 0 : errno;
     case op::set_hostname:
       return ::sethostname(s.a, std::strlen(s.a)) == 0 ? 0 : errno;
     case op::loopback_up: {
@@ -221,7 +219,7 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       return ::setrlimit(static_cast<__rlimit_resource>(s.mode), &rl) == 0 ? 0 : errno;
     }
     case op::open_path: {
-      int fd = ::open(s.b, O_PATH | O_CLOEXEC | (s.flags ? O_NOFOLLOW : 0));
+      int fd = ::open(s.b, O_PATH | O_CLOEXEC);
       if (fd < 0) return errno;
       int rc = ::dup3(fd, s.mode, O_CLOEXEC);
       int err = errno;

@@ -27,7 +27,7 @@ std::string passwd_text() {
 }
 
 void add_setup(compiled& c, std::string name, step s) {
-  s.name = c.name(std::move(name));
+  s.name = c.keep(std::move(name));
   c.ctx.setup.push_back(s);
 }
 void add_program(compiled& c, const char* name, op kind) {
@@ -65,7 +65,7 @@ void add_bind(compiled& c, const std::string& root, const std::string& source,
   open.kind = op::open_path;
   open.b = c.keep(source);
   open.mode = c.next_fd++;
-  open.name = c.name("open " + source);
+  open.name = c.keep("open " + source);
   c.opens.push_back(open);
   step check;
   check.kind = op::check_target;
@@ -363,7 +363,7 @@ status compile(const launch_plan& plan, compiled& c) {
     step ch;
     ch.kind = op::change_dir;
     ch.b = c.keep(plan.cwd);
-    ch.name = c.name("chdir " + plan.cwd);
+    ch.name = c.keep("chdir " + plan.cwd);
     c.ctx.program.push_back(ch);
   }
   add_program(c, "oom score", op::oom_score);

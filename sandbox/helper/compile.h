@@ -37,7 +37,6 @@ struct compiled {
   std::map<std::string, std::filesystem::path> links;  // recreated system symlinks -> dest
 
   const char* keep(std::string s) { return strings.emplace_back(std::move(s)).c_str(); }
-  const char* name(std::string s) { return keep(std::move(s)); }
 };
 
 // Fills `c` from the plan. Fails on a plan the helper cannot honour (e.g. host network

@@ -164,10 +164,6 @@ bool reflink_supported(const fs::path& dir) {
   return ok;
 }
 
-fs::path cgroup_v1_mount(const std::string& controller) {
-  return cgroup_v1_mounts({controller}).front();
-}
-
 std::vector<fs::path> cgroup_v1_mounts(const std::vector<std::string>& controllers) {
   std::vector<fs::path> found(controllers.size());
   // The usual layout first: /sys/fs/cgroup/<controller> is a cgroup v1 mount (or a symlink to

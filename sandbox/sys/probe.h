@@ -15,11 +15,11 @@
 namespace evalbox::sys {
 
 struct feature {
-  std::string name;     // "user_namespaces", "overlayfs", ...
+  std::string name;  // "user_namespaces", "overlayfs", ...
   bool available = false;
   bool required = false;  // the default sandbox cannot run without it
-  std::string detail;   // what was seen ("ABI 7", "memory pids cpu cpuacct")
-  std::string hint;     // one line: what to do when it is missing
+  std::string detail;     // what was seen ("ABI 7", "memory pids cpu cpuacct")
+  std::string hint;       // one line: what to do when it is missing
 };
 
 struct host_features {
@@ -30,16 +30,16 @@ struct host_features {
   bool mount_namespaces = false;
   bool pid_namespaces = false;
   bool net_namespaces = false;
-  bool overlayfs = false;          // listed in /proc/filesystems
-  bool idmapped_mounts = false;    // idmapped bind of the state directory works
-  int landlock_abi = 0;            // 0 = unavailable
+  bool overlayfs = false;        // listed in /proc/filesystems
+  bool idmapped_mounts = false;  // idmapped bind of the state directory works
+  int landlock_abi = 0;          // 0 = unavailable
   bool seccomp_filter = false;
-  bool cgroup_v2 = false;          // a cgroup2 hierarchy is mounted
+  bool cgroup_v2 = false;  // a cgroup2 hierarchy is mounted
   std::filesystem::path cgroup_v2_root;
   std::vector<std::string> cgroup_v2_controllers;  // delegated to us (subtree_control usable)
   std::vector<std::string> cgroup_v1_controllers;  // mounted v1 controllers we can write
-  std::filesystem::path state_dir;  // the directory the reflink probe ran in
-  bool reflink = false;             // FICLONE works in state_dir
+  std::filesystem::path state_dir;                 // the directory the reflink probe ran in
+  bool reflink = false;                            // FICLONE works in state_dir
 
   // The same facts as a list, each with a one-line hint, for doctor.
   [[nodiscard]] std::vector<feature> features() const;
@@ -52,13 +52,12 @@ struct host_features {
 // probes); it is created if missing.
 host_features probe_host(const std::filesystem::path& state_dir);
 
-// Cgroup v1 mount point of a controller ("memory" -> /sys/fs/cgroup/memory), empty if none.
 // Whether FICLONE works in `dir` (tries it on two scratch files there, then removes them).
 bool reflink_supported(const std::filesystem::path& dir);
 
-std::filesystem::path cgroup_v1_mount(const std::string& controller);
-// The mount points of several controllers from one read of the mount table (which costs
-// O(host mounts) of kernel time), in the order asked; empty where a controller is absent.
+// The cgroup v1 mount points of controllers ("memory" -> /sys/fs/cgroup/memory), in the order
+// asked, empty where a controller is absent; at most one read of the mount table (which costs
+// O(host mounts) of kernel time).
 std::vector<std::filesystem::path> cgroup_v1_mounts(const std::vector<std::string>& controllers);
 
 }  // namespace evalbox::sys

@@ -44,8 +44,6 @@ const char* op_name(op kind) {
       return "change_dir";
     case op::pivot_root:
       return "pivot_root";
-    case op::umount:
-      return "umount";
     case op::set_hostname:
       return "set_hostname";
     case op::loopback_up:
