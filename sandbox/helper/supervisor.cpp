@@ -78,7 +78,7 @@ struct supervisor::ending {
 
 status supervisor::run() {
   compiled c;
-  EB_TRY_CTX(compile(plan_, c), "compile the launch plan");
+  EB_TRY_CTX(compile(plan_, look_at_host(plan_.network.mode), c), "compile the launch plan");
   rec_.binding_digest = plan_.binding_digest;
   rec_.mechanisms = mechanisms(c);
   auto st = start(c);

@@ -2,15 +2,19 @@
 // step list in tests/data/sandbox/helper/compiled-steps.txt (every step's name, operation and
 // arguments, in the order pid 1 and the program's process run them), and the environment the
 // program gets. A change to the order or content of the steps shows here as a diff to review.
-// compile() looks at the host for the system paths, /etc entries and devices it mounts: the
-// golden list is this project's hosts' (Debian 12, merged /usr, with /lib32).
+// The plan is compiled against a fixed host view: this project's hosts (Debian 12, merged
+// /usr, with /lib32), so that the list is the same wherever the test runs.
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "sandbox/helper/compile.h"
+#include "sandbox/spec/system_paths.h"
 #include "tests/support/golden.h"
 
 namespace evalbox::sandbox::helper {
@@ -159,14 +163,153 @@ launch_plan representative_plan() {
   return p;
 }
 
+using kind = host_view::path_entry::kind;
+
+// Debian 12 with merged /usr and multilib: what look_at_host() sees on this project's hosts.
+host_view debian_host() {
+  host_view h;
+  h.paths = {
+      {"/usr", {kind::directory, ""}},
+      {"/bin", {kind::symlink, "usr/bin"}},
+      {"/sbin", {kind::symlink, "usr/sbin"}},
+      {"/lib", {kind::symlink, "usr/lib"}},
+      {"/lib32", {kind::symlink, "usr/lib32"}},
+      {"/lib64", {kind::symlink, "usr/lib64"}},
+      {"/etc/ssl", {kind::directory, ""}},
+      {"/etc/ca-certificates", {kind::directory, ""}},
+      {"/etc/alternatives", {kind::directory, ""}},
+      {"/etc/ld.so.cache", {kind::file, ""}},
+      {"/etc/localtime", {kind::symlink, "/usr/share/zoneinfo/Etc/UTC"}},
+  };
+  h.devices = {"null", "zero", "full", "random", "urandom", "tty"};
+  h.nofile_hard = 8192;
+  h.landlock_abi = 6;
+  h.cap_last = 40;
+  h.resolv_conf = "nameserver 192.0.2.53\n";
+  return h;
+}
+
+// The names of the steps of `list`, in order.
+std::vector<std::string> names(const std::vector<step>& list) {
+  std::vector<std::string> out;
+  for (const step& s : list) out.push_back(s.name);
+  return out;
+}
+
+bool has_step(const std::vector<step>& list, const std::string& name) {
+  const auto all = names(list);
+  return std::find(all.begin(), all.end(), name) != all.end();
+}
+
 TEST(CompilePlan, StepsMatchTheGoldenList) {
-  // The nofile limit is derived from the helper's own hard limit: fix it.
-  rlimit nofile{4096, 8192};
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &nofile), 0);
   compiled c;
-  ASSERT_TRUE(compile(representative_plan(), c));
+  ASSERT_TRUE(compile(representative_plan(), debian_host(), c));
   evalbox::testing::expect_golden(
       render(c), fs::path(EVALBOX_SOURCE_DIR) / "tests/data/sandbox/helper/compiled-steps.txt");
+}
+
+// The helper mounts every system path the host has, in the order of spec/system_paths.h: a
+// directory is bound read-only, a symlink recreated, a missing one skipped.
+TEST(CompilePlan, MountsEverySystemPathTheHostHasInTheListsOrder) {
+  host_view h = debian_host();
+  for (std::string_view p : system_paths) h.paths[std::string(p)] = {kind::directory, ""};
+  h.paths["/lib32"] = {kind::symlink, "usr/lib32"};
+  h.paths.erase("/libx32");
+  compiled c;
+  ASSERT_TRUE(compile(representative_plan(), h, c));
+  std::vector<std::string> seen;
+  for (const std::string& n : names(c.ctx.setup)) {
+    for (std::string_view p : system_paths) {
+      if (n == "read-only " + std::string(p) || n == "symlink " + std::string(p)) seen.push_back(n);
+    }
+  }
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"read-only /usr", "read-only /bin", "read-only /sbin",
+                                      "read-only /lib", "symlink /lib32", "read-only /lib64"}));
+}
+
+TEST(CompilePlan, HostNetworkNeedsTheUnsafeOptIn) {
+  launch_plan p = representative_plan();
+  p.network = {network_mode::host, {}, false};
+  compiled refused;
+  auto r = compile(p, debian_host(), refused);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "network host requires network.unsafe_host_network");
+
+  p.network.unsafe_host_network = true;
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  // The host's network: its name service, no loopback of our own, no listeners.
+  EXPECT_FALSE(has_step(c.ctx.setup, "loopback up"));
+  bool resolv = false;
+  for (const step& s : c.ctx.setup) {
+    if (std::string(s.name) == "write /etc/resolv.conf") {
+      resolv = true;
+      EXPECT_STREQ(s.data, "nameserver 192.0.2.53\n");
+    }
+  }
+  EXPECT_TRUE(resolv);
+}
+
+TEST(CompilePlan, ANonLoopbackAddressInTheAllowListIsRefused) {
+  launch_plan p = representative_plan();
+  p.network.allow = {"192.0.2.10:443"};
+  compiled c;
+  auto r = compile(p, debian_host(), c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("only loopback IP literals or host names"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(CompilePlan, WithoutLandlockTheProgramKeepsSetfcapAndTheRecordSaysWhy) {
+  launch_plan p = representative_plan();
+  p.landlock = false;
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  EXPECT_TRUE(c.ctx.keep_setfcap);
+  EXPECT_EQ(c.ctx.landlock, nullptr);
+  EXPECT_EQ(c.ll.abi, 0);
+  EXPECT_EQ(c.landlock_reason, "disabled for this candidate (its own sandbox needs mount)");
+
+  host_view no_landlock = debian_host();
+  no_landlock.landlock_abi = 0;
+  compiled k;
+  ASSERT_TRUE(compile(representative_plan(), no_landlock, k));
+  EXPECT_FALSE(k.ctx.keep_setfcap);
+  EXPECT_EQ(k.landlock_reason, "the kernel does not offer Landlock");
+
+  compiled on;
+  ASSERT_TRUE(compile(representative_plan(), debian_host(), on));
+  ASSERT_NE(on.ctx.landlock, nullptr);
+  EXPECT_EQ(on.ll.abi, 6);
+  EXPECT_EQ(on.ctx.cap_last, 40);
+}
+
+TEST(CompilePlan, APassedThroughTerminalKeepsTheCallersSession) {
+  launch_plan p = representative_plan();
+  p.inherit_stdio = true;
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  EXPECT_EQ(names(c.ctx.program).front(), "stdio");
+}
+
+// look_at_host() describes this host as it is.
+TEST(LookAtHost, SeesTheSystemPathsAsTheyAre) {
+  const host_view h = look_at_host(network_mode::none);
+  for (std::string_view p : system_paths) {
+    struct stat st {};
+    const bool exists = ::lstat(std::string(p).c_str(), &st) == 0;
+    const auto e = h.at(std::string(p));
+    EXPECT_EQ(e.type != kind::missing, exists) << p;
+    if (exists) {
+      EXPECT_EQ(e.type == kind::symlink, S_ISLNK(st.st_mode)) << p;
+    }
+  }
+  EXPECT_TRUE(h.devices.contains("null"));
+  rlimit nofile{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
+  EXPECT_EQ(h.nofile_hard, nofile.rlim_max);
+  EXPECT_EQ(h.resolv_conf, "");  // read for the host network only
 }
 
 }  // namespace
