@@ -173,7 +173,9 @@ result<run_record> launch(const prepared_session& session, const launch_options&
                       helper.string(), exit_code, j.error().message);
   }
   auto rec = run_record::from_json(*j);
-  if (!rec) return make_error(error_kind::internal, "{}: not a run record", record_path);
+  if (!rec)
+    return make_error(error_kind::internal, "{} wrote a record evalbox cannot read ({}): {}",
+                      helper.string(), record_path, rec.error().message);
   return std::move(*rec);
 }
 

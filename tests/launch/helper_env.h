@@ -82,7 +82,7 @@ class helper_env {
     }
     auto rec = sandbox::run_record::from_json(*j);
     if (!rec) {
-      r.error = "bad record";
+      r.error = "bad record: " + rec.error().message;
       return r;
     }
     return *rec;

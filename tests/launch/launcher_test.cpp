@@ -131,6 +131,34 @@ TEST_F(launcher_test, launches_from_many_threads_at_once) {
   EXPECT_EQ(ok, 4);
 }
 
+// A record the helper leaves that cannot be read fails the launch with the reason, not a
+// bare "not a run record".
+TEST_F(launcher_test, an_unreadable_record_is_an_error_that_says_why) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("badrecord"));
+  ASSERT_TRUE(session) << session.error().message;
+  temp_dir bin("evalbox-fake-helper");
+  const std::filesystem::path fake = bin.path() / "evalbox-sandbox";
+  ASSERT_TRUE(write_file(fake,
+                         "#!/bin/sh\n"
+                         "while [ $# -gt 0 ]; do [ \"$1\" = --record ] && rec=$2; shift; done\n"
+                         "printf '{\"schema\": \"evalbox.run-record.v0\"}' > \"$rec\"\n",
+                         0755));
+  ::setenv("EVALBOX_HELPER", fake.c_str(), 1);
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto rec = launch(*session, o);
+  ::unsetenv("EVALBOX_HELPER");
+  ASSERT_FALSE(rec);
+  EXPECT_EQ(rec.error().kind, error_kind::internal);
+  EXPECT_NE(rec.error().message.find("wrote a record evalbox cannot read"), std::string::npos)
+      << rec.error().message;
+  EXPECT_NE(rec.error().message.find(
+                "run record: schema is 'evalbox.run-record.v0', not evalbox.run-record.v1"),
+            std::string::npos)
+      << rec.error().message;
+}
+
 // validate, the preparer and the helper agree on the system paths (spec/system_paths.h): a
 // request naming one as its program's directory or as a read-only path is accepted, gets no
 // bind of its own (the helper mounts it anyway), and its launch sees the path. A path the

@@ -60,13 +60,45 @@ TEST(run_record_contract, an_error_has_no_outcome) {
   EXPECT_EQ(back->error_step, "bind /workspace");
 }
 
+// A record that cannot be read says why: the launcher's error carries the reason.
+std::string refusal(const json& j) {
+  auto r = run_record::from_json(j);
+  if (r) return "<accepted>";
+  EXPECT_EQ(r.error().kind, error_kind::invalid_argument);
+  return r.error().message;
+}
+
 TEST(run_record_contract, rejects_other_schemas_and_unknown_outcomes) {
   json j = sample().to_json();
   j["schema"] = "evalbox.run-record.v2";
-  EXPECT_FALSE(run_record::from_json(j));
+  EXPECT_EQ(refusal(j), "run record: schema is 'evalbox.run-record.v2', not evalbox.run-record.v1");
   j = sample().to_json();
   j["outcome"] = "escaped";
-  EXPECT_FALSE(run_record::from_json(j));
+  EXPECT_EQ(refusal(j), "run record: unknown outcome 'escaped'");
+}
+
+TEST(run_record_contract, says_which_field_is_missing_or_mistyped) {
+  json j = sample().to_json();
+  j.erase("wall_ms");
+  EXPECT_EQ(refusal(j), "run record: missing wall_ms");
+  j = sample().to_json();
+  j["output_truncated"] = "yes";
+  EXPECT_NE(refusal(j).find("run record: field output_truncated: "), std::string::npos)
+      << refusal(j);
+  j = sample().to_json();
+  j["connections"][0].erase("via");
+  EXPECT_EQ(refusal(j), "run record: missing via");
+  j = sample().to_json();
+  j["connections"] = "none";
+  EXPECT_EQ(refusal(j), "run record: connections is not an array");
+}
+
+TEST(run_record_contract, needs_an_outcome_or_an_error) {
+  json j = sample().to_json();
+  j["outcome"] = nullptr;
+  EXPECT_EQ(refusal(j), "run record: neither an outcome nor an error (both are null)");
+  EXPECT_EQ(refusal(json::array()), "run record: not a JSON object");
+  EXPECT_EQ(refusal(json::object()), "run record: missing schema");
 }
 
 TEST(launch_plan_contract, round_trips) {
