@@ -213,20 +213,27 @@ void relay::proxy_request(conn& c) {
     return;
   }
   c.to_outside.append(buf, static_cast<size_t>(n));
+  auto refuse = [&](const std::string& status) {
+    std::string r = fmt::format("HTTP/1.1 {}\r\nContent-Length: 0\r\n\r\n", status);
+    (void)!::write(c.inside.get(), r.data(), r.size());
+    c.dead = true;
+  };
   auto end = c.to_outside.find("\r\n\r\n");
   if (end == std::string::npos) {
-    if (c.to_outside.size() > 16384) c.dead = true;
+    if (c.to_outside.size() > max_request_head) {
+      // Refused like any other request, and recorded: every attempt is.
+      const std::string_view head = c.to_outside;
+      attempts_.push_back({std::string(head.substr(0, std::min<size_t>(head.find("\r\n"), 200))),
+                           false, "proxy",
+                           fmt::format("request head larger than {} bytes", max_request_head)});
+      refuse("431 Request Header Fields Too Large");
+    }
     return;
   }
   const auto request = parse_proxy_request(std::string_view(c.to_outside).substr(0, end));
   std::string rest = c.to_outside.substr(end + 4);
   c.to_outside.clear();
   c.proxy_pending = false;
-  auto refuse = [&](const std::string& status) {
-    std::string r = fmt::format("HTTP/1.1 {}\r\nContent-Length: 0\r\n\r\n", status);
-    (void)!::write(c.inside.get(), r.data(), r.size());
-    c.dead = true;
-  };
   if (!request) {
     const proxy_refusal& no = request.error();
     attempts_.push_back({no.target, false, "proxy", no.detail});

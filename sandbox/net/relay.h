@@ -24,6 +24,8 @@
 namespace evalbox::sandbox::net {
 
 inline constexpr uint16_t default_proxy_port = 3128;
+// A proxy request whose head (up to the blank line) is longer than this is refused.
+inline constexpr size_t max_request_head = 16384;
 
 struct target {
   std::string host;  // lower-case name or IP literal (no brackets)

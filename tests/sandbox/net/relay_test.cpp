@@ -295,5 +295,21 @@ TEST_F(ProxyOverLoopback, AMalformedRequestIsABadRequestAndRecorded) {
   EXPECT_EQ(relay_->attempts()[0].detail, "malformed request line");
 }
 
+// A head that never ends is refused once it passes the limit, and recorded like any other
+// refusal (it used to be dropped without a trace).
+TEST_F(ProxyOverLoopback, AnEndlessHeadIsRefusedAndRecorded) {
+  unique_fd client = connect_loopback(proxy_port_);
+  const std::string flood = "CONNECT " + std::string(max_request_head, 'a');
+  ASSERT_EQ(::write(client.get(), flood.data(), flood.size()), static_cast<ssize_t>(flood.size()));
+  std::string got;
+  drive(*relay_, [&] { return (got += read_some(client.get())).find("\r\n\r\n") != got.npos; });
+  EXPECT_EQ(got, "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n\r\n");
+  ASSERT_EQ(relay_->attempts().size(), 1u);
+  const attempt& a = relay_->attempts()[0];
+  EXPECT_EQ(a.target, flood.substr(0, 200));
+  EXPECT_FALSE(a.allowed);
+  EXPECT_EQ(a.detail, fmt::format("request head larger than {} bytes", max_request_head));
+}
+
 }  // namespace
 }  // namespace evalbox::sandbox::net
