@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "sandbox/base/json.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/sys/probe.h"
 

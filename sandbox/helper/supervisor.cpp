@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "sandbox/base/json.h"
 #include "sandbox/net/relay.h"
 #include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/helper/compile.h"

@@ -2,6 +2,8 @@
 // an error naming it, because a plan is produced by evalbox itself and a mismatch is a bug.
 #include "sandbox/launch/plan.h"
 
+#include "sandbox/base/json.h"
+
 namespace evalbox::sandbox {
 namespace {
 

@@ -20,6 +20,7 @@
 
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/log.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/home/home.h"

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/syscalls.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::sys {
 

@@ -16,6 +16,7 @@
 
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 #include "sandbox/workspace/tree.h"

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sandbox/base/json.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 
