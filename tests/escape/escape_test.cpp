@@ -17,7 +17,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/launch/launcher.h"
-#include "tests/sandbox/prep_env.h"
+#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox::sandbox {

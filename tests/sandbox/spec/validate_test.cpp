@@ -10,7 +10,7 @@
 
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
-#include "tests/sandbox/prep_env.h"
+#include "tests/support/prep_env.h"
 
 namespace evalbox::sandbox {
 namespace {

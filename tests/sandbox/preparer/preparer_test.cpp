@@ -20,7 +20,7 @@
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 #include "sandbox/workspace/tree.h"
-#include "tests/sandbox/prep_env.h"
+#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox::sandbox {

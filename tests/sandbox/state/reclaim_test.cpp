@@ -13,7 +13,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/preparer/preparer.h"
-#include "tests/sandbox/prep_env.h"
+#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
 
 extern char** environ;

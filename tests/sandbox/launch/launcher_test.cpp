@@ -10,7 +10,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/spec/system_paths.h"
-#include "tests/sandbox/prep_env.h"
+#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox::sandbox {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "sandbox/base/unique_fd.h"
-#include "tests/launch/helper_env.h"
+#include "tests/support/helper_env.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox::sandbox {

@@ -16,7 +16,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
 #include "sandbox/preparer/preparer.h"
-#include "tests/sandbox/prep_env.h"
+#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox::sandbox {
