@@ -8,7 +8,7 @@
 namespace evalbox::sandbox::cgroup {
 namespace {
 
-class cgroup_v2_fake : public ::testing::Test {
+class CgroupV2Fake : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(write_file(root() / "cgroup.controllers", "cpuset cpu io memory pids\n"));
@@ -18,7 +18,7 @@ class cgroup_v2_fake : public ::testing::Test {
   temp_dir dir_{"evalbox-fake-cgroup"};
 };
 
-TEST_F(cgroup_v2_fake, creates_the_leaf_under_evalbox_run_id) {
+TEST_F(CgroupV2Fake, CreatesTheLeafUnderEvalboxRunId) {
   auto cg = create_v2(root(), "run1", "agent-1", {64 << 20, 64});
   ASSERT_TRUE(cg) << cg.error().message;
   EXPECT_EQ((*cg)->version(), "v2");
@@ -27,7 +27,7 @@ TEST_F(cgroup_v2_fake, creates_the_leaf_under_evalbox_run_id) {
   EXPECT_GE((*cg)->clone_into_fd(), 0);
 }
 
-TEST_F(cgroup_v2_fake, writes_memory_swap_and_pids_limits) {
+TEST_F(CgroupV2Fake, WritesMemorySwapAndPidsLimits) {
   auto cg = create_v2(root(), "run1", "agent-1", {64 << 20, 64});
   ASSERT_TRUE(cg);
   const auto leaf = root() / "evalbox" / "run1" / "agent-1";
@@ -36,13 +36,13 @@ TEST_F(cgroup_v2_fake, writes_memory_swap_and_pids_limits) {
   EXPECT_EQ(read_file(leaf / "pids.max").value_or(""), "64");
 }
 
-TEST_F(cgroup_v2_fake, delegates_offered_controllers_down_the_tree) {
+TEST_F(CgroupV2Fake, DelegatesOfferedControllersDownTheTree) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(cg);
   EXPECT_EQ(read_file(root() / "cgroup.subtree_control").value_or(""), "+memory +pids +cpu ");
 }
 
-TEST_F(cgroup_v2_fake, reads_usage_from_cpu_stat_memory_peak_and_events) {
+TEST_F(CgroupV2Fake, ReadsUsageFromCpuStatMemoryPeakAndEvents) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(cg);
   const auto leaf = root() / "evalbox" / "run1" / "agent-1";
@@ -58,14 +58,14 @@ TEST_F(cgroup_v2_fake, reads_usage_from_cpu_stat_memory_peak_and_events) {
   EXPECT_TRUE(u->pids_limit_hit);
 }
 
-TEST_F(cgroup_v2_fake, add_pid_writes_cgroup_procs) {
+TEST_F(CgroupV2Fake, AddPidWritesCgroupProcs) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(cg);
   ASSERT_TRUE((*cg)->add_pid(4242));
   EXPECT_EQ(read_file(root() / "evalbox/run1/agent-1/cgroup.procs").value_or(""), "4242");
 }
 
-TEST_F(cgroup_v2_fake, destroy_removes_the_leaf_and_the_run_directory) {
+TEST_F(CgroupV2Fake, DestroyRemovesTheLeafAndTheRunDirectory) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(cg);
   ASSERT_TRUE((*cg)->destroy());
@@ -73,7 +73,7 @@ TEST_F(cgroup_v2_fake, destroy_removes_the_leaf_and_the_run_directory) {
   EXPECT_TRUE(std::filesystem::exists(root() / "evalbox"));
 }
 
-TEST_F(cgroup_v2_fake, a_second_launch_of_the_same_label_and_seq_is_refused) {
+TEST_F(CgroupV2Fake, ASecondLaunchOfTheSameLabelAndSeqIsRefused) {
   auto a = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(a);
   auto b = create_v2(root(), "run1", "agent-1", {});

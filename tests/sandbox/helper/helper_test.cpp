@@ -19,7 +19,7 @@ namespace {
 
 using evalbox::testing::helper_env;
 
-class helper_test : public ::testing::Test {
+class Helper : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto& h = evalbox::testing::host();
@@ -30,7 +30,7 @@ class helper_test : public ::testing::Test {
   helper_env env_;
 };
 
-TEST_F(helper_test, reports_the_exit_code_and_captures_merged_output_in_order) {
+TEST_F(Helper, ReportsTheExitCodeAndCapturesMergedOutputInOrder) {
   auto r = env_.run({"/bin/sh", "-c", "echo one; echo two >&2; echo three; exit 3"});
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.outcome, outcome_kind::exited);
@@ -39,7 +39,7 @@ TEST_F(helper_test, reports_the_exit_code_and_captures_merged_output_in_order) {
   EXPECT_EQ(r.output_bytes, 14u);
 }
 
-TEST_F(helper_test, keeps_stderr_apart_when_asked) {
+TEST_F(Helper, KeepsStderrApartWhenAsked) {
   env_.plan.stderr_path = (env_.dir() / "out" / "stderr").string();
   auto r = env_.run({"/bin/sh", "-c", "echo out; echo err >&2"});
   ASSERT_EQ(r.error, "");
@@ -47,7 +47,7 @@ TEST_F(helper_test, keeps_stderr_apart_when_asked) {
   EXPECT_EQ(read_file(env_.plan.stderr_path).value_or(""), "err\n");
 }
 
-TEST_F(helper_test, runs_as_root_of_its_namespace_without_capabilities) {
+TEST_F(Helper, RunsAsRootOfItsNamespaceWithoutCapabilities) {
   auto r = env_.run({"/bin/sh", "-c",
                      "id -u; grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status; "
                      "grep NoNewPrivs /proc/self/status; hostname"});
@@ -59,7 +59,7 @@ TEST_F(helper_test, runs_as_root_of_its_namespace_without_capabilities) {
   EXPECT_EQ(r.mechanisms["seccomp_digest"].get<std::string>().size(), 64u);
 }
 
-TEST_F(helper_test, records_each_limit_with_its_mechanism) {
+TEST_F(Helper, RecordsEachLimitWithItsMechanism) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root (a writable cgroup)");
   auto r = env_.run({"/bin/true"});
   ASSERT_EQ(r.error, "");
@@ -72,27 +72,27 @@ TEST_F(helper_test, records_each_limit_with_its_mechanism) {
   EXPECT_EQ(lim["output_bytes"]["by"], json::array({"helper"}));
 }
 
-TEST_F(helper_test, a_failed_setup_step_is_an_error_naming_the_step) {
+TEST_F(Helper, AFailedSetupStepIsAnErrorNamingTheStep) {
   env_.plan.cwd = "/no/such/dir";
   auto r = env_.run({"/bin/true"});
   EXPECT_EQ(r.error_step, "chdir /no/such/dir");
   EXPECT_EQ(r.error, "step chdir /no/such/dir: ENOENT: No such file or directory");
 }
 
-TEST_F(helper_test, a_missing_program_is_an_error_at_execve) {
+TEST_F(Helper, AMissingProgramIsAnErrorAtExecve) {
   auto r = env_.run({"/usr/bin/no-such-program"});
   EXPECT_EQ(r.error_step, "execve");
   EXPECT_NE(r.error.find("ENOENT"), std::string::npos);
 }
 
-TEST_F(helper_test, a_missing_mount_source_is_an_error_naming_the_source) {
+TEST_F(Helper, AMissingMountSourceIsAnErrorNamingTheSource) {
   env_.plan.mounts.push_back({env_.dir() / "absent", "/evalbox/absent", false, false});
   auto r = env_.run({"/bin/true"});
   EXPECT_EQ(r.error_step, "open " + (env_.dir() / "absent").string());
   EXPECT_NE(r.error.find("ENOENT"), std::string::npos);
 }
 
-TEST_F(helper_test, mounts_a_target_below_a_system_symlink_at_its_destination) {
+TEST_F(Helper, MountsATargetBelowASystemSymlinkAtItsDestination) {
   struct stat st {};
   EVALBOX_REQUIRE_FEATURE(::lstat("/lib", &st) == 0 && S_ISLNK(st.st_mode),
                           "a merged-/usr host (/lib is a symlink)");
@@ -107,7 +107,7 @@ TEST_F(helper_test, mounts_a_target_below_a_system_symlink_at_its_destination) {
   EXPECT_EQ(env_.output(), "tool\n");
 }
 
-TEST_F(helper_test, a_read_only_path_below_tmp_is_visible_in_the_private_tmp) {
+TEST_F(Helper, AReadOnlyPathBelowTmpIsVisibleInThePrivateTmp) {
   const std::filesystem::path tool = env_.dir() / "tool";
   ASSERT_TRUE(make_dirs(tool, 0755));
   ASSERT_TRUE(write_file(tool / "marker", "tool\n"));
@@ -118,7 +118,7 @@ TEST_F(helper_test, a_read_only_path_below_tmp_is_visible_in_the_private_tmp) {
   EXPECT_EQ(env_.output(), "tool\nrw\n");
 }
 
-TEST_F(helper_test, output_past_the_cap_is_truncated_with_a_marker_and_killed) {
+TEST_F(Helper, OutputPastTheCapIsTruncatedWithAMarkerAndKilled) {
   env_.plan.limits.output_bytes = 1000;
   auto r = env_.run({"/bin/sh", "-c", "while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done"});
   ASSERT_EQ(r.error, "");
@@ -131,7 +131,7 @@ TEST_F(helper_test, output_past_the_cap_is_truncated_with_a_marker_and_killed) {
   EXPECT_LT(out.size(), 1200u);
 }
 
-TEST_F(helper_test, the_wall_limit_kills_the_run) {
+TEST_F(Helper, TheWallLimitKillsTheRun) {
   env_.plan.limits.wall_ms = 300;
   auto r = env_.run({"/bin/sleep", "30"});
   ASSERT_EQ(r.error, "");
@@ -140,7 +140,7 @@ TEST_F(helper_test, the_wall_limit_kills_the_run) {
   EXPECT_LT(r.wall_ms, 5000u);
 }
 
-TEST_F(helper_test, the_cpu_limit_kills_a_busy_loop) {
+TEST_F(Helper, TheCpuLimitKillsABusyLoop) {
   env_.plan.limits.cpu_ms = 300;
   auto r = env_.run({"/bin/sh", "-c", "while :; do :; done"});
   ASSERT_EQ(r.error, "");
@@ -148,7 +148,7 @@ TEST_F(helper_test, the_cpu_limit_kills_a_busy_loop) {
   EXPECT_GE(r.cpu_ms, 300u);
 }
 
-TEST_F(helper_test, sigterm_to_the_helper_cancels_the_run) {
+TEST_F(Helper, SigtermToTheHelperCancelsTheRun) {
   auto r = env_.run({"/bin/sleep", "30"}, [](pid_t helper) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ::kill(helper, SIGTERM);
@@ -158,7 +158,7 @@ TEST_F(helper_test, sigterm_to_the_helper_cancels_the_run) {
   EXPECT_LT(r.wall_ms, 5000u);
 }
 
-TEST_F(helper_test, a_killed_helper_takes_its_run_with_it) {
+TEST_F(Helper, AKilledHelperTakesItsRunWithIt) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root (a cgroup to watch the run in)");
   const auto leaf =
       std::filesystem::path("/sys/fs/cgroup/pids/evalbox") / env_.plan.run_id / "agent-0";
@@ -186,7 +186,7 @@ TEST_F(helper_test, a_killed_helper_takes_its_run_with_it) {
   }
 }
 
-TEST_F(helper_test, leaves_no_cgroup_behind) {
+TEST_F(Helper, LeavesNoCgroupBehind) {
   auto r = env_.run({"/bin/true"});
   ASSERT_EQ(r.error, "");
   for (const char* base : {"/sys/fs/cgroup/memory/evalbox", "/sys/fs/cgroup/pids/evalbox",
@@ -195,7 +195,7 @@ TEST_F(helper_test, leaves_no_cgroup_behind) {
   }
 }
 
-TEST_F(helper_test, enters_a_cgroup_v2_leaf_with_clone_into_cgroup) {
+TEST_F(Helper, EntersACgroupV2LeafWithCloneIntoCgroup) {
   const std::filesystem::path unified = "/sys/fs/cgroup/unified";
   EVALBOX_REQUIRE_FEATURE(
       evalbox::testing::host().root && std::filesystem::exists(unified / "cgroup.procs"),
@@ -219,7 +219,7 @@ TEST_F(helper_test, enters_a_cgroup_v2_leaf_with_clone_into_cgroup) {
   EXPECT_FALSE(std::filesystem::exists(leaf.parent_path()));
 }
 
-TEST_F(helper_test, nested_user_namespaces_can_mount_when_landlock_is_off) {
+TEST_F(Helper, NestedUserNamespacesCanMountWhenLandlockIsOff) {
   env_.plan.landlock = false;
   auto r = env_.run(
       {"/usr/bin/unshare", "-Urm", "/bin/sh", "-c", "mount -t tmpfs x /mnt && echo mounted"});
@@ -231,7 +231,7 @@ TEST_F(helper_test, nested_user_namespaces_can_mount_when_landlock_is_off) {
   EXPECT_TRUE(r.mechanisms.contains("landlock_reason"));
 }
 
-TEST_F(helper_test, landlock_confines_writes_to_the_writable_trees) {
+TEST_F(Helper, LandlockConfinesWritesToTheWritableTrees) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().landlock_abi > 0, "Landlock");
   const std::filesystem::path extra = env_.dir() / "extra";
   ASSERT_TRUE(make_dirs(extra, 0755));
@@ -247,7 +247,7 @@ TEST_F(helper_test, landlock_confines_writes_to_the_writable_trees) {
   EXPECT_EQ(r.mechanisms["landlock_abi"], std::min(evalbox::testing::host().landlock_abi, 7));
 }
 
-TEST_F(helper_test, host_network_needs_the_unsafe_opt_in) {
+TEST_F(Helper, HostNetworkNeedsTheUnsafeOptIn) {
   env_.plan.network.mode = network_mode::host;
   auto refused = env_.run({"/bin/true"});
   EXPECT_NE(refused.error.find("network.unsafe_host_network"), std::string::npos) << refused.error;
@@ -298,7 +298,7 @@ class pong_server {
   std::thread thread_;
 };
 
-TEST_F(helper_test, network_allow_relays_a_loopback_port_and_records_it) {
+TEST_F(Helper, NetworkAllowRelaysALoopbackPortAndRecordsIt) {
   pong_server server;
   env_.plan.network.mode = network_mode::allow;
   env_.plan.network.allow = {fmt::format("127.0.0.1:{}", server.port)};
@@ -313,7 +313,7 @@ TEST_F(helper_test, network_allow_relays_a_loopback_port_and_records_it) {
   EXPECT_EQ(r.mechanisms["network"], "allow");
 }
 
-TEST_F(helper_test, plain_http_goes_through_the_proxy_and_relayed_ips_bypass_it) {
+TEST_F(Helper, PlainHttpGoesThroughTheProxyAndRelayedIpsBypassIt) {
   pong_server server;
   env_.plan.network.mode = network_mode::allow;
   env_.plan.network.allow = {fmt::format("localhost:{}", server.port),
@@ -331,7 +331,7 @@ TEST_F(helper_test, plain_http_goes_through_the_proxy_and_relayed_ips_bypass_it)
   EXPECT_EQ(r.connections[1].via, "relay");
 }
 
-TEST_F(helper_test, the_proxy_allows_listed_names_and_refuses_others) {
+TEST_F(Helper, TheProxyAllowsListedNamesAndRefusesOthers) {
   pong_server server;
   env_.plan.network.mode = network_mode::allow;
   env_.plan.network.allow = {fmt::format("localhost:{}", server.port)};

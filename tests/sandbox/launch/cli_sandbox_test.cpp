@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class cli_sandbox_test : public ::testing::Test {
+class CliSandbox : public ::testing::Test {
  protected:
   void SetUp() override {
     EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().user_namespaces, "user namespaces");
@@ -36,18 +36,18 @@ class cli_sandbox_test : public ::testing::Test {
   std::string out_, err_;
 };
 
-TEST_F(cli_sandbox_test, exits_with_the_program_exit_code_and_leaves_the_host_workspace_alone) {
+TEST_F(CliSandbox, ExitsWithTheProgramExitCodeAndLeavesTheHostWorkspaceAlone) {
   EXPECT_EQ(exec("-- sh -c 'cat f.txt; echo changed > f.txt; exit 5'"), 5) << err_;
   EXPECT_EQ(out_, "original\n");
   EXPECT_EQ(read_file(dir_.path() / "ws" / "f.txt").value_or(""), "original\n");
 }
 
-TEST_F(cli_sandbox_test, a_wall_timeout_exits_124) {
+TEST_F(CliSandbox, AWallTimeoutExits124) {
   EXPECT_EQ(exec("--wall 1s -- sleep 10"), 124);
   EXPECT_NE(err_.find("wall-time limit"), std::string::npos) << err_;
 }
 
-TEST_F(cli_sandbox_test, a_signal_exits_128_plus_the_signal_and_writes_the_record) {
+TEST_F(CliSandbox, ASignalExits128PlusTheSignalAndWritesTheRecord) {
   const fs::path record = dir_.path() / "record.json";
   EXPECT_EQ(exec(fmt::format("--record {} -- sh -c 'kill -TERM $$'", record.string())), 143);
   auto j = read_json_file(record);
@@ -57,11 +57,11 @@ TEST_F(cli_sandbox_test, a_signal_exits_128_plus_the_signal_and_writes_the_recor
   EXPECT_EQ((*j)["signal"], 15);
 }
 
-TEST_F(cli_sandbox_test, an_unknown_command_exits_127) {
+TEST_F(CliSandbox, AnUnknownCommandExits127) {
   EXPECT_EQ(exec("-- no-such-command-anywhere"), 127);
 }
 
-TEST_F(cli_sandbox_test, a_sandbox_failure_exits_125_with_the_message) {
+TEST_F(CliSandbox, ASandboxFailureExits125WithTheMessage) {
   EXPECT_EQ(exec("-- /usr/bin/env -i /no/such/program"), 127);  // the program's own 127
   EXPECT_EQ(exec("--network allow:10.0.0.1:80 -- true"), 125);
   EXPECT_NE(err_.find("only loopback IP literals or host names"), std::string::npos) << err_;

@@ -10,15 +10,15 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/spec/system_paths.h"
-#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
+#include "tests/support/prep_env.h"
 
 namespace evalbox::sandbox {
 namespace {
 
 using evalbox::testing::prep_env;
 
-class launcher_test : public ::testing::Test {
+class Launcher : public ::testing::Test {
  protected:
   void SetUp() override {
     EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().user_namespaces, "user namespaces");
@@ -26,7 +26,7 @@ class launcher_test : public ::testing::Test {
   prep_env env_;
 };
 
-TEST(helper_path, prefers_the_environment_then_the_build_tree) {
+TEST(HelperPath, PrefersTheEnvironmentThenTheBuildTree) {
   ::setenv("EVALBOX_HELPER", "/opt/evalbox/evalbox-sandbox", 1);
   EXPECT_EQ(helper_path(), "/opt/evalbox/evalbox-sandbox");
   ::unsetenv("EVALBOX_HELPER");
@@ -35,7 +35,7 @@ TEST(helper_path, prefers_the_environment_then_the_build_tree) {
             std::filesystem::path(EVALBOX_BINARY_DIR) / "sandbox/helper/evalbox-sandbox");
 }
 
-TEST_F(launcher_test, runs_in_workspace_and_captures_output) {
+TEST_F(Launcher, RunsInWorkspaceAndCapturesOutput) {
   preparer prep(env_.options());
   auto req = env_.request("launch");
   auto session = prep.prepare(req);
@@ -54,7 +54,7 @@ TEST_F(launcher_test, runs_in_workspace_and_captures_output) {
   EXPECT_EQ(rec->binding_digest, session->binding_digest());
 }
 
-TEST_F(launcher_test, feeds_stdin_data_and_keeps_stderr_apart) {
+TEST_F(Launcher, FeedsStdinDataAndKeepsStderrApart) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("stdin"));
   ASSERT_TRUE(session) << session.error().message;
@@ -70,7 +70,7 @@ TEST_F(launcher_test, feeds_stdin_data_and_keeps_stderr_apart) {
   EXPECT_EQ(read_file(out.path() / "stderr").value_or(""), "oops\n");
 }
 
-TEST_F(launcher_test, without_secrets_the_lease_is_not_mounted) {
+TEST_F(Launcher, WithoutSecretsTheLeaseIsNotMounted) {
   preparer prep(env_.options());
   auto req = env_.request("nosecret");
   req.secrets = {{"codex", env_.creds / "auth.json", ".codex/auth.json"}};
@@ -90,7 +90,7 @@ TEST_F(launcher_test, without_secrets_the_lease_is_not_mounted) {
   EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), "0\n");
 }
 
-TEST_F(launcher_test, a_cancel_token_stops_the_run_as_cancelled) {
+TEST_F(Launcher, ACancelTokenStopsTheRunAsCancelled) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("cancel"));
   ASSERT_TRUE(session) << session.error().message;
@@ -109,7 +109,7 @@ TEST_F(launcher_test, a_cancel_token_stops_the_run_as_cancelled) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
-TEST_F(launcher_test, launches_from_many_threads_at_once) {
+TEST_F(Launcher, LaunchesFromManyThreadsAtOnce) {
   preparer prep(env_.options());
   std::vector<prepared_session> sessions;
   for (int i = 0; i < 4; ++i) {
@@ -133,7 +133,7 @@ TEST_F(launcher_test, launches_from_many_threads_at_once) {
 
 // A record the helper leaves that cannot be read fails the launch with the reason, not a
 // bare "not a run record".
-TEST_F(launcher_test, an_unreadable_record_is_an_error_that_says_why) {
+TEST_F(Launcher, AnUnreadableRecordIsAnErrorThatSaysWhy) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("badrecord"));
   ASSERT_TRUE(session) << session.error().message;
@@ -164,7 +164,7 @@ TEST_F(launcher_test, an_unreadable_record_is_an_error_that_says_why) {
 // bind of its own (the helper mounts it anyway), and its launch sees the path. A path the
 // helper recreates as a symlink (/lib32 -> usr/lib32 here) used to get a bind of its own,
 // which failed the launch with `step check /lib32: ELOOP`.
-TEST_F(launcher_test, every_system_path_is_mounted_by_the_helper_alone) {
+TEST_F(Launcher, EverySystemPathIsMountedByTheHelperAlone) {
   namespace fs = std::filesystem;
   preparer prep(env_.options());
   int seen = 0;
@@ -240,7 +240,7 @@ void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem
   EXPECT_FALSE(fs::exists(run)) << "left behind: " << run;
 }
 
-TEST_F(launcher_test, the_run_is_in_the_cgroup_the_launcher_made_with_its_limits) {
+TEST_F(Launcher, TheRunIsInTheCgroupTheLauncherMadeWithItsLimits) {
   EVALBOX_REQUIRE_FEATURE(
       evalbox::testing::host().root && std::filesystem::exists("/sys/fs/cgroup/memory/tasks"),
       "root and cgroup v1 memory at /sys/fs/cgroup/memory");
@@ -248,7 +248,7 @@ TEST_F(launcher_test, the_run_is_in_the_cgroup_the_launcher_made_with_its_limits
                                          std::to_string(256ull << 20));
 }
 
-TEST_F(launcher_test, a_cgroup_v2_made_by_the_launcher_is_handed_over_too) {
+TEST_F(Launcher, ACgroupV2MadeByTheLauncherIsHandedOverToo) {
   const std::filesystem::path unified = "/sys/fs/cgroup/unified";
   EVALBOX_REQUIRE_FEATURE(
       evalbox::testing::host().root && std::filesystem::exists(unified / "cgroup.procs"),
@@ -261,7 +261,7 @@ TEST_F(launcher_test, a_cgroup_v2_made_by_the_launcher_is_handed_over_too) {
 
 // As root the workspace and home live on the run's size-limited tmpfs, and the record says
 // so; without root it does not (tests/integration/non_root.sh).
-TEST_F(launcher_test, the_record_names_the_tmpfs_quota_when_there_is_one) {
+TEST_F(Launcher, TheRecordNamesTheTmpfsQuotaWhenThereIsOne) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("quota"));
@@ -275,7 +275,7 @@ TEST_F(launcher_test, the_record_names_the_tmpfs_quota_when_there_is_one) {
             json::array({"RLIMIT_FSIZE", "tmpfs size"}));
 }
 
-TEST_F(launcher_test, a_cgroup_the_launcher_cannot_make_fails_the_run_as_root) {
+TEST_F(Launcher, ACgroupTheLauncherCannotMakeFailsTheRunAsRoot) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("nocgroup"));

@@ -25,7 +25,7 @@ run_record sample() {
   return r;
 }
 
-TEST(run_record_contract, has_exactly_the_documented_keys) {
+TEST(RunRecordContract, HasExactlyTheDocumentedKeys) {
   json j = sample().to_json();
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
@@ -40,14 +40,14 @@ TEST(run_record_contract, has_exactly_the_documented_keys) {
   EXPECT_TRUE(j["error"].is_null());
 }
 
-TEST(run_record_contract, round_trips) {
+TEST(RunRecordContract, RoundTrips) {
   const run_record r = sample();
   auto back = run_record::from_json(r.to_json());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->to_json(), r.to_json());
 }
 
-TEST(run_record_contract, an_error_has_no_outcome) {
+TEST(RunRecordContract, AnErrorHasNoOutcome) {
   run_record r;
   r.error = "step bind /workspace: ENOENT: No such file or directory";
   r.error_step = "bind /workspace";
@@ -68,7 +68,7 @@ std::string refusal(const json& j) {
   return r.error().message;
 }
 
-TEST(run_record_contract, rejects_other_schemas_and_unknown_outcomes) {
+TEST(RunRecordContract, RejectsOtherSchemasAndUnknownOutcomes) {
   json j = sample().to_json();
   j["schema"] = "evalbox.run-record.v2";
   EXPECT_EQ(refusal(j), "run record: schema is 'evalbox.run-record.v2', not evalbox.run-record.v1");
@@ -77,7 +77,7 @@ TEST(run_record_contract, rejects_other_schemas_and_unknown_outcomes) {
   EXPECT_EQ(refusal(j), "run record: unknown outcome 'escaped'");
 }
 
-TEST(run_record_contract, says_which_field_is_missing_or_mistyped) {
+TEST(RunRecordContract, SaysWhichFieldIsMissingOrMistyped) {
   json j = sample().to_json();
   j.erase("wall_ms");
   EXPECT_EQ(refusal(j), "run record: missing wall_ms");
@@ -93,7 +93,7 @@ TEST(run_record_contract, says_which_field_is_missing_or_mistyped) {
   EXPECT_EQ(refusal(j), "run record: connections is not an array");
 }
 
-TEST(run_record_contract, needs_an_outcome_or_an_error) {
+TEST(RunRecordContract, NeedsAnOutcomeOrAnError) {
   json j = sample().to_json();
   j["outcome"] = nullptr;
   EXPECT_EQ(refusal(j), "run record: neither an outcome nor an error (both are null)");
@@ -101,7 +101,7 @@ TEST(run_record_contract, needs_an_outcome_or_an_error) {
   EXPECT_EQ(refusal(json::object()), "run record: missing schema");
 }
 
-TEST(launch_plan_contract, round_trips) {
+TEST(LaunchPlanContract, RoundTrips) {
   launch_plan p;
   p.run_id = "r1";
   p.seq = 3;
@@ -121,7 +121,7 @@ TEST(launch_plan_contract, round_trips) {
   EXPECT_EQ(back->to_json(), p.to_json());
 }
 
-TEST(launch_plan_contract, names_a_missing_field) {
+TEST(LaunchPlanContract, NamesAMissingField) {
   json j = launch_plan{.argv = {"/bin/true"}}.to_json();
   j.erase("workspace_dir");
   auto p = launch_plan::from_json(j);
@@ -129,7 +129,7 @@ TEST(launch_plan_contract, names_a_missing_field) {
   EXPECT_NE(p.error().message.find("workspace_dir"), std::string::npos);
 }
 
-TEST(launch_plan_contract, refuses_an_unknown_network_mode) {
+TEST(LaunchPlanContract, RefusesAnUnknownNetworkMode) {
   json j = launch_plan{.argv = {"/bin/true"}}.to_json();
   j["network"]["mode"] = "bridge";
   auto p = launch_plan::from_json(j);

@@ -10,13 +10,13 @@
 namespace evalbox::sandbox::seccomp {
 namespace {
 
-TEST(seccomp_policy, every_denied_call_has_a_reason) {
+TEST(SeccompPolicy, EveryDeniedCallHasAReason) {
   for (const auto& d : denied_calls()) {
     EXPECT_GT(std::string_view(d.reason).size(), 10u) << d.name;
   }
 }
 
-TEST(seccomp_policy, leaves_nested_sandbox_calls_allowed) {
+TEST(SeccompPolicy, LeavesNestedSandboxCallsAllowed) {
   for (const auto& d : denied_calls()) {
     for (std::string_view allowed :
          {"mount", "umount2", "unshare", "pivot_root", "setns", "clone", "clone3", "ptrace"}) {
@@ -25,7 +25,7 @@ TEST(seccomp_policy, leaves_nested_sandbox_calls_allowed) {
   }
 }
 
-TEST(seccomp_policy, compiles_to_the_same_digest_twice) {
+TEST(SeccompPolicy, CompilesToTheSameDigestTwice) {
   auto a = compile();
   auto b = compile();
   ASSERT_TRUE(a) << a.error().message;
@@ -37,7 +37,7 @@ TEST(seccomp_policy, compiles_to_the_same_digest_twice) {
 
 // The helper installs the program generated at build time: it must be exactly what the policy
 // compiles to now (a stale or hand-edited filter would differ in bytes and digest).
-TEST(seccomp_policy, builtin_program_is_what_the_policy_compiles_to) {
+TEST(SeccompPolicy, BuiltinProgramIsWhatThePolicyCompilesTo) {
   auto fresh = compile();
   ASSERT_TRUE(fresh) << fresh.error().message;
   const filter& b = builtin();
