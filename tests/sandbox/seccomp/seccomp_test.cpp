@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string_view>
+
+#include "sandbox/base/fs.h"
 
 namespace evalbox::sandbox::seccomp {
 namespace {
@@ -13,6 +16,18 @@ namespace {
 TEST(SeccompPolicy, EveryDeniedCallHasAReason) {
   for (const auto& d : denied_calls()) {
     EXPECT_GT(std::string_view(d.reason).size(), 10u) << d.name;
+  }
+}
+
+TEST(SeccompPolicy, EveryDeniedPersonalityFlagHasAReasonAndIsDocumented) {
+  const auto doc =
+      read_file(std::filesystem::path(EVALBOX_SOURCE_DIR) / "docs/sandbox.md").value_or("");
+  ASSERT_FALSE(doc.empty());
+  ASSERT_EQ(denied_personality_flags().size(), 3u);
+  for (const auto& p : denied_personality_flags()) {
+    EXPECT_GT(std::string_view(p.reason).size(), 10u) << p.name;
+    EXPECT_NE(doc.find(fmt::format("`{}`", p.name)), std::string::npos)
+        << "docs/sandbox.md does not name " << p.name;
   }
 }
 
