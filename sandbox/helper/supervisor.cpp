@@ -124,24 +124,18 @@ status supervisor::open_streams(channels& ch, child_context& ctx) {
   const char* in = plan_.stdin_path.empty() ? "/dev/null" : plan_.stdin_path.c_str();
   ch.stdin_file.reset(::open(in, O_RDONLY | O_CLOEXEC));
   if (!ch.stdin_file) return sys_error(errno, "open stdin {}", in);
-  auto open_out = [](const std::string& p) {
-    return unique_fd(::open(p.empty() ? "/dev/null" : p.c_str(),
-                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  // The file `path` (empty: discarded) behind a pipe; returns the program's end.
+  auto capture = [](stream& s, const std::string& path, const char* which) -> result<unique_fd> {
+    s.file.reset(::open(path.empty() ? "/dev/null" : path.c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!s.file) return sys_error(errno, "open {} {}", which, path);
+    auto p = EB_TRY(make_pipe(O_CLOEXEC | O_NONBLOCK));
+    s.pipe = std::move(p.read);
+    s.open = true;
+    return std::move(p.write);
   };
-  out_.file = open_out(plan_.stdout_path);
-  if (!out_.file) return sys_error(errno, "open stdout {}", plan_.stdout_path);
-  auto outp = EB_TRY(make_pipe(O_CLOEXEC | O_NONBLOCK));
-  out_.pipe = std::move(outp.read);
-  out_.open = true;
-  ch.out_write = std::move(outp.write);
-  if (!merged) {
-    err_.file = open_out(plan_.stderr_path);
-    if (!err_.file) return sys_error(errno, "open stderr {}", plan_.stderr_path);
-    auto errp = EB_TRY(make_pipe(O_CLOEXEC | O_NONBLOCK));
-    err_.pipe = std::move(errp.read);
-    err_.open = true;
-    ch.err_write = std::move(errp.write);
-  }
+  ch.out_write = EB_TRY(capture(out_, plan_.stdout_path, "stdout"));
+  if (!merged) ch.err_write = EB_TRY(capture(err_, plan_.stderr_path, "stderr"));
   ctx.stdin_fd = ch.stdin_file.get();
   ctx.stdout_fd = ch.out_write.get();
   ctx.stderr_fd = merged ? ch.out_write.get() : ch.err_write.get();
