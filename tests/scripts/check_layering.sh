@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check-layering on a copy of the tree: clean as it is, and failing — with the file,
 # the line and what to do — on a new edge between sandbox folders, an allowed edge no include
-# uses any more, and a sandbox folder its table does not list.
+# uses any more, a raw system call outside sandbox/sys, and a sandbox folder its table does
+# not list.
 set -euo pipefail
 src=$1
 work=$(mktemp -d)
@@ -31,6 +32,13 @@ cp "$src/sandbox/sys/probe.cpp" "$work/sandbox/sys/probe.cpp"
 sed -i '/#include "sandbox\/spec\/system_paths.h"/d' "$work/sandbox/helper/compile.cpp"
 expect_failure "sandbox/helper -> sandbox/spec is allowed but no include uses it"
 cp "$src/sandbox/helper/compile.cpp" "$work/sandbox/helper/compile.cpp"
+
+# A raw system call outside sandbox/sys.
+cp "$work/sandbox/base/fs.cpp" "$work/fs.cpp.orig"
+echo 'int f() { return static_cast<int>(::syscall(SYS_gettid)); }' >>"$work/sandbox/base/fs.cpp"
+line=$(wc -l <"$work/sandbox/base/fs.cpp")
+expect_failure "sandbox/base/fs.cpp:$line: a raw syscall(2) outside sandbox/sys"
+cp "$work/fs.cpp.orig" "$work/sandbox/base/fs.cpp"
 
 # A new folder nobody placed in the graph.
 mkdir "$work/sandbox/image" && echo '#pragma once' >"$work/sandbox/image/image.h"
