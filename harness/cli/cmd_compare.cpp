@@ -90,8 +90,10 @@ void register_compare(CLI::App& app, action& out) {
   cmd->add_option("results", a->dirs, "RESULTS_A [RESULTS_B]: A holds the baseline side")
       ->required()
       ->expected(1, 2);
-  cmd->add_option("--candidate", a->candidate, "the candidate id (in B, or in the one directory)");
-  cmd->add_option("--baseline", a->baseline, "the baseline id (in A)");
+  cmd->add_option("--candidate", a->candidate,
+                  "the candidate id (in B, or in the one directory; default: the --baseline "
+                  "id, or without either every id in both)");
+  cmd->add_option("--baseline", a->baseline, "the baseline id (in A; default: the --candidate id)");
   cmd->add_option("--level", a->level, "confidence level of the interval and tests")
       ->capture_default_str();
   cmd->add_flag("--json", a->json_out, "print evalbox.compare.v1 JSON instead of a table");

@@ -115,7 +115,8 @@ void register_run(CLI::App& app, action& out) {
   cmd->add_option("--results", a->results, "results directory (default: results/<suite name>)");
   cmd->add_option("--concurrency,-j", a->concurrency, "runs at once (default: the suite's)");
   cmd->add_option("--trials", a->trials, "trials per fixture × candidate (default: the suite's)");
-  cmd->add_option("--filter", a->filter, "only runs whose 'fixture/candidate' matches this glob");
+  cmd->add_option("--filter", a->filter,
+                  "only runs whose 'fixture/candidate' matches this glob (default: every run)");
   cmd->add_option("--retries", a->retries,
                   "extra attempts for infrastructure errors (never for task failures)")
       ->capture_default_str();

@@ -206,19 +206,22 @@ void add_common(CLI::App* cmd, exec_args& a) {
                   "host directory seen at /workspace (copy-on-write: never modified)")
       ->required()
       ->check(CLI::ExistingDirectory);
+  // Defaults are captured from exec_args, so --help and docs/cli.md show the real ones.
   cmd->add_option("--network", a.network,
-                  "none (default: loopback only), allow:HOST:PORT[,HOST:PORT...] (loopback IPs "
-                  "relayed, names through a CONNECT proxy), or unsafe-host");
-  cmd->add_option("--memory", a.memory, "memory limit (default 2GiB)");
-  cmd->add_option("--wall", a.wall, "wall-time limit (default 10m)");
-  cmd->add_option("--cpu", a.cpu, "CPU-time limit (default 10m)");
-  cmd->add_option("--disk", a.disk, "disk quota of the workspace and /tmp (default 1GiB)");
-  cmd->add_option("--pids", a.pids, "process limit (default 512)");
+                  "none (loopback only), allow:HOST:PORT[,HOST:PORT...] (loopback IPs "
+                  "relayed, names through a CONNECT proxy), or unsafe-host")
+      ->capture_default_str();
+  cmd->add_option("--memory", a.memory, "memory limit")->capture_default_str();
+  cmd->add_option("--wall", a.wall, "wall-time limit")->capture_default_str();
+  cmd->add_option("--cpu", a.cpu, "CPU-time limit")->capture_default_str();
+  cmd->add_option("--disk", a.disk, "disk quota of the workspace and /tmp")->capture_default_str();
+  cmd->add_option("--pids", a.pids, "process limit")->capture_default_str();
   cmd->add_flag("--no-landlock", a.no_landlock,
                 "turn Landlock off (for programs that build their own sandbox with mount)");
   cmd->add_option("--state-dir", a.state_dir,
                   "where run state lives (default: EVALBOX_STATE_DIR or the standard location)");
-  cmd->add_option("--record", a.record, "write the run record (evalbox.run-record.v1) here");
+  cmd->add_option("--record", a.record,
+                  "write the run record (evalbox.run-record.v1) here (default: none is kept)");
 }
 
 }  // namespace

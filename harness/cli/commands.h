@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace CLI {
 class App;
@@ -10,13 +11,14 @@ class App;
 
 namespace evalbox::cli {
 
-// Exit codes shared by every command (see docs/cli.md).
+// Exit codes shared by every command; `evalbox run` uses each of them (docs/cli.md, "Exit
+// codes"; scripts/check-docs fails when one is missing there).
 enum exit_code : int {
   exit_ok = 0,
   exit_task_failed = 1,
   exit_execution_failed = 2,
   exit_grader_failed = 3,
-  exit_usage = 64,      // invalid configuration or arguments
+  exit_usage = 64,  // invalid configuration or arguments
   exit_internal = 70,
   exit_sigint = 130,
   exit_sigterm = 143,
@@ -34,5 +36,11 @@ void register_fixture(CLI::App& app, action& out);
 void register_run(CLI::App& app, action& out);
 void register_report(CLI::App& app, action& out);
 void register_compare(CLI::App& app, action& out);
+void register_image(CLI::App& app, action& out);
+
+// The reference part of docs/cli.md: every visible command, option and positional of `app`
+// with its value type, default, environment binding and description, as canonical Markdown.
+// `evalbox --cli-reference` prints it; scripts/check-docs compares it with the page.
+std::string cli_reference(const CLI::App& app);
 
 }  // namespace evalbox::cli

@@ -1,6 +1,8 @@
 // evalbox: evaluate coding agents on fixtures, each run in its own sandbox.
 // The composition root: the only code that names concrete adapters. Each command lives in its
 // own cmd_*.cpp; this file lists them in the order a user meets them.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
@@ -21,20 +23,35 @@ int main(int argc, char** argv) {
       "  evalbox compare A [B]           paired comparison of candidates, with a verdict\n"
       "  evalbox fixture test DIR...     is the fixture trustworthy? (oracle passes, noop fails)\n"
       "  evalbox fixture new NAME        scaffold a fixture to edit\n"
-      ,
+      "  evalbox sandbox exec -- CMD     run CMD in a throwaway sandbox over --workspace DIR\n"
+      "  evalbox sandbox shell           an interactive shell in one, to look around\n"
+      "  evalbox image import REF        unpack an OCI/docker image into the image store\n",
       "evalbox"};
+  app.footer("Each command explains itself with --help; docs/cli.md is the whole reference.");
   app.require_subcommand(1);
   app.set_version_flag("--version", "evalbox 0.1.0");
 
   action selected;
-  register_doctor(app, selected);      // host features and hints
-  register_sandbox(app, selected);     // a command or a shell in a throwaway sandbox
-  register_gc(app, selected);          // reclaim what crashed runs left behind
-  register_run(app, selected);         // the batch evaluation
-  register_report(app, selected);      // reports regenerated from results.jsonl
-  register_compare(app, selected);     // paired comparison across or within results
-  register_validate(app, selected);    // fixtures and suites, checked without running
-  register_fixture(app, selected);     // fixture authoring: new (and test)
+  register_doctor(app, selected);    // host features and hints
+  register_sandbox(app, selected);   // a command or a shell in a throwaway sandbox
+  register_gc(app, selected);        // reclaim what crashed runs left behind
+  register_run(app, selected);       // the batch evaluation
+  register_report(app, selected);    // reports regenerated from results.jsonl
+  register_compare(app, selected);   // paired comparison across or within results
+  register_validate(app, selected);  // fixtures and suites, checked without running
+  register_fixture(app, selected);   // fixture authoring: new (and test)
+  register_image(app, selected);     // the image store: import, ls, rm
+
+  // Hidden: the reference docs/cli.md embeds, generated from the definitions above so that the
+  // page cannot drift (scripts/check-docs compares the two; --fix rewrites the page).
+  app.add_flag_callback(
+         "--cli-reference",
+         [&app] {
+           fmt::print("{}", cli_reference(app));
+           throw CLI::Success();
+         },
+         "print the command-line reference of docs/cli.md (Markdown)")
+      ->group("");
 
   try {
     app.parse(argc, argv);

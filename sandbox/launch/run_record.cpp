@@ -1,6 +1,10 @@
 // JSON form of the run record (schema evalbox.run-record.v1, docs/run-record.md).
 #include "sandbox/launch/run_record.h"
 
+#include <type_traits>
+
+#include "sandbox/base/json_checks.h"
+
 namespace evalbox::sandbox {
 
 std::string_view to_string(outcome_kind kind) noexcept {
@@ -34,14 +38,19 @@ std::optional<outcome_kind> outcome_from(std::string_view s) {
   return std::nullopt;
 }
 
-// Field `key` of `j` as a T; `nullable` fields may be null (then nothing).
+// Field `key` of `j` as a T; `nullable` fields may be null (then nothing). Integers are
+// range-checked (checked_integer): a hostile record's 1e300 or -5 is refused, not misread.
 template <class T>
 result<std::optional<T>> field(const json& j, const char* key, bool nullable = false) {
   auto it = j.find(key);
   if (it == j.end()) return make_error(error_kind::invalid_argument, "run record: missing {}", key);
   if (nullable && it->is_null()) return std::optional<T>();
   try {
-    return std::optional<T>(it->get<T>());
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return std::optional<T>(checked_integer<T>(*it));
+    } else {
+      return std::optional<T>(it->get<T>());
+    }
   } catch (const json::exception& e) {
     return make_error(error_kind::invalid_argument, "run record: field {}: {}", key, e.what());
   }

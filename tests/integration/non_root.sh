@@ -4,23 +4,41 @@
 # (oracle 6/6, noop 0/6, scripted 3/6), every run completes, nothing is left behind.
 source "$(dirname "$0")/lib.sh"
 need_isolation
+# `nobody` runs copies of the binaries, side by side in a directory of this test's own: the
+# build tree may be out of its reach (a clone in a 0700 directory such as `mktemp -d` under
+# /root), and side by side is how an installed evalbox finds its helper (no EVALBOX_HELPER).
 as_nobody() {
   setpriv --reuid=65534 --regid=65534 --clear-groups \
-    env HOME="$NR" XDG_STATE_HOME="$NR/state" EVALBOX_STATE_DIR= "$@"
+    env -u EVALBOX_HELPER HOME="$NR" XDG_STATE_HOME="$NR/state" EVALBOX_STATE_DIR= "$@"
 }
-NR=$WORK/nr
-mkdir -p "$NR"
-chmod 0755 "$WORK"
+# The work directory is made where TMPDIR says; if that is closed to nobody too (TMPDIR in a
+# private directory), a directory of its own under /tmp, removed with the rest.
+chmod 0711 "$WORK"  # others may pass through, not list
+BASE=$WORK
+if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$WORK"; then
+  BASE=$(mktemp -d /tmp/evalbox-nr-XXXXXX)
+  chmod 0711 "$BASE"
+  trap 'cleanup; rm -rf "$BASE"' EXIT
+fi
+NR=$BASE/nr
+BIN=$BASE/bin
+mkdir -p "$NR" "$BIN"
 chown 65534:65534 "$NR"
+install -m 0755 "$EVALBOX" "$BIN/evalbox"
+install -m 0755 "$EVALBOX_HELPER" "$BIN/evalbox-sandbox"
+NB_EVALBOX=$BIN/evalbox
+as_nobody test -x "$NB_EVALBOX" || fail "nobody cannot reach $NB_EVALBOX"
 if ! as_nobody unshare -Ur true 2>/dev/null; then
   # Host policy (kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0), not evalbox.
+  [ "${EVALBOX_REQUIRE_ISOLATION:-}" = 1 ] &&
+    fail "this host gives unprivileged users no user namespaces (required under EVALBOX_REQUIRE_ISOLATION=1)"
   echo "SKIP: this host gives unprivileged users no user namespaces"; exit 0
 fi
 cp -r "$SRC/fixtures/examples" "$NR/ex"
 chown -R 65534:65534 "$NR/ex"
 
 set +e
-as_nobody "$EVALBOX" run "$NR/ex/suite.yaml" --results "$NR/res" >"$WORK/out" 2>"$WORK/err"
+as_nobody "$NB_EVALBOX" run "$NR/ex/suite.yaml" --results "$NR/res" >"$WORK/out" 2>"$WORK/err"
 rc=$?
 set -e
 # 1: some task failed (noop and half of scripted, by design); anything else is not that.
@@ -40,14 +58,14 @@ PY
 # One command: its exit code comes through, the host workspace is not written.
 mkdir -p "$NR/ws" && echo hello >"$NR/ws/a.txt" && chown -R 65534:65534 "$NR/ws"
 set +e
-out=$(as_nobody "$EVALBOX" sandbox exec --workspace "$NR/ws" -- /bin/sh -c 'cat a.txt; id -u; echo x > b.txt; exit 7' 2>"$WORK/err-exec")
+out=$(as_nobody "$NB_EVALBOX" sandbox exec --workspace "$NR/ws" -- /bin/sh -c 'cat a.txt; id -u; echo x > b.txt; exit 7' 2>"$WORK/err-exec")
 rc=$?
 set -e
 [ "$rc" = 7 ] || { cat "$WORK/err-exec" >&2; fail "sandbox exec as nobody exited $rc, not 7"; }
 [ "$out" = "$(printf 'hello\n0')" ] || fail "unexpected output: $out"
 [ ! -e "$NR/ws/b.txt" ] || fail "the host workspace was written"
 # The record says what was enforced, and by what: no cgroup, no disk quota (no tmpfs).
-as_nobody "$EVALBOX" sandbox exec --workspace "$NR/ws" --record "$NR/rec.json" -- /bin/true
+as_nobody "$NB_EVALBOX" sandbox exec --workspace "$NR/ws" --record "$NR/rec.json" -- /bin/true
 python3 - "$NR/rec.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))["mechanisms"]

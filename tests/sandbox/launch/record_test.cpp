@@ -101,6 +101,26 @@ TEST(RunRecordContract, NeedsAnOutcomeOrAnError) {
   EXPECT_EQ(refusal(json::object()), "run record: missing schema");
 }
 
+// Found by fuzzing (tests/fuzz/regressions/run_record): an exit code of 1e300 was converted to
+// int with undefined behaviour, and a negative byte count was read as 2^64 - n.
+TEST(RunRecordContract, RejectsNumbersOutOfTheirRange) {
+  for (const char* key : {"exit_code", "signal"}) {
+    json j = sample().to_json();
+    j[key] = json::parse("1e300");
+    EXPECT_NE(refusal(j).find(fmt::format("run record: field {}: ", key)), std::string::npos)
+        << key << ": " << refusal(j);
+    j[key] = int64_t{1} << 40;
+    EXPECT_NE(refusal(j).find("integer out of range"), std::string::npos) << key;
+  }
+  for (const char* key : {"wall_ms", "cpu_ms", "peak_memory_bytes", "output_bytes"}) {
+    json j = sample().to_json();
+    j[key] = -5;
+    EXPECT_NE(refusal(j).find("integer out of range"), std::string::npos) << key;
+    j[key] = 2.5;
+    EXPECT_NE(refusal(j).find("type must be an integer"), std::string::npos) << key;
+  }
+}
+
 TEST(LaunchPlanContract, RoundTrips) {
   launch_plan p;
   p.run_id = "r1";
