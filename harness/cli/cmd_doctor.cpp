@@ -6,6 +6,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/units.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/sys/probe.h"

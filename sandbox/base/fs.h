@@ -2,11 +2,13 @@
 // that never follows symlinks or crosses mounts, and lexical containment checks.
 #pragma once
 
+#include <dirent.h>
 #include <sys/types.h>
 
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +41,14 @@ status write_file_streamed(const std::filesystem::path& path,
 status append_durable(const std::filesystem::path& path, std::string_view data);
 
 status make_dirs(const std::filesystem::path& path, mode_t mode = 0755);
+
+// A directory stream (readdir) that closes itself.
+struct dir_closer {
+  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
+};
+using unique_dir = std::unique_ptr<DIR, dir_closer>;
+// Reads the directory open at `dirfd` through a duplicate of it: the caller keeps `dirfd`.
+result<unique_dir> read_dir_at(int dirfd, const std::filesystem::path& shown);
 
 // Removes `path` and everything below it. Symlinks are removed, never followed; a directory
 // that is a mount point is not descended into and yields an error (unmount first).

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::sys {
 
@@ -65,11 +65,8 @@ struct host_features {
 // probes); it is created if missing.
 host_features probe_host(const std::filesystem::path& state_dir);
 
-// Cgroup v1 mount point of a controller ("memory" -> /sys/fs/cgroup/memory), empty if none.
 // Whether FICLONE works in `dir` (tries it on two scratch files there, then removes them).
 bool reflink_supported(const std::filesystem::path& dir);
-
-std::filesystem::path cgroup_v1_mount(const std::string& controller);
 
 // The whiteout form this process can create in `dir` (see whiteout_form): tries a 0/0 mknod,
 // then an xattr on an empty file, on scratch names it removes again.
@@ -77,8 +74,9 @@ whiteout_form probe_whiteout_form(const std::filesystem::path& dir);
 // Mounts an overlay (userxattr) in a child process inside a new user and mount namespace
 // mapping only the caller's own ids, as a rootless run would.
 bool probe_userns_overlay();
-// The mount points of several controllers from one read of the mount table (which costs
-// O(host mounts) of kernel time), in the order asked; empty where a controller is absent.
+// The cgroup v1 mount points of controllers ("memory" -> /sys/fs/cgroup/memory), in the order
+// asked, empty where a controller is absent; at most one read of the mount table (which costs
+// O(host mounts) of kernel time).
 std::vector<std::filesystem::path> cgroup_v1_mounts(const std::vector<std::string>& controllers);
 
 }  // namespace evalbox::sys

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 #include "sandbox/workspace/tree.h"
