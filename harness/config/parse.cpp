@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <regex>
 #include <set>
 #include <span>
 
@@ -56,8 +55,9 @@ struct fields {
 
 class reader {
  public:
-  reader(std::string file, std::vector<config_error>& errors)
-      : file_(std::move(file)), errors_(errors) {}
+  // `text`: the file's content, to point into a scalar (a pattern's error) when it can.
+  reader(std::string file, std::vector<config_error>& errors, std::string_view text = {})
+      : file_(std::move(file)), errors_(errors), text_(text) {}
 
   source_location at(const YAML::Node& n) const {
     if (!n.IsDefined()) return {file_, 0, 0};
@@ -187,17 +187,40 @@ class reader {
     return out;
   }
 
-  std::optional<std::string> regex(const YAML::Node& n, std::string_view what) {
+  // A pattern, compiled now (once per fixture load, never per evaluation). An error points at
+  // the offending character when the scalar is written on one line without escapes, else at
+  // the scalar, saying where in the pattern.
+  std::optional<pattern> regex(const YAML::Node& n, std::string_view what) {
     auto s = string(n, what);
     if (!s) return std::nullopt;
-    try {
-      std::regex re(*s, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      fail(n, fmt::format("{} is not a valid regular expression: {}", what, e.what()),
-           "write an ECMAScript regex; escape special characters like ( [ . * with \\");
-      return std::nullopt;
+    auto compiled = pattern::compile(*s);
+    if (compiled) return std::move(*compiled);
+    const pattern_problem& p = compiled.error();
+    source_location where = at(n);
+    std::string what_is_wrong =
+        fmt::format("{} is not a valid regular expression: {}", what, p.what);
+    if (p.offset) {
+      if (auto column = column_in_scalar(n, *p.offset))
+        where.column = *column;
+      else
+        what_is_wrong += fmt::format(" (at character {} of the pattern)", *p.offset + 1);
     }
-    return s;
+    fail(std::move(where), std::move(what_is_wrong), p.hint());
+    return std::nullopt;
+  }
+
+  // The 1-based column of byte `offset` of scalar `n`'s value, when the value appears verbatim
+  // on its line (plain or quoted, without escapes or line folding).
+  std::optional<int> column_in_scalar(const YAML::Node& n, size_t offset) const {
+    const YAML::Mark m = n.Mark();
+    if (m.pos < 0 || m.column < 0 || static_cast<size_t>(m.pos) >= text_.size())
+      return std::nullopt;
+    const std::string& value = n.Scalar();
+    size_t start = static_cast<size_t>(m.pos);
+    int quote = text_[start] == '"' || text_[start] == '\'' ? 1 : 0;
+    std::string_view raw = text_.substr(start + static_cast<size_t>(quote));
+    if (value.find('\n') != std::string::npos || !raw.starts_with(value)) return std::nullopt;
+    return m.column + 1 + quote + static_cast<int>(offset);
   }
 
   std::optional<std::string> relative_path(const YAML::Node& n, std::string_view what) {
@@ -262,6 +285,7 @@ class reader {
  private:
   std::string file_;
   std::vector<config_error>& errors_;
+  std::string_view text_;
 };
 
 // Loads YAML text; on a syntax error records it and returns an undefined node.
@@ -386,7 +410,7 @@ void parse_file_check(reader& r, const YAML::Node& n, const std::string& what, f
     if (auto s = r.string(v, name, p == "equals")) out.text = *s;
   } else if (p == "matches") {
     out.predicate = k::matches;
-    if (auto s = r.regex(v, name)) out.text = *s;
+    if (auto re = r.regex(v, name)) out.regex = std::move(*re);
   } else if (p == "json") {
     out.predicate = k::json;
     static constexpr std::string_view jk[] = {"pointer", "equals"};
@@ -458,13 +482,13 @@ void parse_transcript_check(reader& r, const YAML::Node& n, const std::string& w
   }
   if (k == "tool_used") {
     out.predicate = pk::tool_used;
-    if (auto s = r.string(v, name)) out.pattern = *s;
+    if (auto s = r.string(v, name)) out.tool = *s;
     return;
   }
   out.predicate = k == "command_matches"         ? pk::command_matches
                   : k == "final_message_matches" ? pk::final_message_matches
                                                  : pk::forbid_command;
-  if (auto s = r.regex(v, name)) out.pattern = *s;
+  if (auto re = r.regex(v, name)) out.regex = std::move(*re);
 }
 
 std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t index) {
@@ -710,7 +734,7 @@ void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
 
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
                                 std::vector<config_error>& errors) {
-  reader r(std::string(display), errors);
+  reader r(std::string(display), errors, text);
   fixture_spec spec;
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;

@@ -128,7 +128,7 @@ json check_spec::to_json() const {
           f["contains"] = file.text;
           break;
         case k::matches:
-          f["matches"] = file.text;
+          f["matches"] = file.regex.source();
           break;
         case k::json:
           f["json"] = {{"pointer", file.pointer}, {"equals", file.expected}};
@@ -143,10 +143,18 @@ json check_spec::to_json() const {
       break;
     case check_kind::transcript: {
       json t = json::object();
-      if (transcript.predicate == transcript_check::predicate_kind::max_steps)
-        t["max_steps"] = transcript.max_steps;
-      else
-        t[std::string(to_string(transcript.predicate))] = transcript.pattern;
+      const std::string key(to_string(transcript.predicate));
+      switch (transcript.predicate) {
+        case transcript_check::predicate_kind::max_steps:
+          t[key] = transcript.max_steps;
+          break;
+        case transcript_check::predicate_kind::tool_used:
+          t[key] = transcript.tool;
+          break;
+        default:
+          t[key] = transcript.regex.source();
+          break;
+      }
       j["transcript"] = t;
       break;
     }

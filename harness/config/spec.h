@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/config/pattern.h"
 #include "sandbox/base/error.h"
 #include "sandbox/base/json.h"
 
@@ -75,7 +76,8 @@ struct file_check {
   enum class predicate_kind { exists, absent, equals, contains, matches, json };
   std::string path;  // relative to /workspace, no ".."
   predicate_kind predicate = predicate_kind::exists;
-  std::string text;     // equals / contains: the text; matches: an ECMAScript regex
+  std::string text;     // equals / contains: the text
+  pattern regex;        // matches: compiled when the fixture loads (pattern.h)
   std::string pointer;  // json: an RFC 6901 JSON pointer ("" is the whole document)
   json expected;        // json: the value found at `pointer` must equal this
 };
@@ -98,7 +100,8 @@ struct transcript_check {
     max_steps,              // at most `max_steps` steps
   };
   predicate_kind predicate = predicate_kind::command_matches;
-  std::string pattern;  // a regex (ECMAScript, searched, not anchored) or the tool name
+  pattern regex;     // *_matches, forbid_command: compiled when the fixture loads (pattern.h)
+  std::string tool;  // tool_used: the normalized tool name
   uint64_t max_steps = 0;
 };
 std::string_view to_string(transcript_check::predicate_kind kind) noexcept;

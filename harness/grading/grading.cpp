@@ -1,12 +1,15 @@
 // Check evaluation and the verdict (see grading.h).
 #include "harness/grading/grading.h"
 
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+
 #include "harness/plan/plan.h"
-
-#include <regex>
-
+#include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
+#include "sandbox/base/units.h"
 
 namespace evalbox::harness {
 
@@ -21,13 +24,56 @@ std::string shorten(std::string s, size_t max = 200) {
   return s;
 }
 
-bool regex_search(const std::string& pattern, const std::string& text, std::string& err) {
-  try {
-    return std::regex_search(text, std::regex(pattern, std::regex::ECMAScript));
-  } catch (const std::regex_error& e) {
-    err = fmt::format("invalid regex '{}': {}", pattern, e.what());
+// Searches with the pattern compiled at load (pattern.h: linear in `text`, bounded memory).
+// A pattern that was never compiled is a broken invariant: the check cannot be evaluated,
+// which `r.error` says.
+bool regex_search(const pattern& p, std::string_view text, check_result& r) {
+  auto found = p.search(text);
+  if (!found) {
+    r.error = found.error().message;
     return false;
   }
+  return *found;
+}
+
+// A test hook, compiled in (the end-to-end tests drive the release binary): with
+// EVALBOX_FAULT=check-throw:<id>, evaluating check <id> throws, as a bug in an evaluator or an
+// exhausted allocator would. docs/reliability.md documents it; nothing else reads it.
+void inject_fault(const check_spec& c) {
+  const char* fault = std::getenv("EVALBOX_FAULT");
+  if (!fault) return;
+  constexpr std::string_view check_throw = "check-throw:";
+  std::string_view f(fault);
+  if (f.starts_with(check_throw) && f.substr(check_throw.size()) == c.id)
+    throw std::runtime_error(fmt::format("fault injected by EVALBOX_FAULT={}", f));
+}
+
+// One check, evaluated in-process or through the shell-check sandbox.
+check_result evaluate(const check_spec& c, const grading_inputs& in) {
+  inject_fault(c);
+  switch (c.kind) {
+    case check_kind::file:
+      return evaluate_file_check(c, in.after);
+    case check_kind::git:
+      return evaluate_git_check(c, in.before, in.after);
+    case check_kind::transcript:
+      return evaluate_transcript_check(c, in.transcript_);
+    case check_kind::shell:
+      break;
+  }
+  check_result r{c.id, c.kind, c.weight, false, ""};
+  auto out = in.run_shell ? in.run_shell(c)
+                          : result<shell_check_outcome>(
+                                make_error(error_kind::internal, "no sandbox for shell checks"));
+  if (!out) {
+    r.error = out.error().message;
+    return r;
+  }
+  r.passed = out->exited && out->exit_code == 0;
+  if (!r.passed)
+    r.detail = out->exited ? fmt::format("exit {}: {}", out->exit_code, shorten(out->output))
+                           : fmt::format("{}: {}", out->outcome, shorten(out->output));
+  return r;
 }
 
 }  // namespace
@@ -37,7 +83,18 @@ check_result evaluate_file_check(const check_spec& c, const std::filesystem::pat
   const auto& f = c.file;
   bool need_content = f.predicate != file_check::predicate_kind::exists &&
                       f.predicate != file_check::predicate_kind::absent;
-  auto e = lookup_beneath(after, f.path, /*follow_final=*/true, need_content);
+  auto e = lookup_beneath(after, f.path, /*follow_final=*/true, /*read_content=*/false);
+  if (e && need_content && e->type == type_kind::regular) {
+    if (e->size > max_checked_file_bytes) {
+      r.detail = fmt::format(
+          "{} is {} bytes, larger than {}: evalbox reads at most that of a "
+          "file for a check",
+          f.path, e->size, format_bytes(max_checked_file_bytes));
+      return r;
+    }
+    e = lookup_beneath(after, f.path, /*follow_final=*/true, /*read_content=*/true,
+                       max_checked_file_bytes);
+  }
   if (!e) {
     r.detail = fmt::format("{}: {}", f.path, e.error().message);
     return r;
@@ -72,14 +129,10 @@ check_result evaluate_file_check(const check_spec& c, const std::filesystem::pat
       if (!r.passed)
         r.detail = fmt::format("{} does not contain \"{}\"", f.path, shorten(f.text, 80));
       break;
-    case pk::matches: {
-      std::string err;
-      r.passed = regex_search(f.text, content, err);
-      r.detail = !err.empty()
-                     ? err
-                     : (r.passed ? "" : fmt::format("{} does not match /{}/", f.path, f.text));
+    case pk::matches:
+      r.passed = regex_search(f.regex, content, r);
+      if (!r.passed) r.detail = fmt::format("{} does not match /{}/", f.path, f.regex.source());
       break;
-    }
     case pk::json: {
       // The agent wrote this file: a document nested too deep to dump is refused, not crashed on.
       if (json_too_deep(content)) {
@@ -166,10 +219,17 @@ check_result evaluate_git_check(const check_spec& c, const std::filesystem::path
   const ignore_rules rules = ignore_rules::load(before);
   std::vector<std::string> differing;
   for (const auto& p : c.git.paths) {
-    auto a = list_beneath(before, p);
-    auto b = list_beneath(after, p);
+    auto a = list_beneath(before, p, max_git_check_files);
+    auto b = list_beneath(after, p, max_git_check_files);
     if (!a || !b) {
-      r.detail = fmt::format("{}: {}", p, (!a ? a.error() : b.error()).message);
+      const error& e = !a ? a.error() : b.error();
+      const bool past_cap = e.kind == error_kind::invalid_argument &&
+                            e.message.find(" holds more than ") != std::string::npos;
+      r.detail = past_cap ? fmt::format(
+                                "{}: evalbox compares at most {} files under one path of a "
+                                "git check",
+                                e.message, max_git_check_files)
+                          : fmt::format("{}: {}", p, e.message);
       return r;
     }
     std::vector<std::string> all = *a;
@@ -178,13 +238,27 @@ check_result evaluate_git_check(const check_spec& c, const std::filesystem::path
     all.erase(std::unique(all.begin(), all.end()), all.end());
     for (const auto& f : all) {
       if (rules.ignored(f)) continue;
-      auto x = lookup_beneath(before, f, false, true);
-      auto y = lookup_beneath(after, f, false, true);
+      auto x = lookup_beneath(before, f, false, false);
+      auto y = lookup_beneath(after, f, false, false);
+      if (x && y && x->type == type_kind::regular && y->type == type_kind::regular &&
+          x->size == y->size) {
+        // Same type and size: only the content can tell (files of different sizes differ
+        // without being read).
+        if (x->size > max_checked_file_bytes) {
+          r.detail = fmt::format(
+              "{} is {} bytes, larger than {}: evalbox compares at most that "
+              "of a file for a check",
+              f, x->size, format_bytes(max_checked_file_bytes));
+          return r;
+        }
+        x = lookup_beneath(before, f, false, true, max_checked_file_bytes);
+        y = lookup_beneath(after, f, false, true, max_checked_file_bytes);
+      }
       if (!x || !y) {
         r.detail = fmt::format("{}: {}", f, (!x ? x.error() : y.error()).message);
         return r;
       }
-      if (x->type != y->type || x->content != y->content ||
+      if (x->type != y->type || x->size != y->size || x->content != y->content ||
           (x->type == type_kind::regular && x->mode != y->mode))
         differing.push_back(f);
     }
@@ -207,41 +281,38 @@ check_result evaluate_transcript_check(const check_spec& c, const transcript& t)
   check_result r{c.id, c.kind, c.weight, false, ""};
   const auto& tc = c.transcript;
   using pk = transcript_check::predicate_kind;
-  std::string err;
   switch (tc.predicate) {
     case pk::command_matches:
-      for (const auto& cmd : commands(t))
-        if (regex_search(tc.pattern, cmd, err)) r.passed = true;
-      if (!r.passed)
-        r.detail = err.empty() ? fmt::format("no command matched /{}/", tc.pattern) : err;
+      for (const auto& cmd : commands(t)) {
+        if (regex_search(tc.regex, cmd, r)) {
+          r.passed = true;
+          break;
+        }
+      }
+      if (!r.passed) r.detail = fmt::format("no command matched /{}/", tc.regex.source());
       break;
     case pk::forbid_command:
       r.passed = true;
-      for (const auto& cmd : commands(t))
-        if (regex_search(tc.pattern, cmd, err)) {
+      for (const auto& cmd : commands(t)) {
+        if (regex_search(tc.regex, cmd, r)) {
           r.passed = false;
           r.detail = fmt::format("forbidden command: {}", shorten(cmd, 120));
           break;
         }
-      if (!err.empty()) {
-        r.passed = false;
-        r.detail = err;
       }
       break;
     case pk::final_message_matches: {
       auto msg = final_message(t);
-      r.passed = msg && regex_search(tc.pattern, *msg, err);
+      r.passed = msg && regex_search(tc.regex, *msg, r);
       if (!r.passed)
-        r.detail = !err.empty()
-                       ? err
-                       : (msg ? fmt::format("final message does not match /{}/", tc.pattern)
-                              : "no final message");
+        r.detail = msg ? fmt::format("final message does not match /{}/", tc.regex.source())
+                       : "no final message";
       break;
     }
     case pk::tool_used: {
       auto tools = tools_used(t);
-      r.passed = std::find(tools.begin(), tools.end(), tc.pattern) != tools.end();
-      if (!r.passed) r.detail = fmt::format("tool '{}' was not used", tc.pattern);
+      r.passed = std::find(tools.begin(), tools.end(), tc.tool) != tools.end();
+      if (!r.passed) r.detail = fmt::format("tool '{}' was not used", tc.tool);
       break;
     }
     case pk::max_steps: {
@@ -258,35 +329,23 @@ grading_result grade(const grading_inputs& in) {
   grading_result g;
   double total = 0, passed = 0;
   for (const auto& c : in.fixture.checks) {
+    // Whatever goes wrong while evaluating one check — an error, an exception — is this run's
+    // grader error (status "error", verdict not_assessed), never the end of the runner.
     check_result r;
-    switch (c.kind) {
-      case check_kind::file:
-        r = evaluate_file_check(c, in.after);
-        break;
-      case check_kind::git:
-        r = evaluate_git_check(c, in.before, in.after);
-        break;
-      case check_kind::transcript:
-        r = evaluate_transcript_check(c, in.transcript_);
-        break;
-      case check_kind::shell: {
-        r = check_result{c.id, c.kind, c.weight, false, ""};
-        auto out = in.run_shell ? in.run_shell(c)
-                                : result<shell_check_outcome>(make_error(
-                                      error_kind::internal, "no sandbox for shell checks"));
-        if (!out) {
-          g.ok = false;
-          g.error = fmt::format("check {}: {}", c.id, out.error().message);
-          r.detail = out.error().message;
-        } else {
-          r.passed = out->exited && out->exit_code == 0;
-          if (!r.passed)
-            r.detail = out->exited
-                           ? fmt::format("exit {}: {}", out->exit_code, shorten(out->output))
-                           : fmt::format("{}: {}", out->outcome, shorten(out->output));
-        }
-        break;
-      }
+    try {
+      r = evaluate(c, in);
+    } catch (const std::exception& e) {
+      r = check_result{c.id, c.kind, c.weight, false, ""};
+      r.error = fmt::format("could not be evaluated: {}", e.what());
+    } catch (...) {
+      r = check_result{c.id, c.kind, c.weight, false, ""};
+      r.error = "could not be evaluated: an unknown exception";
+    }
+    if (!r.error.empty()) {
+      r.passed = false;
+      r.detail = r.error;
+      if (g.ok) g.error = fmt::format("check {}: {}", c.id, r.error);
+      g.ok = false;
     }
     total += c.weight;
     if (r.passed) passed += c.weight;

@@ -22,6 +22,9 @@ struct check_result {
   double weight = 1;
   bool passed = false;
   std::string detail;  // why it failed (or what it saw), one line
+  // Set when the check could not be evaluated (a shell check's sandbox failed, an evaluator
+  // threw): the run's grading is then an error, not a failed check.
+  std::string error;
 };
 
 // What a shell check's sandbox did: passed on exit 0. An infrastructure failure is an error
@@ -53,6 +56,8 @@ struct grading_result {
   [[nodiscard]] json to_json(double threshold) const;
 };
 
+// Every check, each evaluated on its own: an error or exception in one makes the result's
+// status "error" with its message (ok false) and grading goes on with the next.
 grading_result grade(const grading_inputs& in);
 
 // Individual evaluators, exposed for tests.

@@ -385,7 +385,11 @@ result<beneath_entry> lookup_beneath(const fs::path& root, const fs::path& rel, 
     if (n >= 0) e.content.assign(buf, static_cast<size_t>(n));
   } else if (S_ISREG(st.st_mode)) {
     e.type = beneath_entry::type_kind::regular;
+    e.size = static_cast<uint64_t>(st.st_size);
     if (read_content) {
+      if (e.size > max_bytes)  // refused before reading, not after max_bytes of it
+        return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", rel.string(),
+                          max_bytes);
       unique_fd fd(::openat(w.dir.get(), name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
       if (!fd) return sys_error(errno, "open {}", rel.string());
       e.content = EB_TRY(read_fd(fd.get(), max_bytes, rel));
@@ -396,7 +400,8 @@ result<beneath_entry> lookup_beneath(const fs::path& root, const fs::path& rel, 
   return e;
 }
 
-result<std::vector<std::string>> list_beneath(const fs::path& root, const fs::path& rel) {
+result<std::vector<std::string>> list_beneath(const fs::path& root, const fs::path& rel,
+                                              size_t max_entries) {
   auto top = EB_TRY(lookup_beneath(root, rel, false, false));
   std::vector<std::string> out;
   if (top.type == beneath_entry::type_kind::missing) return out;
@@ -431,6 +436,9 @@ result<std::vector<std::string>> list_beneath(const fs::path& root, const fs::pa
         stack.push_back(child);
       else
         out.push_back(child.lexically_normal().generic_string());
+      if (out.size() + stack.size() > max_entries)
+        return make_error(error_kind::invalid_argument, "{} holds more than {} entries",
+                          rel.string(), max_entries);
     }
   }
   std::sort(out.begin(), out.end());

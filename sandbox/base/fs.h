@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -68,16 +69,20 @@ struct beneath_entry {
   enum class type_kind { missing, regular, directory, symlink, other };
   type_kind type = type_kind::missing;
   mode_t mode = 0;      // permission bits
+  uint64_t size = 0;    // regular files: the size in bytes (read or not)
   std::string content;  // regular files (when read), or the link text (symlinks)
 };
-// `follow_final`: resolve a final symlink (inside the root) instead of reporting it.
+// `follow_final`: resolve a final symlink (inside the root) instead of reporting it. A regular
+// file larger than `max_bytes` is an invalid_argument error when its content is asked for.
 result<beneath_entry> lookup_beneath(const std::filesystem::path& root,
                                      const std::filesystem::path& rel, bool follow_final,
                                      bool read_content, size_t max_bytes = 64u << 20);
 // Relative paths of every non-directory entry below `rel` (itself if it is not a directory),
-// never following symlinks. Sorted.
+// never following symlinks. Sorted. More than `max_entries` is an invalid_argument error that
+// says so (the tree was written by untrusted code).
 result<std::vector<std::string>> list_beneath(const std::filesystem::path& root,
-                                              const std::filesystem::path& rel);
+                                              const std::filesystem::path& rel,
+                                              size_t max_entries = SIZE_MAX);
 
 // RAII temporary directory (for tests and scratch work); removed on destruction.
 class temp_dir {

@@ -104,7 +104,8 @@ checks:
   EXPECT_EQ(spec.checks[7].git.state, git_check::state_kind::unchanged);
   using tk = transcript_check::predicate_kind;
   EXPECT_EQ(spec.checks[8].transcript.predicate, tk::command_matches);
-  EXPECT_EQ(spec.checks[8].transcript.pattern, "pytest");
+  EXPECT_EQ(spec.checks[8].transcript.regex.source(), "pytest");
+  EXPECT_TRUE(spec.checks[8].transcript.regex.compiled()) << "compiled once, when loaded";
   EXPECT_EQ(spec.checks[9].transcript.predicate, tk::final_message_matches);
   EXPECT_EQ(spec.checks[10].transcript.predicate, tk::tool_used);
   EXPECT_EQ(spec.checks[11].transcript.predicate, tk::forbid_command);
@@ -149,6 +150,34 @@ checks:
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].where.line, 5);
   EXPECT_NE(errors[0].what.find("not a valid regular expression"), std::string::npos);
+}
+
+// RE2's refusal points at the character it stopped at when the pattern is written verbatim
+// (plain or quoted without escapes), else at the scalar, saying where in the pattern.
+TEST(fixture_parse, a_pattern_error_points_at_the_offending_character) {
+  auto errors = fixture_errors(R"y(schema: evalbox.fixture.v1
+id: r
+prompt: p
+checks:
+  - {id: f, file: {path: big.txt, matches: "x{1001}"}}
+  - {id: b, transcript: {forbid_command: (\w+) \1}}
+  - id: m
+    transcript:
+      final_message_matches: "ok \\1"
+)y");
+  ASSERT_EQ(errors.size(), 3u) << join_messages(errors);
+  EXPECT_EQ(errors[0].message(),
+            "fixture.yaml:5:46: checks.f.file.matches is not a valid regular expression: invalid "
+            "repetition size: {1001} (hint: the syntax is RE2's "
+            "(https://github.com/google/re2/wiki/Syntax); escape special characters like ( [ . * "
+            "with \\)");
+  EXPECT_EQ(errors[1].message(),
+            "fixture.yaml:6:48: checks.b.transcript.forbid_command is not a valid regular "
+            "expression: invalid escape sequence: \\1 (hint: RE2 has no backreferences; match "
+            "the text itself, or use a shell check)");
+  EXPECT_EQ(errors[2].where.line, 9);
+  EXPECT_NE(errors[2].what.find("(at character 4 of the pattern)"), std::string::npos)
+      << errors[2].what;
 }
 
 TEST(fixture_parse, yaml_syntax_error_has_a_location) {

@@ -1,18 +1,31 @@
-// Each check kind against real trees, the verdict, and grading that cannot be tricked into
-// reading outside the workspace.
+// Each check kind against real trees, the verdict, grading that cannot be tricked into reading
+// outside the workspace, hostile inputs (adversarial regex input, files past the read caps) and
+// a check that cannot be evaluated.
 #include "harness/grading/grading.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A pattern as the fixture loader makes it (compiled once).
+pattern compiled(const std::string& source) {
+  auto p = pattern::compile(source);
+  EXPECT_TRUE(p) << source;
+  return p ? std::move(*p) : pattern();
+}
 
 class Grading : public ::testing::Test {
  protected:
@@ -38,7 +51,10 @@ class Grading : public ::testing::Test {
     c.kind = check_kind::file;
     c.file.path = std::move(path);
     c.file.predicate = p;
-    c.file.text = std::move(text);
+    if (p == file_check::predicate_kind::matches)
+      c.file.regex = compiled(text);
+    else
+      c.file.text = std::move(text);
     return c;
   }
   static check_spec git(std::vector<std::string> paths, git_check::state_kind s) {
@@ -110,6 +126,99 @@ TEST_F(Grading, ASymlinkInsideTheWorkspaceIsFollowed) {
   EXPECT_TRUE(evaluate_file_check(file("alias.txt", fp::equals, "42\n"), after()).passed);
 }
 
+check_spec tcheck(transcript_check::predicate_kind p, std::string pattern, uint64_t max = 0);
+using tp = transcript_check::predicate_kind;
+
+// A sparse file of `size` bytes: the caps are tested without writing 64 MiB.
+void sparse(const fs::path& path, off_t size) {
+  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  ASSERT_TRUE(fd);
+  ASSERT_EQ(::ftruncate(fd.get(), size), 0);
+}
+
+TEST_F(Grading, AnchorsMatchAtLineBoundariesAsInGrep) {
+  put(after(), "hello.txt", "hello, world\n");
+  EXPECT_TRUE(
+      evaluate_file_check(file("hello.txt", fp::matches, "^hello, world$"), after()).passed);
+  put(after(), "log.txt", "start\nhello, world\nend\n");
+  EXPECT_TRUE(evaluate_file_check(file("log.txt", fp::matches, "^hello, world$"), after()).passed);
+  EXPECT_FALSE(evaluate_file_check(file("log.txt", fp::matches, "\\Ahello"), after()).passed);
+}
+
+// The input that crashed `evalbox run` with std::regex (a recursion per character), for every
+// kind of check whose pattern meets agent-written text. Multi-megabyte; well under a second.
+TEST_F(Grading, AdversarialInputForEveryRegexCheckKindFinishesWithTheRightAnswer) {
+  std::string abab;
+  for (size_t i = 0; i < (2u << 20); ++i) abab += (i % 2) ? 'b' : 'a';
+  put(after(), "big.txt", abab + "c");
+  EXPECT_TRUE(evaluate_file_check(file("big.txt", fp::matches, "(a|b)*c"), after()).passed);
+  auto miss = evaluate_file_check(file("big.txt", fp::matches, "(a|b)*d"), after());
+  EXPECT_FALSE(miss.passed);
+  EXPECT_EQ(miss.detail, "big.txt does not match /(a|b)*d/");
+
+  transcript t;
+  step s;
+  tool_call c;
+  c.id = "c1";
+  c.tool = "shell";
+  c.command = abab + "c";
+  s.tool_calls.push_back(c);
+  t.steps.push_back(s);
+  t.final_message = abab + "c";
+  EXPECT_TRUE(evaluate_transcript_check(tcheck(tp::command_matches, "(a|b)*c"), t).passed);
+  EXPECT_FALSE(evaluate_transcript_check(tcheck(tp::command_matches, "(a|b)*d"), t).passed);
+  EXPECT_FALSE(evaluate_transcript_check(tcheck(tp::forbid_command, "(a|b)*c$"), t).passed);
+  EXPECT_TRUE(evaluate_transcript_check(tcheck(tp::forbid_command, "(a|b)*d"), t).passed);
+  EXPECT_TRUE(evaluate_transcript_check(tcheck(tp::final_message_matches, "^(a|b)*c$"), t).passed);
+  EXPECT_FALSE(evaluate_transcript_check(tcheck(tp::final_message_matches, "(x+x+)+y"), t).passed);
+}
+
+TEST_F(Grading, AFileLargerThanTheReadCapFailsTheCheckSayingSo) {
+  sparse(after() / "huge.bin", static_cast<off_t>(max_checked_file_bytes) + 1);
+  for (auto p : {fp::matches, fp::contains, fp::equals, fp::json}) {
+    auto r = evaluate_file_check(file("huge.bin", p, "x"), after());
+    EXPECT_FALSE(r.passed);
+    EXPECT_TRUE(r.error.empty()) << "a failed check, not a grader error";
+    EXPECT_EQ(r.detail, fmt::format("huge.bin is {} bytes, larger than 64MiB: evalbox reads at "
+                                    "most that of a file for a check",
+                                    max_checked_file_bytes + 1));
+  }
+  EXPECT_TRUE(evaluate_file_check(file("huge.bin", fp::exists), after()).passed)
+      << "existence needs no read";
+  sparse(after() / "at-cap.bin", static_cast<off_t>(max_checked_file_bytes));
+  EXPECT_TRUE(evaluate_file_check(file("at-cap.bin", fp::matches, "\\A\\x00"), after()).passed)
+      << "a file of exactly the cap is read";
+}
+
+TEST_F(Grading, GitTellsFilesOfDifferentSizesApartWithoutReadingThem) {
+  const auto big = static_cast<off_t>(max_checked_file_bytes) + 1;
+  sparse(before() / "data.bin", big);
+  sparse(after() / "data.bin", big + 1);
+  EXPECT_TRUE(evaluate_git_check(git({"data.bin"}, gs::changed), before(), after()).passed);
+  sparse(after() / "data.bin", big);
+  auto r = evaluate_git_check(git({"data.bin"}, gs::unchanged), before(), after());
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.detail, fmt::format("data.bin is {} bytes, larger than 64MiB: evalbox compares at "
+                                  "most that of a file for a check",
+                                  big));
+}
+
+TEST_F(Grading, GitRefusesMoreFilesThanItsCapUnderOnePath) {
+  ASSERT_TRUE(make_dirs(after() / "many"));
+  unique_fd dir(::open((after() / "many").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  for (size_t i = 0; i <= max_git_check_files; ++i) {
+    unique_fd f(
+        ::openat(dir.get(), std::to_string(i).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ASSERT_TRUE(f) << i;
+  }
+  auto r = evaluate_git_check(git({"many"}, gs::unchanged), before(), after());
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.detail,
+            "many holds more than 100000 entries: evalbox compares at most 100000 files under "
+            "one path of a git check");
+}
+
 TEST_F(Grading, GitUnchangedAndChanged) {
   EXPECT_TRUE(evaluate_git_check(git({"tests"}, gs::unchanged), before(), after()).passed);
   EXPECT_TRUE(evaluate_git_check(git({"code.py"}, gs::changed), before(), after()).passed);
@@ -153,17 +262,18 @@ transcript sample_transcript() {
   return t;
 }
 
-check_spec tcheck(transcript_check::predicate_kind p, std::string pattern, uint64_t max = 0) {
+check_spec tcheck(transcript_check::predicate_kind p, std::string pattern, uint64_t max) {
   check_spec c;
   c.id = "t";
   c.kind = check_kind::transcript;
   c.transcript.predicate = p;
-  c.transcript.pattern = std::move(pattern);
+  if (p == transcript_check::predicate_kind::tool_used)
+    c.transcript.tool = std::move(pattern);
+  else if (p != transcript_check::predicate_kind::max_steps)
+    c.transcript.regex = compiled(pattern);
   c.transcript.max_steps = max;
   return c;
 }
-
-using tp = transcript_check::predicate_kind;
 
 TEST(TranscriptChecks, EachPredicate) {
   auto t = sample_transcript();
@@ -219,6 +329,46 @@ TEST_F(Grading, AShellCheckThatCannotRunIsAGraderErrorNotAFailure) {
   EXPECT_TRUE(g2.ok);
   EXPECT_FALSE(g2.passed);
   EXPECT_NE(g2.checks[0].detail.find("AssertionError"), std::string::npos);
+}
+
+// A check whose evaluation throws (EVALBOX_FAULT, the test hook) is this run's grader error
+// with the check named; every other check is still evaluated.
+TEST_F(Grading, ACheckThatThrowsIsAGraderErrorAndTheOthersAreStillEvaluated) {
+  fixture_spec f;
+  auto a = file("out.txt", fp::exists);
+  a.id = "a";
+  auto b = file("out.txt", fp::exists);
+  b.id = "b";
+  auto c = file("nope.txt", fp::exists);
+  c.id = "c";
+  f.checks = {a, b, c};
+  transcript t;
+  ::setenv("EVALBOX_FAULT", "check-throw:b", 1);
+  auto g = grade({f, t, before(), after(), nullptr});
+  ::unsetenv("EVALBOX_FAULT");
+  EXPECT_FALSE(g.ok);
+  EXPECT_FALSE(g.passed);
+  EXPECT_EQ(g.error,
+            "check b: could not be evaluated: fault injected by EVALBOX_FAULT=check-throw:b");
+  ASSERT_EQ(g.checks.size(), 3u);
+  EXPECT_TRUE(g.checks[0].passed);
+  EXPECT_FALSE(g.checks[1].passed);
+  EXPECT_EQ(g.checks[1].detail, g.checks[1].error);
+  EXPECT_FALSE(g.checks[2].passed);
+  EXPECT_TRUE(g.checks[2].error.empty());
+  EXPECT_EQ(g.to_json(1.0)["status"], "error");
+  EXPECT_TRUE(grade({f, t, before(), after(), nullptr}).ok) << "the hook names one check only";
+}
+
+TEST_F(Grading, APatternNeverCompiledIsAGraderErrorNotAFailedCheck) {
+  fixture_spec f;
+  check_spec c = file("out.txt", fp::matches, "4");
+  c.file.regex = pattern();
+  f.checks = {c};
+  transcript t;
+  auto g = grade({f, t, before(), after(), nullptr});
+  EXPECT_FALSE(g.ok);
+  EXPECT_NE(g.error.find("was not compiled"), std::string::npos) << g.error;
 }
 
 }  // namespace
