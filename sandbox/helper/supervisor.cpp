@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "sandbox/base/json.h"
+#include "sandbox/helper/outcome.h"
 #include "sandbox/net/relay.h"
 #include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
@@ -340,6 +342,7 @@ bool supervisor::on_exit(channels& ch, ending& end) {
 }
 
 void supervisor::enforce_limits(clock::time_point wall_deadline) {
+  sample_disk(/*now=*/false);
   if (clock::now() >= wall_deadline) kill_run(outcome_kind::timed_out);
   if (cg_ && plan_.limits.cpu_ms) {
     if (auto u = cg_->read_usage(); u && u->cpu_ns / 1000000 >= plan_.limits.cpu_ms) {
@@ -354,8 +357,8 @@ void supervisor::kill_run(outcome_kind why) {
   (void)child_.signal(SIGKILL);
 }
 
-// What the run's end means: a failed step is the sandbox's error; otherwise evalbox's own
-// kill, the OOM killer, or the program's exit or signal is the outcome.
+// What the run's end means: a failed step is the sandbox's error; otherwise decide_outcome
+// (outcome.h) weighs evalbox's own kill, the OOM killer and the program's exit or signal.
 void supervisor::classify(const compiled& c, const ending& end) {
   const rusage& ru = end.usage;
   const uint64_t cpu_ms = static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
@@ -364,9 +367,12 @@ void supervisor::classify(const compiled& c, const ending& end) {
   if (cg_) {
     if (auto r = cg_->read_usage()) u = *r;
   }
+  sample_disk(/*now=*/true);
   rec_.cpu_ms = std::max<uint64_t>(cpu_ms, u.cpu_ns / 1000000);
   rec_.peak_memory_bytes = u.peak_memory_bytes;
   rec_.pids_limit_hit = u.pids_limit_hit;
+  rec_.oom_kills = u.oom_kills;
+  rec_.disk_limit_hit = disk_full_;
   if (end.failure) {
     const auto& steps = end.failure->phase == 0 ? c.ctx.setup : c.ctx.program;
     const auto index = static_cast<size_t>(end.failure->index);
@@ -376,44 +382,29 @@ void supervisor::classify(const compiled& c, const ending& end) {
                              std::strerror(end.failure->err));
     return;
   }
-  if (forced_) {
-    rec_.outcome = *forced_;
+  const decided d = decide_outcome(
+      {forced_, end.wait_status, end.init_status, u.oom_kills, rec_.cpu_ms, plan_.limits.cpu_ms});
+  if (!d.outcome) {
+    rec_.error = d.error;
+    rec_.error_step = d.error_step;
     return;
   }
-  if (!end.wait_status) {
-    // Pid 1 died without a report: only the OOM killer does that (pid 1 is protected, but
-    // not beyond the memory limit of its own cgroup), or a kill from outside.
-    if (u.oom_kills > 0) {
-      rec_.outcome = outcome_kind::oom_killed;
-      return;
-    }
-    const int st = end.init_status;
-    rec_.error_step = "init";
-    rec_.error = WIFSIGNALED(st)
-                     ? fmt::format(
-                           "pid 1 of the run was killed by signal {} from outside the sandbox "
-                           "(not by evalbox-sandbox) before the program finished",
-                           WTERMSIG(st))
-                     : fmt::format("pid 1 of the run exited with status {} without a report",
-                                   WEXITSTATUS(st));
-    return;
-  }
-  const int ws = *end.wait_status;
-  if (WIFEXITED(ws)) {
-    rec_.outcome = outcome_kind::exited;
-    rec_.exit_code = WEXITSTATUS(ws);
-  } else if (WIFSIGNALED(ws)) {
-    const int sig = WTERMSIG(ws);
-    if (sig == SIGKILL && u.oom_kills > 0) {
-      rec_.outcome = outcome_kind::oom_killed;
-    } else if (sig == SIGXCPU ||
-               (sig == SIGKILL && plan_.limits.cpu_ms && rec_.cpu_ms >= plan_.limits.cpu_ms)) {
-      rec_.outcome = outcome_kind::cpu_limit;  // RLIMIT_CPU, the second fence
-    } else {
-      rec_.outcome = outcome_kind::signaled;
-      rec_.signal = sig;
-    }
-  }
+  rec_.outcome = *d.outcome;
+  rec_.exit_code = d.exit_code;
+  rec_.signal = d.signal;
+}
+
+// The run's disk is the tmpfs of its workspace and home (as root: plan_.disk_quota); a full
+// one refuses writes with ENOSPC, which no counter records. Sampled at most every 20 ms while
+// the run lasts (statfs, about a microsecond) and once at its end.
+void supervisor::sample_disk(bool now) {
+  if (!plan_.disk_quota || disk_full_ || plan_.home_dir.empty()) return;
+  const auto t = clock::now();
+  if (!now && t < next_disk_sample_) return;
+  next_disk_sample_ = t + std::chrono::milliseconds(20);
+  struct statfs sf {};
+  if (::statfs(plan_.home_dir.c_str(), &sf) == 0 && sf.f_blocks > 0 && sf.f_bavail == 0)
+    disk_full_ = true;
 }
 
 json supervisor::mechanisms(const compiled& c) const {

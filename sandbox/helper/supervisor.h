@@ -55,6 +55,7 @@ class supervisor {
   void on_output(stream& s);
   bool on_exit(channels& ch, ending& end);
   void enforce_limits(std::chrono::steady_clock::time_point wall_deadline);
+  void sample_disk(bool now);
   void kill_run(outcome_kind why);
 
   // The record's mechanisms: what the compiled plan put in force, then each limit with what
@@ -79,6 +80,8 @@ class supervisor {
   stream out_, err_;
   uint64_t kept_ = 0;
   bool truncated_ = false;
+  bool disk_full_ = false;  // the run's disk had no free block at a sample
+  std::chrono::steady_clock::time_point next_disk_sample_;
 };
 
 }  // namespace evalbox::sandbox::helper

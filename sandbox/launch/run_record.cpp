@@ -80,6 +80,8 @@ json run_record::to_json() const {
       {"output_bytes", output_bytes},
       {"output_truncated", output_truncated},
       {"pids_limit_hit", pids_limit_hit},
+      {"oom_kills", oom_kills},
+      {"disk_limit_hit", disk_limit_hit},
       {"mechanisms", mechanisms},
       {"binding_digest", binding_digest},
       {"connections", conns},
@@ -116,6 +118,9 @@ result<run_record> run_record::from_json(const json& j) {
   r.output_bytes = EB_TRY(required<uint64_t>(j, "output_bytes"));
   r.output_truncated = EB_TRY(required<bool>(j, "output_truncated"));
   r.pids_limit_hit = EB_TRY(required<bool>(j, "pids_limit_hit"));
+  // Added to v1 later: a record written before them reads as none.
+  if (j.contains("oom_kills")) r.oom_kills = EB_TRY(required<uint64_t>(j, "oom_kills"));
+  if (j.contains("disk_limit_hit")) r.disk_limit_hit = EB_TRY(required<bool>(j, "disk_limit_hit"));
   r.mechanisms = EB_TRY(required<json>(j, "mechanisms"));
   r.binding_digest = EB_TRY(required<std::string>(j, "binding_digest"));
   const json connections = EB_TRY(required<json>(j, "connections"));

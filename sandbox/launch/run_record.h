@@ -17,7 +17,7 @@ enum class outcome_kind {
   signaled,      // killed by a signal it did not get from evalbox; signal is set
   timed_out,     // wall-time limit reached, the whole run killed
   cpu_limit,     // CPU-time limit reached
-  oom_killed,    // the memory limit's OOM killer ended it
+  oom_killed,    // the memory limit's OOM killer killed a process of the run (oom_kills > 0)
   output_limit,  // stdout+stderr passed output_bytes; output ends with a truncation marker
   cancelled,     // the caller stopped it (SIGINT/SIGTERM to the harness)
 };
@@ -42,7 +42,13 @@ struct run_record {
   uint64_t peak_memory_bytes = 0;
   uint64_t output_bytes = 0;      // bytes the program wrote to stdout+stderr (kept or not)
   bool output_truncated = false;  // the captured output ends with the truncation marker
-  bool pids_limit_hit = false;
+  bool pids_limit_hit = false;    // a fork was refused by the pids limit
+  // Processes of the run the OOM killer killed (the main process or any other): more than 0
+  // makes the outcome oom_killed, whatever the main process did afterwards.
+  uint64_t oom_kills = 0;
+  // The run's disk (the tmpfs of the workspace and home) had no free block at a sample: writes
+  // were refused with ENOSPC (docs/run-record.md says when it is sampled).
+  bool disk_limit_hit = false;
   // Mechanisms in force.
   json mechanisms = json::object();  // user_ns, landlock_abi, seccomp_digest, cgroup, network
   std::string binding_digest;

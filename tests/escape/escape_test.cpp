@@ -194,9 +194,43 @@ TEST_F(Escape, AMemoryHogIsOomKilled) {
   auto r =
       run({hostile, "memory-hog", "256"}, [](resource_limits& l) { l.memory_bytes = 64ull << 20; });
   EXPECT_EQ(r.outcome, outcome_kind::oom_killed) << output();
+  EXPECT_GE(r.oom_kills, 1u);
   EXPECT_EQ(output(), "");
   EXPECT_LE(r.peak_memory_bytes, 64ull << 20);
   EXPECT_GT(r.peak_memory_bytes, 32ull << 20);
+}
+
+// The OOM killer ends a child; the main process (a shell) survives it and exits on its own —
+// with the child's 137, or 0. Either way the run was cut short by its memory limit.
+TEST_F(Escape, AChildsOomKillMakesTheRunOomKilledWhateverTheMainProcessDoesAfter) {
+  for (const char* tail : {"exit $rc", "exit 0"}) {
+    auto r = run({"/bin/sh", "-c",
+                  fmt::format("{} memory-hog 256; rc=$?; echo child $rc; {}", hostile, tail)},
+                 [](resource_limits& l) { l.memory_bytes = 64ull << 20; });
+    EXPECT_EQ(r.outcome, outcome_kind::oom_killed) << tail << ": " << output();
+    EXPECT_GE(r.oom_kills, 1u) << tail;
+    // The shell says "Killed" for its child, then goes on.
+    EXPECT_TRUE(output().ends_with("child 137\n")) << "the shell outlived its child: " << output();
+    EXPECT_EQ(r.to_json()["exit_code"], json(nullptr));
+  }
+}
+
+// A full disk refuses writes with ENOSPC and kills nothing: the record says it happened, even
+// when the files are gone again by the end of the run.
+TEST_F(Escape, FillingTheDiskIsRecordedEvenWhenFreedAgain) {
+  auto r = run({"/bin/sh", "-c",
+                "i=0; while [ $i -lt 100 ]; do head -c 1048576 /dev/zero > /workspace/fill$i "
+                "2>/dev/null || { echo full at $i; break; }; i=$((i+1)); done; sleep 0.2; "
+                "rm -f /workspace/fill*"});
+  EXPECT_EQ(r.outcome, outcome_kind::exited);
+  EXPECT_TRUE(r.disk_limit_hit);
+  int at = -1;
+  ASSERT_EQ(std::sscanf(output().c_str(), "full at %d", &at), 1) << output();
+  EXPECT_GT(at, 32);
+  EXPECT_LE(at, 64) << "the quota is 64 MiB";
+  auto calm = run({"/bin/sh", "-c", "head -c 1048576 /dev/zero > /workspace/one"});
+  EXPECT_FALSE(calm.disk_limit_hit);
+  EXPECT_EQ(calm.oom_kills, 0u);
 }
 
 TEST_F(Escape, AnOutputFloodHitsTheOutputLimit) {

@@ -18,6 +18,8 @@ run_record sample() {
   r.output_bytes = 42;
   r.output_truncated = true;
   r.pids_limit_hit = true;
+  r.oom_kills = 2;
+  r.disk_limit_hit = true;
   r.mechanisms = {{"cgroup", "v1"}, {"landlock_abi", 7}};
   r.binding_digest = std::string(64, 'a');
   r.connections.push_back({"127.0.0.1:8080", true, "relay", ""});
@@ -29,9 +31,10 @@ TEST(RunRecordContract, HasExactlyTheDocumentedKeys) {
   json j = sample().to_json();
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"binding_digest", "connections", "cpu_ms", "error",
-                                            "error_step", "exit_code", "mechanisms", "outcome",
-                                            "output_bytes", "output_truncated", "peak_memory_bytes",
+  EXPECT_EQ(keys, (std::vector<std::string>{"binding_digest", "connections", "cpu_ms",
+                                            "disk_limit_hit", "error", "error_step", "exit_code",
+                                            "mechanisms", "oom_kills", "outcome", "output_bytes",
+                                            "output_truncated", "peak_memory_bytes",
                                             "pids_limit_hit", "schema", "signal", "wall_ms"}));
   EXPECT_EQ(j["schema"], "evalbox.run-record.v1");
   EXPECT_EQ(j["outcome"], "signaled");
@@ -45,6 +48,19 @@ TEST(RunRecordContract, RoundTrips) {
   auto back = run_record::from_json(r.to_json());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->to_json(), r.to_json());
+}
+
+// oom_kills and disk_limit_hit came to v1 later: a record without them reads as none.
+TEST(RunRecordContract, ARecordFromBeforeOomKillsAndDiskLimitHitReadsAsNone) {
+  json j = sample().to_json();
+  j.erase("oom_kills");
+  j.erase("disk_limit_hit");
+  auto back = run_record::from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->oom_kills, 0u);
+  EXPECT_FALSE(back->disk_limit_hit);
+  j["oom_kills"] = -1;
+  EXPECT_FALSE(run_record::from_json(j));
 }
 
 TEST(RunRecordContract, AnErrorHasNoOutcome) {
