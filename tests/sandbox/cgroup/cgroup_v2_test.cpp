@@ -58,6 +58,20 @@ TEST_F(CgroupV2Fake, ReadsUsageFromCpuStatMemoryPeakAndEvents) {
   EXPECT_TRUE(u->pids_limit_hit);
 }
 
+// memory.events' oom_kill counts every OOM kill in the cgroup, the main process's or a
+// child's: what makes a run oom_killed (tests/sandbox/helper/outcome_test.cpp).
+TEST_F(CgroupV2Fake, CountsEveryOomKillInTheCgroup) {
+  auto cg = create_v2(root(), "run1", "agent-1", {64 << 20, 0});
+  ASSERT_TRUE(cg);
+  const auto leaf = root() / "evalbox" / "run1" / "agent-1";
+  ASSERT_TRUE(write_file(leaf / "memory.events", "low 0\nhigh 0\nmax 40\noom 3\noom_kill 3\n"));
+  auto u = (*cg)->read_usage();
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->oom_kills, 3u);
+  ASSERT_TRUE(write_file(leaf / "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"));
+  EXPECT_EQ((*cg)->read_usage()->oom_kills, 0u);
+}
+
 TEST_F(CgroupV2Fake, AddPidWritesCgroupProcs) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(cg);

@@ -1,0 +1,64 @@
+// The cgroup v1 implementation's accounting against a fake tree (plain directories standing for
+// the memory, pids and cpuacct mounts): what the run record's OOM kills, peak memory, CPU time
+// and pids limit come from on a v1 host. The real hierarchy is exercised by tests/escape.
+#include <gtest/gtest.h>
+
+#include "sandbox/base/fs.h"
+#include "sandbox/cgroup/cgroup.h"
+
+namespace evalbox::sandbox::cgroup {
+namespace {
+
+class CgroupV1Fake : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* c : {"memory", "pids", "cpuacct"}) ASSERT_TRUE(make_dirs(dir_.path() / c));
+  }
+  std::map<std::string, std::filesystem::path> mounts() const {
+    return {{"memory", dir_.path() / "memory"},
+            {"pids", dir_.path() / "pids"},
+            {"cpuacct", dir_.path() / "cpuacct"}};
+  }
+  std::filesystem::path leaf(const char* controller) const {
+    return dir_.path() / controller / "evalbox" / "run1" / "agent-1";
+  }
+  temp_dir dir_{"evalbox-fake-cgroup-v1"};
+};
+
+TEST_F(CgroupV1Fake, WritesTheMemoryAndPidsLimits) {
+  auto cg = create_v1(mounts(), "run1", "agent-1", {256 << 20, 64});
+  ASSERT_TRUE(cg) << cg.error().message;
+  EXPECT_EQ((*cg)->version(), "v1");
+  EXPECT_EQ(read_file(leaf("memory") / "memory.limit_in_bytes").value_or(""),
+            std::to_string(256 << 20));
+  EXPECT_EQ(read_file(leaf("pids") / "pids.max").value_or(""), "64");
+  (*cg)->release();  // a fake tree: nothing to kill
+}
+
+// memory.oom_control counts OOM kills of any task in the cgroup (Linux 4.13+): a child killed
+// while the main process lives on is counted the same as the main process.
+TEST_F(CgroupV1Fake, ReadsOomKillsPeakMemoryCpuAndThePidsLimit) {
+  auto cg = create_v1(mounts(), "run1", "agent-1", {256 << 20, 64});
+  ASSERT_TRUE(cg) << cg.error().message;
+  ASSERT_TRUE(write_file(leaf("memory") / "memory.oom_control",
+                         "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"));
+  ASSERT_TRUE(write_file(leaf("memory") / "memory.max_usage_in_bytes", "268435456\n"));
+  ASSERT_TRUE(write_file(leaf("cpuacct") / "cpuacct.usage", "1500000000\n"));
+  ASSERT_TRUE(write_file(leaf("pids") / "pids.events", "max 5\n"));
+  auto u = (*cg)->read_usage();
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->oom_kills, 2u);
+  EXPECT_EQ(u->peak_memory_bytes, 268435456u);
+  EXPECT_EQ(u->cpu_ns, 1500000000u);
+  EXPECT_TRUE(u->pids_limit_hit);
+  ASSERT_TRUE(write_file(leaf("memory") / "memory.oom_control", "oom_kill_disable 0\n"));
+  ASSERT_TRUE(write_file(leaf("pids") / "pids.events", "max 0\n"));
+  u = (*cg)->read_usage();
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->oom_kills, 0u) << "a kernel without the counter: no kills seen";
+  EXPECT_FALSE(u->pids_limit_hit);
+  (*cg)->release();
+}
+
+}  // namespace
+}  // namespace evalbox::sandbox::cgroup
