@@ -41,7 +41,7 @@ std::string permission_mode(const harness::candidate_spec& c) {
 }
 
 std::optional<std::string> session_id(const fs::path& stdout_path) {
-  auto text = read_file(stdout_path);
+  auto text = harness::read_native_stream(stdout_path);
   if (!text) return std::nullopt;
   auto t = claude_code::parse_claude_stream_json(*text);
   if (!t || t->session_id.empty()) return std::nullopt;
@@ -116,7 +116,7 @@ class claude_code_adapter final : public harness::adapter {
     std::string all;
     for (const auto& out : outputs) {
       keep_native_sessions(out);
-      std::string text = read_file(out.stdout_path).value_or("");
+      std::string text = EB_TRY(harness::read_native_stream(out.stdout_path));
       if (!text.empty() && text.back() != '\n') text += '\n';
       all += text;
     }

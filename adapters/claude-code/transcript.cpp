@@ -250,10 +250,13 @@ class parser {
 result<harness::transcript> parse_claude_stream_json(std::string_view jsonl) {
   parser p;
   int malformed = 0;
-  harness::for_each_jsonl_object(jsonl, malformed, [&](const json& e) { p.on_event(e); });
+  std::optional<std::string> too_long;
+  harness::for_each_jsonl_object(
+      jsonl, malformed, [&](const json& e) { p.on_event(e); }, &too_long);
   transcript t = std::move(p).finish();
   t.agent = "claude-code";
   t.malformed_lines = malformed;
+  if (too_long && !t.error) t.error = std::move(too_long);  // what it said is unknown
   return t;
 }
 

@@ -53,7 +53,7 @@ bool overridden_by_home_files(const harness::candidate_spec& c, const fs::path& 
 
 // The thread id from a finished `codex exec --json` stream (its thread.started event).
 std::optional<std::string> thread_id(const fs::path& stdout_path) {
-  auto text = read_file(stdout_path);
+  auto text = harness::read_native_stream(stdout_path);
   if (!text) return std::nullopt;
   auto t = codex::parse_codex_exec_json(*text);
   if (!t || t->session_id.empty()) return std::nullopt;
@@ -145,16 +145,19 @@ class codex_adapter final : public harness::adapter {
   result<harness::transcript> read_transcript(
       const harness::run_context&,
       const std::vector<harness::agent_output>& outputs) const override {
-    auto t = EB_TRY(harness::merge_launches("codex", outputs, client, [](const auto& out) {
+    auto parse = [](const auto& out) -> result<harness::transcript> {
       keep_native_sessions(out);
-      return codex::parse_codex_exec_json(read_file(out.stdout_path).value_or(""));
-    }));
+      auto text = harness::read_native_stream(out.stdout_path);
+      if (!text) return std::unexpected(std::move(text).error());
+      return codex::parse_codex_exec_json(*text);
+    };
+    auto t = EB_TRY(harness::merge_launches("codex", outputs, client, parse));
     // Commands the stream left out (denied by Codex's own sandbox) are in its session file.
     if (!outputs.empty() && !t.session_id.empty()) {
       std::error_code ec;
       for (const auto& f :
            fs::directory_iterator(outputs.back().native_dir / "codex-sessions", ec)) {
-        if (auto text = read_file(f.path())) codex::add_unreported_commands(t, *text);
+        codex::add_unreported_commands(t, EB_TRY(harness::read_native_stream(f.path())));
       }
     }
     harness::finish_run_transcript(t);

@@ -306,8 +306,7 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
   std::vector<rollout_call> calls;
   std::map<std::string, size_t> by_id;
   bool this_thread = t.session_id.empty();
-  int malformed = 0;
-  harness::for_each_jsonl_object(rollout_jsonl, malformed, [&](const json& line) {
+  auto on_line = [&](const json& line) {
     const std::string type = harness::get_string(line, "type").value_or("");
     const json& payload = harness::get_field(line, "payload");
     if (type == "session_meta") {
@@ -332,7 +331,13 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
                             calls[it->second]);
       calls[it->second].has_output = true;
     }
-  });
+  };
+  int malformed = 0;
+  std::optional<std::string> too_long;
+  harness::for_each_jsonl_object(rollout_jsonl, malformed, on_line, &too_long);
+  // A line too long to read may have been a command the stream left out (forbid_command
+  // would not see it): the transcript cannot be trusted.
+  if (too_long && !t.error) t.error = std::move(too_long);
 
   // The stream's shell steps by command, in step order (a step once per shell call, named by
   // its first one's command), with how far the matching below has moved through each list.
@@ -350,7 +355,7 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
   }
 
   int added = 0;
-  size_t cursor = 0;  // the stream step after the last matched call
+  size_t cursor = 0;                             // the stream step after the last matched call
   std::vector<std::pair<size_t, step>> inserts;  // (before which stream step, the new step)
   for (const auto& call : calls) {
     if (auto it = shells.find(call.command); it != shells.end()) {
@@ -398,10 +403,13 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
 result<harness::transcript> parse_codex_exec_json(std::string_view jsonl) {
   parser p;
   int malformed = 0;
-  harness::for_each_jsonl_object(jsonl, malformed, [&](const json& e) { p.on_event(e); });
+  std::optional<std::string> too_long;
+  harness::for_each_jsonl_object(
+      jsonl, malformed, [&](const json& e) { p.on_event(e); }, &too_long);
   transcript t = std::move(p).finish();
   t.agent = "codex";
   t.malformed_lines = malformed;
+  if (too_long && !t.error) t.error = std::move(too_long);  // what it said is unknown
   return t;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "harness/agent/native.h"
 #include "harness/transcript/events.h"
 #include "sandbox/base/fs.h"
 
@@ -120,7 +121,7 @@ class command_adapter final : public harness::adapter {
     t.agent = "command";
     for (const auto& out : outputs) {
       if (!jsonl) continue;
-      auto text = read_file(out.stdout_path).value_or("");
+      auto text = EB_TRY(harness::read_native_stream(out.stdout_path));
       auto part = EB_TRY(harness::parse_evalbox_events(text, {.require_final = false}));
       for (auto& s : part.steps) t.steps.push_back(std::move(s));
       t.total += part.total;

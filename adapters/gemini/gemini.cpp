@@ -84,10 +84,13 @@ class gemini_adapter final : public harness::adapter {
   result<harness::transcript> read_transcript(
       const harness::run_context&,
       const std::vector<harness::agent_output>& outputs) const override {
-    auto t = EB_TRY(harness::merge_launches("gemini", outputs, client, [](const auto& out) {
+    auto parse = [](const auto& out) -> result<harness::transcript> {
       keep_native_sessions(out);
-      return gemini::parse_gemini_stream_json(read_file(out.stdout_path).value_or(""));
-    }));
+      auto text = harness::read_native_stream(out.stdout_path);
+      if (!text) return std::unexpected(std::move(text).error());
+      return gemini::parse_gemini_stream_json(*text);
+    };
+    auto t = EB_TRY(harness::merge_launches("gemini", outputs, client, parse));
     harness::finish_run_transcript(t);
     return t;
   }

@@ -2,6 +2,7 @@
 // /evalbox/solution as a content-addressed bundle; its stdout becomes one shell step.
 #include "adapters/oracle/oracle.h"
 
+#include "harness/agent/native.h"
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
 
@@ -54,7 +55,7 @@ class oracle_adapter final : public harness::adapter {
       harness::observation obs;
       obs.call_id = call.id;
       if (out.exited) obs.exit_code = out.exit_code;
-      obs.output = harness::truncate_output(read_file(out.stdout_path).value_or(""));
+      obs.output = harness::truncate_output(EB_TRY(harness::read_native_stream(out.stdout_path)));
       obs.is_error = !out.exited || out.exit_code != 0;
       s.observations.push_back(std::move(obs));
       t.steps.push_back(std::move(s));

@@ -1,10 +1,14 @@
 // Copying native session files out of the managed home, and stderr tails (see native.h).
 #include "harness/agent/native.h"
 
+#include <sys/stat.h>
+
 #include <vector>
 
+#include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
+#include "sandbox/base/units.h"
 
 namespace evalbox::harness {
 
@@ -30,6 +34,27 @@ void copy_native_files(const fs::path& home, const fs::path& below, const fs::pa
     if (!make_dirs(target.parent_path())) continue;
     fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, entry_ec);
   }
+}
+
+result<std::string> read_native_stream(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::string();
+    return sys_error(errno, "stat {}", path.string());
+  }
+  auto too_large = [&](uint64_t size) {
+    return make_error(error_kind::invalid_argument,
+                      "{} is {} bytes, larger than {}: evalbox reads at most that of an agent's "
+                      "output stream or session file (lower the run's output limit, "
+                      "limits.output)",
+                      path.string(), size, format_bytes(max_native_stream_bytes));
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_native_stream_bytes)
+    return too_large(static_cast<uint64_t>(st.st_size));
+  auto text = read_file(path, max_native_stream_bytes);
+  if (!text && text.error().kind == error_kind::invalid_argument)  // it grew meanwhile
+    return too_large(max_native_stream_bytes + 1);
+  return text;
 }
 
 std::string tail_lines(const fs::path& path, size_t max_lines,

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "sandbox/base/error.h"
+
 namespace evalbox::harness {
 
 // Where a file found below the walked directory goes, relative to the destination (given the
@@ -23,6 +25,12 @@ using native_destination =
 void copy_native_files(const std::filesystem::path& home, const std::filesystem::path& below,
                        const std::filesystem::path& dest_dir,
                        const native_destination& destination);
+
+// An agent's output stream (its stdout) or a session file it left, for an adapter to parse: at
+// most max_native_stream_bytes (harness/transcript/read_limits.h), past which it is an error
+// naming the file and the cap (the run becomes an execution error, never an empty transcript).
+// A missing file reads as empty: the agent wrote nothing.
+result<std::string> read_native_stream(const std::filesystem::path& path);
 
 // The last `max_lines` lines of a file (at most its first MiB) for which `keep` is true,
 // joined with " | " and scrubbed of registered secrets: why a client exited, from its stderr.

@@ -6,6 +6,7 @@
 
 #include "harness/grading/grading.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_checks.h"
 #include "sandbox/base/log.h"
 
 namespace evalbox::harness {
@@ -70,6 +71,26 @@ sandbox::launch_options harness_launch(std::string label, std::string script) {
   return o;
 }
 
+// A shell word that sets `p` to exactly these bytes. The launch plan travels as JSON, which
+// holds text: a name that is not printable UTF-8 (the kernel allows any byte but '/' and NUL)
+// would arrive with U+FFFD in place of its bytes and name no file. Such a name is spelled in
+// octal escapes, which printf turns back into the bytes (the trailing x keeps a final newline
+// from $(...)).
+std::string shell_assign(const std::string& name) {
+  bool plain = true;
+  for (size_t i = 0; i < name.size() && plain;) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) plain = false;
+    size_t n = utf8_sequence_length(std::string_view(name).substr(i));
+    if (n == 0) plain = false;
+    i += n ? n : 1;
+  }
+  if (plain) return "p=" + shell_quote(name);
+  std::string octal;
+  for (unsigned char c : name) octal += fmt::format("\\{:03o}", c);
+  return "p=$(printf '" + octal + "x'); p=${p%x}";
+}
+
 // A shell script that writes the unified diff of `changed` (at most 2000 paths) between the
 // snapshot at /evalbox/before and /workspace.
 std::string diff_script(const std::vector<std::string>& changed) {
@@ -77,11 +98,11 @@ std::string diff_script(const std::vector<std::string>& changed) {
   size_t n = 0;
   for (const auto& p : changed) {
     if (++n > 2000) break;
-    std::string q = shell_quote(p);
     // Directories are listed too (created, removed, made opaque): their files have entries.
-    script += "[ -d /evalbox/before/" + q + " ] || [ -d /workspace/" + q +
-              " ] || diff -uN --no-dereference --label " + shell_quote("a/" + p) + " --label " +
-              shell_quote("b/" + p) + " /evalbox/before/" + q + " /workspace/" + q + "\n";
+    script += shell_assign(p) +
+              "\n[ -d \"/evalbox/before/$p\" ] || [ -d \"/workspace/$p\" ] || diff -uN "
+              "--no-dereference --label \"a/$p\" --label \"b/$p\" \"/evalbox/before/$p\" "
+              "\"/workspace/$p\"\n";
   }
   return script + "exit 0";
 }

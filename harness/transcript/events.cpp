@@ -14,7 +14,7 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
 
   auto new_step = [&](std::string source) -> step& { return append_step(t, std::move(source)); };
 
-  for_each_jsonl_object(jsonl, t.malformed_lines, [&](const json& e) {
+  auto on_event = [&](const json& e) {
     std::string type = get_string(e, "type").value_or("");
     std::string timestamp = get_string(e, "timestamp").value_or("");
     if (type == "header") {
@@ -84,8 +84,12 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
     } else {
       ++t.unknown_events[unknown_event_key(type)];
     }
-  });
+  };
+  std::optional<std::string> too_long;
+  for_each_jsonl_object(jsonl, t.malformed_lines, on_event, &too_long);
   if (bad_schema) return std::unexpected(std::move(*bad_schema));
+  // A line too long to read may have held anything, the final answer included.
+  if (too_long && !t.error) t.error = std::move(too_long);
 
   // A "final" event without text ends on the last thing the agent said; an unfinished stream
   // has no final message (an answer cut off mid-run is not one).

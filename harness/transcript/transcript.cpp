@@ -7,8 +7,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
+#include "sandbox/base/units.h"
 
 namespace evalbox::harness {
 namespace {
@@ -84,9 +86,9 @@ usage& usage::operator+=(const usage& other) {
   add_opt(reasoning_tokens, other.reasoning_tokens);
   if (other.cost_usd) {
     // 1e308 + 1e308 is infinity, which JSON cannot hold (it would be written as null: unknown).
-    cost_usd = std::clamp(cost_usd.value_or(0.0) + *other.cost_usd,
-                          std::numeric_limits<double>::lowest(),
-                          std::numeric_limits<double>::max());
+    cost_usd =
+        std::clamp(cost_usd.value_or(0.0) + *other.cost_usd, std::numeric_limits<double>::lowest(),
+                   std::numeric_limits<double>::max());
   }
   return *this;
 }
@@ -299,19 +301,38 @@ std::string normalize_tool_name(std::string_view name) {
 }
 
 void for_each_jsonl_object(std::string_view jsonl, int& malformed,
-                           const std::function<void(const json&)>& fn) {
+                           const std::function<void(const json&)>& fn,
+                           std::optional<std::string>* too_long) {
   size_t pos = 0;
+  int lineno = 0;
   while (pos < jsonl.size()) {
     size_t end = jsonl.find('\n', pos);
     if (end == std::string_view::npos) end = jsonl.size();
     std::string_view line = jsonl.substr(pos, end - pos);
     pos = end + 1;
+    ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (line.size() > max_native_line_bytes) {  // parsed, it would take several times that
+      ++malformed;
+      if (too_long && !*too_long)
+        *too_long = fmt::format(
+            "line {} of the agent's output is {} bytes, larger than {}: evalbox reads lines of "
+            "at most that size, and what the line said is unknown",
+            lineno, line.size(), format_bytes(max_native_line_bytes));
+      continue;
+    }
     if (json_too_deep(line)) {  // would overflow the stack when copied or written
       ++malformed;
       continue;
     }
     json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      // Bytes that are not UTF-8 (or escaped lone surrogates) in a message: the event is kept,
+      // with U+FFFD where they were, rather than dropped with everything it said.
+      const std::string clean = sanitize_json_text(line);
+      if (clean != line)
+        j = json::parse(clean.begin(), clean.end(), nullptr, /*allow_exceptions=*/false);
+    }
     if (j.is_discarded() || !j.is_object()) {
       ++malformed;
       continue;

@@ -127,9 +127,14 @@ std::string truncate_output(std::string output);
 std::string normalize_tool_name(std::string_view client_tool);
 
 // Calls `fn` with each non-blank line of `jsonl` that parses as a JSON object; every other
-// non-blank line adds one to `malformed`.
+// non-blank line adds one to `malformed`. Bytes that are not UTF-8 in a line are read as
+// U+FFFD (sanitize_json_text): the event is kept. A line longer than max_native_line_bytes
+// (read_limits.h) is not parsed: it is malformed, and the first one sets `*too_long` (when
+// given) to a message naming it, which parsers make the transcript's error — what it said
+// (a command, the final answer) is unknown, so the run cannot be graded on it.
 void for_each_jsonl_object(std::string_view jsonl, int& malformed,
-                           const std::function<void(const json&)>& fn);
+                           const std::function<void(const json&)>& fn,
+                           std::optional<std::string>* too_long = nullptr);
 
 // Non-throwing field access for parsers: nullopt when the key is missing or has another type.
 std::optional<std::string> get_string(const json& j, std::string_view key);

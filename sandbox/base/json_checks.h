@@ -1,6 +1,7 @@
 // Checks for JSON that comes from agents and files (native streams, results.jsonl, records,
-// workspace files): nesting depth before parsing, and integer ranges when converting. Both
-// guard against what nlohmann-json does not: recursion per nesting level and unchecked casts.
+// workspace files): nesting depth before parsing, bytes that are not UTF-8, and integer ranges
+// when converting. Each guards against what nlohmann-json does not: recursion per nesting
+// level, refusing a whole document for one bad byte, and unchecked casts.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,16 @@ inline constexpr size_t max_json_depth = 512;
 // True when `text` opens more than `limit` arrays or objects inside one another (brackets in
 // strings do not count). Linear, and cheap enough to run before every parse of hostile text.
 bool json_too_deep(std::string_view text, size_t limit = max_json_depth) noexcept;
+
+// The length of the UTF-8 sequence (RFC 3629: shortest form, no surrogates, at most U+10FFFF)
+// that starts `text`, or 0 when it does not start with one.
+size_t utf8_sequence_length(std::string_view text) noexcept;
+
+// JSON text from an agent as nlohmann-json can parse it, saying what it said: every byte
+// sequence that is not UTF-8 becomes U+FFFD, and so does a \u escape of an unpaired UTF-16
+// surrogate (Python's json.dumps writes "\udcff" for an undecodable byte), which nlohmann-json
+// refuses as well. Everything else is kept byte for byte. Linear.
+std::string sanitize_json_text(std::string_view text);
 
 // `v` as the integer type T; throws json::type_error when `v` is not an integer and
 // json::out_of_range when T cannot hold it. nlohmann's get<int>() converts a double with

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
 #include "tests/harness/transcript/golden.h"
 
@@ -14,7 +15,8 @@ transcript parse(std::string_view jsonl, events_options options = {}) {
   return t.value_or(transcript{});
 }
 
-constexpr std::string_view full_run = R"({"type":"header","schema":"evalbox.events.v1","session_id":"r1","model":"scripted"}
+constexpr std::string_view full_run =
+    R"({"type":"header","schema":"evalbox.events.v1","session_id":"r1","model":"scripted"}
 {"type":"message","role":"assistant","text":"Running the tests."}
 {"type":"tool_call","id":"c1","tool":"shell","input":{"command":"python3 test_sum.py"}}
 {"type":"tool_result","id":"c1","exit_code":1,"output":"FAILED"}
@@ -89,9 +91,9 @@ TEST(EvalboxEvents, PairsResultsByIdAcrossOtherEvents) {
 // (stack overflow copying it). Such a line is malformed; the rest of the stream still counts.
 TEST(EvalboxEvents, ALineNestedTooDeepIsMalformedNotACrash) {
   std::string deep = std::string(200000, '[') + std::string(200000, ']');
-  transcript t = parse("{\"type\":\"tool_call\",\"id\":\"a\",\"tool\":\"x\",\"input\":" +
-                       deep + "}\n{\"type\":\"message\",\"text\":\"still here\"}\n" +
-                       "{\"type\":\"final\"}\n");
+  transcript t =
+      parse("{\"type\":\"tool_call\",\"id\":\"a\",\"tool\":\"x\",\"input\":" + deep +
+            "}\n{\"type\":\"message\",\"text\":\"still here\"}\n" + "{\"type\":\"final\"}\n");
   EXPECT_EQ(t.malformed_lines, 1);
   ASSERT_EQ(t.steps.size(), 1u);
   EXPECT_EQ(t.steps[0].message, "still here");
@@ -99,6 +101,48 @@ TEST(EvalboxEvents, ALineNestedTooDeepIsMalformedNotACrash) {
 
 // Results are paired through an index of call ids (a scan per result was quadratic): the
 // first call with an id owns its results, and results of unknown calls stay apart.
+// A stray byte that is not UTF-8 in a message dropped the whole event (the final answer with
+// it); the event is kept, the byte read as U+FFFD, and the transcript writes as valid JSON.
+TEST(EvalboxEvents, BytesThatAreNotUtf8KeepTheEvent) {
+  const std::string jsonl =
+      "{\"type\":\"header\",\"schema\":\"evalbox.events.v1\"}\n"
+      "{\"type\":\"tool_call\",\"id\":\"c1\",\"tool\":\"shell\",\"input\":{\"command\":"
+      "\"touch bad-\xff-name.txt\"}}\n"
+      "{\"type\":\"final\",\"text\":\"made bad-\xff-name.txt\"}\n";
+  transcript t = parse(jsonl);
+  EXPECT_EQ(t.malformed_lines, 0);
+  EXPECT_TRUE(t.completed);
+  EXPECT_EQ(t.final_message, "made bad-\xef\xbf\xbd-name.txt");
+  EXPECT_EQ(commands(t), std::vector<std::string>{"touch bad-\xef\xbf\xbd-name.txt"});
+  auto back = from_jsonl(to_jsonl(t));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, t);
+}
+
+// A line past max_native_line_bytes is not parsed (it could take several times its size in
+// memory): it is malformed, and the transcript's error says which line and why — it may have
+// held the final answer or a forbidden command.
+TEST(EvalboxEvents, ALineLongerThanTheCapIsTheRunsError) {
+  std::string huge =
+      "{\"type\":\"message\",\"text\":\"" + std::string(max_native_line_bytes, 'x') + "\"}";
+  const std::string jsonl = "{\"type\":\"header\",\"schema\":\"evalbox.events.v1\"}\n" + huge +
+                            "\n{\"type\":\"final\",\"text\":\"done\"}\n";
+  transcript t = parse(jsonl);
+  EXPECT_EQ(t.malformed_lines, 1);
+  EXPECT_EQ(t.final_message, "done");
+  ASSERT_TRUE(t.error);
+  EXPECT_EQ(*t.error, fmt::format("line 2 of the agent's output is {} bytes, larger than 8MiB: "
+                                  "evalbox reads lines of at most that size, and what the line "
+                                  "said is unknown",
+                                  huge.size()));
+  huge.resize(max_native_line_bytes - 2);
+  huge += "\"}";
+  transcript at_cap = parse("{\"type\":\"header\",\"schema\":\"evalbox.events.v1\"}\n" + huge +
+                            "\n{\"type\":\"final\"}\n");
+  EXPECT_FALSE(at_cap.error) << "a line of exactly the cap is read";
+  EXPECT_EQ(at_cap.malformed_lines, 0);
+}
+
 TEST(EvalboxEvents, ManyResultsPairWithTheirCalls) {
   std::string text;
   for (int i = 0; i < 2000; ++i)
@@ -117,10 +161,10 @@ TEST(EvalboxEvents, ManyResultsPairWithTheirCalls) {
 }
 
 TEST(EvalboxEvents, CountsUnknownTypesAndMalformedLines) {
-  transcript t = parse("{\"type\":\"telemetry\"}\n{\"type\":\"telemetry\"}\n{}\nnope\n"
-                       "{\"type\":\"final\"}\n");
-  EXPECT_EQ(t.unknown_events,
-            (std::map<std::string, int>{{"<no type>", 1}, {"telemetry", 2}}));
+  transcript t = parse(
+      "{\"type\":\"telemetry\"}\n{\"type\":\"telemetry\"}\n{}\nnope\n"
+      "{\"type\":\"final\"}\n");
+  EXPECT_EQ(t.unknown_events, (std::map<std::string, int>{{"<no type>", 1}, {"telemetry", 2}}));
   EXPECT_EQ(t.malformed_lines, 1);
 }
 
@@ -150,7 +194,8 @@ TEST(EvalboxEvents, RejectsAnotherSchema) {
 }
 
 TEST(EvalboxEvents, PassesASecretInACommandThroughUnchanged) {
-  transcript t = parse(R"({"type":"tool_call","id":"c","tool":"shell","input":{"command":"echo OPENAI_API_KEY=sk-live-SECRET"}}
+  transcript t = parse(
+      R"({"type":"tool_call","id":"c","tool":"shell","input":{"command":"echo OPENAI_API_KEY=sk-live-SECRET"}}
 {"type":"final"}
 )");
   EXPECT_EQ(commands(t), std::vector<std::string>{"echo OPENAI_API_KEY=sk-live-SECRET"});

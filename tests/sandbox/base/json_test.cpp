@@ -54,5 +54,39 @@ TEST(CheckedInteger, RejectsWhatTheTypeCannotHold) {
   EXPECT_THROW(checked_integer<int>(json::parse("18446744073709551615")), json::out_of_range);
 }
 
+TEST(Utf8SequenceLength, AcceptsShortestFormsOnly) {
+  EXPECT_EQ(utf8_sequence_length("a"), 1u);
+  EXPECT_EQ(utf8_sequence_length("\xc3\xa9x"), 2u);         // é
+  EXPECT_EQ(utf8_sequence_length("\xe2\x82\xac"), 3u);      // €
+  EXPECT_EQ(utf8_sequence_length("\xf0\x9f\x98\x80"), 4u);  // 😀
+  EXPECT_EQ(utf8_sequence_length("\xff"), 0u);
+  EXPECT_EQ(utf8_sequence_length("\xc0\xaf"), 0u) << "overlong '/'";
+  EXPECT_EQ(utf8_sequence_length("\xed\xa0\x80"), 0u) << "a surrogate";
+  EXPECT_EQ(utf8_sequence_length("\xf4\x90\x80\x80"), 0u) << "past U+10FFFF";
+  EXPECT_EQ(utf8_sequence_length("\xe2\x82"), 0u) << "cut short";
+  EXPECT_EQ(utf8_sequence_length(""), 0u);
+}
+
+// An agent's event with a stray byte in its message parses after sanitizing, saying the rest.
+TEST(SanitizeJsonText, ReplacesInvalidBytesAndLoneSurrogatesAndKeepsTheRest) {
+  const std::string line = "{\"type\":\"final\",\"text\":\"done \xff with caf\xc3\xa9\"}";
+  EXPECT_TRUE(json::parse(line, nullptr, false).is_discarded());
+  const std::string clean = sanitize_json_text(line);
+  EXPECT_EQ(clean, "{\"type\":\"final\",\"text\":\"done \xef\xbf\xbd with caf\xc3\xa9\"}");
+  EXPECT_EQ(json::parse(clean)["text"], "done \xef\xbf\xbd with caf\xc3\xa9");
+
+  // Python's json.dumps of an undecodable byte: "\udcff" (a lone low surrogate).
+  const std::string py = R"({"text":"bad-\udcff-name \ud83d\ude00 \ud800x \\udcff"})";
+  EXPECT_TRUE(json::parse(py, nullptr, false).is_discarded());
+  const std::string fixed = sanitize_json_text(py);
+  EXPECT_EQ(fixed, R"({"text":"bad-\ufffd-name \ud83d\ude00 \ufffdx \\udcff"})")
+      << "a pair and an escaped backslash are kept";
+  EXPECT_EQ(json::parse(fixed)["text"],
+            "bad-\xef\xbf\xbd-name \xf0\x9f\x98\x80 \xef\xbf\xbdx \\udcff");
+
+  const std::string valid = R"({"a":"b\"c","d":[1,2]})";
+  EXPECT_EQ(sanitize_json_text(valid), valid);
+}
+
 }  // namespace
 }  // namespace evalbox
