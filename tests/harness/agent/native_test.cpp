@@ -2,9 +2,13 @@
 // symlink the agent left is followed.
 #include "harness/agent/native.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {
 namespace {
@@ -63,6 +67,28 @@ TEST_F(CopyNativeFiles, IgnoresALinkedRoot) {
 TEST_F(CopyNativeFiles, MissingRootIsNothingToCopy) {
   copy_native_files(home_, ".agent/none", native_, jsonl_flat);
   EXPECT_FALSE(fs::exists(native_));
+}
+
+// An agent's stream past max_native_stream_bytes is an error that names the file and the
+// cap (it used to read as empty: a transcript with nothing in it); a missing one is empty.
+TEST(ReadNativeStream, IsBoundedAndSaysSoPastTheCap) {
+  temp_dir dir;
+  const auto path = dir.path() / "stdout.jsonl";
+  EXPECT_EQ(read_native_stream(path).value_or("?"), "") << "the agent wrote nothing";
+  ASSERT_TRUE(write_file(path, "{\"type\":\"final\"}\n"));
+  EXPECT_EQ(read_native_stream(path).value_or(""), "{\"type\":\"final\"}\n");
+  {
+    unique_fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd);
+    ASSERT_EQ(::ftruncate(fd.get(), static_cast<off_t>(max_native_stream_bytes) + 1), 0);
+  }
+  auto big = read_native_stream(path);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().message,
+            fmt::format("{} is {} bytes, larger than 64MiB: evalbox reads at most that of an "
+                        "agent's output stream or session file (lower the run's output limit, "
+                        "limits.output)",
+                        path.string(), max_native_stream_bytes + 1));
 }
 
 TEST(TailLines, KeepsTheLastKeptLines) {
