@@ -49,7 +49,9 @@ class results_dir {
   [[nodiscard]] result<std::vector<json>> read_records() const;
   // Run ids already recorded (for resume).
   [[nodiscard]] result<std::set<std::string>> recorded_ids() const;
-  // Writes runs/<id>/run.json atomically, then appends the record to results.jsonl (fsynced).
+  // Writes runs/<id>/run.json atomically, then appends the record to results.jsonl (fsynced;
+  // append_durable: a failure, such as a full disk, leaves no partial line behind, so a later
+  // run resumes from what was recorded).
   status record(const json& run) const;
 
  private:

@@ -2,6 +2,9 @@
 // through its attempts (execute.h), record it as run.json (run_json.h), tear it down, count it.
 #include "harness/runner/runner.h"
 
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -55,6 +58,14 @@ void warn_reclaim(sandbox::preparer& prep) {
   }
 }
 
+// True when the filesystem of the results directory has no free block left (for root, which
+// may use the blocks reserved for it, none at all).
+bool results_full(const std::filesystem::path& root) {
+  struct statvfs sv {};
+  if (::statvfs(root.c_str(), &sv) != 0 || sv.f_blocks == 0) return false;
+  return (::geteuid() == 0 ? sv.f_bfree : sv.f_bavail) == 0;
+}
+
 // The runs a worker takes from the scheduler, each through its attempts, recorded, torn down
 // and counted. One per worker thread; shared state is the scheduler's and the tally's.
 class suite_execution {
@@ -103,9 +114,22 @@ class suite_execution {
     bool recorded = false;
     if (!st.cancelled && !stopping()) {
       json j = to_run_json(suite_, r, st, {last + 1, started_at, now_rfc3339(), ms_since(t0)});
-      if (auto s = results_.record(j); !s) {
+      // A full results directory may have cut the run's own files short (its output, its
+      // transcript): such a run is not recorded, and nothing after it either. Nothing partial
+      // is left in results.jsonl (results.h), so a later run resumes from what was recorded.
+      status s =
+          results_full(results_.root())
+              ? status(std::unexpected(error{error_kind::io, "No space left on device", ENOSPC}))
+              : results_.record(j);
+      if (!s) {
+        error e = std::move(s).error().with_context(
+            fmt::format("record run {} in {}", r.run_id, results_.root().string()));
+        if (e.sys_errno == ENOSPC || e.sys_errno == EDQUOT)
+          e.message +=
+              "; the results directory is full: free space there and run again "
+              "(runs already recorded are kept and skipped)";
         std::lock_guard lock(mu_);
-        fatal_ = s.error();
+        if (!fatal_) fatal_ = std::move(e);
         sched_.stop();
       } else {
         recorded = true;

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -176,9 +177,29 @@ status write_file_atomic(const fs::path& path, std::string_view data, mode_t mod
 }
 
 status append_durable(const fs::path& path, std::string_view data) {
-  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (!fd) return sys_error(errno, "open {}", path.string());
-  EB_TRY(write_all(fd.get(), data, path));
+  // Appenders of one file (shard processes) take turns: what is checked below stays true
+  // until this write is done. Released when fd closes.
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) return sys_error(errno, "flock {}", path.string());
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sys_error(errno, "stat {}", path.string());
+  const off_t size = st.st_size;
+  // A torn last line (a crash or a full disk mid-append) gets the newline that ends it: it
+  // stays one unreadable line rather than swallowing the start of this one.
+  std::string line;
+  char last = '\n';
+  if (size > 0 && ::pread(fd.get(), &last, 1, size - 1) != 1)
+    return sys_error(errno, "read {}", path.string());
+  if (last != '\n') line += '\n';
+  line.append(data);
+  if (auto w = write_all(fd.get(), line, path); !w) {
+    // Never leave a partial line of ours (ENOSPC after some bytes): cut it back off.
+    (void)!::ftruncate(fd.get(), size);
+    return w;
+  }
   if (::fdatasync(fd.get()) != 0) return sys_error(errno, "fsync {}", path.string());
   return {};
 }

@@ -38,7 +38,10 @@ status write_file_atomic(const std::filesystem::path& path, std::string_view dat
 // was and removes the temporary.
 status write_file_streamed(const std::filesystem::path& path,
                            const std::function<status(std::ostream&)>& write, mode_t mode = 0644);
-// Appends one record and fsyncs before returning (results.jsonl).
+// Appends one record (a line: `data` ends with '\n') in one write(2) under O_APPEND and an
+// exclusive flock(2), and fsyncs before returning (results.jsonl). A file whose last line is
+// torn (a crash mid-append) first gets the newline that ends it; a write that fails part-way
+// (ENOSPC) is truncated off again, so the file never ends in a partial line of this call.
 status append_durable(const std::filesystem::path& path, std::string_view data);
 
 status make_dirs(const std::filesystem::path& path, mode_t mode = 0755);

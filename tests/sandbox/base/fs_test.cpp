@@ -124,6 +124,37 @@ TEST(AppendDurable, Appends) {
   EXPECT_EQ(*read_file(p), "a\nb\n");
 }
 
+// A crash mid-append left a torn line: the next record starts on a line of its own.
+TEST(AppendDurable, ATornLastLineIsEndedBeforeTheNextRecord) {
+  temp_dir dir;
+  auto p = dir.path() / "results.jsonl";
+  ASSERT_TRUE(write_file(p, "{\"whole\": 1}\n{\"torn"));
+  ASSERT_TRUE(append_durable(p, "{\"next\": 2}\n"));
+  EXPECT_EQ(*read_file(p), "{\"whole\": 1}\n{\"torn\n{\"next\": 2}\n");
+}
+
+// A write that fails part-way (here EFBIG past a file size limit; ENOSPC on a full disk) is
+// cut back off: the file ends with its last whole record, and a later append goes on from it.
+TEST(AppendDurable, AWriteThatFailsPartWayLeavesNoPartialLine) {
+  temp_dir dir;
+  auto p = dir.path() / "results.jsonl";
+  ASSERT_TRUE(append_durable(p, "first\n"));
+  struct rlimit old_limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 64 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto s = append_durable(p, std::string(100'000, 'z') + "\n");
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  ::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().sys_errno, EFBIG) << s.error().message;
+  EXPECT_EQ(*read_file(p), "first\n");
+  ASSERT_TRUE(append_durable(p, "second\n"));
+  EXPECT_EQ(*read_file(p), "first\nsecond\n");
+}
+
 TEST(RemoveTree, RemovesSymlinksWithoutFollowingThem) {
   temp_dir dir;
   auto keep = dir.path() / "keep";
