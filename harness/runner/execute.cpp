@@ -274,7 +274,12 @@ class attempt {
 
   // transcript.jsonl and usage; then the agent's own failures, which end the run as errors.
   bool record_transcript() {
-    auto tr = adapter_->read_transcript(ctx_, outputs_);
+    result<transcript> tr;
+    try {  // an adapter reads what the agent wrote: whatever it throws ends this run only
+      tr = adapter_->read_transcript(ctx_, outputs_);
+    } catch (const std::exception& e) {
+      return fail(run_error_kind::adapter, fmt::format("reading the transcript: {}", e.what()));
+    }
     if (!tr) return fail(run_error_kind::adapter, tr.error().message);
     transcript_ = std::move(*tr);
     if (auto s = write_transcript(transcript_path(), transcript_); !s)
@@ -405,7 +410,16 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
 
 run_state execute_attempt(const execution_context& x, const run_spec& r, int number,
                           std::optional<sandbox::prepared_session>& session) {
-  return attempt(x, r, session).run(number);
+  // An exception from any phase (grading has its own, per check) ends this attempt as an
+  // error, recorded like any other, and the runner goes on with the next run.
+  try {
+    return attempt(x, r, session).run(number);
+  } catch (const std::exception& e) {
+    run_state st;
+    st.fail(run_error_kind::host, fmt::format("internal error: {}", e.what()));
+    st.retryable = false;
+    return st;
+  }
 }
 
 }  // namespace evalbox::harness

@@ -1,5 +1,6 @@
 # evalbox run's exit status tells a script what happened: 64 invalid configuration (nothing
-# created), 2 an execution failed (a setup that fails), 1 a check failed, 0 all passed.
+# created), 2 an execution failed (a setup that fails), 3 a grader failed (a check that cannot
+# be evaluated), 1 a check failed, 0 all passed.
 source "$(dirname "$0")/lib.sh"
 need_isolation
 mk_fixture() {  # NAME SETUP CHECK-YAML
@@ -44,6 +45,36 @@ mk_suite badgrader
 # A grader that exits non-zero is a failed check (task failure, 1), not a grader error.
 sed -i 's/exit 0/exit 5/' "$WORK/s/badgrader/fixture.yaml"
 [ "$(run badgrader)" = 1 ] || { cat "$WORK/err-badgrader"; fail "a failing check must exit 1"; }
+
+# A check that cannot be evaluated (EVALBOX_FAULT, the test hook, makes it throw) is that
+# run's grader error, exit 3; the other runs of the suite go on and are recorded as usual.
+mk_fixture throws '"true"' '{id: explodes, file: {path: file.txt, exists: true}}'
+mk_fixture calm '"true"' '{id: explodes, file: {path: file.txt, exists: true}}'
+sed -i 's/explodes/fine/' "$WORK/s/calm/fixture.yaml"
+cat > "$WORK/s/suite-throws.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: throws
+fixtures: [throws, calm]
+candidates:
+  - {id: noop, adapter: noop}
+trials: 2
+concurrency: 2
+YAML
+rc=$(EVALBOX_FAULT=check-throw:explodes run throws)
+[ "$rc" = 3 ] || { cat "$WORK/err-throws"; fail "a check that throws must exit 3, not $rc"; }
+python3 - "$WORK/r-throws/results.jsonl" <<'PY' || fail "grader errors recorded wrongly"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert len(r) == 4, len(r)
+for x in r:
+    if x["fixture"]["id"] == "throws":
+        assert x["grading"]["status"] == "error", x["grading"]
+        assert x["grading"]["error"] == ("check explodes: could not be evaluated: fault injected "
+                                         "by EVALBOX_FAULT=check-throw:explodes"), x["grading"]
+        assert x["verdict"] == "not_assessed" and x["execution"]["status"] == "completed", x
+    else:
+        assert x["grading"]["status"] == "completed" and x["verdict"] == "passed", x
+PY
 
 cat > "$WORK/s/suite-invalid.yaml" <<'YAML'
 schema: evalbox.suite.v1
