@@ -327,6 +327,9 @@ int run_step(const child_context& ctx, const step& s) noexcept {
 }  // namespace
 
 void child_main(const child_context& ctx) noexcept {
+  for (int fd : ctx.helper_ends) {
+    if (fd >= 0) ::close(fd);
+  }
   // The helper blocks its termination signals (it reads them through a signalfd); the mask
   // is inherited across clone and exec, so unblock them here.
   sigset_t none;

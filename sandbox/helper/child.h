@@ -80,6 +80,11 @@ struct child_context {
   int error_fd = -1;   // write end, CLOEXEC: step_failure
   int status_fd = -1;  // write end: the program's wait status (int)
   int net_fd = -1;     // socketpair end for passing listening sockets, or -1
+  // The helper's ends of the sync, error and status pipes, which clone3 copied into pid 1:
+  // closed first thing, so that the helper's death closes the pipes for pid 1 too (the sync
+  // read ends, the status pipe reports EPIPE). Holding them, pid 1 waited forever for a
+  // release from a helper killed between clone3 and release, outside any cgroup.
+  int helper_ends[3] = {-1, -1, -1};
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // -1: keep 0/1/2 (inherit_stdio)
   bool map_groups = true;                             // setgroups allowed (the helper is root)
   bool keep_setfcap = false;  // nested user namespaces that map root to ours (no Landlock)

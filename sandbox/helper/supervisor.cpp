@@ -161,6 +161,9 @@ status supervisor::open_channels(channels& ch, compiled& c) {
   c.ctx.sync_fd = ch.sync.read.get();
   c.ctx.error_fd = ch.errors.write.get();
   c.ctx.status_fd = ch.status.write.get();
+  c.ctx.helper_ends[0] = ch.sync.write.get();
+  c.ctx.helper_ends[1] = ch.errors.read.get();
+  c.ctx.helper_ends[2] = ch.status.read.get();
   c.ctx.net_fd = ch.net_child.get();
   c.ctx.map_groups = root_;
   return {};

@@ -7,8 +7,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "sandbox/base/unique_fd.h"
 #include "tests/support/helper_env.h"
@@ -184,6 +186,59 @@ TEST_F(Helper, AKilledHelperTakesItsRunWithIt) {
     ::rmdir((run / "agent-0").c_str());
     ::rmdir(run.c_str());
   }
+}
+
+// Processes whose command line names `needle` (the helper, and pid 1 of its run: a clone of
+// it that has not exec'ed).
+std::vector<pid_t> processes_naming(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(e.path() / "cmdline").value_or("");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// The helper killed after clone3 but before it released pid 1 (here: still waiting for the
+// launcher's cgroup, which never comes): pid 1 held its own copy of the release pipe's write
+// end and waited forever, in no cgroup, where no reclaim could find it. The crash drill found
+// one such process after `evalbox run` was killed mid-launch.
+TEST_F(Helper, APid1WhoseHelperDiesBeforeReleasingItExits) {
+  env_.plan.argv = {"/bin/true"};
+  const std::filesystem::path plan_path = env_.dir() / "plan-unreleased.json";
+  ASSERT_TRUE(write_file(plan_path, pretty_json(env_.plan.to_json())));
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  unique_fd ours(sv[0]), theirs(sv[1]);
+  pid_t helper = ::fork();
+  if (helper == 0) {
+    ::dup2(theirs.get(), 3);  // no cgroup message ever arrives on it: the helper waits
+    const std::string h = evalbox::testing::helper_binary().string();
+    ::execl(h.c_str(), h.c_str(), "--plan", plan_path.c_str(), "--record",
+            (env_.dir() / "record-unreleased.json").c_str(), "--cgroup-fd", "3", nullptr);
+    ::_exit(127);
+  }
+  theirs.reset();
+  std::vector<pid_t> found;
+  for (int i = 0; i < 250 && found.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    found = processes_naming(plan_path.string());
+  }
+  ASSERT_EQ(found.size(), 2u) << "the helper and its unreleased pid 1";
+  ::kill(helper, SIGKILL);
+  ::waitpid(helper, nullptr, 0);
+  for (int i = 0; i < 250 && !found.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    found = processes_naming(plan_path.string());
+  }
+  EXPECT_TRUE(found.empty()) << "pid 1 outlived its helper: " << found.front();
+  for (pid_t p : found) ::kill(p, SIGKILL);
+  // The launcher made no cgroup here; the helper may have made the run's directory: gone too.
+  for (const char* ctl : {"memory", "pids", "cpuacct"})
+    ::rmdir((std::filesystem::path("/sys/fs/cgroup") / ctl / "evalbox" / env_.plan.run_id).c_str());
 }
 
 TEST_F(Helper, LeavesNoCgroupBehind) {
