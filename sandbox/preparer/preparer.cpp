@@ -265,7 +265,10 @@ bool release_runs_tmpfs(unique_fd lock, const fs::path& runs) {
   if (!is_runs_tmpfs(runs)) return false;
   std::error_code ec;
   if (fs::directory_iterator(runs, ec) != fs::directory_iterator() || ec) return false;
-  if (::umount2(runs.c_str(), UMOUNT_NOFOLLOW) != 0) {
+  // Empty, and no evalbox uses it: detached even while a straggler still holds a file of a
+  // run removed long ago open (a killed evalbox's agent, until its reclaim killed it), which
+  // made a plain umount fail with EBUSY and left the tmpfs mounted after the last user.
+  if (::umount2(runs.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0) {
     log::warn("unmount {}: {}", runs.string(), errno_name(errno));
     return false;
   }

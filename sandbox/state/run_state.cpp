@@ -161,10 +161,13 @@ result<int> remove_cgroup_trees(const std::vector<fs::path>& tops) {
     if (!fs::is_directory(top, ec)) continue;
     std::vector<fs::path> dirs;
     collect_cgroups(top, dirs);
-    // Tasks take a moment to die after SIGKILL; a cgroup with tasks cannot be removed.
+    // Tasks take a moment to die after SIGKILL; a cgroup with tasks cannot be removed. Up to
+    // 10 s, as the helper waits for its own (cgroup.cpp): on a loaded machine the exit of a
+    // large process tree takes a while, and a run given up on here stays until the next
+    // reclaim, keeping the runs tmpfs mounted.
     for (const auto& d : dirs) {
       int err = 0;
-      for (int attempt = 0; attempt < 200; ++attempt) {
+      for (int attempt = 0; attempt < 1000; ++attempt) {
         kill_tasks(d);
         if (::rmdir(d.c_str()) == 0 || errno == ENOENT) {
           err = 0;
