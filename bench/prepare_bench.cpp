@@ -21,10 +21,14 @@ bench_env& env() {
 
 std::string_view strategy_name(workspace_strategy s) {
   switch (s) {
-    case workspace_strategy::overlay: return "overlay";
-    case workspace_strategy::reflink: return "reflink";
-    case workspace_strategy::copy: return "copy";
-    case workspace_strategy::auto_select: return "auto";
+    case workspace_strategy::overlay:
+      return "overlay";
+    case workspace_strategy::reflink:
+      return "reflink";
+    case workspace_strategy::copy:
+      return "copy";
+    case workspace_strategy::auto_select:
+      return "auto";
   }
   return "?";
 }
@@ -94,8 +98,8 @@ void bm_fork_exec_true(benchmark::State& state) {
 void register_all() {
   benchmark::RegisterBenchmark("floor/fork_exec_true", bm_fork_exec_true)->UseRealTime();
   for (const auto* shape : {&small_workspace, &medium_workspace, &large_workspace}) {
-    for (auto s : {workspace_strategy::overlay, workspace_strategy::reflink,
-                   workspace_strategy::copy}) {
+    for (auto s :
+         {workspace_strategy::overlay, workspace_strategy::reflink, workspace_strategy::copy}) {
       benchmark::RegisterBenchmark(
           fmt::format("prepare/{}/{}", strategy_name(s), shape->name).c_str(),
           [s, shape](benchmark::State& st) { bm_prepare(st, s, shape); })

@@ -43,9 +43,7 @@ class Validate : public ::testing::Test {
   std::string before;
 };
 
-TEST_F(Validate, AcceptsTheBaseRequest) {
-  EXPECT_TRUE(validate(env.request(), {env.state}));
-}
+TEST_F(Validate, AcceptsTheBaseRequest) { EXPECT_TRUE(validate(env.request(), {env.state})); }
 
 TEST_F(Validate, RejectsExpiredAuthorization) {
   auto r = env.request();
@@ -97,8 +95,9 @@ TEST_F(Validate, RejectsSymlinkToArgv0InsideProtectedRoot) {
   ASSERT_TRUE(make_dirs(env.root / "protected", 0755));
   ASSERT_TRUE(make_dirs(env.root / "bin", 0755));
   ASSERT_TRUE(write_file(env.root / "protected" / "agent", "#!/bin/sh\n", 0755));
-  ASSERT_EQ(::symlink((env.root / "protected" / "agent").c_str(),
-                      (env.root / "bin" / "agent").c_str()), 0);
+  ASSERT_EQ(
+      ::symlink((env.root / "protected" / "agent").c_str(), (env.root / "bin" / "agent").c_str()),
+      0);
   r.argv = {(env.root / "bin" / "agent").string()};
   expect_rejected(r, error_kind::permission, "protected root");
 }
@@ -238,16 +237,16 @@ TEST_F(Validate, RejectsBundleTargetThroughWorkspaceSymlink) {
   auto r = env.request();
   ASSERT_TRUE(make_dirs(env.root / "bundle", 0755));
   ASSERT_EQ(::symlink("/etc", (env.source / "etc-link").c_str()), 0);
-  r.bundles = {{env.root / "bundle", *tree_digest(env.root / "bundle"),
-                "/workspace/etc-link/tool"}};
+  r.bundles = {
+      {env.root / "bundle", *tree_digest(env.root / "bundle"), "/workspace/etc-link/tool"}};
   expect_rejected(r, error_kind::invalid_argument, "symlink");
 }
 
 TEST_F(Validate, RejectsBundleSourceInsideProtectedRoot) {
   auto r = env.request();
   ASSERT_TRUE(make_dirs(env.root / "protected" / "b", 0755));
-  r.bundles = {{env.root / "protected" / "b", *tree_digest(env.root / "protected" / "b"),
-                "/evalbox/b"}};
+  r.bundles = {
+      {env.root / "protected" / "b", *tree_digest(env.root / "protected" / "b"), "/evalbox/b"}};
   expect_rejected(r, error_kind::permission, "protected root");
 }
 
