@@ -13,6 +13,7 @@
 
 #include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {
@@ -217,6 +218,22 @@ TEST_F(Grading, GitRefusesMoreFilesThanItsCapUnderOnePath) {
   EXPECT_EQ(r.detail,
             "many holds more than 100000 entries: evalbox compares at most 100000 files under "
             "one path of a git check");
+}
+
+// File names are bytes: a name that is not UTF-8 is listed, compared and named in the detail
+// (run.json writes it with U+FFFD where JSON needs text).
+TEST_F(Grading, GitSeesFilesWhoseNamesAreNotUtf8) {
+  put(before(), "tests/bad-\xff-name.txt", "one\n");
+  put(after(), "tests/bad-\xff-name.txt", "one\n");
+  EXPECT_TRUE(evaluate_git_check(git({"tests"}, gs::unchanged), before(), after()).passed);
+  put(after(), "tests/bad-\xff-name.txt", "two\n");
+  auto r = evaluate_git_check(git({"tests"}, gs::unchanged), before(), after());
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.detail, "changed: tests/bad-\xff-name.txt");
+  grading_result g;
+  g.checks.push_back(r);
+  EXPECT_EQ(pretty_json(g.to_json(1.0)["checks"][0]["detail"]),
+            "\"changed: tests/bad-\xef\xbf\xbd-name.txt\"\n");
 }
 
 TEST_F(Grading, GitUnchangedAndChanged) {
