@@ -536,12 +536,20 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
   EB_TRY(write_file(used, "", 0600));  // creating or truncating it sets its mtime
   info.last_used = now_seconds();
   out.image = std::move(info);
+  out.reference = name;
+  out.manifest_digest = image.manifest_digest;
   return out;
 }
 
 // ---- queries ----
 
 result<image_info> store::lookup(std::string_view query, const fs::path& base_dir) {
+  // A whole id names its record directly: what every run's preparation asks, without reading
+  // the other records.
+  if (query.starts_with("sha256:") && is_sha256_hex(query.substr(7))) {
+    const fs::path record = root_ / "records" / (std::string(query.substr(7)) + ".json");
+    if (path_exists(record)) return read_record(record);
+  }
   auto images = EB_TRY(read_records());
   std::string q(query);
   if (query.find(':') != std::string_view::npos && !query.starts_with("sha256:")) {
