@@ -58,30 +58,32 @@ sandbox::network_policy to_policy(const network_spec& n) {
   return p;
 }
 
-// A launch for the harness's own commands (setup, diff, checks): the base environment, no
-// credential leases, no network.
-sandbox::launch_options harness_launch(std::string label, std::string script) {
+// A launch for the harness's own commands (setup, diff, checks): the run's environment without
+// the agent's additions, no credential leases, no network.
+sandbox::launch_options harness_launch(std::string label, std::string script,
+                                       std::map<std::string, std::string> env) {
   sandbox::launch_options o;
   o.label = std::move(label);
   o.argv = {"/bin/sh", "-c", std::move(script)};
-  o.env = base_environment();
+  o.env = std::move(env);
   o.with_secrets = false;
   o.network_override = sandbox::network_policy{};
   return o;
 }
 
 // A shell script that writes the unified diff of `changed` (at most 2000 paths) between the
-// snapshot at /evalbox/before and /workspace.
-std::string diff_script(const std::vector<std::string>& changed) {
+// snapshot at /evalbox/before and the workspace at `target`.
+std::string diff_script(const std::vector<std::string>& changed, const fs::path& target) {
   std::string script;
+  const std::string now = shell_quote(target.string() + "/");
   size_t n = 0;
   for (const auto& p : changed) {
     if (++n > 2000) break;
     std::string q = shell_quote(p);
     // Directories are listed too (created, removed, made opaque): their files have entries.
-    script += "[ -d /evalbox/before/" + q + " ] || [ -d /workspace/" + q +
+    script += "[ -d /evalbox/before/" + q + " ] || [ -d " + now + q +
               " ] || diff -uN --no-dereference --label " + shell_quote("a/" + p) + " --label " +
-              shell_quote("b/" + p) + " /evalbox/before/" + q + " /workspace/" + q + "\n";
+              shell_quote("b/" + p) + " /evalbox/before/" + q + " " + now + q + "\n";
   }
   return script + "exit 0";
 }
@@ -99,7 +101,9 @@ class attempt {
         run_dir_(x.results.run_dir(r.run_id)),
         native_(run_dir_ / "native"),
         ctx_{fixture_, cand_, r.trial, r.run_id, x.suite.credentials},
-        session_(session) {}
+        session_(session),
+        image_(x.images[r.fixture] ? &*x.images[r.fixture] : nullptr),
+        launch_env_(run_environment(image_)) {}
 
   run_state run(int number) {
     if (!fresh_run_dir()) return done();
@@ -160,7 +164,7 @@ class attempt {
     auto req = make_session_request(
         {fixture_, cand_, plan_, x_.suite.default_limits,
          fmt::format("{}-{}-{:08x}", r_.run_id, number, session_nonce()), std::move(roots),
-         fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string()});
+         fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
 
@@ -177,6 +181,15 @@ class attempt {
     }
     session_.emplace(std::move(*prepared));
     st_.session_id = request_.run_id;
+    if (image_)
+      st_.environment = {
+          {"image", image_->reference},
+          {"id", image_->id},
+          {"manifest_digest",
+           image_->manifest_digest.empty() ? json(nullptr) : json(image_->manifest_digest)},
+          {"layers", image_->layers},
+          {"workdir", session_->workspace_target().string()},
+          {"from_suite", fixture_.environment_from_suite}};
     return true;
   }
 
@@ -186,7 +199,7 @@ class attempt {
       auto t0 = clock_type::now();
       std::string script = "set -e\n";
       for (const auto& cmd : fixture_.setup) script += cmd + "\n";
-      auto o = harness_launch("setup", std::move(script));
+      auto o = harness_launch("setup", std::move(script), launch_env_);
       o.stdout_path = run_dir_ / "setup.log";
       o.stderr_path = run_dir_ / "setup.log";
       auto rec = launch(o);
@@ -277,7 +290,11 @@ class attempt {
       (void)write_file(run_dir_ / "workspace.diff", "");
       return true;
     }
-    auto o = harness_launch("diff", diff_script(*changed));
+    // evalbox's own tool: on the host's allow-listed root even for an image run (the image may
+    // have no diff, or another one).
+    auto o = harness_launch("diff", diff_script(*changed, session_->workspace_target()),
+                            base_environment());
+    o.host_root = true;
     o.extra_mounts.push_back({before_.view, "/evalbox/before", false, false});
     o.stdout_path = run_dir_ / "workspace.diff";
     o.stderr_path = run_dir_ / "diff.log";
@@ -289,7 +306,8 @@ class attempt {
 
   // One shell check in a fresh sandbox: /grader and the transcript mounted read-only.
   result<shell_check_outcome> run_shell_check(const check_spec& c) {
-    auto o = harness_launch(fmt::format("grade-{}", check_index_++), c.shell);
+    // In the run's own root (the image's, as the agent left it) and workspace.
+    auto o = harness_launch(fmt::format("grade-{}", check_index_++), c.shell, launch_env_);
     if (fixture_.has_grader)
       o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
     o.extra_mounts.push_back({transcript_path(), "/evalbox/transcript.jsonl", false, true});
@@ -331,6 +349,8 @@ class attempt {
   const fs::path native_;
   const run_context ctx_;
   std::optional<sandbox::prepared_session>& session_;
+  const sandbox::image_summary* image_;
+  const std::map<std::string, std::string> launch_env_;
 
   run_state st_;
   const adapter* adapter_ = nullptr;
@@ -346,6 +366,28 @@ class attempt {
 
 }  // namespace
 
+std::map<std::string, std::string> run_environment(const sandbox::image_summary* image) {
+  auto env = base_environment();
+  if (!image) return env;
+  for (const auto& kv : image->env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (name == "HOME") continue;  // the managed home is where the agent's files are
+    if (name == "PATH") value = "/evalbox/bin:" + value;
+    env[name] = std::move(value);
+  }
+  return env;
+}
+
+fs::path workspace_target(const fixture_spec& fixture, const sandbox::image_summary* image) {
+  if (fixture.has_workspace || !fixture.environment) return "/workspace";
+  if (fixture.environment->workdir) return *fixture.environment->workdir;
+  if (image && !image->working_dir.empty() && fs::path(image->working_dir) != "/")
+    return fs::path(image->working_dir).lexically_normal();
+  return "/workspace";
+}
+
 std::chrono::system_clock::time_point authorized_until(const sandbox::resource_limits& limits) {
   return std::chrono::system_clock::now() + std::chrono::hours(1) +
          std::chrono::milliseconds(limits.wall_ms * 4);
@@ -359,11 +401,17 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
   req.limits = effective_limits(in.suite_limits, fixture);
   req.authorized_until = authorized_until(req.limits);
   req.argv = in.plan.argv;
-  req.env = base_environment();
+  req.env = run_environment(in.image);
   for (const auto& [k, v] : in.plan.env) req.env[k] = v;
   for (const auto& [k, v] : cand.env) req.env[k] = v;
-  req.workspace.source = fixture.workspace_dir();
   req.workspace.digest = fixture.digest;
+  req.workspace.target = workspace_target(fixture, in.image);
+  if (fixture.has_workspace)
+    req.workspace.source = fixture.workspace_dir();
+  else
+    req.workspace.image_dir = req.workspace.target;  // the image's own directory, as it is
+  if (in.image)
+    req.image = sandbox::image_root{in.image->id, in.image->reference, in.image->manifest_digest};
   req.home = in.plan.home;
   for (const auto& [target, source] : cand.home_files) {
     auto content = EB_TRY(read_file(source, 1u << 20));

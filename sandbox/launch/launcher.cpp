@@ -68,7 +68,7 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   }
   p.workspace_dir = session.workspace_dir().string();
   p.workspace_target = session.workspace_target().string();
-  if (const session_image* img = session.image()) {
+  if (const session_image* img = options.host_root ? nullptr : session.image()) {
     plan_image pi;
     for (const auto& l : img->lowers) pi.lowers.push_back(l.string());
     pi.upper = img->upper.string();

@@ -32,6 +32,9 @@ struct launch_options {
   // /evalbox/transcript.jsonl while checks run.
   std::vector<bind_mount> extra_mounts;
   bool with_secrets = true;  // false: credential leases are not mounted
+  // The host's allow-listed root even when the session's is an image: for evalbox's own tools
+  // (the workspace diff), which must not depend on what the image has.
+  bool host_root = false;
   std::optional<resource_limits> limits_override;
   std::optional<network_policy> network_override;
   // Standard streams. Empty paths with inherit_stdio: the caller's terminal (sandbox shell).
