@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,8 @@
 #include "harness/fixture/load.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/units.h"
+#include "sandbox/preparer/preparer.h"
 
 namespace evalbox::cli {
 
@@ -36,6 +40,44 @@ kind classify(const fs::path& p) {
   return kind::suite;
 }
 
+// Imports (or, when the store has it, checks) each image the fixtures name, once; a failure
+// is a config error at the `image:` line. Returns one line per image saying what runs will use.
+std::vector<std::string> check_images(const std::vector<const harness::fixture_spec*>& fixtures,
+                                      std::vector<config_error>& errors, json& out) {
+  std::vector<std::string> lines;
+  std::map<std::string, bool> seen;
+  std::optional<sandbox::preparer> prep;
+  for (const auto* f : fixtures) {
+    if (!f->environment || f->environment->image_ref.empty()) continue;
+    const auto& env = *f->environment;
+    if (!seen.emplace(env.image_ref, true).second) continue;
+    if (!prep) prep.emplace(sandbox::default_preparer_options());
+    auto img = prep->resolve_image(env.image_ref, f->dir);
+    if (!img) {
+      errors.push_back({env.image_where,
+                        fmt::format("environment.image {}: {}", env.image, img.error().message),
+                        "`evalbox image import REF` shows the import step by step"});
+      continue;
+    }
+    std::string path;
+    for (const auto& kv : img->env)
+      if (kv.starts_with("PATH=")) path = kv.substr(5);
+    const std::string workdir = img->working_dir.empty() ? "none" : img->working_dir;
+    lines.push_back(fmt::format(
+        "  image {}: {} ({} layer(s), {}{}; WorkingDir {}, PATH {})", img->reference,
+        img->id.substr(0, 19), img->layers.size(), format_bytes(img->bytes),
+        img->layers_unpacked ? ", imported now" : "", workdir, path.empty() ? "unset" : path));
+    out.push_back({{"reference", img->reference},
+                   {"id", img->id},
+                   {"manifest_digest", img->manifest_digest},
+                   {"layers", img->layers},
+                   {"bytes", img->bytes},
+                   {"env", img->env},
+                   {"working_dir", img->working_dir}});
+  }
+  return lines;
+}
+
 json error_json(const config_error& e) {
   return json{{"file", e.where.file},
               {"line", e.where.line},
@@ -50,7 +92,9 @@ void register_validate(CLI::App& app, action& out) {
   auto* cmd = app.add_subcommand(
       "validate",
       "Check fixtures (directories) and suites (files) without running anything. Prints every "
-      "problem as FILE:LINE:COL; exits 64 when any input is invalid.");
+      "problem as FILE:LINE:COL; exits 64 when any input is invalid. An image a fixture names "
+      "(environment: {image: ...}) is imported into the store, or checked when it is there, "
+      "and what runs will use is printed.");
   auto paths = std::make_shared<std::vector<std::string>>();
   auto as_json = std::make_shared<bool>(false);
   cmd->add_option("paths", *paths, "fixture directories and suite files")->required();
@@ -65,6 +109,8 @@ void register_validate(CLI::App& app, action& out) {
         std::vector<config_error> errors;
         json entry{{"path", arg}};
         std::string summary;
+        std::vector<std::string> image_lines;
+        json images = json::array();
         kind k = classify(p);
         if (k == kind::fixture_file) {
           entry["kind"] = "fixture";
@@ -80,6 +126,7 @@ void register_validate(CLI::App& app, action& out) {
           entry["kind"] = "fixture";
           auto f = harness::load_fixture(p, &errors);
           if (f) {
+            image_lines = check_images({&*f}, errors, images);
             entry["id"] = f->id;
             entry["digest"] = f->digest;
             summary = fmt::format("fixture {}: {} check{}, digest {}", f->id, f->checks.size(),
@@ -93,6 +140,9 @@ void register_validate(CLI::App& app, action& out) {
           if (s) {
             auto more = validate_candidates(*s);
             errors.insert(errors.end(), more.begin(), more.end());
+            std::vector<const harness::fixture_spec*> fixtures;
+            for (const auto& fx : s->fixtures) fixtures.push_back(&fx);
+            image_lines = check_images(fixtures, errors, images);
             entry["name"] = s->name;
             summary = fmt::format("suite {}: {} fixtures × {} candidates × {} trial{} = {} runs",
                                   s->name, s->fixtures.size(), s->candidates.size(), s->trials,
@@ -103,6 +153,7 @@ void register_validate(CLI::App& app, action& out) {
           }
         }
         entry["valid"] = errors.empty();
+        entry["images"] = images;
         entry["errors"] = json::array();
         for (const auto& e : errors) entry["errors"].push_back(error_json(e));
         report["inputs"].push_back(entry);
@@ -110,6 +161,7 @@ void register_validate(CLI::App& app, action& out) {
         if (*as_json) continue;
         if (errors.empty()) {
           fmt::print("ok   {} ({})\n", summary, arg);
+          for (const auto& l : image_lines) fmt::print("{}\n", l);
         } else {
           fmt::print("FAIL {} ({} problem{})\n", arg, errors.size(), errors.size() == 1 ? "" : "s");
           for (const auto& e : errors) fmt::print(stderr, "{}\n", e.message());

@@ -1,0 +1,73 @@
+# Fixtures in images, as a user runs them: `evalbox validate` imports the images and says what
+# runs will use; `evalbox fixture test` accepts a fixture whose tests need the Debian image's
+# Python and one whose workspace is the busybox image's /opt/data (the solution writes into the
+# image's root, the shell check sees it, the untouched run does not); `evalbox run` records
+# which image each run used; bad `environment:` input is refused with FILE:LINE and a hint.
+source "$(dirname "$0")/lib.sh"
+need_isolation
+BB=$("$SRC/tests/images/make-images" busybox)
+DEB=$("$SRC/tests/images/make-images" debian)
+S=$WORK/suite
+cp -r "$SRC/tests/integration/image-fixtures" "$S"
+mkdir -p "$S/images"
+ln -s "$BB" "$S/images/busybox"
+ln -s "$DEB" "$S/images/debian"
+
+"$EVALBOX" validate "$S/suite.yaml" >"$WORK/validate" 2>&1 || { cat "$WORK/validate"; fail "validate"; }
+grep -q "^ok   suite image-fixtures" "$WORK/validate" || fail "validate: $(cat "$WORK/validate")"
+grep -q "image oci:$S/images/debian/oci:latest: sha256:" "$WORK/validate" ||
+  fail "validate does not say which image: $(cat "$WORK/validate")"
+grep -q "PATH /bin" "$WORK/validate" || fail "validate does not show the busybox image's PATH"
+
+for fx in py-in-debian busybox-workdir; do
+  "$EVALBOX" fixture test "$S/$fx" --suite "$S/suite.yaml" >"$WORK/ft-$fx" 2>&1 ||
+    { cat "$WORK/ft-$fx"; fail "fixture test $fx"; }
+done
+
+R=$WORK/results
+set +e
+"$EVALBOX" run "$S/suite.yaml" --results "$R" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+[ "$rc" = 1 ] || { cat "$WORK/err"; fail "run: exit $rc, expected 1 (noop fails)"; }
+python3 - "$R" "$S" <<'PY'
+import json, sys
+R, S = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(f"{R}/results.jsonl")]
+assert len(rows) == 4, len(rows)
+for r in rows:
+    assert r["execution"]["status"] == "completed", r["execution"]
+    env = r["environment"]
+    want = "busybox" if r["fixture"]["id"] == "busybox-workdir" else "debian"
+    assert env["image"] == f"oci:{S}/images/{want}/oci:latest", env
+    assert env["id"].startswith("sha256:") and env["layers"], env
+    assert env["from_suite"] == (want == "debian"), env
+    assert env["workdir"] == ("/opt/data" if want == "busybox" else "/workspace"), env
+    root = r["execution"]["records"]["agent"]["mechanisms"]["root"]
+    assert root["kind"] == "image" and root["image"] == env["id"], root
+    expect = "passed" if r["candidate"]["id"] == "oracle" else "failed"
+    assert r["verdict"] == expect, (r["fixture"]["id"], r["candidate"]["id"], r["grading"])
+PY
+no_residue
+
+# Bad environment input: each refused at its line, with what to do.
+bad() {  # fixture.yaml's environment line, then what the error must say
+  local d=$WORK/bad-$RANDOM
+  mkdir -p "$d/workspace"
+  printf 'schema: evalbox.fixture.v1\nid: bad\nprompt: p\nenvironment: %s\nchecks: [{id: a, shell: "true"}]\n' "$1" >"$d/fixture.yaml"
+  set +e
+  "$EVALBOX" validate "$d" >"$WORK/bad.out" 2>"$WORK/bad.err"
+  local rc=$?
+  set -e
+  [ "$rc" = 64 ] || fail "environment $1: exit $rc, expected 64"
+  grep -qF "$d/fixture.yaml:4:" "$WORK/bad.err" || fail "environment $1: no FILE:LINE: $(cat "$WORK/bad.err")"
+  grep -qF -- "$2" "$WORK/bad.err" || fail "environment $1: expected '$2' in: $(cat "$WORK/bad.err")"
+}
+bad '{image: "oci:nowhere"}' "does not exist"
+bad '{image: "ubuntu:24.04"}' "names no image transport"
+bad '{image: "oci:.", tag: x}' "unknown key 'tag' in environment"
+bad '{workdir: /app}' "environment is missing 'image'"
+# An image path that exists but holds no image: validate imports it and says why.
+mkdir -p "$WORK/notimage"
+bad "{image: \"oci:$WORK/notimage\"}" "oci:$WORK/notimage"
+echo "image fixtures: ok"
