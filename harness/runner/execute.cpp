@@ -235,7 +235,13 @@ class attempt {
       return std::nullopt;
     }
     if (!rec->ok()) {
-      fail(run_error_kind::sandbox, rec->error);
+      // The agent's program is not in the sandbox (a bare name not on its PATH, an image
+      // without it): the candidate's or fixture's mistake, which another attempt would repeat.
+      if (rec->error_step.starts_with("execve"))
+        fail(run_error_kind::adapter, fmt::format("the agent's program {} could not be started: {}",
+                                                  p.argv.front(), rec->error));
+      else
+        fail(run_error_kind::sandbox, rec->error);
       return std::nullopt;
     }
     outputs_.push_back({o.stdout_path, o.stderr_path, session_->home_dir(), native_, rec->exit_code,

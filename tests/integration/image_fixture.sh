@@ -50,6 +50,40 @@ for r in rows:
 PY
 no_residue
 
+# A command agent named by a bare name runs the image's program, found on the sandbox's PATH —
+# never the caller's (here a shim in the home directory, a protected root, comes first on it).
+mkdir -p "$WORK/home/.pyenv/shims"
+printf '#!/bin/sh\necho host shim >&2; exit 3\n' >"$WORK/home/.pyenv/shims/python3"
+chmod +x "$WORK/home/.pyenv/shims/python3"
+cat >"$S/bare.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: bare
+fixtures: ["*/"]
+environment: {image: "oci:images/debian/oci:latest"}
+candidates:
+  - id: py
+    adapter: command
+    argv: [python3, -c, "open('stats.py', 'w').write('def mean(xs):\\n    return sum(xs) / len(xs)\\n')"]
+YAML
+set +e
+HOME=$WORK/home PATH=$WORK/home/.pyenv/shims:$PATH \
+  "$EVALBOX" run "$S/bare.yaml" --results "$WORK/bare" >"$WORK/bare.out" 2>"$WORK/bare.err"
+rc=$?
+set -e
+# busybox has no python3: that run is an execution error (exit 2), of the adapter's kind (not
+# retried as if the host had failed), saying what was searched.
+[ "$rc" = 2 ] || { cat "$WORK/bare.err"; fail "bare-name run: exit $rc, expected 2"; }
+python3 - "$WORK/bare/results.jsonl" <<'PY'
+import json, sys
+rows = {json.loads(l)["fixture"]["id"]: json.loads(l) for l in open(sys.argv[1])}
+assert rows["py-in-debian"]["verdict"] == "passed", rows["py-in-debian"]["grading"]
+bb = rows["busybox-workdir"]["execution"]
+assert bb["status"] == "error" and bb["error_kind"] == "adapter", bb
+assert "python3" in bb["error"] and "searched PATH=/evalbox/bin:/bin" in bb["error"], bb["error"]
+assert rows["busybox-workdir"]["attempts"] == 1, rows["busybox-workdir"]["attempts"]
+PY
+no_residue
+
 # Bad environment input: each refused at its line, with what to do.
 bad() {  # fixture.yaml's environment line, then what the error must say
   local d=$WORK/bad-$RANDOM
