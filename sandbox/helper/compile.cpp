@@ -283,6 +283,15 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
   r.symlink("/proc/self/fd/2", "/dev/stderr");
   r.tmpfs("/dev/shm", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
           MS_NOSUID | MS_NODEV);
+  // In an image's root Landlock must leave / writable, so /dev itself (not /dev/shm, not
+  // /dev/pts: mounts of their own) is made read-only once built; the host's root is covered
+  // by Landlock's read-only /.
+  if (plan.image) {
+    step ro = of(op::set_attr);
+    ro.b = r.c.keep(relative_root + "/dev");
+    ro.flags = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+    r.add("read-only /dev", ro);
+  }
 }
 
 // A procfs of the run's own pid namespace, and an empty /mnt for the program's own nested
