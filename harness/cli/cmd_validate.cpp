@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/agent/adapter.h"
+#include "harness/agent/host_client.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
@@ -42,17 +43,22 @@ kind classify(const fs::path& p) {
 
 // Imports (or, when the store has it, checks) each image the fixtures name, once; a failure
 // is a config error at the `image:` line. Returns one line per image saying what runs will use.
-std::vector<std::string> check_images(const std::vector<const harness::fixture_spec*>& fixtures,
-                                      std::vector<config_error>& errors, json& out) {
-  std::vector<std::string> lines;
+struct image_check {
+  std::vector<std::string> lines;                          // what runs will use
+  std::map<std::string, sandbox::image_summary> resolved;  // by image_ref
+};
+
+image_check check_images(sandbox::preparer& prep,
+                         const std::vector<const harness::fixture_spec*>& fixtures,
+                         std::vector<config_error>& errors, json& out) {
+  image_check result;
+  auto& lines = result.lines;
   std::map<std::string, bool> seen;
-  std::optional<sandbox::preparer> prep;
   for (const auto* f : fixtures) {
     if (!f->environment || f->environment->image_ref.empty()) continue;
     const auto& env = *f->environment;
     if (!seen.emplace(env.image_ref, true).second) continue;
-    if (!prep) prep.emplace(sandbox::default_preparer_options());
-    auto img = prep->resolve_image(env.image_ref, f->dir);
+    auto img = prep.resolve_image(env.image_ref, f->dir);
     if (!img) {
       errors.push_back({env.image_where,
                         fmt::format("environment.image {}: {}", env.image, img.error().message),
@@ -74,8 +80,49 @@ std::vector<std::string> check_images(const std::vector<const harness::fixture_s
                    {"bytes", img->bytes},
                    {"env", img->env},
                    {"working_dir", img->working_dir}});
+    result.resolved.emplace(env.image_ref, std::move(*img));
   }
-  return lines;
+  return result;
+}
+
+// Each candidate's client in each fixture's image: planned as a run would be, then checked to
+// start there (harness/agent/host_client.h). A client that cannot is reported at the
+// candidate, with the fixture and why; a plan that fails for other reasons (a client not
+// installed) is left to the run, which says so.
+void check_clients(sandbox::preparer& prep, const harness::suite_spec& suite,
+                   const image_check& images, std::vector<config_error>& errors) {
+  auto registry = make_registry();
+  for (const auto& f : suite.fixtures) {
+    if (!f.environment) continue;
+    auto img = images.resolved.find(f.environment->image_ref);
+    if (img == images.resolved.end()) continue;
+    harness::image_view view;
+    view.reference = img->second.reference;
+    for (const auto& kv : img->second.env)
+      if (kv.starts_with("PATH=")) {
+        std::string_view rest = std::string_view(kv).substr(5);
+        while (true) {
+          auto colon = rest.find(':');
+          view.path_dirs.emplace_back(rest.substr(0, colon));
+          if (colon == std::string_view::npos) break;
+          rest.remove_prefix(colon + 1);
+        }
+      }
+    const std::string id = img->second.id;
+    view.has_file = [&prep, id](const fs::path& p) { return prep.image_has_file(id, p); };
+    for (const auto& c : suite.candidates) {
+      const auto* a = registry.find(c.adapter);
+      if (!a) continue;
+      auto plan = a->plan({f, c, 0, "validate", suite.credentials});
+      if (!plan) continue;
+      if (auto ok = harness::adapt_to_image(*plan, view); !ok)
+        errors.push_back({c.where,
+                          fmt::format("candidate {} cannot run in fixture {}'s image: {}", c.id,
+                                      f.id, ok.error().message),
+                          "give the fixture an image with what the client needs, or leave the "
+                          "candidate out of it"});
+    }
+  }
 }
 
 json error_json(const config_error& e) {
@@ -102,6 +149,12 @@ void register_validate(CLI::App& app, action& out) {
   cmd->callback([&out, paths, as_json] {
     out = [paths, as_json] {
       auto registry = make_registry();
+      // Made on first need: only inputs that name an image use the store.
+      std::optional<sandbox::preparer> preparer;
+      auto prep = [&]() -> sandbox::preparer& {
+        if (!preparer) preparer.emplace(sandbox::default_preparer_options());
+        return *preparer;
+      };
       json report{{"schema", "evalbox.validate.v1"}, {"inputs", json::array()}};
       size_t bad = 0;
       for (const auto& arg : *paths) {
@@ -126,7 +179,7 @@ void register_validate(CLI::App& app, action& out) {
           entry["kind"] = "fixture";
           auto f = harness::load_fixture(p, &errors);
           if (f) {
-            image_lines = check_images({&*f}, errors, images);
+            image_lines = check_images(prep(), {&*f}, errors, images).lines;
             entry["id"] = f->id;
             entry["digest"] = f->digest;
             summary = fmt::format("fixture {}: {} check{}, digest {}", f->id, f->checks.size(),
@@ -142,7 +195,9 @@ void register_validate(CLI::App& app, action& out) {
             errors.insert(errors.end(), more.begin(), more.end());
             std::vector<const harness::fixture_spec*> fixtures;
             for (const auto& fx : s->fixtures) fixtures.push_back(&fx);
-            image_lines = check_images(fixtures, errors, images);
+            auto checked = check_images(prep(), fixtures, errors, images);
+            check_clients(prep(), *s, checked, errors);
+            image_lines = std::move(checked.lines);
             entry["name"] = s->name;
             summary = fmt::format("suite {}: {} fixtures × {} candidates × {} trial{} = {} runs",
                                   s->name, s->fixtures.size(), s->candidates.size(), s->trials,

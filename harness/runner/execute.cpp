@@ -4,6 +4,7 @@
 #include <mutex>
 #include <random>
 
+#include "harness/agent/host_client.h"
 #include "harness/grading/grading.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
@@ -25,6 +26,17 @@ uint32_t session_nonce() {
   static std::mt19937 gen{std::random_device{}()};
   std::lock_guard lock(mu);
   return static_cast<uint32_t>(gen());
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= path.size();) {
+    size_t colon = path.find(':', start);
+    if (colon == std::string::npos) colon = path.size();
+    out.push_back(path.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return out;
 }
 
 std::string shell_quote(const std::string& s) {
@@ -151,7 +163,21 @@ class attempt {
     auto p = adapter_->plan(ctx_);
     if (!p) return fail(run_error_kind::adapter, p.error().message);
     plan_ = std::move(*p);
+    if (auto a = in_image(plan_); !a) return fail(run_error_kind::adapter, a.error().message);
     return true;
+  }
+
+  // A host client in the fixture's image: started so that it runs there, or refused now, with
+  // the reason, rather than failing mid-run (host_client.h).
+  status in_image(agent_plan& p) {
+    if (!image_) return {};
+    image_view view;
+    view.reference = image_->reference;
+    for (const auto& kv : image_->env)
+      if (kv.starts_with("PATH="))
+        for (const auto& d : split_path(kv.substr(5))) view.path_dirs.push_back(d);
+    view.has_file = [this](const fs::path& f) { return x_.preparer.image_has_file(image_->id, f); };
+    return adapt_to_image(p, view);
   }
 
   // The request, then the session.
@@ -261,6 +287,8 @@ class attempt {
       auto follow_up = adapter_->plan_follow_up(ctx_, outputs_.back());
       if (!follow_up) return fail(run_error_kind::adapter, follow_up.error().message);
       if (*follow_up) {
+        if (auto a = in_image(**follow_up); !a)
+          return fail(run_error_kind::adapter, a.error().message);
         auto rec2 = launch_agent(**follow_up, "follow-up");
         if (!rec2) return false;
         if (rec2->outcome == sandbox::outcome_kind::cancelled) return cancelled();
@@ -427,6 +455,7 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
   req.bundles = in.plan.bundles;
   if (fixture.has_bin) req.bundles.push_back({fixture.bin_dir(), in.bin_digest, "/evalbox/bin"});
   req.readonly_paths = in.plan.readonly_paths;
+  req.host_binds = in.plan.host_binds;
   req.protected_roots = in.protected_roots;
   if (fixture.has_grader) req.protected_roots.push_back(fixture.grader_dir());
   if (!in.plan.runs_fixture_solution && fixture.has_solution)

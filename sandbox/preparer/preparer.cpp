@@ -86,10 +86,16 @@ json effective_profile(const prepared_session::state& s) {
   json bundles = json::array();
   for (const auto& b : r.bundles)
     bundles.push_back({{"target", b.target.string()}, {"sha256", b.sha256}});
+  json host_binds = json::array();
+  for (const auto& b : r.host_binds)
+    host_binds.push_back({{"source", b.source.string()}, {"target", b.target.string()}});
   json readonly = json::array();
   for (const auto& m : s.mounts)
-    if (!m.writable && std::none_of(r.bundles.begin(), r.bundles.end(),
-                                    [&](const bundle& b) { return b.target == m.target; }))
+    if (!m.writable &&
+        std::none_of(r.bundles.begin(), r.bundles.end(),
+                     [&](const bundle& b) { return b.target == m.target; }) &&
+        std::none_of(r.host_binds.begin(), r.host_binds.end(),
+                     [&](const bind_mount& b) { return b.target == m.target; }))
       readonly.push_back(m.target.string());
   return json{
       {"schema", "evalbox.profile.v1"},
@@ -103,6 +109,7 @@ json effective_profile(const prepared_session::state& s) {
       {"leases", leases},
       {"bundles", bundles},
       {"readonly_paths", readonly},
+      {"host_binds", host_binds},
       {"limits",
        {{"cpu_ms", r.limits.cpu_ms},
         {"memory_bytes", r.limits.memory_bytes},
@@ -128,7 +135,10 @@ std::vector<bind_mount> readonly_binds(const session_request& r) {
   std::error_code ec;
   // A bare name is found on the sandbox's own PATH; below a system directory, the sandbox has
   // it anyway (the host's, or the image's).
-  if (exe.is_absolute() && !below_system_path(normalize(exe))) {
+  const bool through_host_bind =
+      std::any_of(r.host_binds.begin(), r.host_binds.end(),
+                  [&](const bind_mount& b) { return is_within(exe, b.target); });
+  if (exe.is_absolute() && !below_system_path(normalize(exe)) && !through_host_bind) {
     dirs.push_back(normalize(exe).parent_path());
     fs::path resolved = fs::canonical(exe, ec);
     if (!ec) dirs.push_back(resolved.parent_path());
@@ -223,6 +233,10 @@ status build(prepared_session::state& s, const fs::path& runs) {
     s.mounts.push_back(bind_mount{b.source, b.target, false, !fs::is_directory(b.source, ec)});
   }
   for (auto& m : readonly_binds(r)) s.mounts.push_back(std::move(m));
+  for (const auto& b : r.host_binds) {
+    std::error_code ec;
+    s.mounts.push_back(bind_mount{b.source, b.target, false, !fs::is_directory(b.source, ec)});
+  }
 
   s.launch_dir = s.run_dir / "launches";
   if (::mkdir(s.launch_dir.c_str(), 0700) != 0)
@@ -395,6 +409,13 @@ result<image_summary> preparer::resolve_image(std::string_view reference,
   out.bytes = r.image.bytes;
   out.layers_unpacked = r.layers_unpacked;
   return out;
+}
+
+result<bool> preparer::image_has_file(std::string_view id, const fs::path& path) {
+  auto* store = EB_TRY(impl_->image_store());
+  auto info = EB_TRY(store->lookup(id));
+  auto kind = EB_TRY(workspace::merged_lookup(info.lower_dirs(), path));
+  return kind == workspace::merged_kind::file || kind == workspace::merged_kind::other;
 }
 
 result<reclaim_report> preparer::reclaim_stale() {

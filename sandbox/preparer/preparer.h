@@ -144,6 +144,11 @@ class preparer {
   result<image_summary> resolve_image(std::string_view reference,
                                       const std::filesystem::path& base_dir);
 
+  // True when `path` (absolute, inside the image) is a file of image `id` (already in the store),
+  // its symlinks resolved inside the image: to check, before anything runs, that the image has
+  // what a client needs (a script's interpreter). Thread-safe.
+  result<bool> image_has_file(std::string_view id, const std::filesystem::path& path);
+
   // Reclaims runs whose lock is free: unmounts, removes cgroups and files. Thread-safe.
   result<reclaim_report> reclaim_stale();
 

@@ -107,6 +107,15 @@ struct network_policy {
   bool unsafe_host_network = false;
 };
 
+// A read-only or writable bind the launcher must make, resolved from the request by the
+// preparer (credential leases, bundles, read-only paths) or given at launch (grader files).
+struct bind_mount {
+  std::filesystem::path source;  // host path
+  std::filesystem::path target;  // absolute path inside the sandbox
+  bool writable = false;
+  bool is_file = false;
+};
+
 // The image whose layers are the sandbox's root instead of the allow-listed host root
 // (docs/environments.md). The image is already in the store (preparer::resolve_image); the
 // preparer holds its layers for the session's life.
@@ -134,6 +143,10 @@ struct session_request {
   // Host directories mounted read-only at the same path (an agent's install prefix, e.g. an
   // npm prefix). argv[0]'s directory (and its symlink target's) is added automatically.
   std::vector<std::filesystem::path> readonly_paths;
+  // Host files or directories mounted read-only at another path inside (source -> target):
+  // for a host client in an image's root, the host's dynamic loader and libraries at a private
+  // path (/opt/evalbox/host/...), where they shadow nothing of the image's.
+  std::vector<bind_mount> host_binds;
   // Never visible inside, never a mount source, never holding argv[0]. The state root's other
   // runs and every credential source are added implicitly.
   std::vector<std::filesystem::path> protected_roots;
@@ -144,15 +157,6 @@ struct session_request {
   bool landlock = true;
   // Set: the root is this image's layers under a writable upper on the run's disk.
   std::optional<image_root> image;
-};
-
-// A read-only or writable bind the launcher must make, resolved from the request by the
-// preparer (credential leases, bundles, read-only paths) or given at launch (grader files).
-struct bind_mount {
-  std::filesystem::path source;  // host path
-  std::filesystem::path target;  // absolute path inside the sandbox
-  bool writable = false;
-  bool is_file = false;
 };
 
 }  // namespace evalbox::sandbox

@@ -131,6 +131,12 @@ status check_argv0(const session_request& r, const std::vector<fs::path>& roots)
         exe.string()));
   // Below a system directory with an image root: the image's program, not the host's.
   if (r.image && below_system_path(normalize(exe))) return {};
+  // A program seen through a host bind (a host client's loader in an image): the host file.
+  for (const auto& b : r.host_binds)
+    if (is_within(exe, b.target))
+      exe = normalize(exe) == normalize(b.target)
+                ? b.source
+                : b.source / normalize(exe).lexically_relative(normalize(b.target));
   EB_TRY(check_not_protected("argv[0]", exe, roots, false));
   struct stat st {};
   if (::stat(exe.c_str(), &st) != 0)
@@ -372,6 +378,7 @@ status check_targets(const session_request& r) {
     EB_TRY(claim(home / s.target, "credential " + s.handle));
   }
   for (const auto& b : r.bundles) EB_TRY(claim(b.target, "bundle " + b.source.string()));
+  for (const auto& b : r.host_binds) EB_TRY(claim(b.target, "host bind " + b.source.string()));
   for (const auto& p : r.readonly_paths) {
     if (!seen.count(normalize(p)))  // the same path twice is harmless
       EB_TRY(claim(p, "read-only path " + p.string()));
@@ -472,6 +479,19 @@ status validate(const session_request& r, const validation_context& ctx) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0)
       return make_error(error_kind::not_found, "read-only path {} does not exist", p.string());
+  }
+  for (const auto& b : r.host_binds) {
+    if (!b.source.is_absolute())
+      return invalid(
+          fmt::format("host bind source '{}' is not an absolute path", b.source.string()));
+    EB_TRY(check_not_protected("host bind source", b.source, roots, true));
+    struct stat st {};
+    if (::stat(b.source.c_str(), &st) != 0)
+      return make_error(error_kind::not_found, "host bind source {} does not exist",
+                        b.source.string());
+    if (b.writable)
+      return invalid(fmt::format("host bind {} must be read-only", b.target.string()));
+    EB_TRY(check_sandbox_path("host bind target", b.target));
   }
   EB_TRY(check_targets(r));
   EB_TRY(check_limits(r.limits));

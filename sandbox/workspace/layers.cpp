@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -80,6 +81,83 @@ result<std::vector<fs::path>> subtree_layers(const std::vector<fs::path>& layers
     if (hides_below) break;
   }
   return out;
+}
+
+namespace {
+
+// The layers' directories that make up the merged directory `dirs[i]/name` (top-most first),
+// given the layers' directories `dirs` that make up its parent. Empty: the merged view has no
+// such directory.
+std::vector<fs::path> merged_children(const std::vector<fs::path>& dirs, const std::string& name) {
+  std::vector<fs::path> out;
+  for (const auto& d : dirs) {
+    unique_fd fd(::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) break;
+    struct stat st {};
+    if (::fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (!S_ISDIR(st.st_mode)) break;  // a file, a link or a whiteout hides the layers below
+      out.push_back(d / name);
+      unique_fd sub(
+          ::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub && is_opaque_dir(sub.get())) break;
+    }
+    if (is_opaque_dir(fd.get())) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+result<merged_kind> merged_lookup(const std::vector<fs::path>& layers, const fs::path& path) {
+  fs::path want = path.lexically_normal();
+  for (int links = 0; links <= 40; ++links) {
+    std::vector<fs::path> dirs = layers;  // the merged "/"
+    fs::path walked = "/";
+    std::vector<std::string> parts;
+    for (const auto& p : want.relative_path()) parts.push_back(p.string());
+    bool restarted = false;
+    for (size_t i = 0; i < parts.size() && !restarted; ++i) {
+      const std::string& name = parts[i];
+      if (name.empty() || name == ".") continue;
+      // The top-most layer that has the name decides what it is.
+      std::optional<std::pair<fs::path, struct stat>> top;
+      for (const auto& d : dirs) {
+        unique_fd fd(::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!fd) return sys_error(errno, "open {}", d.string());
+        struct stat st {};
+        if (::fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          if (is_whiteout_at(fd.get(), name.c_str())) return merged_kind::missing;
+          top = std::make_pair(d / name, st);
+          break;
+        }
+        if (is_opaque_dir(fd.get())) break;
+      }
+      if (!top) return merged_kind::missing;
+      const struct stat& st = top->second;
+      if (S_ISLNK(st.st_mode)) {
+        std::error_code ec;
+        fs::path target = fs::read_symlink(top->first, ec);
+        if (ec) return sys_error(ec.value(), "readlink {}", top->first.string());
+        fs::path next = target.is_absolute() ? target : walked / target;
+        for (size_t j = i + 1; j < parts.size(); ++j) next /= parts[j];
+        want = next.lexically_normal();
+        restarted = true;
+        continue;
+      }
+      const bool last = i + 1 == parts.size();
+      if (S_ISDIR(st.st_mode)) {
+        dirs = merged_children(dirs, name);
+        walked /= name;
+        if (last) return merged_kind::directory;
+        continue;
+      }
+      if (!last) return merged_kind::missing;  // a file where a directory was wanted
+      return S_ISREG(st.st_mode) ? merged_kind::file : merged_kind::other;
+    }
+    if (!restarted) return merged_kind::directory;  // "/" itself
+  }
+  return make_error(error_kind::invalid_argument, "{}: too many levels of symlinks in the image",
+                    path.string());
 }
 
 namespace {

@@ -33,6 +33,13 @@ result<std::vector<std::filesystem::path>> subtree_layers(
 status copy_layers(const std::vector<std::filesystem::path>& layers,
                    const std::filesystem::path& to, copy_mode mode, uid_t uid, gid_t gid);
 
+// What `path` (absolute, as the merged view names it) is in the merged view of `layers`, with
+// every symlink on the way and at the end resolved inside that view (an absolute target starts
+// again at its root, never the host's; at most 40 links).
+enum class merged_kind { missing, directory, file, other };
+result<merged_kind> merged_lookup(const std::vector<std::filesystem::path>& layers,
+                                  const std::filesystem::path& path);
+
 // overlayfs's own markers, as the image store writes them (also used by changed_paths).
 bool is_whiteout_at(int dirfd, const char* name);
 bool is_opaque_dir(int fd);

@@ -84,6 +84,30 @@ assert rows["busybox-workdir"]["attempts"] == 1, rows["busybox-workdir"]["attemp
 PY
 no_residue
 
+# A dynamically linked host program as the agent, in an image without glibc (busybox): it is
+# started through the host's loader and libraries (read-only at /opt/evalbox/host), and what it
+# runs is the image's.
+mkdir -p "$S/agents"
+cp /bin/dash "$S/agents/host-dash"
+cat >"$S/hostdyn.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: hostdyn
+fixtures: [busybox-workdir]
+candidates:
+  - id: dash
+    adapter: command
+    argv: [agents/host-dash, -c, "echo $EVALBOX_IMAGE > answer.txt; printf '#!/bin/sh\\necho hello\\n' > /bin/greet; chmod +x /bin/greet; test -e /opt/evalbox/host/ld.so && echo host-loader"]
+YAML
+"$EVALBOX" run "$S/hostdyn.yaml" --results "$WORK/hostdyn" >"$WORK/hd.out" 2>"$WORK/hd.err" ||
+  { cat "$WORK/hd.err"; fail "a dynamic host agent in busybox"; }
+python3 - "$WORK/hostdyn" <<'PY'
+import json, sys
+r = json.loads(open(f"{sys.argv[1]}/results.jsonl").readline())
+assert r["verdict"] == "passed", r["grading"]
+PY
+grep -q host-loader "$WORK"/hostdyn/runs/*/native/stdout.txt || fail "not started through the host's loader"
+no_residue
+
 # Bad environment input: each refused at its line, with what to do.
 bad() {  # fixture.yaml's environment line, then what the error must say
   local d=$WORK/bad-$RANDOM

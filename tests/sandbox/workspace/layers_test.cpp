@@ -120,3 +120,32 @@ TEST_F(Layers, TheCopyLeavesWhitedOutNamesOutAndKeepsOpaqueDirectoriesOwn) {
 
 }  // namespace
 }  // namespace evalbox::sandbox::workspace
+
+namespace evalbox::sandbox::workspace {
+namespace {
+
+// What a program path is in an image: symlinks resolved inside the image (Debian's /bin ->
+// usr/bin, an absolute link never to the host), whiteouts and files hiding the layers below.
+TEST_F(Layers, MergedLookupFollowsLinksInsideTheImageOnly) {
+  fs::path l0 = layer(0), l1 = layer(1);
+  file(l0 / "usr/bin/python3.11", "elf");
+  ASSERT_EQ(::symlink("python3.11", (l0 / "usr/bin/python3").c_str()), 0);
+  ASSERT_EQ(::symlink("usr/bin", (l0 / "bin").c_str()), 0);
+  ASSERT_EQ(::symlink("/usr/bin/python3", (l0 / "usr/bin/py").c_str()), 0);
+  // Absolute and pointing at a host file that exists: resolved in the image, where it does not.
+  ASSERT_EQ(::symlink("/etc/hostname", (l0 / "usr/bin/hostlink").c_str()), 0);
+  file(l0 / "usr/bin/gone", "x");
+  whiteout(l1 / "usr/bin/gone");
+  auto at = [&](const char* p) { return *merged_lookup({l1, l0}, p); };
+  EXPECT_EQ(at("/bin/python3"), merged_kind::file);
+  EXPECT_EQ(at("/usr/bin/py"), merged_kind::file);
+  EXPECT_EQ(at("/bin"), merged_kind::directory);
+  EXPECT_EQ(at("/usr/bin/gone"), merged_kind::missing);
+  EXPECT_EQ(at("/usr/bin/hostlink"), merged_kind::missing);
+  EXPECT_EQ(at("/usr/bin/python3.11/x"), merged_kind::missing);
+  ASSERT_EQ(::symlink("loop", (l0 / "loop").c_str()), 0);
+  EXPECT_FALSE(merged_lookup({l1, l0}, "/loop"));
+}
+
+}  // namespace
+}  // namespace evalbox::sandbox::workspace
