@@ -515,22 +515,32 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
   }
   const fs::path record = root_ / "records" / (hex_of(info.id) + ".json");
   info.created = now_seconds();
+  bool changed = true;
   if (path_exists(record)) {
     if (auto old = read_record(record)) {
       info.created = old->created;
       info.references = old->references;
       info.manifest_digests = old->manifest_digests;
+      changed = false;
     }
   }
-  if (std::find(info.references.begin(), info.references.end(), name) == info.references.end())
+  if (std::find(info.references.begin(), info.references.end(), name) == info.references.end()) {
     info.references.push_back(name);
+    changed = true;
+  }
   if (!image.manifest_digest.empty() &&
       std::find(info.manifest_digests.begin(), info.manifest_digests.end(),
-                image.manifest_digest) == info.manifest_digests.end())
+                image.manifest_digest) == info.manifest_digests.end()) {
     info.manifest_digests.push_back(image.manifest_digest);
-  json j = info.to_json();
-  j.erase("last_used");  // lives in the .used file's mtime
-  EB_TRY(write_file_atomic(record, pretty_json(j), 0600));
+    changed = true;
+  }
+  // An image imported again as it was (every run of a suite, `sandbox exec --image`) keeps
+  // its record: rewriting it durably costs two fsyncs for nothing.
+  if (changed) {
+    json j = info.to_json();
+    j.erase("last_used");  // lives in the .used file's mtime
+    EB_TRY(write_file_atomic(record, pretty_json(j), 0600));
+  }
   fs::path used = record;
   used.replace_extension(".used");
   EB_TRY(write_file(used, "", 0600));  // creating or truncating it sets its mtime
