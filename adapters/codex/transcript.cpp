@@ -350,7 +350,7 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
   }
 
   int added = 0;
-  size_t cursor = 0;  // the stream step after the last matched call
+  size_t cursor = 0;                             // the stream step after the last matched call
   std::vector<std::pair<size_t, step>> inserts;  // (before which stream step, the new step)
   for (const auto& call : calls) {
     if (auto it = shells.find(call.command); it != shells.end()) {

@@ -84,9 +84,9 @@ usage& usage::operator+=(const usage& other) {
   add_opt(reasoning_tokens, other.reasoning_tokens);
   if (other.cost_usd) {
     // 1e308 + 1e308 is infinity, which JSON cannot hold (it would be written as null: unknown).
-    cost_usd = std::clamp(cost_usd.value_or(0.0) + *other.cost_usd,
-                          std::numeric_limits<double>::lowest(),
-                          std::numeric_limits<double>::max());
+    cost_usd =
+        std::clamp(cost_usd.value_or(0.0) + *other.cost_usd, std::numeric_limits<double>::lowest(),
+                   std::numeric_limits<double>::max());
   }
   return *this;
 }

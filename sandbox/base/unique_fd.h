@@ -1,5 +1,5 @@
-// unique_fd owns one file descriptor. Every fd evalbox opens lives in a unique_fd: no raw
-// close() on error paths. Code that only uses an fd takes it as a plain int.
+// unique_fd owns one file descriptor; borrowed_fd names one it does not own.
+// Every fd evalbox opens lives in a unique_fd: no raw close() on error paths.
 #pragma once
 
 #include <unistd.h>
@@ -7,6 +7,17 @@
 #include <utility>
 
 namespace evalbox {
+
+class borrowed_fd {
+ public:
+  constexpr borrowed_fd() noexcept = default;
+  constexpr explicit borrowed_fd(int fd) noexcept : fd_(fd) {}
+  [[nodiscard]] constexpr int get() const noexcept { return fd_; }
+  [[nodiscard]] constexpr bool valid() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
 
 class unique_fd {
  public:
@@ -24,6 +35,7 @@ class unique_fd {
   [[nodiscard]] int get() const noexcept { return fd_; }
   [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
   explicit operator bool() const noexcept { return valid(); }
+  [[nodiscard]] borrowed_fd borrow() const noexcept { return borrowed_fd(fd_); }
   [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
   void reset(int fd = -1) noexcept {
     if (fd_ >= 0) ::close(fd_);

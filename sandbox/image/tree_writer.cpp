@@ -148,7 +148,7 @@ result<unique_fd> tree_writer::open_dir(const std::vector<std::string>& parts, b
   return cur;
 }
 
-result<int> tree_writer::parent_of(const std::vector<std::string>& parts,
+result<borrowed_fd> tree_writer::parent_of(const std::vector<std::string>& parts,
                                            std::string_view entry) {
   std::vector<std::string> parent(parts.begin(), parts.end() - 1);
   std::string key = join(parent, parent.size());
@@ -158,13 +158,13 @@ result<int> tree_writer::parent_of(const std::vector<std::string>& parts,
     cached_parent_ = std::move(key);
     cached_valid_ = true;
   }
-  return cached_parent_fd_.get();
+  return cached_parent_fd_.borrow();
 }
 
-status tree_writer::make_room(int parent, const std::string& name, bool new_is_dir,
+status tree_writer::make_room(borrowed_fd parent, const std::string& name, bool new_is_dir,
                               std::string_view entry) {
   struct stat st {};
-  if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+  if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return {};
     return sys_error(errno, "entry \"{}\": stat", entry);
   }
@@ -175,19 +175,19 @@ status tree_writer::make_room(int parent, const std::string& name, bool new_is_d
     return refused(entry, "replaces a directory of this layer with a non-directory");
   }
   // A later entry of the same name wins, as in tar: drop the earlier file, link or whiteout.
-  if (::unlinkat(parent, name.c_str(), 0) != 0)
+  if (::unlinkat(parent.get(), name.c_str(), 0) != 0)
     return sys_error(errno, "entry \"{}\": replace earlier entry", entry);
   return {};
 }
 
-status tree_writer::remove_below(int parent, const std::string& name,
+status tree_writer::remove_below(borrowed_fd parent, const std::string& name,
                                  std::string_view entry) {
   cached_valid_ = false;  // the cached parent may be the directory going away
   struct stat st {};
-  if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+  if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     return errno == ENOENT ? status{} : sys_error(errno, "entry \"{}\": stat {}", entry, name);
   if (S_ISDIR(st.st_mode)) {
-    unique_fd dir(open_beneath(parent, name.c_str(), O_RDONLY | O_DIRECTORY));
+    unique_fd dir(open_beneath(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY));
     if (!dir) return sys_error(errno, "entry \"{}\": open {}", entry, name);
     std::vector<std::string> children;
     {
@@ -199,12 +199,12 @@ status tree_writer::remove_below(int parent, const std::string& name,
       }
       ::closedir(d);
     }
-    for (const auto& c : children) EB_TRY(remove_below(dir.get(), c, entry));
-    if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0)
+    for (const auto& c : children) EB_TRY(remove_below(dir.borrow(), c, entry));
+    if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0)
       return sys_error(errno, "entry \"{}\": remove {}", entry, name);
     return {};
   }
-  if (::unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT)
+  if (::unlinkat(parent.get(), name.c_str(), 0) != 0 && errno != ENOENT)
     return sys_error(errno, "entry \"{}\": remove {}", entry, name);
   return {};
 }
@@ -226,7 +226,7 @@ status tree_writer::set_xattrs(int fd, const tree_entry& e) {
   return {};
 }
 
-status tree_writer::write_regular(int parent, const std::string& name, const tree_entry& e,
+status tree_writer::write_regular(borrowed_fd parent, const std::string& name, const tree_entry& e,
                                   const content_reader& content) {
   if (e.size < 0) return refused(e.path, "negative size");
   uint64_t size = static_cast<uint64_t>(e.size);
@@ -236,7 +236,7 @@ status tree_writer::write_regular(int parent, const std::string& name, const tre
                       "decompression bomb, or raise EVALBOX_IMAGE_MAX_LAYER_BYTES)",
                       e.path, options_.limits.max_bytes);
   bytes_ += size;
-  unique_fd fd(::openat(parent, name.c_str(),
+  unique_fd fd(::openat(parent.get(), name.c_str(),
                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return sys_error(errno, "entry \"{}\": create", e.path);
   uint64_t end = 0;
@@ -271,17 +271,17 @@ status tree_writer::write_regular(int parent, const std::string& name, const tre
   return {};
 }
 
-status tree_writer::whiteout(int parent, const std::string& name, std::string_view entry) {
+status tree_writer::whiteout(borrowed_fd parent, const std::string& name, std::string_view entry) {
   ++whiteouts_;
   if (options_.flatten) return remove_below(parent, name, entry);
   EB_TRY(make_room(parent, name, false, entry));
   switch (options_.whiteout) {
     case sys::whiteout_form::char_device:
-      if (::mknodat(parent, name.c_str(), S_IFCHR | 0000, makedev(0, 0)) != 0)
+      if (::mknodat(parent.get(), name.c_str(), S_IFCHR | 0000, makedev(0, 0)) != 0)
         return sys_error(errno, "entry \"{}\": mknod whiteout", entry);
-      return owned(parent, name.c_str(), entry);
+      return owned(parent.get(), name.c_str(), entry);
     case sys::whiteout_form::user_xattr: {
-      unique_fd fd(::openat(parent, name.c_str(),
+      unique_fd fd(::openat(parent.get(), name.c_str(),
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0000));
       if (!fd) return sys_error(errno, "entry \"{}\": create whiteout", entry);
       if (::fsetxattr(fd.get(), "user.overlay.whiteout", "y", 1, 0) != 0)
@@ -289,11 +289,11 @@ status tree_writer::whiteout(int parent, const std::string& name, std::string_vi
       // overlayfs looks for xattr whiteouts only in directories marked opaque=x (unless
       // they are fully opaque already).
       char value[2] = {};
-      ssize_t n = ::fgetxattr(parent, "user.overlay.opaque", value, sizeof value);
+      ssize_t n = ::fgetxattr(parent.get(), "user.overlay.opaque", value, sizeof value);
       if (!(n == 1 && value[0] == 'y') &&
-          ::fsetxattr(parent, "user.overlay.opaque", "x", 1, 0) != 0)
+          ::fsetxattr(parent.get(), "user.overlay.opaque", "x", 1, 0) != 0)
         return sys_error(errno, "entry \"{}\": mark directory for xattr whiteouts", entry);
-      return owned(parent, name.c_str(), entry);
+      return owned(parent.get(), name.c_str(), entry);
     }
     case sys::whiteout_form::copy:
       break;
@@ -302,10 +302,10 @@ status tree_writer::whiteout(int parent, const std::string& name, std::string_vi
                     "entry \"{}\": this store cannot express an overlay whiteout", entry);
 }
 
-status tree_writer::opaque(int dir, std::string_view entry) {
-  if (options_.trusted_opaque && ::fsetxattr(dir, "trusted.overlay.opaque", "y", 1, 0) != 0)
+status tree_writer::opaque(borrowed_fd dir, std::string_view entry) {
+  if (options_.trusted_opaque && ::fsetxattr(dir.get(), "trusted.overlay.opaque", "y", 1, 0) != 0)
     return sys_error(errno, "entry \"{}\": set trusted.overlay.opaque", entry);
-  if (::fsetxattr(dir, "user.overlay.opaque", "y", 1, 0) != 0)
+  if (::fsetxattr(dir.get(), "user.overlay.opaque", "y", 1, 0) != 0)
     return sys_error(errno, "entry \"{}\": set user.overlay.opaque", entry);
   return {};
 }
@@ -336,93 +336,33 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
       opaque_dirs_.insert(join(parts, parts.size()));
       return {};
     }
-    return opaque(dir.get(), e.path);
+    return opaque(dir.borrow(), e.path);
   }
   if (name.starts_with(kMetaPrefix)) return {};  // AUFS bookkeeping: nothing for overlayfs
   if (name.starts_with(kWhiteoutPrefix)) {
     std::string target = name.substr(kWhiteoutPrefix.size());
     if (target.empty() || target == "." || target == "..")
       return refused(e.path, "a whiteout of no name");
-    int parent = EB_TRY(parent_of(parts, e.path));
+    borrowed_fd parent = EB_TRY(parent_of(parts, e.path));
     return whiteout(parent, target, e.path);
   }
 
-  int parent = EB_TRY(parent_of(parts, e.path));
+  borrowed_fd parent = EB_TRY(parent_of(parts, e.path));
   if (options_.flatten &&
       !(e.type == entry_type::char_device && e.dev_major == 0 && e.dev_minor == 0))
     written_.insert(join(parts, parts.size()));
   switch (e.type) {
-    case entry_type::directory: {
-      EB_TRY(make_room(parent, name, true, e.path));
-      if (::mkdirat(parent, name.c_str(), 0700) == 0) {
-        EB_TRY(owned(parent, name.c_str(), e.path));
-      } else if (errno != EEXIST) {
-        return sys_error(errno, "entry \"{}\": mkdir", e.path);
-      }
-      unique_fd dir(open_beneath(parent, name.c_str(), O_RDONLY | O_DIRECTORY));
-      if (!dir) return sys_error(errno, "entry \"{}\": open directory", e.path);
-      EB_TRY(set_xattrs(dir.get(), e));
-      dirs_[join(parts, parts.size())] = {e.mode & 07777, e.mtime};
-      return {};
-    }
+    case entry_type::directory:
+      return write_directory(parent, name, parts, e);
     case entry_type::regular:
       EB_TRY(make_room(parent, name, false, e.path));
       return write_regular(parent, name, e, content);
-    case entry_type::symlink: {
-      if (e.link.empty() || e.link.size() >= 4096 || e.link.find('\0') != std::string::npos)
-        return refused(e.path, "symlink with an empty, over-long or NUL-containing target");
-      EB_TRY(make_room(parent, name, false, e.path));
-      if (::symlinkat(e.link.c_str(), parent, name.c_str()) != 0)
-        return sys_error(errno, "entry \"{}\": symlink", e.path);
-      EB_TRY(owned(parent, name.c_str(), e.path));
-      struct timespec ts[2] = {e.mtime, e.mtime};
-      if (::utimensat(parent, name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
-        return sys_error(errno, "entry \"{}\": set mtime", e.path);
-      return {};
-    }
-    case entry_type::hardlink: {
-      auto target = EB_TRY_CTX(split_entry_path(e.link, options_.limits),
-                               fmt::format("hard link \"{}\"", e.path));
-      if (target.empty()) return refused(e.path, "hard link to the root directory");
-      if (options_.flatten && !written_.count(join(target, target.size())))
-        return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer",
-                                           e.link));
-      std::vector<std::string> target_parent(target.begin(), target.end() - 1);
-      auto tdir = open_dir(target_parent, false, e.path);
-      if (!tdir && tdir.error().kind == error_kind::not_found)
-        return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer",
-                                           e.link));
-      if (!tdir) return std::unexpected(std::move(tdir).error());
-      struct stat st {};
-      if (::fstatat(tdir->get(), target.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer",
-                                           e.link));
-      if (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode))
-        return refused(e.path, fmt::format("hard link to \"{}\", a directory or whiteout", e.link));
-      struct stat mine {};
-      if (::fstatat(parent, name.c_str(), &mine, AT_SYMLINK_NOFOLLOW) == 0 &&
-          mine.st_ino == st.st_ino && mine.st_dev == st.st_dev)
-        return {};  // already that file
-      EB_TRY(make_room(parent, name, false, e.path));
-      if (::linkat(tdir->get(), target.back().c_str(), parent, name.c_str(), 0) != 0)
-        return sys_error(errno, "entry \"{}\": link to \"{}\"", e.path, e.link);
-      return {};
-    }
-    case entry_type::fifo: {
-      EB_TRY(make_room(parent, name, false, e.path));
-      if (::mknodat(parent, name.c_str(), S_IFIFO | (e.mode & 0777), 0) != 0)
-        return sys_error(errno, "entry \"{}\": mkfifo", e.path);
-      EB_TRY(owned(parent, name.c_str(), e.path));
-      if (::fchmodat(parent, name.c_str(), e.mode & 07777, 0) != 0)
-        return sys_error(errno, "entry \"{}\": chmod", e.path);
-      struct timespec ts[2] = {e.mtime, e.mtime};
-      if (::utimensat(parent, name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
-        return sys_error(errno, "entry \"{}\": set mtime", e.path);
-      return {};
-    }
+    case entry_type::symlink:
+      return write_symlink(parent, name, e);
+    case entry_type::hardlink:
+      return write_hardlink(parent, name, e);
+    case entry_type::fifo:
+      return write_fifo(parent, name, e);
     case entry_type::char_device:
       if (e.dev_major == 0 && e.dev_minor == 0) return whiteout(parent, name, e.path);
       return refused(e.path, fmt::format("character device {}:{} refused (images carry no "
@@ -436,6 +376,79 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
       return refused(e.path, "socket refused");
   }
   return refused(e.path, "unknown entry type");
+}
+
+status tree_writer::write_directory(borrowed_fd parent, const std::string& name,
+                                    const std::vector<std::string>& parts, const tree_entry& e) {
+  EB_TRY(make_room(parent, name, true, e.path));
+  if (::mkdirat(parent.get(), name.c_str(), 0700) == 0) {
+    EB_TRY(owned(parent.get(), name.c_str(), e.path));
+  } else if (errno != EEXIST) {
+    return sys_error(errno, "entry \"{}\": mkdir", e.path);
+  }
+  unique_fd dir(open_beneath(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY));
+  if (!dir) return sys_error(errno, "entry \"{}\": open directory", e.path);
+  EB_TRY(set_xattrs(dir.get(), e));
+  // Its final mode and mtime are applied by finish(), after its contents (a 0555 directory).
+  dirs_[join(parts, parts.size())] = {e.mode & 07777, e.mtime};
+  return {};
+}
+
+status tree_writer::write_symlink(borrowed_fd parent, const std::string& name,
+                                  const tree_entry& e) {
+  if (e.link.empty() || e.link.size() >= 4096 || e.link.find('\0') != std::string::npos)
+    return refused(e.path, "symlink with an empty, over-long or NUL-containing target");
+  EB_TRY(make_room(parent, name, false, e.path));
+  if (::symlinkat(e.link.c_str(), parent.get(), name.c_str()) != 0)
+    return sys_error(errno, "entry \"{}\": symlink", e.path);
+  EB_TRY(owned(parent.get(), name.c_str(), e.path));
+  struct timespec ts[2] = {e.mtime, e.mtime};
+  if (::utimensat(parent.get(), name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
+    return sys_error(errno, "entry \"{}\": set mtime", e.path);
+  return {};
+}
+
+// A hard link may only name a file this layer already wrote, found beneath the layer root.
+status tree_writer::write_hardlink(borrowed_fd parent, const std::string& name,
+                                   const tree_entry& e) {
+  auto target = EB_TRY_CTX(split_entry_path(e.link, options_.limits),
+                           fmt::format("hard link \"{}\"", e.path));
+  if (target.empty()) return refused(e.path, "hard link to the root directory");
+  const auto not_in_layer = [&] {
+    return refused(e.path,
+                   fmt::format("hard link to \"{}\", which is not an entry of this layer", e.link));
+  };
+  if (options_.flatten && !written_.count(join(target, target.size()))) return not_in_layer();
+  std::vector<std::string> target_parent(target.begin(), target.end() - 1);
+  auto tdir = open_dir(target_parent, false, e.path);
+  if (!tdir && tdir.error().kind == error_kind::not_found) return not_in_layer();
+  if (!tdir) return std::unexpected(std::move(tdir).error());
+  struct stat st {};
+  if (::fstatat(tdir->get(), target.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return not_in_layer();
+  if (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode))
+    return refused(e.path, fmt::format("hard link to \"{}\", a directory or whiteout", e.link));
+  struct stat mine {};
+  if (::fstatat(parent.get(), name.c_str(), &mine, AT_SYMLINK_NOFOLLOW) == 0 &&
+      mine.st_ino == st.st_ino && mine.st_dev == st.st_dev)
+    return {};  // already that file
+  EB_TRY(make_room(parent, name, false, e.path));
+  if (::linkat(tdir->get(), target.back().c_str(), parent.get(), name.c_str(), 0) != 0)
+    return sys_error(errno, "entry \"{}\": link to \"{}\"", e.path, e.link);
+  return {};
+}
+
+status tree_writer::write_fifo(borrowed_fd parent, const std::string& name, const tree_entry& e) {
+  EB_TRY(make_room(parent, name, false, e.path));
+  if (::mknodat(parent.get(), name.c_str(), S_IFIFO | (e.mode & 0777), 0) != 0)
+    return sys_error(errno, "entry \"{}\": mkfifo", e.path);
+  EB_TRY(owned(parent.get(), name.c_str(), e.path));
+  if (::fchmodat(parent.get(), name.c_str(), e.mode & 07777, 0) != 0)
+    return sys_error(errno, "entry \"{}\": chmod", e.path);
+  struct timespec ts[2] = {e.mtime, e.mtime};
+  if (::utimensat(parent.get(), name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
+    return sys_error(errno, "entry \"{}\": set mtime", e.path);
+  return {};
 }
 
 status tree_writer::end_layer() {
@@ -467,7 +480,7 @@ status tree_writer::end_layer() {
         if (!sub) return sys_error(errno, "opaque directory \"{}\": open", path);
         EB_TRY(prune(sub.get(), path));
       } else if (!itself) {
-        EB_TRY(remove_below(dirfd, c, path));
+        EB_TRY(remove_below(borrowed_fd(dirfd), c, path));
       }
     }
     return {};

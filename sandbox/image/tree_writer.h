@@ -126,16 +126,21 @@ class tree_writer {
 
   result<unique_fd> open_dir(const std::vector<std::string>& components, bool create,
                              std::string_view entry);
-  result<int> parent_of(const std::vector<std::string>& components, std::string_view entry);
-  status make_room(int parent, const std::string& name, bool new_is_dir,
+  result<borrowed_fd> parent_of(const std::vector<std::string>& components, std::string_view entry);
+  status make_room(borrowed_fd parent, const std::string& name, bool new_is_dir,
                    std::string_view entry);
   status owned(int fd, const char* name, std::string_view entry);
-  status write_regular(int parent, const std::string& name, const tree_entry& e,
+  status write_regular(borrowed_fd parent, const std::string& name, const tree_entry& e,
                        const content_reader& content);
-  status whiteout(int parent, const std::string& name, std::string_view entry);
-  status opaque(int dir, std::string_view entry);
+  status write_directory(borrowed_fd parent, const std::string& name,
+                         const std::vector<std::string>& parts, const tree_entry& e);
+  status write_symlink(borrowed_fd parent, const std::string& name, const tree_entry& e);
+  status write_hardlink(borrowed_fd parent, const std::string& name, const tree_entry& e);
+  status write_fifo(borrowed_fd parent, const std::string& name, const tree_entry& e);
+  status whiteout(borrowed_fd parent, const std::string& name, std::string_view entry);
+  status opaque(borrowed_fd dir, std::string_view entry);
   status set_xattrs(int fd, const tree_entry& e);
-  status remove_below(int parent, const std::string& name, std::string_view entry);
+  status remove_below(borrowed_fd parent, const std::string& name, std::string_view entry);
 
   writer_options options_;
   unique_fd root_;

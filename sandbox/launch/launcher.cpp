@@ -50,6 +50,10 @@ bool is_secret_mount(const bind_mount& m) {
 
 }  // namespace
 
+// Three steps, in order: fill the helper's plan from the session (one line a field), start the
+// helper with its cgroup handed over on fd 3, then wait for it (a cancel becomes SIGTERM) and read
+// its record. One function because the steps share the plan, the paths and the child; it is long
+// mostly for the plan's fields.
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel) {
   const session_request& req = session.request();

@@ -24,11 +24,11 @@ enum class whiteout_form { char_device, user_xattr, copy };
 std::string_view to_string(whiteout_form form) noexcept;
 
 struct feature {
-  std::string name;     // "user_namespaces", "overlayfs", ...
+  std::string name;  // "user_namespaces", "overlayfs", ...
   bool available = false;
   bool required = false;  // the default sandbox cannot run without it
-  std::string detail;   // what was seen ("ABI 7", "memory pids cpu cpuacct")
-  std::string hint;     // one line: what to do when it is missing
+  std::string detail;     // what was seen ("ABI 7", "memory pids cpu cpuacct")
+  std::string hint;       // one line: what to do when it is missing
 };
 
 struct host_features {
@@ -39,16 +39,16 @@ struct host_features {
   bool mount_namespaces = false;
   bool pid_namespaces = false;
   bool net_namespaces = false;
-  bool overlayfs = false;          // listed in /proc/filesystems
-  bool idmapped_mounts = false;    // idmapped bind of the state directory works
-  int landlock_abi = 0;            // 0 = unavailable
+  bool overlayfs = false;        // listed in /proc/filesystems
+  bool idmapped_mounts = false;  // idmapped bind of the state directory works
+  int landlock_abi = 0;          // 0 = unavailable
   bool seccomp_filter = false;
-  bool cgroup_v2 = false;          // a cgroup2 hierarchy is mounted
+  bool cgroup_v2 = false;  // a cgroup2 hierarchy is mounted
   std::filesystem::path cgroup_v2_root;
   std::vector<std::string> cgroup_v2_controllers;  // delegated to us (subtree_control usable)
   std::vector<std::string> cgroup_v1_controllers;  // mounted v1 controllers we can write
-  std::filesystem::path state_dir;  // the directory the reflink probe ran in
-  bool reflink = false;             // FICLONE works in state_dir
+  std::filesystem::path state_dir;                 // the directory the reflink probe ran in
+  bool reflink = false;                            // FICLONE works in state_dir
   // Image layers: the whiteout form the image store can write in state_dir, and whether an
   // overlay mounts inside an unprivileged user namespace with userxattr (rootless images).
   whiteout_form image_whiteout = whiteout_form::copy;

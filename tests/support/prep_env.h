@@ -72,8 +72,7 @@ class prep_env {
     std::string out;
     std::error_code ec;
     if (!fs::exists(state, ec)) return "<absent>";
-    for (fs::recursive_directory_iterator it(state, ec), end; !ec && it != end;
-         it.increment(ec)) {
+    for (fs::recursive_directory_iterator it(state, ec), end; !ec && it != end; it.increment(ec)) {
       struct stat st {};
       ::lstat(it->path().c_str(), &st);
       out += it->path().lexically_relative(state).string() + " " + std::to_string(st.st_mode) +

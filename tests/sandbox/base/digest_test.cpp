@@ -40,9 +40,7 @@ class TreeDigest : public ::testing::Test {
   temp_dir dir_;
 };
 
-TEST_F(TreeDigest, IsStableAcrossCalls) {
-  EXPECT_EQ(*tree_digest(tree()), *tree_digest(tree()));
-}
+TEST_F(TreeDigest, IsStableAcrossCalls) { EXPECT_EQ(*tree_digest(tree()), *tree_digest(tree())); }
 
 TEST_F(TreeDigest, ChangesWithContent) {
   auto before = *tree_digest(tree());

@@ -16,8 +16,8 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
 #include "sandbox/preparer/preparer.h"
-#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
+#include "tests/support/prep_env.h"
 
 namespace evalbox::sandbox {
 namespace {

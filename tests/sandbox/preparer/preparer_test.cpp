@@ -20,8 +20,8 @@
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 #include "sandbox/workspace/tree.h"
-#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
+#include "tests/support/prep_env.h"
 
 namespace evalbox::sandbox {
 namespace {
@@ -29,8 +29,8 @@ namespace {
 using testing::prep_env;
 namespace fs = std::filesystem;
 
-#define REQUIRE_ROOT_MOUNTS()                                                          \
-  EVALBOX_REQUIRE_FEATURE(::geteuid() == 0 && testing::host().mount_namespaces,        \
+#define REQUIRE_ROOT_MOUNTS()                                                   \
+  EVALBOX_REQUIRE_FEATURE(::geteuid() == 0 && testing::host().mount_namespaces, \
                           "preparation with a quota-enforcing tmpfs needs root")
 
 bool no_mounts_under(const fs::path& dir) {
@@ -208,8 +208,7 @@ TEST_P(Prepare, OpaqueDirectoryCountsHiddenFilesAsDeleted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, Prepare,
-                         ::testing::Values(workspace_strategy::overlay,
-                                           workspace_strategy::copy),
+                         ::testing::Values(workspace_strategy::overlay, workspace_strategy::copy),
                          [](const auto& p) {
                            return p.param == workspace_strategy::overlay ? "overlay" : "copy";
                          });

@@ -13,8 +13,8 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/preparer/preparer.h"
-#include "tests/support/prep_env.h"
 #include "tests/support/isolation.h"
+#include "tests/support/prep_env.h"
 
 extern char** environ;
 
