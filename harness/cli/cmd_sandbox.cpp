@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -158,7 +159,27 @@ int run_exec(const exec_args& a) {
   preparer prep(opts);
   std::optional<image_summary> image;
   if (!a.image.empty()) {
-    auto img = prep.resolve_image(a.image, fs::current_path());
+    // The first use unpacks the image: said layer by layer; Ctrl-C stops it and keeps no
+    // partial layer.
+    std::atomic<bool> stop{false};
+    static std::atomic<bool>* g_stop = nullptr;
+    g_stop = &stop;
+    struct sigaction on_int {
+    }, old{};
+    on_int.sa_handler = [](int) {
+      if (g_stop) g_stop->store(true);
+    };
+    sigemptyset(&on_int.sa_mask);
+    ::sigaction(SIGINT, &on_int, &old);
+    auto img = prep.resolve_image(a.image, fs::current_path(), &stop, [](const std::string& l) {
+      fmt::print(stderr, "evalbox sandbox: {}\n", l);
+    });
+    ::sigaction(SIGINT, &old, nullptr);
+    g_stop = nullptr;
+    if (!img && img.error().kind == error_kind::cancelled) {
+      fmt::print(stderr, "evalbox sandbox: interrupted; no partial layer was kept\n");
+      return exit_sigint;
+    }
     if (!img) {
       fmt::print(stderr, "evalbox sandbox: --image: {}\n", img.error().message);
       return img.error().kind == error_kind::invalid_argument ||

@@ -189,7 +189,16 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
     if (!used) continue;
     auto it = by_reference.find(env->image_ref);
     if (it == by_reference.end()) {
-      auto img = prep.resolve_image(env->image_ref, suite.fixtures[i].dir);
+      // The first use of an image unpacks it (minutes for a large one): said as it goes, and
+      // stopped by Ctrl-C like the runs (no partial layer is kept).
+      const std::atomic<bool>* cancel = options.cancel ? &options.cancel->requested : nullptr;
+      auto img = prep.resolve_image(env->image_ref, suite.fixtures[i].dir, cancel,
+                                    [&options](const std::string& line) {
+                                      if (options.on_notice)
+                                        options.on_notice(line);
+                                      else
+                                        log::info("{}", line);
+                                    });
       if (!img)
         return std::unexpected(std::move(img).error().with_context(
             fmt::format("fixture {}: environment.image {} ({})", suite.fixtures[i].id, env->image,

@@ -392,10 +392,24 @@ result<prepared_session> preparer::prepare(const session_request& request) {
   return prepared_session(std::move(s));
 }
 
-result<image_summary> preparer::resolve_image(std::string_view reference,
-                                              const fs::path& base_dir) {
+result<image_summary> preparer::resolve_image(std::string_view reference, const fs::path& base_dir,
+                                              const std::atomic<bool>* cancel,
+                                              std::function<void(const std::string&)> say) {
   auto* store = EB_TRY(impl_->image_store());
-  auto r = EB_TRY(store->import(reference, base_dir));
+  image::import_options io;
+  io.cancel = cancel;
+  if (say) {
+    io.progress = [&say, reference](const image::import_event& e) {
+      using k = image::import_event::kind;
+      if (e.what == k::layer_start)
+        say(fmt::format("image {}: unpacking layer {}/{} {}", reference, e.index + 1, e.count,
+                        e.diff_id.substr(0, 19)));
+      else if (e.what == k::layer_done)
+        say(fmt::format("image {}: layer {}/{} unpacked in {:.1f}s", reference, e.index + 1,
+                        e.count, e.seconds));
+    };
+  }
+  auto r = EB_TRY(store->import(reference, base_dir, io));
   image_summary out;
   out.reference = r.reference;
   out.id = r.image.id;

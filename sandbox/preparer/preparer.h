@@ -16,7 +16,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -141,8 +143,13 @@ class preparer {
   // Imports `reference` into the image store under the state root (relative paths against
   // `base_dir`) unless it is there already — then only its metadata is read and checked —
   // and says what it is. Thread-safe; a request then names the image by its id.
+  // `cancel` (e.g. set by SIGINT) stops an import at its next block, keeping no partial
+  // layer; `say` gets one line per layer unpacked ("unpacking layer 1/2 …", "… unpacked"), for
+  // what may take minutes the first time.
   result<image_summary> resolve_image(std::string_view reference,
-                                      const std::filesystem::path& base_dir);
+                                      const std::filesystem::path& base_dir,
+                                      const std::atomic<bool>* cancel = nullptr,
+                                      std::function<void(const std::string&)> say = {});
 
   // True when `path` (absolute, inside the image) is a file of image `id` (already in the store),
   // its symlinks resolved inside the image: to check, before anything runs, that the image has

@@ -108,6 +108,26 @@ PY
 grep -q host-loader "$WORK"/hostdyn/runs/*/native/stdout.txt || fail "not started through the host's loader"
 no_residue
 
+# Ctrl-C while a run's image is unpacked on its first use: the import says what it does,
+# stops, keeps no partial layer, and nothing is recorded (exit 130).
+fresh=$WORK/fresh-state
+EVALBOX_STATE_DIR=$fresh "$EVALBOX" run "$S/suite.yaml" --filter 'py-in-debian/*' \
+  --results "$WORK/int" >/dev/null 2>"$WORK/int.err" &
+pid=$!
+for _ in $(seq 1 600); do grep -q "unpacking layer" "$WORK/int.err" && break; sleep 0.05; done
+grep -q "unpacking layer 1/1" "$WORK/int.err" || fail "run does not say it unpacks the image: $(cat "$WORK/int.err")"
+sleep 0.3
+kill -INT "$pid"
+set +e
+wait "$pid"; rc=$?
+set -e
+[ "$rc" = 130 ] || fail "run interrupted during the import: exit $rc ($(cat "$WORK/int.err"))"
+[ "$(find "$fresh/images/layers" -mindepth 1 -maxdepth 1 | wc -l)" = 0 ] ||
+  fail "a partial layer was kept: $(ls -a "$fresh/images/layers")"
+[ "$(lines "$WORK/int/results.jsonl")" = 0 ] || fail "an interrupted run was recorded"
+! grep -q " $fresh/" /proc/self/mountinfo || fail "mounts left under $fresh"
+[ ! -d "$fresh/runs" ] || [ -z "$(ls -A "$fresh/runs")" ] || fail "runs left in $fresh"
+
 # Bad environment input: each refused at its line, with what to do.
 bad() {  # fixture.yaml's environment line, then what the error must say
   local d=$WORK/bad-$RANDOM
