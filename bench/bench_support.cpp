@@ -1,6 +1,8 @@
 // Benchmark scaffolding (see bench_support.h).
 #include "bench/bench_support.h"
 
+#include <cstdio>
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mount.h>
@@ -59,6 +61,30 @@ sandbox::session_request bench_env::request(const fs::path& workspace,
   r.limits.pids = 128;
   r.limits.wall_ms = 60'000;
   r.limits.cpu_ms = 60'000;
+  return r;
+}
+
+result<sandbox::image_summary> bench_env::image(const std::string& name) {
+  if (auto it = images_.find(name); it != images_.end()) return it->second;
+  const std::string cmd = std::string(EVALBOX_SOURCE_DIR) + "/tests/images/make-images " + name;
+  std::string dir;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) dir.append(buf, n);
+    if (::pclose(p) != 0) dir.clear();
+  }
+  while (!dir.empty() && dir.back() == '\n') dir.pop_back();
+  if (dir.empty())
+    return make_error(error_kind::not_found, "tests/images/make-images {} failed", name);
+  auto img = EB_TRY(preparer_->resolve_image("oci:" + dir + "/oci:latest", {}));
+  return images_[name] = std::move(img);
+}
+
+sandbox::session_request bench_env::image_request(const fs::path& workspace,
+                                                  const sandbox::image_summary& image) const {
+  auto r = request(workspace, sandbox::workspace_strategy::auto_select);
+  r.image = sandbox::image_root{image.id, image.reference, image.manifest_digest};
   return r;
 }
 

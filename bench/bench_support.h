@@ -6,11 +6,13 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/workspace_gen.h"
+#include "sandbox/base/error.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/spec/request.h"
@@ -32,10 +34,16 @@ class bench_env {
   [[nodiscard]] sandbox::session_request request(const std::filesystem::path& workspace,
                                                  sandbox::workspace_strategy strategy) const;
   [[nodiscard]] sandbox::secret_mount secret() const;
+  // The test image `name` (tests/images/make-images busybox|debian: built once and cached),
+  // imported into this state root once per process; the request above with it as the root.
+  result<sandbox::image_summary> image(const std::string& name);
+  [[nodiscard]] sandbox::session_request image_request(const std::filesystem::path& workspace,
+                                                       const sandbox::image_summary& image) const;
 
  private:
   temp_dir tmp_;
   std::unique_ptr<sandbox::preparer> preparer_;
+  std::map<std::string, sandbox::image_summary> images_;
 };
 
 // A run id unique within this process.

@@ -77,6 +77,27 @@ void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow)
   }
 }
 
+// The same cycle with an image as the root (busybox: 2 layers, 2 MiB; Debian: 1 layer, 250
+// MiB): what preparation adds for an image must not grow with its size.
+void bm_cycle_image(benchmark::State& state, const std::string& image) {
+  auto ws = ensure_workspace(small_workspace);
+  if (!ws) return state.SkipWithError(ws.error().message.c_str());
+  auto img = env().image(image);
+  if (!img) return state.SkipWithError(img.error().message.c_str());
+  cpu_counter cpu{state};
+  for (auto _ : state) {
+    auto session = env().preparer().prepare(env().image_request(*ws, *img));
+    if (!session) return state.SkipWithError(session.error().message.c_str());
+    launch_options lo;
+    lo.label = "agent";
+    if (auto ok = check(launch(*session, lo)); !ok)
+      return state.SkipWithError(ok.error().message.c_str());
+    if (auto closed = session->close(); !closed)
+      return state.SkipWithError(closed.error().message.c_str());
+  }
+  state.counters["image_mib"] = static_cast<double>(img->bytes) / (1 << 20);
+}
+
 // Launches alone in one prepared session: the agent sandbox, and the grading sandbox (no
 // secrets, the grader directory and a transcript file as extra read-only mounts).
 void bm_launch(benchmark::State& state, bool grading, bool host_net = false) {
@@ -138,6 +159,10 @@ void register_all() {
   for (const auto* shape : {&small_workspace, &medium_workspace}) {
     ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_allow/{}", shape->name).c_str(),
                                     [shape](benchmark::State& st) { bm_cycle(st, shape, true); }));
+  }
+  for (const char* image : {"busybox", "debian"}) {
+    ms(benchmark::RegisterBenchmark(fmt::format("cycle/image/{}", image).c_str(),
+                                    [image](benchmark::State& st) { bm_cycle_image(st, image); }));
   }
   ms(benchmark::RegisterBenchmark("launch/agent",
                                   [](benchmark::State& st) { bm_launch(st, false); }));

@@ -135,6 +135,9 @@ class claude_code_adapter final : public harness::adapter {
     const fs::path binary =
         EB_TRY(harness::installed_binary(c, default_binary(), "claude", "scripts/install-agents"));
     p.argv = {binary.string(), "-p", "--output-format", "stream-json", "--verbose"};
+    // Its Bash tool runs commands with bash or zsh (it looks for them and will not use sh).
+    p.needs_any_of = {"bash", "zsh"};
+    p.needs_why = "Claude Code runs its shell commands with bash or zsh";
     for (auto& path : harness::install_paths(binary)) p.readonly_paths.push_back(std::move(path));
     if (auto m = string_setting(c, "model"); !m.empty())
       p.argv.insert(p.argv.end(), {"--model", m});

@@ -1,6 +1,8 @@
 // adapter: codex (see codex.h): settings, CODEX_HOME and config.toml, argv, and the transcript.
 #include "adapters/codex/codex.h"
 
+#include <unistd.h>
+
 #include "adapters/codex/transcript.h"
 #include "harness/agent/client_exit.h"
 #include "harness/agent/native.h"
@@ -45,6 +47,24 @@ std::string toml_string(std::string_view s) {
 fs::path default_binary() {
   return harness::agent_cache_dir() / fmt::format("codex-{}", codex_pinned_version) / "bin" /
          "codex";
+}
+
+// The native client inside the npm package that `binary` (bin/codex -> codex.js) belongs to:
+// codex.js is a Node launcher that only picks this binary and execs it. In a fixture's image
+// there may be no Node, and the binary (static, musl) needs nothing: it is run directly, with
+// the variables the launcher would set. Empty when the layout is not the npm package's.
+fs::path native_client(const fs::path& binary) {
+  std::error_code ec;
+  const fs::path script = fs::canonical(binary, ec);
+  if (ec || script.extension() != ".js") return {};
+  const fs::path package = script.parent_path().parent_path();
+#if defined(__aarch64__)
+  const char* platform = "codex-linux-arm64/vendor/aarch64-unknown-linux-musl";
+#else
+  const char* platform = "codex-linux-x64/vendor/x86_64-unknown-linux-musl";
+#endif
+  const fs::path native = package / "node_modules/@openai" / platform / "bin/codex";
+  return ::access(native.c_str(), X_OK) == 0 ? native : fs::path();
 }
 
 bool overridden_by_home_files(const harness::candidate_spec& c, const fs::path& target) {
@@ -173,6 +193,13 @@ class codex_adapter final : public harness::adapter {
         EB_TRY(harness::installed_binary(c, default_binary(), "codex", "scripts/install-agents"));
     p.argv = {binary.string()};
     for (auto& path : harness::install_paths(binary)) p.readonly_paths.push_back(std::move(path));
+    if (ctx.fixture.environment) {
+      if (const fs::path native = native_client(binary); !native.empty()) {
+        p.argv = {native.string()};
+        p.env["CODEX_MANAGED_PACKAGE_ROOT"] = fs::canonical(binary).parent_path().parent_path();
+        p.env["CODEX_MANAGED_BY_NPM"] = "1";
+      }
+    }
 
     const std::string mode = string_setting(c, "codex_sandbox", "workspace-write");
     // Codex's own sandbox (bubblewrap) mounts and pivots; a Landlock domain forbids both.

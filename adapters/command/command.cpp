@@ -3,8 +3,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include "harness/agent/native.h"
 #include "harness/transcript/events.h"
 #include "sandbox/base/fs.h"
@@ -15,24 +13,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// argv[0] as an absolute host path: relative paths with a '/' resolve against the suite's
-// directory (the candidate's source file), bare names through the host PATH.
+// argv[0]: an absolute host path as it is; a relative path with a '/' against the suite's
+// directory (the candidate's source file); a bare name as it is — the sandbox looks it up on its
+// own PATH when the agent starts (the fixture image's, or the host's system directories), never
+// on the PATH of whoever runs evalbox (a pyenv shim in a home directory would be refused as a
+// protected root, or run the host's program instead of the image's).
 std::optional<fs::path> resolve_program(const std::string& name, const fs::path& suite_file) {
   if (name.empty()) return std::nullopt;
   if (name.front() == '/') return fs::path(name);
   if (name.find('/') != std::string::npos)
     return normalize(fs::path(suite_file).parent_path() / name);
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "/usr/bin:/bin";
-  while (!rest.empty()) {
-    auto colon = rest.find(':');
-    fs::path dir(std::string(rest.substr(0, colon)));
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    if (dir.empty()) continue;
-    fs::path candidate = dir / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return std::nullopt;
+  return fs::path(name);
 }
 
 class command_adapter final : public harness::adapter {
@@ -60,13 +51,14 @@ class command_adapter final : public harness::adapter {
           break;
         }
       if (all_strings) {
+        // A bare name is found in the sandbox when the agent starts; a path must be a host file.
         auto prog = resolve_program(argv->value[0].get<std::string>(), c.where.file);
-        if (!prog || ::access(prog->c_str(), X_OK) != 0)
+        if (!prog || (prog->is_absolute() && ::access(prog->c_str(), X_OK) != 0))
           errors.push_back({argv->where,
                             fmt::format("program '{}' is not an executable file",
                                         argv->value[0].get<std::string>()),
                             "give an absolute path, a path relative to the suite file, or a "
-                            "name on PATH; check chmod +x"});
+                            "bare name to find on the sandbox's PATH; check chmod +x"});
       }
     }
     if (const auto* t = c.find("transcript")) {

@@ -40,9 +40,15 @@ struct agent_plan {
   sandbox::home_layout home;
   std::vector<sandbox::secret_mount> secrets;
   std::vector<std::filesystem::path> readonly_paths;  // e.g. an npm prefix
-  std::vector<sandbox::bundle> bundles;               // e.g. the oracle's solution
-  std::optional<std::string> stdin_data;              // else /dev/null
-  bool landlock = true;                               // off when the agent's own sandbox must mount
+  // Host paths mounted read-only elsewhere (host_client.h: the host's loader in an image).
+  std::vector<sandbox::bind_mount> host_binds;
+  // Programs the client runs from the root (its shell), of which the root must have one: an
+  // image with none of them is refused before the run, saying `needs_why` (host_client.h).
+  std::vector<std::string> needs_any_of;
+  std::string needs_why;
+  std::vector<sandbox::bundle> bundles;   // e.g. the oracle's solution
+  std::optional<std::string> stdin_data;  // else /dev/null
+  bool landlock = true;                   // off when the agent's own sandbox must mount
   // The plan runs the fixture's reference solution (solution/, e.g. from a bundle): the only
   // plan for which the runner leaves that directory out of the protected roots.
   bool runs_fixture_solution = false;

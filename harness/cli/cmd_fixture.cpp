@@ -11,6 +11,7 @@
 #include <string>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
 #include "harness/fixture/scaffold.h"
@@ -56,6 +57,7 @@ void add_fixture_new(CLI::App& fixture, action& out) {
 
 struct fixture_test_args {
   std::vector<std::string> dirs;
+  std::string suite;  // whose defaults (environment, limits) the fixtures take
   int trials = 1;
   std::string results;
   int concurrency = 2;
@@ -68,8 +70,23 @@ int fixture_test(const fixture_test_args& a) {
   suite.name = "fixture-test";
   suite.file = std::filesystem::current_path() / "fixture-test";
   std::vector<harness::config_error> errors;
+  // A fixture of a suite runs with the suite's defaults: its environment (when the fixture has
+  // none of its own) and its limits.
+  std::optional<harness::suite_spec> parent;
+  if (!a.suite.empty()) {
+    auto s = harness::load_suite(a.suite, make_registry().ids(), &errors);
+    if (!s) {
+      fmt::print(stderr, "{}\n",
+                 errors.empty() ? s.error().message : harness::join_messages(errors));
+      return exit_usage;
+    }
+    parent = std::move(*s);
+    suite.default_limits = parent->default_limits;
+    suite.default_environment = parent->default_environment;
+  }
   for (const auto& d : a.dirs) {
-    auto f = harness::load_fixture(d, &errors);
+    auto f = harness::load_fixture(
+        d, suite.default_environment ? &*suite.default_environment : nullptr, &errors);
     if (f) suite.fixtures.push_back(std::move(*f));
   }
   if (!errors.empty()) {
@@ -188,6 +205,9 @@ void add_fixture_test(CLI::App& fixture, action& out) {
       "Exit 0 only when every fixture is valid; otherwise the output says which check broke it.\n\n"
       "Example: evalbox fixture test fixtures/examples/off-by-one --trials 3");
   cmd->add_option("dirs", a->dirs, "fixture directories")->required();
+  cmd->add_option("--suite", a->suite,
+                  "a suite whose defaults the fixtures take (its environment for those without "
+                  "their own, its limits)");
   cmd->add_option("--trials", a->trials, "oracle and noop trials per fixture")
       ->capture_default_str();
   cmd->add_option("--results", a->results, "keep results here (default: a temporary directory)");

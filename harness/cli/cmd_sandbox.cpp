@@ -1,14 +1,17 @@
 // `evalbox sandbox exec|shell`: run a command (or an interactive shell) in a throwaway sandbox
 // over a host directory, like bwrap but with evalbox's own boundary: the workspace is a
 // copy-on-write view (the host directory is never modified), the home is empty, the network
-// is off unless allowed, and the limits are those given.
+// is off unless allowed, and the limits are those given. With --image the root is an image's
+// (imported into the store first if needed), writable and thrown away with the sandbox.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 
 #include "harness/cli/commands.h"
 #include "sandbox/base/fs.h"
@@ -29,6 +32,7 @@ constexpr int exit_not_found = 127;
 
 struct exec_args {
   std::string workspace;
+  std::string image;
   std::string network = "none";
   std::string memory = "2GiB";
   std::string wall = "10m";
@@ -46,19 +50,12 @@ extern "C" void on_terminate(int) {
   if (g_cancel) g_cancel->requested.store(true);
 }
 
-result<fs::path> resolve_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return fs::absolute(name).lexically_normal();
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (!dirs.empty()) {
-    auto colon = dirs.find(':');
-    fs::path dir(std::string(dirs.substr(0, colon)));
-    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
-    if (dir.empty()) continue;
-    fs::path candidate = dir / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return make_error(error_kind::not_found, "{}: not found in PATH", name);
+// A name with a '/' is a host file (made absolute); a bare name is looked up on the sandbox's
+// own PATH when it starts (the image's, or the host's system directories) — never on the PATH of
+// the shell that runs evalbox.
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return fs::absolute(name).lexically_normal().string();
+  return name;
 }
 
 result<network_policy> parse_network(const std::string& text) {
@@ -86,22 +83,39 @@ result<network_policy> parse_network(const std::string& text) {
                     text);
 }
 
-result<session_request> make_request(const exec_args& a) {
+result<session_request> make_request(const exec_args& a, const image_summary* image) {
   session_request r;
   r.run_id = fmt::format("sandbox-{}-{}", ::getpid(),
                          std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
   r.authorized_until = std::chrono::system_clock::now() + std::chrono::hours(24 * 365);
   if (a.command.empty()) return make_error(error_kind::invalid_argument, "no command given");
   r.argv = a.command;
-  r.argv[0] = EB_TRY(resolve_program(a.command[0])).string();
+  r.argv[0] = resolve_program(a.command[0]);
   r.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
            {"HOME", "/home/agent"},
            {"USER", "agent"}};
+  // The image's Env (its PATH first of all), but the managed home stays the home.
+  if (image) {
+    for (const auto& kv : image->env) {
+      auto eq = kv.find('=');
+      if (eq != std::string::npos && eq > 0 && kv.substr(0, eq) != "HOME")
+        r.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
   for (const char* k : {"TERM", "LANG", "LC_ALL", "COLORTERM"}) {
     if (const char* v = std::getenv(k); v && *v) r.env[k] = v;
   }
-  r.workspace.source = fs::absolute(a.workspace).lexically_normal();
   r.workspace.strategy = workspace_strategy::auto_select;
+  if (!a.workspace.empty()) {
+    r.workspace.source = fs::absolute(a.workspace).lexically_normal();
+  } else {
+    // No host directory: the image's working directory is the workspace (copy-on-write).
+    fs::path wd = image->working_dir.empty() ? fs::path("/") : fs::path(image->working_dir);
+    r.workspace.target =
+        wd.lexically_normal() == "/" ? fs::path("/workspace") : wd.lexically_normal();
+    r.workspace.image_dir = r.workspace.target;
+  }
+  if (image) r.image = image_root{image->id, image->reference, image->manifest_digest};
   r.home.adapter = "sandbox";
   r.limits.memory_bytes = EB_TRY_CTX(parse_bytes(a.memory), "--memory");
   r.limits.wall_ms = EB_TRY_CTX(parse_duration_ms(a.wall), "--wall");
@@ -134,14 +148,55 @@ int exit_code_for(const run_record& rec) {
 }
 
 int run_exec(const exec_args& a) {
-  auto req = make_request(a);
-  if (!req) {
-    fmt::print(stderr, "evalbox sandbox: {}\n", req.error().message);
-    return req.error().kind == error_kind::not_found ? exit_not_found : exit_usage;
+  if (a.workspace.empty() && a.image.empty()) {
+    fmt::print(stderr,
+               "evalbox sandbox: give --workspace DIR (a host directory seen at /workspace), "
+               "--image REF (an image as the root), or both\n");
+    return exit_usage;
   }
   auto opts = default_preparer_options();
   if (!a.state_dir.empty()) opts.state_root = fs::absolute(a.state_dir);
   preparer prep(opts);
+  std::optional<image_summary> image;
+  if (!a.image.empty()) {
+    // The first use unpacks the image: said layer by layer; Ctrl-C stops it and keeps no
+    // partial layer.
+    std::atomic<bool> stop{false};
+    static std::atomic<bool>* g_stop = nullptr;
+    g_stop = &stop;
+    struct sigaction on_int {
+    }, old{};
+    on_int.sa_handler = [](int) {
+      if (g_stop) g_stop->store(true);
+    };
+    sigemptyset(&on_int.sa_mask);
+    ::sigaction(SIGINT, &on_int, &old);
+    auto img = prep.resolve_image(a.image, fs::current_path(), &stop, [](const std::string& l) {
+      fmt::print(stderr, "evalbox sandbox: {}\n", l);
+    });
+    ::sigaction(SIGINT, &old, nullptr);
+    g_stop = nullptr;
+    if (!img && img.error().kind == error_kind::cancelled) {
+      fmt::print(stderr, "evalbox sandbox: interrupted; no partial layer was kept\n");
+      return exit_sigint;
+    }
+    if (!img) {
+      fmt::print(stderr, "evalbox sandbox: --image: {}\n", img.error().message);
+      return img.error().kind == error_kind::invalid_argument ||
+                     img.error().kind == error_kind::not_found
+                 ? exit_usage
+                 : exit_sandbox_error;
+    }
+    if (img->layers_unpacked)
+      fmt::print(stderr, "evalbox sandbox: imported {} ({} layer(s))\n", img->reference,
+                 img->layers.size());
+    image = std::move(*img);
+  }
+  auto req = make_request(a, image ? &*image : nullptr);
+  if (!req) {
+    fmt::print(stderr, "evalbox sandbox: {}\n", req.error().message);
+    return req.error().kind == error_kind::not_found ? exit_not_found : exit_usage;
+  }
   auto session = prep.prepare(*req);
   if (!session) {
     fmt::print(stderr, "evalbox sandbox: prepare: {}\n", session.error().message);
@@ -179,6 +234,13 @@ int run_exec(const exec_args& a) {
     }
   }
   if (!rec->ok()) {
+    // A program that is not there is the command's mistake (127, as a shell says), not the
+    // sandbox's.
+    if (rec->error_step.starts_with("execve") && rec->error.find("ENOENT") != std::string::npos) {
+      fmt::print(stderr, "evalbox sandbox: {}: not found in the sandbox ({})\n", a.command[0],
+                 rec->error_step);
+      return exit_not_found;
+    }
     fmt::print(stderr, "evalbox sandbox: sandbox error: {}\n", rec->error);
     return exit_sandbox_error;
   }
@@ -203,9 +265,13 @@ int run_exec(const exec_args& a) {
 
 void add_common(CLI::App* cmd, exec_args& a) {
   cmd->add_option("--workspace", a.workspace,
-                  "host directory seen at /workspace (copy-on-write: never modified)")
-      ->required()
+                  "host directory seen at /workspace (copy-on-write: never modified); without "
+                  "it, --image's working directory is the workspace")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--image", a.image,
+                  "an image as the root (oci:DIR[:TAG], oci-archive:FILE[:TAG], "
+                  "docker-archive:FILE[:NAME:TAG], rootfs:DIR), imported into the store first "
+                  "if needed; its Env applies; writes to / are thrown away with the sandbox");
   // Defaults are captured from exec_args, so --help and docs/cli.md show the real ones.
   cmd->add_option("--network", a.network,
                   "none (loopback only), allow:HOST:PORT[,HOST:PORT...] (loopback IPs "
@@ -242,7 +308,11 @@ void register_sandbox(CLI::App& app, action& out) {
       "  evalbox sandbox exec --workspace . --memory 512MiB --wall 30s -- python3 run.py\n"
       "  evalbox sandbox exec --workspace . --network allow:127.0.0.1:8080 -- curl "
       "127.0.0.1:8080\n"
-      "  evalbox sandbox exec --workspace . --record run.json -- sh -c 'echo hi'");
+      "  evalbox sandbox exec --workspace . --record run.json -- sh -c 'echo hi'\n"
+      "  evalbox sandbox exec --image oci:images/py313 -- python3 --version\n"
+      "\n"
+      "A bare CMD is looked up on the sandbox's own PATH (the image's, or the host's system\n"
+      "directories), never on yours; a CMD with a '/' is a host file, mounted read-only.");
   add_common(exec, *ea);
   exec->add_option("command", ea->command, "the command and its arguments (after --)")->required();
   exec->callback([&out, ea] { out = [ea] { return run_exec(*ea); }; });
@@ -250,17 +320,19 @@ void register_sandbox(CLI::App& app, action& out) {
   auto sa = std::make_shared<exec_args>();
   auto* shell = sb->add_subcommand(
       "shell",
-      "An interactive shell (/bin/bash -i, else /bin/sh -i) in a throwaway sandbox over\n"
-      "--workspace, with your terminal passed through: for looking around a fixture as the\n"
-      "agent would see it. Exit the shell to tear the sandbox down.\n"
+      "An interactive shell (bash -i, else sh -i) in a throwaway sandbox over --workspace\n"
+      "(or in --image), with your terminal passed through: for looking around a fixture as\n"
+      "the agent would see it. Exit the shell to tear the sandbox down.\n"
       "\n"
-      "Example:\n"
-      "  evalbox sandbox shell --workspace fixtures/examples/off-by-one/workspace");
+      "Examples:\n"
+      "  evalbox sandbox shell --workspace fixtures/examples/off-by-one/workspace\n"
+      "  evalbox sandbox shell --image oci-archive:debian.tar   # apt-get install is fine");
   add_common(shell, *sa);
   shell->callback([&out, sa] {
     out = [sa] {
       exec_args a = *sa;
-      a.command = {::access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", "-i"};
+      // The sandbox's own shell: bash where the root has it (an image may not).
+      a.command = {"/bin/sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -i; exec sh -i"};
       return run_exec(a);
     };
   });

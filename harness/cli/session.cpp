@@ -95,6 +95,7 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
     ro.protected_roots.push_back(home);
   ro.cancel = &cancel;
   if (!options.quiet) {
+    ro.on_notice = [](const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); };
     ro.on_progress = [tty](const harness::progress& p) {
       double eta = p.done > 0 ? p.elapsed_s / p.done * (p.total - p.done) : 0;
       if (tty) {
@@ -121,6 +122,8 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
   signal_watch watch(cancel);
   auto totals = harness::run_suite(suite, runs, registry, ro);
   out.signal = watch.signal();
+  // Stopped before any run (while an image was imported): the signal is the outcome.
+  if (!totals && out.signal && totals.error().kind == error_kind::cancelled) return out;
   if (!totals) return std::unexpected(totals.error());
   out.totals = *totals;
   // One pass over results.jsonl indexes the runs for the reports and notes how the planned

@@ -375,6 +375,46 @@ network_spec parse_network(reader& r, const YAML::Node& n, std::string_view what
   return out;
 }
 
+// environment: {image: REF, workdir: /dir}
+std::optional<environment_spec> parse_environment(reader& r, const YAML::Node& n) {
+  static constexpr std::string_view known[] = {"image", "workdir"};
+  static constexpr std::string_view required[] = {"image"};
+  auto f = r.mapping(n, "environment", known, required);
+  if (!f) return std::nullopt;
+  environment_spec e;
+  e.where = r.at(n);
+  const size_t before = r.error_count();
+  if (f->has("image")) {
+    YAML::Node image = f->get("image");
+    e.image_where = r.at(image);
+    if (auto s = r.string(image, "environment.image")) {
+      if (std::string why = image_reference_problem(*s); !why.empty())
+        r.fail(image, fmt::format("environment.image {}", why),
+               "write oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:NAME:TAG] or "
+               "rootfs:DIR (paths relative to this file)");
+      else
+        e.image = *s;
+    }
+  }
+  if (f->has("workdir")) {
+    YAML::Node w = f->get("workdir");
+    e.workdir_where = r.at(w);
+    if (auto s = r.string(w, "environment.workdir")) {
+      fs::path p(*s);
+      if (!p.is_absolute() || p.lexically_normal() != p || p == "/" ||
+          !is_safe_relative(p.relative_path()))
+        r.fail(
+            w,
+            fmt::format("environment.workdir '{}' must be an absolute directory other than /", *s),
+            "a directory inside the image, e.g. /app");
+      else
+        e.workdir = *s;
+    }
+  }
+  if (r.error_count() != before) return std::nullopt;
+  return e;
+}
+
 void parse_file_check(reader& r, const YAML::Node& n, const std::string& what, file_check& out) {
   static constexpr std::string_view known[] = {"path",     "exists",  "absent", "equals",
                                                "contains", "matches", "json"};
@@ -738,9 +778,9 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   fixture_spec spec;
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;
-  static constexpr std::string_view known[] = {"schema",    "id",       "description", "prompt",
-                                               "follow_up", "setup",    "limits",      "network",
-                                               "checks",    "threshold"};
+  static constexpr std::string_view known[] = {"schema",    "id",        "description", "prompt",
+                                               "follow_up", "setup",     "limits",      "network",
+                                               "checks",    "threshold", "environment"};
   static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
   if (root.IsNull()) {
     r.fail(source_location{r.file(), 0, 0}, "the file is empty",
@@ -773,6 +813,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   }
   if (f->has("limits")) spec.limits = parse_limits(r, f->get("limits"), "limits");
   if (f->has("network")) spec.network = parse_network(r, f->get("network"), "network");
+  if (f->has("environment")) spec.environment = parse_environment(r, f->get("environment"));
   if (f->has("threshold")) {
     if (auto t = r.number(f->get("threshold"), "threshold")) {
       if (*t < 0 || *t > 1)
@@ -822,8 +863,8 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;
   static constexpr std::string_view known[] = {
-      "schema",      "name",        "description", "fixtures", "candidates", "trials",
-      "concurrency", "credentials", "limits",      "baseline", "prices",     "results"};
+      "schema",      "name",   "description", "fixtures", "candidates", "trials",     "concurrency",
+      "credentials", "limits", "baseline",    "prices",   "results",    "environment"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   if (root.IsNull()) {
     r.fail(source_location{r.file(), 0, 0}, "the file is empty",
@@ -863,6 +904,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   }
   if (f->has("credentials")) parse_credentials(r, f->get("credentials"), base_dir, spec);
   if (f->has("limits")) spec.default_limits = parse_limits(r, f->get("limits"), "limits");
+  if (f->has("environment")) spec.default_environment = parse_environment(r, f->get("environment"));
   if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
   if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);
   if (f->has("prices")) parse_prices(r, f->get("prices"), spec);

@@ -28,6 +28,11 @@ std::unexpected<error> config_failure(const std::vector<config_error>& errors) {
   return make_error(error_kind::invalid_argument, join_messages(errors));
 }
 
+json environment_spec::to_json() const {
+  return json{{"image", image_ref.empty() ? image : image_ref},
+              {"workdir", workdir ? json(*workdir) : json(nullptr)}};
+}
+
 limits_spec limits_spec::merged_with(const limits_spec& over) const {
   limits_spec out = *this;
   if (over.wall_ms) out.wall_ms = over.wall_ms;

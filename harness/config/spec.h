@@ -68,6 +68,21 @@ struct network_spec {
   [[nodiscard]] json to_json() const;
 };
 
+// environment: {image: REF, workdir: /dir} — the image a fixture's runs see as their root
+// (docs/environments.md). Written in a fixture, or as a suite's default for its fixtures.
+struct environment_spec {
+  std::string image;  // as written: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:...
+  // `image` with its path made absolute against the directory of the file that named it (set
+  // by harness/fixture when it loads the file): what the store is asked for.
+  std::string image_ref;
+  std::optional<std::string> workdir;  // absolute, inside the image; fixtures without workspace/
+  source_location where;               // of `environment:`
+  source_location image_where;
+  source_location workdir_where;
+
+  [[nodiscard]] json to_json() const;  // {image (resolved), workdir}
+};
+
 enum class check_kind { shell, file, git, transcript };
 std::string_view to_string(check_kind kind) noexcept;
 
@@ -128,11 +143,16 @@ struct fixture_spec {
   std::vector<std::string> setup;  // shell commands run in /workspace before the agent
   limits_spec limits;
   network_spec network;
+  // The fixture's own environment, or its suite's default (set by load_suite); unset: the
+  // host's allow-listed root.
+  std::optional<environment_spec> environment;
+  bool environment_from_suite = false;
   std::vector<check_spec> checks;  // at least one
   double threshold = 1.0;          // passed when the weighted share of passing checks >= this
   bool has_grader = false;         // grader/ exists
   bool has_solution = false;       // solution/solve.sh exists
   bool has_bin = false;            // bin/ exists
+  bool has_workspace = false;      // workspace/ exists (required unless an environment is set)
   std::string digest;              // tree_digest of the whole fixture directory
 
   [[nodiscard]] std::filesystem::path workspace_dir() const { return dir / "workspace"; }
@@ -193,9 +213,10 @@ struct suite_spec {
   int concurrency = 1;
   std::map<std::string, std::filesystem::path> credentials;  // handle -> source (~ expanded)
   limits_spec default_limits;
-  std::optional<std::string> baseline;       // a candidate id
-  std::map<std::string, price_spec> prices;  // model or candidate id -> price
-  std::filesystem::path results_dir;         // default "results/<name>" (relative to cwd)
+  std::optional<environment_spec> default_environment;  // for fixtures without their own
+  std::optional<std::string> baseline;                  // a candidate id
+  std::map<std::string, price_spec> prices;             // model or candidate id -> price
+  std::filesystem::path results_dir;  // default "results/<name>" (relative to cwd)
 
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
 };

@@ -55,6 +55,45 @@ std::string host_port_problem(std::string_view s) {
   return {};
 }
 
+namespace {
+constexpr std::string_view image_transports[] = {"oci", "oci-archive", "docker-archive", "rootfs"};
+}
+
+std::string image_reference_problem(std::string_view ref) {
+  auto colon = ref.find(':');
+  std::string_view transport = colon == std::string_view::npos ? ref : ref.substr(0, colon);
+  if (colon == std::string_view::npos ||
+      std::find(std::begin(image_transports), std::end(image_transports), transport) ==
+          std::end(image_transports))
+    return fmt::format(
+        "'{}' names no image transport evalbox reads (a registry name like python:3.13 is "
+        "not fetched: save the image first)",
+        ref);
+  if (image_reference_path(ref).empty()) return fmt::format("'{}' has no path", ref);
+  if (transport == "rootfs" && ref.find(':', colon + 1) != std::string_view::npos)
+    return fmt::format("'{}': rootfs: takes a directory and no tag", ref);
+  return {};
+}
+
+std::string image_reference_path(std::string_view ref) {
+  auto colon = ref.find(':');
+  if (colon == std::string_view::npos) return {};
+  std::string_view rest = ref.substr(colon + 1);
+  return std::string(rest.substr(0, rest.find(':')));
+}
+
+std::string resolve_image_reference(std::string_view ref, const std::filesystem::path& base_dir) {
+  auto colon = ref.find(':');
+  std::string_view rest = ref.substr(colon + 1);
+  auto end = rest.find(':');
+  std::filesystem::path path(std::string(rest.substr(0, end)));
+  path = expand_home(path.string());
+  if (!path.is_absolute()) path = base_dir / path;
+  std::string out = std::string(ref.substr(0, colon + 1)) + path.lexically_normal().string();
+  if (end != std::string_view::npos) out += rest.substr(end);
+  return out;
+}
+
 std::string expand_home(std::string_view path) {
   if (path == "~" || path.starts_with("~/")) {
     const char* home = std::getenv("HOME");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,16 @@ bool is_env_name(std::string_view s) noexcept;
 // host:port with port 1..65535; host is a DNS name, "*.name", an IPv4 address or [IPv6].
 // Returns "" when valid, else what is wrong ("is not host:port", "has port 'x', ...").
 std::string host_port_problem(std::string_view s);
+
+// An image reference as a fixture or suite writes it: "" when it names a transport evalbox reads
+// (oci:, oci-archive:, docker-archive:, rootfs:) and a path, else what is wrong. The path is
+// checked where it is resolved (harness/fixture), the image itself when it is imported.
+std::string image_reference_problem(std::string_view ref);
+// `ref` with its path made absolute against `base_dir` (lexically normalized); the path ends at
+// the first ':' after the transport, as in skopeo. Call only when image_reference_problem is "".
+std::string resolve_image_reference(std::string_view ref, const std::filesystem::path& base_dir);
+// The path part of a reference ("oci:images/py:3.13" -> "images/py").
+std::string image_reference_path(std::string_view ref);
 
 // `~` or `~/...` expanded with $HOME; anything else as it is.
 std::string expand_home(std::string_view path);

@@ -56,6 +56,12 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
           continue;
         std::string key =
             fmt::format("evalbox.run.v1\n{}\n{}\n{}", suite.fixtures[f].digest, cand_digests[c], t);
+        // A fixture's own environment is part of its digest (fixture.yaml); the suite's
+        // default is not, so it joins the key as written (not resolved: the ids must not
+        // depend on where the tree lies).
+        if (const auto& env = suite.fixtures[f].environment;
+            env && suite.fixtures[f].environment_from_suite)
+          key += fmt::format("\nenvironment {}\n{}", env->image, env->workdir.value_or(""));
         runs.push_back({f, c, t, sha256_hex(key).substr(0, 16), cand_digests[c]});
       }
     }

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <random>
 
+#include "harness/agent/host_client.h"
 #include "harness/grading/grading.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
@@ -26,6 +27,17 @@ uint32_t session_nonce() {
   static std::mt19937 gen{std::random_device{}()};
   std::lock_guard lock(mu);
   return static_cast<uint32_t>(gen());
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= path.size();) {
+    size_t colon = path.find(':', start);
+    if (colon == std::string::npos) colon = path.size();
+    out.push_back(path.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return out;
 }
 
 std::string shell_quote(const std::string& s) {
@@ -59,13 +71,14 @@ sandbox::network_policy to_policy(const network_spec& n) {
   return p;
 }
 
-// A launch for the harness's own commands (setup, diff, checks): the base environment, no
-// credential leases, no network.
-sandbox::launch_options harness_launch(std::string label, std::string script) {
+// A launch for the harness's own commands (setup, diff, checks): the run's environment without
+// the agent's additions, no credential leases, no network.
+sandbox::launch_options harness_launch(std::string label, std::string script,
+                                       std::map<std::string, std::string> env) {
   sandbox::launch_options o;
   o.label = std::move(label);
   o.argv = {"/bin/sh", "-c", std::move(script)};
-  o.env = base_environment();
+  o.env = std::move(env);
   o.with_secrets = false;
   o.network_override = sandbox::network_policy{};
   return o;
@@ -92,17 +105,18 @@ std::string shell_assign(const std::string& name) {
 }
 
 // A shell script that writes the unified diff of `changed` (at most 2000 paths) between the
-// snapshot at /evalbox/before and /workspace.
-std::string diff_script(const std::vector<std::string>& changed) {
+// snapshot at /evalbox/before and the workspace at `target`.
+std::string diff_script(const std::vector<std::string>& changed, const fs::path& target) {
   std::string script;
+  const std::string now = shell_quote(target.string() + "/");
   size_t n = 0;
   for (const auto& p : changed) {
     if (++n > 2000) break;
     // Directories are listed too (created, removed, made opaque): their files have entries.
-    script += shell_assign(p) +
-              "\n[ -d \"/evalbox/before/$p\" ] || [ -d \"/workspace/$p\" ] || diff -uN "
-              "--no-dereference --label \"a/$p\" --label \"b/$p\" \"/evalbox/before/$p\" "
-              "\"/workspace/$p\"\n";
+    script += shell_assign(p) + "\n[ -d \"/evalbox/before/$p\" ] || [ -d " + now +
+              "\"$p\" ] || diff -uN --no-dereference --label \"a/$p\" --label \"b/$p\" "
+              "\"/evalbox/before/$p\" " +
+              now + "\"$p\"\n";
   }
   return script + "exit 0";
 }
@@ -120,7 +134,9 @@ class attempt {
         run_dir_(x.results.run_dir(r.run_id)),
         native_(run_dir_ / "native"),
         ctx_{fixture_, cand_, r.trial, r.run_id, x.suite.credentials},
-        session_(session) {}
+        session_(session),
+        image_(x.images[r.fixture] ? &*x.images[r.fixture] : nullptr),
+        launch_env_(run_environment(image_)) {}
 
   run_state run(int number) {
     if (!fresh_run_dir()) return done();
@@ -168,7 +184,21 @@ class attempt {
     auto p = adapter_->plan(ctx_);
     if (!p) return fail(run_error_kind::adapter, p.error().message);
     plan_ = std::move(*p);
+    if (auto a = in_image(plan_); !a) return fail(run_error_kind::adapter, a.error().message);
     return true;
+  }
+
+  // A host client in the fixture's image: started so that it runs there, or refused now, with
+  // the reason, rather than failing mid-run (host_client.h).
+  status in_image(agent_plan& p) {
+    if (!image_) return {};
+    image_view view;
+    view.reference = image_->reference;
+    for (const auto& kv : image_->env)
+      if (kv.starts_with("PATH="))
+        for (const auto& d : split_path(kv.substr(5))) view.path_dirs.push_back(d);
+    view.has_file = [this](const fs::path& f) { return x_.preparer.image_has_file(image_->id, f); };
+    return adapt_to_image(p, view);
   }
 
   // The request, then the session.
@@ -181,7 +211,7 @@ class attempt {
     auto req = make_session_request(
         {fixture_, cand_, plan_, x_.suite.default_limits,
          fmt::format("{}-{}-{:08x}", r_.run_id, number, session_nonce()), std::move(roots),
-         fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string()});
+         fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
 
@@ -198,6 +228,15 @@ class attempt {
     }
     session_.emplace(std::move(*prepared));
     st_.session_id = request_.run_id;
+    if (image_)
+      st_.environment = {
+          {"image", image_->reference},
+          {"id", image_->id},
+          {"manifest_digest",
+           image_->manifest_digest.empty() ? json(nullptr) : json(image_->manifest_digest)},
+          {"layers", image_->layers},
+          {"workdir", session_->workspace_target().string()},
+          {"from_suite", fixture_.environment_from_suite}};
     return true;
   }
 
@@ -207,7 +246,7 @@ class attempt {
       auto t0 = clock_type::now();
       std::string script = "set -e\n";
       for (const auto& cmd : fixture_.setup) script += cmd + "\n";
-      auto o = harness_launch("setup", std::move(script));
+      auto o = harness_launch("setup", std::move(script), launch_env_);
       o.stdout_path = run_dir_ / "setup.log";
       o.stderr_path = run_dir_ / "setup.log";
       auto rec = launch(o);
@@ -243,7 +282,13 @@ class attempt {
       return std::nullopt;
     }
     if (!rec->ok()) {
-      fail(run_error_kind::sandbox, rec->error);
+      // The agent's program is not in the sandbox (a bare name not on its PATH, an image
+      // without it): the candidate's or fixture's mistake, which another attempt would repeat.
+      if (rec->error_step.starts_with("execve"))
+        fail(run_error_kind::adapter, fmt::format("the agent's program {} could not be started: {}",
+                                                  p.argv.front(), rec->error));
+      else
+        fail(run_error_kind::sandbox, rec->error);
       return std::nullopt;
     }
     outputs_.push_back({o.stdout_path, o.stderr_path, session_->home_dir(), native_, rec->exit_code,
@@ -263,6 +308,8 @@ class attempt {
       auto follow_up = adapter_->plan_follow_up(ctx_, outputs_.back());
       if (!follow_up) return fail(run_error_kind::adapter, follow_up.error().message);
       if (*follow_up) {
+        if (auto a = in_image(**follow_up); !a)
+          return fail(run_error_kind::adapter, a.error().message);
         auto rec2 = launch_agent(**follow_up, "follow-up");
         if (!rec2) return false;
         if (rec2->outcome == sandbox::outcome_kind::cancelled) return cancelled();
@@ -303,7 +350,11 @@ class attempt {
       (void)write_file(run_dir_ / "workspace.diff", "");
       return true;
     }
-    auto o = harness_launch("diff", diff_script(*changed));
+    // evalbox's own tool: on the host's allow-listed root even for an image run (the image may
+    // have no diff, or another one).
+    auto o = harness_launch("diff", diff_script(*changed, session_->workspace_target()),
+                            base_environment());
+    o.host_root = true;
     o.extra_mounts.push_back({before_.view, "/evalbox/before", false, false});
     o.stdout_path = run_dir_ / "workspace.diff";
     o.stderr_path = run_dir_ / "diff.log";
@@ -315,7 +366,8 @@ class attempt {
 
   // One shell check in a fresh sandbox: /grader and the transcript mounted read-only.
   result<shell_check_outcome> run_shell_check(const check_spec& c) {
-    auto o = harness_launch(fmt::format("grade-{}", check_index_++), c.shell);
+    // In the run's own root (the image's, as the agent left it) and workspace.
+    auto o = harness_launch(fmt::format("grade-{}", check_index_++), c.shell, launch_env_);
     if (fixture_.has_grader)
       o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
     o.extra_mounts.push_back({transcript_path(), "/evalbox/transcript.jsonl", false, true});
@@ -357,6 +409,8 @@ class attempt {
   const fs::path native_;
   const run_context ctx_;
   std::optional<sandbox::prepared_session>& session_;
+  const sandbox::image_summary* image_;
+  const std::map<std::string, std::string> launch_env_;
 
   run_state st_;
   const adapter* adapter_ = nullptr;
@@ -372,6 +426,28 @@ class attempt {
 
 }  // namespace
 
+std::map<std::string, std::string> run_environment(const sandbox::image_summary* image) {
+  auto env = base_environment();
+  if (!image) return env;
+  for (const auto& kv : image->env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (name == "HOME") continue;  // the managed home is where the agent's files are
+    if (name == "PATH") value = "/evalbox/bin:" + value;
+    env[name] = std::move(value);
+  }
+  return env;
+}
+
+fs::path workspace_target(const fixture_spec& fixture, const sandbox::image_summary* image) {
+  if (fixture.has_workspace || !fixture.environment) return "/workspace";
+  if (fixture.environment->workdir) return *fixture.environment->workdir;
+  if (image && !image->working_dir.empty() && fs::path(image->working_dir) != "/")
+    return fs::path(image->working_dir).lexically_normal();
+  return "/workspace";
+}
+
 std::chrono::system_clock::time_point authorized_until(const sandbox::resource_limits& limits) {
   return std::chrono::system_clock::now() + std::chrono::hours(1) +
          std::chrono::milliseconds(limits.wall_ms * 4);
@@ -385,11 +461,17 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
   req.limits = effective_limits(in.suite_limits, fixture);
   req.authorized_until = authorized_until(req.limits);
   req.argv = in.plan.argv;
-  req.env = base_environment();
+  req.env = run_environment(in.image);
   for (const auto& [k, v] : in.plan.env) req.env[k] = v;
   for (const auto& [k, v] : cand.env) req.env[k] = v;
-  req.workspace.source = fixture.workspace_dir();
   req.workspace.digest = fixture.digest;
+  req.workspace.target = workspace_target(fixture, in.image);
+  if (fixture.has_workspace)
+    req.workspace.source = fixture.workspace_dir();
+  else
+    req.workspace.image_dir = req.workspace.target;  // the image's own directory, as it is
+  if (in.image)
+    req.image = sandbox::image_root{in.image->id, in.image->reference, in.image->manifest_digest};
   req.home = in.plan.home;
   for (const auto& [target, source] : cand.home_files) {
     auto content = EB_TRY(read_file(source, 1u << 20));
@@ -399,6 +481,7 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
   req.bundles = in.plan.bundles;
   if (fixture.has_bin) req.bundles.push_back({fixture.bin_dir(), in.bin_digest, "/evalbox/bin"});
   req.readonly_paths = in.plan.readonly_paths;
+  req.host_binds = in.plan.host_binds;
   req.protected_roots = in.protected_roots;
   if (fixture.has_grader) req.protected_roots.push_back(fixture.grader_dir());
   if (!in.plan.runs_fixture_solution && fixture.has_solution)

@@ -41,7 +41,18 @@ struct request_inputs {
   // Never visible to the agent: the options' roots and the results root.
   std::vector<std::filesystem::path> protected_roots;
   std::string bin_digest;  // tree digest of the fixture's bin/, when it has one
+  // The fixture's environment image as the store resolved it; null: the host's root.
+  const sandbox::image_summary* image = nullptr;
 };
+
+// The environment every launch of a run starts from: base_environment(), then the image's Env
+// (its PATH after /evalbox/bin; HOME stays the managed home), when there is an image.
+std::map<std::string, std::string> run_environment(const sandbox::image_summary* image);
+
+// Where the run's workspace is seen: /workspace for a fixture with workspace/, else the
+// fixture's environment.workdir, else the image's WorkingDir (/workspace when it has none).
+std::filesystem::path workspace_target(const fixture_spec& fixture,
+                                       const sandbox::image_summary* image);
 
 // The phase "request": the plan's argv, environment (the base environment, then the plan's,
 // then the candidate's), home (with the candidate's home_files read in), leases, bundles
@@ -62,6 +73,8 @@ struct execution_context {
   sandbox::preparer& preparer;
   const results_dir& results;
   const std::vector<std::string>& bin_digests;  // per fixture; empty without bin/
+  // Per fixture: its environment's image, resolved once per suite; unset without one.
+  const std::vector<std::optional<sandbox::image_summary>>& images;
 };
 
 // Runs attempt number `attempt` (0-based) of `r` through the phases above. The prepared

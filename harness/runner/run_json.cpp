@@ -92,6 +92,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st
   j["fixture"] = {{"id", f.id}, {"digest", f.digest}};
   j["candidate"] = {{"id", c.id}, {"adapter", c.adapter}, {"digest", r.candidate_digest}};
   j["trial"] = r.trial;
+  j["environment"] = st.environment;
   j["attempts"] = timing.attempts;
   json exec = {{"status", st.failed() ? "error" : "completed"}, {"records", st.records}};
   exec["error"] = st.error.empty() ? json(nullptr) : json(st.error);

@@ -37,7 +37,8 @@ struct run_state {
   std::string error;                         // scrubbed of registered secrets
   json records = json::object();             // launch label -> its evalbox.run-record.v1
   std::string session_id;                    // the sandbox session (run dir, cgroups)
-  json grading = nullptr;                    // grading_result::to_json; null: not graded
+  json environment = nullptr;  // the image the run's root came from; null: the host's root
+  json grading = nullptr;      // grading_result::to_json; null: not graded
   run_verdict verdict = run_verdict::not_assessed;
   json usage = nullptr;           // usage_json(); null when the client reported none
   json timings = json::object();  // "<phase>_ms" -> milliseconds

@@ -201,7 +201,39 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
 
   sandbox::preparer prep(options.sandbox);
   warn_reclaim(prep);
-  execution_context x{suite, adapters, options, prep, results, bin_digests};
+  // Each fixture's image, imported once per suite (or only checked, when the store has it):
+  // every run then names it by id, and a bad image stops the suite before anything runs.
+  std::vector<std::optional<sandbox::image_summary>> images(suite.fixtures.size());
+  std::map<std::string, sandbox::image_summary> by_reference;
+  for (size_t i = 0; i < suite.fixtures.size(); ++i) {
+    const auto& env = suite.fixtures[i].environment;
+    if (!env) continue;
+    const bool used = std::any_of(queued.begin(), queued.end(),
+                                  [&](const run_spec& r) { return r.fixture == i; });
+    if (!used) continue;
+    auto it = by_reference.find(env->image_ref);
+    if (it == by_reference.end()) {
+      // The first use of an image unpacks it (minutes for a large one): said as it goes, and
+      // stopped by Ctrl-C like the runs (no partial layer is kept).
+      const std::atomic<bool>* cancel = options.cancel ? &options.cancel->requested : nullptr;
+      auto img = prep.resolve_image(env->image_ref, suite.fixtures[i].dir, cancel,
+                                    [&options](const std::string& line) {
+                                      if (options.on_notice)
+                                        options.on_notice(line);
+                                      else
+                                        log::info("{}", line);
+                                    });
+      if (!img)
+        return std::unexpected(std::move(img).error().with_context(
+            fmt::format("fixture {}: environment.image {} ({})", suite.fixtures[i].id, env->image,
+                        env->image_where.to_string())));
+      log::info("image {}: {} ({} layer(s){})", img->reference, img->id, img->layers.size(),
+                img->layers_unpacked ? fmt::format(", {} unpacked now", img->layers_unpacked) : "");
+      it = by_reference.emplace(env->image_ref, std::move(*img)).first;
+    }
+    images[i] = it->second;
+  }
+  execution_context x{suite, adapters, options, prep, results, bin_digests, images};
 
   std::vector<queued_run> queue;
   for (size_t i = 0; i < queued.size(); ++i)

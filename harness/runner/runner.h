@@ -44,6 +44,9 @@ struct runner_options {
   // Set from a signal-handling thread: stop scheduling, kill running sandboxes.
   sandbox::cancel_token* cancel = nullptr;
   std::function<void(const progress&)> on_progress;
+  // Lines worth saying while nothing else moves (an image unpacked on its first use); unset:
+  // logged at level info.
+  std::function<void(const std::string&)> on_notice;
 };
 
 struct run_totals {

@@ -266,7 +266,14 @@ status remove_contents(int dirfd, dev_t dev, uint64_t mount_id, const fs::path& 
       return make_error(error_kind::busy, "remove {}: is a mount point", here.string());
     };
     if (st.st_dev != dev) return mount_point();
-    unique_fd sub(::openat(dirfd, ent->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    constexpr int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    unique_fd sub(::openat(dirfd, ent->d_name, flags));
+    // A directory of ours that we may not read (made 0000 by a program in the sandbox, or
+    // overlayfs's work/work when it was mounted in a user namespace): without root nothing
+    // overrides its mode, so it is given back to us first.
+    if (!sub && errno == EACCES && st.st_uid == ::geteuid() &&
+        ::fchmodat(dirfd, ent->d_name, 0700, 0) == 0)
+      sub.reset(::openat(dirfd, ent->d_name, flags));
     if (!sub) return sys_error(errno, "open {}", here.string());
     if (EB_TRY(mount_id_of(sub.get(), here)) != mount_id) return mount_point();
     EB_TRY(remove_contents(sub.get(), dev, mount_id, here));

@@ -106,13 +106,48 @@ int make_dir_beneath(const step& s) noexcept {
   return errno;
 }
 
-// A file mount point, likewise; an existing file is fine, a symlink is not.
+// A file mount point, likewise; an existing file is fine, a symlink is not (unless the step
+// asks to replace one: then it goes, and the file takes its place).
 int make_file_beneath(const step& s) noexcept {
   unique_fd dir;
   const char* name = nullptr;
   if (int err = open_parent(s.b, dir, &name)) return err;
-  unique_fd file(::openat(dir.get(), name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode));
+  constexpr int flags = O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  unique_fd file(::openat(dir.get(), name, flags, s.mode));
+  if (!file && errno == ELOOP && s.len == 1) {
+    if (::unlinkat(dir.get(), name, 0) != 0) return errno;
+    file.reset(::openat(dir.get(), name, flags | O_EXCL, s.mode));
+  }
   return file ? 0 : errno;
+}
+
+// Mounts the filesystem context at fd `s.mode` and attaches it on the mount point at fd `s.len`;
+// that fd then names the new mount (its root), the context's is closed.
+int attach_filesystem(const step& s) noexcept {
+  unique_fd mnt(sys::fsmount(s.mode, FSMOUNT_CLOEXEC, static_cast<unsigned>(s.flags)));
+  if (!mnt) return errno;
+  if (sys::move_mount(mnt.get(), "", static_cast<int>(s.len), "",
+                      MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    return errno;
+  if (::dup3(mnt.get(), static_cast<int>(s.len), O_CLOEXEC) < 0) return errno;
+  ::close(s.mode);
+  return 0;
+}
+
+// execve of each PATH candidate in turn, as execvp does: a missing one (ENOENT, ENOTDIR) or one
+// we may not run (EACCES, reported if nothing else is found) is skipped; any other failure
+// (ENOEXEC, E2BIG, ...) is the answer.
+int exec_on_path(const child_context& ctx) noexcept {
+  bool denied = false;
+  for (const char* const* p = ctx.exec_candidates; *p; ++p) {
+    ::execve(*p, ctx.argv, ctx.envp);
+    if (errno == EACCES) {
+      denied = true;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+      return errno;
+    }
+  }
+  return denied ? EACCES : ENOENT;
 }
 
 int check_target(const step& s) noexcept { return open_beneath(s.b, 0) ? 0 : errno; }
@@ -296,7 +331,17 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       return ctx.landlock ? landlock::apply(*ctx.landlock) : 0;
     case op::seccomp:
       return ctx.seccomp ? seccomp::install(*ctx.seccomp) : 0;
+    case op::fs_open: {
+      unique_fd fd(sys::fsopen(s.a, FSOPEN_CLOEXEC));
+      if (!fd) return errno;
+      return ::dup3(fd.get(), s.mode, O_CLOEXEC) < 0 ? errno : 0;
+    }
+    case op::fs_config:
+      return sys::fsconfig(s.mode, static_cast<unsigned>(s.flags), s.a, s.b, 0) == 0 ? 0 : errno;
+    case op::fs_attach:
+      return attach_filesystem(s);
     case op::exec:
+      if (ctx.exec_candidates) return exec_on_path(ctx);
       ::execve(ctx.argv[0], ctx.argv, ctx.envp);
       return errno;
   }

@@ -28,7 +28,8 @@ enum class op : uint8_t {
   mount,         // mount(a, b, c, flags, data)
   set_attr,      // mount_setattr(b, AT_RECURSIVE?, set=flags)
   make_dir,      // mkdir(b, mode), EEXIST tolerated; b's parent reached without symlinks
-  make_file,     // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise
+  make_file,     // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise;
+                 // len 1: a symlink there is replaced by the file
   check_target,  // b resolves beneath the new root without any symlink (a mount target)
   make_symlink,  // symlink(a, b)
   write_file,    // b := data[0, len) with mode
@@ -41,6 +42,10 @@ enum class op : uint8_t {
   death_signal,  // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
   open_path,     // open(b, O_PATH) and move it to fd `mode` (a mount source, see compile.h)
   close_range,   // close fds [mode, len]
+  fs_open,       // fsopen(a) at fd `mode` (a filesystem context: the image root's overlay)
+  fs_config,     // fsconfig(fd `mode`, cmd flags, key a, value b)
+  fs_attach,     // fsmount(fd `mode`, attrs flags), moved onto the mount point at fd `len`,
+                 // whose fd then names the new mount
   // program process
   new_session,
   stdio,
@@ -91,6 +96,8 @@ struct child_context {
   int cap_last = 40;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
+  // Set for a bare argv[0]: the paths to try in order (PATH), null-terminated.
+  const char* const* exec_candidates = nullptr;
   const landlock::ruleset* landlock = nullptr;
   const seccomp::filter* seccomp = nullptr;
 };

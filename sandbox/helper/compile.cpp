@@ -55,8 +55,13 @@ struct new_root {
   std::vector<step> mounts;
   int next_fd = source_fd_base;
   std::map<std::string, fs::path> links;  // recreated system symlinks -> their destination
+  // An image's root: its tree is the image's (hostile input, and the program's own from a
+  // previous launch of the session), so every mount target is checked to lie beneath the new
+  // root without a symlink, not only those of binds.
+  bool image = false;
 
-  new_root(compiled& out, const std::string& root_dir) : c(out) {
+  new_root(compiled& out, const std::string& root_dir, bool image_root)
+      : c(out), image(image_root) {
     open_source(root_dir, "open the new root");
   }
 
@@ -90,12 +95,24 @@ struct new_root {
     }
   }
 
-  void bind(const std::string& source, const fs::path& inside, bool writable, bool is_file) {
+  // A target that is not a bind's: checked like one in an image's root (see `image`).
+  void check(const std::string& inside, const char* target) {
+    if (!image) return;
+    step s = of(op::check_target);
+    s.b = target;
+    add("check " + inside, s);
+  }
+
+  // `replace_link`: a symlink the image has at a file target is replaced by the mount point
+  // (an image's /etc/resolv.conf often links into /run).
+  void bind(const std::string& source, const fs::path& inside, bool writable, bool is_file,
+            bool replace_link = false) {
     parents(inside);
     const std::string target = relative_root + inside.string();
     step mk = of(is_file ? op::make_file : op::make_dir);
     mk.b = c.keep(target);
     mk.mode = is_file ? 0644 : 0755;
+    mk.len = replace_link ? 1 : 0;
     add((is_file ? "create " : "mkdir ") + inside.string(), mk);
     const int fd = open_source(source, "open " + source);
     step check = of(op::check_target);
@@ -117,6 +134,7 @@ struct new_root {
   void tmpfs(const std::string& inside, std::string options, unsigned long flags) {
     step m = of(op::mount);
     m.b = make_dir(inside, 0755);
+    check(inside, m.b);
     m.a = "tmpfs";
     m.c = "tmpfs";
     m.flags = flags;
@@ -176,19 +194,44 @@ void add_system_paths(new_root& r, const host_view& host) {
   for (std::string_view p : system_paths) r.system_path(std::string(p), host.at(std::string(p)));
 }
 
+std::string hosts_text(const launch_plan& plan) {
+  return fmt::format("127.0.0.1 localhost {0}\n::1 localhost ip6-localhost {0}\n", plan.hostname);
+}
+std::string resolv_text(const launch_plan& plan, const host_view& host) {
+  return plan.network.mode == network_mode::host
+             ? host.resolv_conf
+             : "# evalbox: no name service inside (network none or allow)\n";
+}
+
+// An image's /etc is the image's own (its users, its certificates), but the host name, the
+// hosts file and the name service are the run's: generated files the helper writes beside the
+// root's mount point before clone3, bound read-only over the image's.
+void add_image_etc(new_root& r, const launch_plan& plan, const host_view& host) {
+  const std::string dir = plan.root_dir + ".etc";
+  r.c.host_dir = dir;
+  const std::pair<const char*, std::string> files[] = {
+      {"hostname", plan.hostname + "\n"},
+      {"hosts", hosts_text(plan)},
+      {"resolv.conf", resolv_text(plan, host)},
+  };
+  for (const auto& [name, content] : files) {
+    const std::string source = dir + "/" + name;
+    r.c.host_files.emplace_back(source, content);
+    r.bind(source, fs::path("/etc") / name, false, true, /*replace_link=*/true);
+  }
+}
+
 // Generated identity and name-service files, and read-only binds of what programs need from
 // the host's /etc (certificates, the loader cache, the time zone).
 void add_etc(new_root& r, const launch_plan& plan, const host_view& host) {
+  if (plan.image) return add_image_etc(r, plan, host);
   r.make_dir("/etc", 0755);
   r.file("/etc/passwd", passwd_text());
   r.file("/etc/group", "root:x:0:\nagent:x:0:\nnogroup:x:65534:\n");
   r.file("/etc/hostname", plan.hostname + "\n");
-  r.file("/etc/hosts",
-         fmt::format("127.0.0.1 localhost {0}\n::1 localhost ip6-localhost {0}\n", plan.hostname));
+  r.file("/etc/hosts", hosts_text(plan));
   r.file("/etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n");
-  r.file("/etc/resolv.conf", plan.network.mode == network_mode::host
-                                 ? host.resolv_conf
-                                 : "# evalbox: no name service inside (network none or allow)\n");
+  r.file("/etc/resolv.conf", resolv_text(plan, host));
   for (const char* p : etc_binds) r.system_path(p, host.at(p));
 }
 
@@ -202,7 +245,7 @@ void add_tmp(new_root& r, const launch_plan& plan) {
 // The session's two writable trees, then its mounts in the plan's order (leases, bundles,
 // read-only paths, the caller's extra mounts).
 void add_session_binds(new_root& r, const launch_plan& plan) {
-  r.bind(plan.workspace_dir, "/workspace", true, false);
+  r.bind(plan.workspace_dir, plan.workspace_target, true, false);
   r.bind(plan.home_dir, "/home/agent", true, false);
   for (const auto& m : plan.mounts)
     r.bind(m.source.string(), r.beside_links(m.target), m.writable, m.is_file);
@@ -226,10 +269,9 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
     b.flags = MS_BIND;
     r.add("bind " + path, b);
   }
-  r.make_dir("/dev/pts", 0755);
   step pts = of(op::mount);
   pts.a = "devpts";
-  pts.b = r.c.keep(relative_root + "/dev/pts");
+  pts.b = r.make_dir("/dev/pts", 0755);
   pts.c = "devpts";
   pts.flags = MS_NOSUID | MS_NOEXEC;
   pts.data = "newinstance,ptmxmode=0666,mode=620";
@@ -241,26 +283,55 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
   r.symlink("/proc/self/fd/2", "/dev/stderr");
   r.tmpfs("/dev/shm", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
           MS_NOSUID | MS_NODEV);
+  // In an image's root Landlock must leave / writable, so /dev itself (not /dev/shm, not
+  // /dev/pts: mounts of their own) is made read-only once built; the host's root is covered
+  // by Landlock's read-only /.
+  if (plan.image) {
+    step ro = of(op::set_attr);
+    ro.b = r.c.keep(relative_root + "/dev");
+    ro.flags = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+    r.add("read-only /dev", ro);
+  }
 }
 
 // A procfs of the run's own pid namespace, and an empty /mnt for the program's own nested
 // sandboxes.
 void add_proc_and_mnt(new_root& r) {
-  r.make_dir("/proc", 0555);
   step p = of(op::mount);
   p.a = "proc";
-  p.b = r.c.keep(relative_root + "/proc");
+  p.b = r.make_dir("/proc", 0555);
+  r.check("/proc", p.b);
   p.c = "proc";
   p.flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
   r.add("proc /proc", p);
   r.make_dir("/mnt", 0755);
 }
 
+// An image's layers (top-most first), its upper and overlayfs's work directory, opened as sources
+// like the binds' (pid 1 holds the layers by fd: the store is not reachable by path as the
+// sandbox's root). The fds the overlay step names them by.
+struct image_layers {
+  std::vector<int> lowers;
+  int upper = -1, work = -1;
+  int context = -1;  // the overlay's filesystem context, then its mount
+};
+
+image_layers add_image_layers(new_root& r, const plan_image& img) {
+  image_layers out;
+  for (size_t i = 0; i < img.lowers.size(); ++i)
+    out.lowers.push_back(r.open_source(img.lowers[i], fmt::format("open layer {}", i + 1)));
+  out.upper = r.open_source(img.upper, "open the root's upper");
+  out.work = r.open_source(img.work, "open the root's work directory");
+  out.context = r.next_fd++;  // no open: the overlay step makes it
+  return out;
+}
+
 // --- Pid 1's steps, in the order they run. ---
 
 // Waits until the helper has written the id maps and moved it into the run's cgroup; then
 // makes that cgroup its root (the host's hierarchy is not visible through /proc/self/cgroup),
-// stops mount propagation to the host and mounts the empty tmpfs the new root grows on.
+// stops mount propagation to the host and mounts the empty tmpfs the new root grows on (an
+// image's root is mounted later, as the sandbox's root: add_image_root).
 void add_private_mount_tree(compiled& c, const launch_plan& plan) {
   setup(c, "wait for the helper", of(op::wait_parent));
   step s = of(op::unshare);
@@ -271,6 +342,7 @@ void add_private_mount_tree(compiled& c, const launch_plan& plan) {
   s.b = "/";
   s.flags = MS_REC | MS_SLAVE;
   setup(c, "make / slave", s);
+  if (plan.image) return;
   s = of(op::mount);
   s.a = "tmpfs";
   s.b = c.keep(plan.root_dir);
@@ -289,9 +361,43 @@ void add_sources_then_ids(compiled& c, const new_root& r) {
   setup(c, "parent death signal", of(op::death_signal));
 }
 
+// The image's root: an overlay of its layers under the run's upper, made by the sandbox's own
+// root (after set ids) so that it belongs to the sandbox's user namespace — mounted with
+// userxattr, as a rootless run must — and attached on the new root's mount point; the fd of
+// the mount point then names the overlay, where "chdir new root" goes. nosuid and nodev: a
+// setuid binary or a device node of the image grants nothing.
+void add_image_root(compiled& c, const image_layers& l) {
+  auto config = [&](std::string name, unsigned cmd, const char* key, const char* value) {
+    step s = of(op::fs_config);
+    s.mode = l.context;
+    s.flags = cmd;
+    s.a = key;
+    s.b = value;
+    setup(c, std::move(name), s);
+  };
+  step open = of(op::fs_open);
+  open.a = "overlay";
+  open.mode = l.context;
+  setup(c, "overlay: fsopen", open);
+  for (size_t i = 0; i < l.lowers.size(); ++i)
+    config(fmt::format("overlay: layer {}", i + 1), FSCONFIG_SET_STRING, "lowerdir+",
+           c.keep(fmt::format("/proc/self/fd/{}", l.lowers[i])));
+  config("overlay: upper", FSCONFIG_SET_STRING, "upperdir",
+         c.keep(fmt::format("/proc/self/fd/{}", l.upper)));
+  config("overlay: work", FSCONFIG_SET_STRING, "workdir",
+         c.keep(fmt::format("/proc/self/fd/{}", l.work)));
+  config("overlay: userxattr", FSCONFIG_SET_FLAG, "userxattr", nullptr);
+  config("overlay: create", FSCONFIG_CMD_CREATE, nullptr, nullptr);
+  step attach = of(op::fs_attach);
+  attach.mode = l.context;
+  attach.len = source_fd_base;  // the new root's mount point
+  attach.flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  setup(c, "overlay: mount as the new root", attach);
+}
+
 // Builds the new root from inside it, then makes it the root: the source fds go, pivot_root
 // detaches the host's tree, and the root tmpfs itself becomes read-only.
-void add_build_and_enter_root(compiled& c, const new_root& r) {
+void add_build_and_enter_root(compiled& c, const new_root& r, const launch_plan& plan) {
   step s = of(op::change_dir);
   s.b = c.keep(fmt::format("/proc/self/fd/{}", source_fd_base));
   setup(c, "chdir new root", s);
@@ -301,6 +407,7 @@ void add_build_and_enter_root(compiled& c, const new_root& r) {
   s.len = static_cast<uint64_t>(r.next_fd);
   setup(c, "close source fds", s);
   setup(c, "pivot_root", of(op::pivot_root));
+  if (plan.image) return;  // an image's root stays writable: the run may install into it
   s = of(op::set_attr);
   s.b = "/";
   s.flags = MOUNT_ATTR_RDONLY;
@@ -369,7 +476,29 @@ void add_program_steps(compiled& c, const launch_plan& plan) {
   program("drop capabilities", op::drop_caps);
   program("landlock", op::landlock);
   program("seccomp", op::seccomp);
-  program("execve", op::exec);
+  const std::string& name = plan.argv.front();
+  if (name.find('/') != std::string::npos) {
+    program("execve", op::exec);
+    return;
+  }
+  // A bare name: found on the program's own PATH inside the sandbox, as execvp would (but on
+  // the plan's environment, not the helper's).
+  auto path = plan.env.find("PATH");
+  std::string dirs = path == plan.env.end() ? "" : path->second;
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t colon = dirs.find(':', start);
+    if (colon == std::string::npos) colon = dirs.size();
+    std::string dir = dirs.substr(start, colon - start);
+    if (dir.empty()) dir = ".";  // an empty PATH entry is the working directory
+    if (!dirs.empty()) c.exec_paths.push_back(dir + "/" + name);
+    start = colon + 1;
+  }
+  for (auto& p : c.exec_paths) c.exec_candidates.push_back(p.c_str());
+  c.exec_candidates.push_back(nullptr);
+  c.ctx.exec_candidates = c.exec_candidates.data();
+  program(dirs.empty() ? fmt::format("execve {} (no PATH to find it on)", name)
+                       : fmt::format("execve {} (searched PATH={})", name, dirs),
+          op::exec);
 }
 
 // Landlock, negotiated now and applied in the program's process; the seccomp filter, compiled
@@ -383,9 +512,11 @@ void add_policies(compiled& c, const launch_plan& plan, const host_view& host) {
   } else if (host.landlock_abi == 0) {
     c.landlock_reason = "the kernel does not offer Landlock";
   } else {
+    // An image's root is the run's own, writable (installing into it is allowed); the host's
+    // allow-listed root is read-only.
     std::vector<landlock::path_rule> rules = {
-        {"/", landlock::access::read_only},
-        {"/workspace", landlock::access::read_write},
+        {"/", plan.image ? landlock::access::read_write : landlock::access::read_only},
+        {plan.workspace_target, landlock::access::read_write},
         {"/home/agent", landlock::access::read_write},
         {"/tmp", landlock::access::read_write},
         {"/dev/shm", landlock::access::read_write},
@@ -475,8 +606,12 @@ status compile(const launch_plan& plan, const host_view& host, compiled& c) {
     c.allow = EB_TRY(net::plan_allow(plan.network.allow));
 
   // The new root, in mount order.
-  new_root root(c, plan.root_dir);
-  add_system_paths(root, host);
+  new_root root(c, plan.root_dir, plan.image.has_value());
+  std::optional<image_layers> layers;
+  if (plan.image)
+    layers = add_image_layers(root, *plan.image);
+  else
+    add_system_paths(root, host);
   add_etc(root, plan, host);
   add_tmp(root, plan);  // before the binds, on purpose (see add_tmp)
   add_session_binds(root, plan);
@@ -486,7 +621,8 @@ status compile(const launch_plan& plan, const host_view& host, compiled& c) {
   // Pid 1, in the order it runs.
   add_private_mount_tree(c, plan);
   add_sources_then_ids(c, root);
-  add_build_and_enter_root(c, root);
+  if (layers) add_image_root(c, *layers);
+  add_build_and_enter_root(c, root, plan);
   add_host_name_and_network(c, plan);
   add_rlimits(c, plan, host);
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sandbox/base/error.h"
@@ -57,6 +58,13 @@ struct compiled {
   landlock::ruleset ll;
   net::allow_plan allow;
   std::string landlock_reason;
+  // A bare argv[0]: the paths the exec step tries, in PATH order (null-terminated C array).
+  std::vector<std::string> exec_paths;
+  std::vector<const char*> exec_candidates;
+  // Files the helper writes before clone3 for the child to bind (an image root's generated
+  // /etc files), in host_dir; removed when the launch ends.
+  std::string host_dir;
+  std::vector<std::pair<std::string, std::string>> host_files;  // path, content
 
   const char* keep(std::string s) { return strings.emplace_back(std::move(s)).c_str(); }
 };

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 #include "sandbox/helper/outcome.h"
 #include "sandbox/net/relay.h"
@@ -84,7 +86,9 @@ status supervisor::run() {
   EB_TRY_CTX(compile(plan_, look_at_host(plan_.network.mode), c), "compile the launch plan");
   rec_.binding_digest = plan_.binding_digest;
   rec_.mechanisms = mechanisms(c);
+  EB_TRY(write_host_files(c));
   auto st = start(c);
+  if (!c.host_dir.empty()) (void)remove_tree(c.host_dir);
   child_.terminate();  // after a normal end the run is reaped already; else it goes now
   rec_.mechanisms["cgroup"] = cg_ ? std::string(cg_->version()) : "none";
   rec_.mechanisms["limits"] = limits_by_mechanism();
@@ -96,6 +100,15 @@ status supervisor::run() {
     }
   }
   return st;
+}
+
+// The files compile() asked for (an image root's generated /etc), for pid 1 to bind.
+status supervisor::write_host_files(const compiled& c) {
+  if (c.host_dir.empty()) return {};
+  if (::mkdir(c.host_dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return sys_error(errno, "mkdir {}", c.host_dir);
+  for (const auto& [path, content] : c.host_files) EB_TRY(write_file(path, content, 0644));
+  return {};
 }
 
 status supervisor::start(compiled& c) {
@@ -423,6 +436,18 @@ json supervisor::mechanisms(const compiled& c) const {
   mech["network"] = fmt::format("{}{}", to_string(plan_.network.mode),
                                 plan_.network.mode == network_mode::host ? " (unsafe)" : "");
   mech["cgroup"] = "none";
+  // What the program saw as /: the host's allow-listed directories, or an image's layers under
+  // the run's own writable layer.
+  if (plan_.image) {
+    mech["root"] = {{"kind", "image"},
+                    {"image", plan_.image->id},
+                    {"reference", plan_.image->reference},
+                    {"manifest_digest", plan_.image->manifest_digest},
+                    {"layers", plan_.image->layers},
+                    {"mount", "overlay (userxattr, nosuid, nodev) in the run's user namespace"}};
+  } else {
+    mech["root"] = {{"kind", "host"}, {"mount", "tmpfs with read-only binds (allow-list)"}};
+  }
   return mech;
 }
 

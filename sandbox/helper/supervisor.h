@@ -43,6 +43,7 @@ class supervisor {
 
   // start(): the launch, as named steps in the order they run.
   status start(compiled& c);
+  status write_host_files(const compiled& c);
   status open_streams(channels& ch, child_context& ctx);
   status open_channels(channels& ch, compiled& c);
   status clone_child(compiled& c, channels& ch);

@@ -519,33 +519,51 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
   }
   const fs::path record = root_ / "records" / (hex_of(info.id) + ".json");
   info.created = now_seconds();
+  bool changed = true;
   if (path_exists(record)) {
     if (auto old = read_record(record)) {
       info.created = old->created;
       info.references = old->references;
       info.manifest_digests = old->manifest_digests;
+      changed = false;
     }
   }
-  if (std::find(info.references.begin(), info.references.end(), name) == info.references.end())
+  if (std::find(info.references.begin(), info.references.end(), name) == info.references.end()) {
     info.references.push_back(name);
+    changed = true;
+  }
   if (!image.manifest_digest.empty() &&
       std::find(info.manifest_digests.begin(), info.manifest_digests.end(),
-                image.manifest_digest) == info.manifest_digests.end())
+                image.manifest_digest) == info.manifest_digests.end()) {
     info.manifest_digests.push_back(image.manifest_digest);
-  json j = info.to_json();
-  j.erase("last_used");  // lives in the .used file's mtime
-  EB_TRY(write_file_atomic(record, pretty_json(j), 0600));
+    changed = true;
+  }
+  // An image imported again as it was (every run of a suite, `sandbox exec --image`) keeps
+  // its record: rewriting it durably costs two fsyncs for nothing.
+  if (changed) {
+    json j = info.to_json();
+    j.erase("last_used");  // lives in the .used file's mtime
+    EB_TRY(write_file_atomic(record, pretty_json(j), 0600));
+  }
   fs::path used = record;
   used.replace_extension(".used");
   EB_TRY(write_file(used, "", 0600));  // creating or truncating it sets its mtime
   info.last_used = now_seconds();
   out.image = std::move(info);
+  out.reference = name;
+  out.manifest_digest = image.manifest_digest;
   return out;
 }
 
 // ---- queries ----
 
 result<image_info> store::lookup(std::string_view query, const fs::path& base_dir) {
+  // A whole id names its record directly: what every run's preparation asks, without reading
+  // the other records.
+  if (query.starts_with("sha256:") && is_sha256_hex(query.substr(7))) {
+    const fs::path record = root_ / "records" / (std::string(query.substr(7)) + ".json");
+    if (path_exists(record)) return read_record(record);
+  }
   auto images = EB_TRY(read_records());
   std::string q(query);
   if (query.find(':') != std::string_view::npos && !query.starts_with("sha256:")) {

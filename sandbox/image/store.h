@@ -115,8 +115,11 @@ struct import_options {
 
 struct import_result {
   image_info image;
-  size_t layers_unpacked = 0;  // by this call
-  size_t layers_present = 0;   // already in the store
+  std::string reference;        // the canonical reference text it was imported as
+  std::string manifest_digest;  // the manifest this import went through ("" for rootfs and
+                                // docker-archive, which name none)
+  size_t layers_unpacked = 0;   // by this call
+  size_t layers_present = 0;    // already in the store
 };
 
 // Holds an image's layers for a run: a shared flock on each layer's lock file, so gc and rm

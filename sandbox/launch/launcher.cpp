@@ -71,6 +71,18 @@ result<run_record> launch(const prepared_session& session, const launch_options&
     return sys_error(errno, "mkdir({})", p.root_dir);
   }
   p.workspace_dir = session.workspace_dir().string();
+  p.workspace_target = session.workspace_target().string();
+  if (const session_image* img = options.host_root ? nullptr : session.image()) {
+    plan_image pi;
+    for (const auto& l : img->lowers) pi.lowers.push_back(l.string());
+    pi.upper = img->upper.string();
+    pi.work = img->work.string();
+    pi.id = img->id;
+    pi.reference = img->reference;
+    pi.manifest_digest = img->manifest_digest;
+    pi.layers = img->layers;
+    p.image = std::move(pi);
+  }
   p.home_dir = session.home_dir().string();
   for (const auto& m : session.mounts()) {
     if (!options.with_secrets && is_secret_mount(m)) continue;
@@ -79,7 +91,7 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   for (const auto& m : options.extra_mounts) p.mounts.push_back(m);
   p.argv = options.argv.empty() ? req.argv : options.argv;
   p.env = options.env ? *options.env : req.env;
-  p.cwd = options.cwd.string();
+  p.cwd = options.cwd.empty() ? p.workspace_target : options.cwd.string();
   p.limits = options.limits_override ? *options.limits_override : req.limits;
   p.network = options.network_override ? *options.network_override : req.network;
   p.landlock = req.landlock;

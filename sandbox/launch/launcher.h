@@ -27,11 +27,14 @@ struct launch_options {
   std::string label = "agent";    // "setup", "agent", "grade": names plan/record files
   std::vector<std::string> argv;  // empty: the request's argv
   std::optional<std::map<std::string, std::string>> env;  // unset: the request's env
-  std::filesystem::path cwd = "/workspace";
+  std::filesystem::path cwd;  // empty: the workspace (session.workspace_target())
   // Extra binds from the trusted caller, e.g. the grader at /grader and the transcript at
   // /evalbox/transcript.jsonl while checks run.
   std::vector<bind_mount> extra_mounts;
   bool with_secrets = true;  // false: credential leases are not mounted
+  // The host's allow-listed root even when the session's is an image: for evalbox's own tools
+  // (the workspace diff), which must not depend on what the image has.
+  bool host_root = false;
   std::optional<resource_limits> limits_override;
   std::optional<network_policy> network_override;
   // Standard streams. Empty paths with inherit_stdio: the caller's terminal (sandbox shell).

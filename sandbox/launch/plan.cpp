@@ -29,6 +29,12 @@ json launch_plan::to_json() const {
                         {"writable", m.writable},
                         {"is_file", m.is_file}});
   }
+  json image_j = nullptr;
+  if (image)
+    image_j = {{"lowers", image->lowers},       {"upper", image->upper},
+               {"work", image->work},           {"id", image->id},
+               {"reference", image->reference}, {"manifest_digest", image->manifest_digest},
+               {"layers", image->layers}};
   return json{
       {"schema", launch_plan_schema},
       {"run_id", run_id},
@@ -38,6 +44,7 @@ json launch_plan::to_json() const {
       {"host_gid", host_gid},
       {"root_dir", root_dir},
       {"workspace_dir", workspace_dir},
+      {"workspace_target", workspace_target},
       {"home_dir", home_dir},
       {"mounts", mounts_j},
       {"argv", argv},
@@ -63,6 +70,7 @@ json launch_plan::to_json() const {
       {"stderr_path", stderr_path},
       {"binding_digest", binding_digest},
       {"hostname", hostname},
+      {"image", image_j},
   };
 }
 
@@ -80,6 +88,10 @@ result<launch_plan> launch_plan::from_json(const json& j) {
   p.host_gid = EB_TRY(get<gid_t>(j, "host_gid"));
   p.root_dir = EB_TRY(get<std::string>(j, "root_dir"));
   p.workspace_dir = EB_TRY(get<std::string>(j, "workspace_dir"));
+  p.workspace_target = EB_TRY(get<std::string>(j, "workspace_target"));
+  if (!p.workspace_target.starts_with("/"))
+    return make_error(error_kind::invalid_argument, "launch plan: workspace_target {} not absolute",
+                      p.workspace_target);
   p.home_dir = EB_TRY(get<std::string>(j, "home_dir"));
   for (const auto& m : EB_TRY(get<json>(j, "mounts"))) {
     bind_mount b;
@@ -121,6 +133,20 @@ result<launch_plan> launch_plan::from_json(const json& j) {
   p.stderr_path = EB_TRY(get<std::string>(j, "stderr_path"));
   p.binding_digest = EB_TRY(get<std::string>(j, "binding_digest"));
   p.hostname = EB_TRY(get<std::string>(j, "hostname"));
+  const json img = EB_TRY(get<json>(j, "image"));
+  if (!img.is_null()) {
+    plan_image pi;
+    pi.lowers = EB_TRY(get<std::vector<std::string>>(img, "lowers"));
+    pi.upper = EB_TRY(get<std::string>(img, "upper"));
+    pi.work = EB_TRY(get<std::string>(img, "work"));
+    pi.id = EB_TRY(get<std::string>(img, "id"));
+    pi.reference = EB_TRY(get<std::string>(img, "reference"));
+    pi.manifest_digest = EB_TRY(get<std::string>(img, "manifest_digest"));
+    pi.layers = EB_TRY(get<std::vector<std::string>>(img, "layers"));
+    if (pi.lowers.empty())
+      return make_error(error_kind::invalid_argument, "launch plan: image without layers");
+    p.image = std::move(pi);
+  }
   return p;
 }
 

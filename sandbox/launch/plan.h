@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,15 @@ namespace evalbox::sandbox {
 
 inline constexpr std::string_view launch_plan_schema = "evalbox.launch-plan.v1";
 
+// An image root: the layers pid 1 stacks as the new root (docs/sandbox.md, "An image as the
+// root"), and what the run record says about them.
+struct plan_image {
+  std::vector<std::string> lowers;  // host paths of the layer trees, top-most first
+  std::string upper, work;          // the run's writable layer and overlayfs's work directory
+  std::string id, reference, manifest_digest;
+  std::vector<std::string> layers;  // diff_ids, base first
+};
+
 struct launch_plan {
   std::string run_id;  // names the cgroup <...>/evalbox/<run_id>/<label>-<seq>
   std::string label = "agent";
@@ -26,8 +36,9 @@ struct launch_plan {
   // helper is not root these must be its own ids, and setgroups is denied.
   uid_t host_uid = 0;
   gid_t host_gid = 0;
-  std::string root_dir;            // an empty host directory: the mount point of the new root
-  std::string workspace_dir;       // host path bound read-write at /workspace
+  std::string root_dir;       // an empty host directory: the mount point of the new root
+  std::string workspace_dir;  // host path bound read-write at workspace_target
+  std::string workspace_target = "/workspace";
   std::string home_dir;            // host path bound read-write at /home/agent
   std::vector<bind_mount> mounts;  // leases, bundles, read-only paths, extra mounts (in order)
   std::vector<std::string> argv;   // argv[0] is an absolute path inside the sandbox
@@ -45,6 +56,7 @@ struct launch_plan {
   std::string stderr_path;  // equal to stdout_path: one merged stream, in order
   std::string binding_digest;
   std::string hostname = "evalbox";
+  std::optional<plan_image> image;  // unset: the allow-listed host root
 
   [[nodiscard]] json to_json() const;
   static result<launch_plan> from_json(const json& j);

@@ -28,6 +28,7 @@
 #include "sandbox/preparer/session_state.h"
 #include "sandbox/spec/system_paths.h"
 #include "sandbox/spec/validate.h"
+#include "sandbox/workspace/layers.h"
 
 namespace evalbox::sandbox {
 
@@ -38,6 +39,22 @@ struct preparer::impl {
   std::once_flag started;
   status start_status;
   unique_fd runs_lock;  // <state>/runs.lock, shared, as root (see hold_runs_tmpfs)
+  std::mutex store_mu;
+  std::optional<image::store> store;  // opened on first use: most runs need no image
+
+  // The image store under the state root, owned by the sandbox id.
+  result<image::store*> image_store() {
+    std::lock_guard lock(store_mu);
+    if (!store) {
+      image::store_options so;
+      so.state_root = options.state_root;
+      so.owner_uid = options.sandbox_uid;
+      so.owner_gid = options.sandbox_gid;
+      so.limits = EB_TRY(image::limits_from_env());
+      store.emplace(EB_TRY(image::store::open(std::move(so))));
+    }
+    return &*store;
+  }
 };
 
 preparer::preparer(preparer_options options) : impl_(std::make_unique<impl>()) {
@@ -69,10 +86,16 @@ json effective_profile(const prepared_session::state& s) {
   json bundles = json::array();
   for (const auto& b : r.bundles)
     bundles.push_back({{"target", b.target.string()}, {"sha256", b.sha256}});
+  json host_binds = json::array();
+  for (const auto& b : r.host_binds)
+    host_binds.push_back({{"source", b.source.string()}, {"target", b.target.string()}});
   json readonly = json::array();
   for (const auto& m : s.mounts)
-    if (!m.writable && std::none_of(r.bundles.begin(), r.bundles.end(),
-                                    [&](const bundle& b) { return b.target == m.target; }))
+    if (!m.writable &&
+        std::none_of(r.bundles.begin(), r.bundles.end(),
+                     [&](const bundle& b) { return b.target == m.target; }) &&
+        std::none_of(r.host_binds.begin(), r.host_binds.end(),
+                     [&](const bind_mount& b) { return b.target == m.target; }))
       readonly.push_back(m.target.string());
   return json{
       {"schema", "evalbox.profile.v1"},
@@ -86,6 +109,7 @@ json effective_profile(const prepared_session::state& s) {
       {"leases", leases},
       {"bundles", bundles},
       {"readonly_paths", readonly},
+      {"host_binds", host_binds},
       {"limits",
        {{"cpu_ms", r.limits.cpu_ms},
         {"memory_bytes", r.limits.memory_bytes},
@@ -98,6 +122,8 @@ json effective_profile(const prepared_session::state& s) {
         {"allow", r.network.allow},
         {"unsafe_host_network", r.network.unsafe_host_network}}},
       {"landlock", r.landlock},
+      {"image", r.image ? json(r.image->id) : json(nullptr)},
+      {"workspace_target", r.workspace.target.string()},
   };
 }
 
@@ -106,10 +132,17 @@ json effective_profile(const prepared_session::state& s) {
 std::vector<bind_mount> readonly_binds(const session_request& r) {
   std::vector<fs::path> dirs = r.readonly_paths;
   fs::path exe = r.argv.at(0);
-  dirs.push_back(normalize(exe).parent_path());
   std::error_code ec;
-  fs::path resolved = fs::canonical(exe, ec);
-  if (!ec) dirs.push_back(resolved.parent_path());
+  // A bare name is found on the sandbox's own PATH; below a system directory, the sandbox has
+  // it anyway (the host's, or the image's).
+  const bool through_host_bind =
+      std::any_of(r.host_binds.begin(), r.host_binds.end(),
+                  [&](const bind_mount& b) { return is_within(exe, b.target); });
+  if (exe.is_absolute() && !below_system_path(normalize(exe)) && !through_host_bind) {
+    dirs.push_back(normalize(exe).parent_path());
+    fs::path resolved = fs::canonical(exe, ec);
+    if (!ec) dirs.push_back(resolved.parent_path());
+  }
   std::vector<bind_mount> out;
   std::set<fs::path> seen;
   for (const auto& d : dirs) {
@@ -135,8 +168,39 @@ status build(prepared_session::state& s, const fs::path& runs) {
       EB_TRY_CTX(workspace::prepare_disk(s.run_dir, r.limits.disk_bytes, tmpfs), "run disk");
   s.quota_enforced = disk.tmpfs;
 
+  // The image's root: its layers (held since prepare()) under a writable upper on the run's
+  // disk, so that what the program installs counts against the disk quota and goes with the
+  // run. The helper stacks them inside the sandbox (docs/sandbox.md, "An image as the root").
+  std::vector<fs::path> workspace_layers;
+  if (r.image) {
+    session_image img;
+    img.id = r.image->id;
+    img.reference = r.image->reference;
+    img.manifest_digest = r.image->manifest_digest;
+    for (const auto& l : s.image_use.image().layers) img.layers.push_back(l.diff_id);
+    img.lowers = s.image_use.lower_dirs();
+    const fs::path layers_dir = disk.dir / "root";
+    if (::mkdir(layers_dir.c_str(), 0700) != 0)
+      return sys_error(errno, "mkdir {}", layers_dir.string());
+    img.upper = layers_dir / "upper";
+    img.work = layers_dir / "work";
+    // The upper's root is what / looks like inside: the sandbox's root owns it.
+    for (const auto& [dir, mode] : {std::pair{img.upper, 0755}, std::pair{img.work, 0700}}) {
+      if (::mkdir(dir.c_str(), static_cast<mode_t>(mode)) != 0 ||
+          ::chmod(dir.c_str(), static_cast<mode_t>(mode)) != 0)
+        return sys_error(errno, "mkdir {}", dir.string());
+      if (::chown(dir.c_str(), o.sandbox_uid, o.sandbox_gid) != 0 && root)
+        return sys_error(errno, "chown {}", dir.string());
+    }
+    if (!r.workspace.image_dir.empty())
+      workspace_layers = EB_TRY_CTX(
+          workspace::subtree_layers(img.lowers, r.workspace.image_dir),
+          fmt::format("workspace {} of image {}", r.workspace.image_dir.string(), img.reference));
+    s.image = std::move(img);
+  }
+
   auto ws = workspace::workspace_tree::materialize(r.workspace, strategy, s.run_dir, disk,
-                                                   o.sandbox_uid, o.sandbox_gid);
+                                                   o.sandbox_uid, o.sandbox_gid, workspace_layers);
   if (!ws && r.workspace.strategy == workspace_strategy::auto_select &&
       strategy == workspace_strategy::overlay && ws.error().kind == error_kind::unsupported) {
     // auto: overlay needs an idmapped mount this filesystem refused; copy into the same disk.
@@ -146,7 +210,8 @@ status build(prepared_session::state& s, const fs::path& runs) {
     for (const char* leftover : {"lower", "workspace", "snapshots", "disk/upper0", "disk/work0"})
       EB_TRY(remove_tree(s.run_dir / leftover));
     ws = workspace::workspace_tree::materialize(r.workspace, workspace_strategy::copy, s.run_dir,
-                                                disk, o.sandbox_uid, o.sandbox_gid);
+                                                disk, o.sandbox_uid, o.sandbox_gid,
+                                                workspace_layers);
   }
   if (!ws) return std::unexpected(std::move(ws).error().with_context("materialize workspace"));
   s.workspace = std::move(*ws);
@@ -168,6 +233,10 @@ status build(prepared_session::state& s, const fs::path& runs) {
     s.mounts.push_back(bind_mount{b.source, b.target, false, !fs::is_directory(b.source, ec)});
   }
   for (auto& m : readonly_binds(r)) s.mounts.push_back(std::move(m));
+  for (const auto& b : r.host_binds) {
+    std::error_code ec;
+    s.mounts.push_back(bind_mount{b.source, b.target, false, !fs::is_directory(b.source, ec)});
+  }
 
   s.launch_dir = s.run_dir / "launches";
   if (::mkdir(s.launch_dir.c_str(), 0700) != 0)
@@ -189,6 +258,12 @@ status build(prepared_session::state& s, const fs::path& runs) {
         {"shares_quota_with", "workspace"}}},
       {"leases", leases},
   };
+  if (s.image)
+    s.filesystem_identity["root"] = {{"image", s.image->id},
+                                     {"layers", s.image->layers.size()},
+                                     {"upper", "run disk"},
+                                     {"quota_bytes", disk.quota_bytes},
+                                     {"enforced", disk.tmpfs}};
   return {};
 }
 
@@ -300,6 +375,15 @@ result<prepared_session> preparer::prepare(const session_request& request) {
   auto s = std::make_unique<prepared_session::state>();
   s->request = request;
   s->options = o;
+  if (request.image) {
+    // Held before anything is made: from here to teardown gc cannot remove a layer.
+    auto* store = EB_TRY_CTX(impl_->image_store(), ctx);
+    auto use = store->use(request.image->id);
+    if (!use)
+      return std::unexpected(std::move(use).error().with_context(
+          fmt::format("{}: image {}", ctx, request.image->reference)));
+    s->image_use = std::move(*use);
+  }
   if (auto built = build(*s, runs); !built) {
     error e = std::move(built).error().with_context(ctx);
     // A busy run id is someone else's run: nothing of ours to tear down.
@@ -309,6 +393,46 @@ result<prepared_session> preparer::prepare(const session_request& request) {
     return std::unexpected(std::move(e));
   }
   return prepared_session(std::move(s));
+}
+
+result<image_summary> preparer::resolve_image(std::string_view reference, const fs::path& base_dir,
+                                              const std::atomic<bool>* cancel,
+                                              std::function<void(const std::string&)> say) {
+  auto* store = EB_TRY(impl_->image_store());
+  image::import_options io;
+  io.cancel = cancel;
+  if (say) {
+    io.progress = [&say, reference](const image::import_event& e) {
+      using k = image::import_event::kind;
+      if (e.what == k::layer_start)
+        say(fmt::format("image {}: unpacking layer {}/{} {}", reference, e.index + 1, e.count,
+                        e.diff_id.substr(0, 19)));
+      else if (e.what == k::layer_done)
+        say(fmt::format("image {}: layer {}/{} unpacked in {:.1f}s", reference, e.index + 1,
+                        e.count, e.seconds));
+    };
+  }
+  auto r = EB_TRY(store->import(reference, base_dir, io));
+  image_summary out;
+  out.reference = r.reference;
+  out.id = r.image.id;
+  out.manifest_digest = r.manifest_digest;
+  out.env = r.image.config.env;
+  out.working_dir = r.image.config.working_dir;
+  out.user = r.image.config.user;
+  out.entrypoint = r.image.config.entrypoint;
+  out.cmd = r.image.config.cmd;
+  for (const auto& l : r.image.layers) out.layers.push_back(l.diff_id);
+  out.bytes = r.image.bytes;
+  out.layers_unpacked = r.layers_unpacked;
+  return out;
+}
+
+result<bool> preparer::image_has_file(std::string_view id, const fs::path& path) {
+  auto* store = EB_TRY(impl_->image_store());
+  auto info = EB_TRY(store->lookup(id));
+  auto kind = EB_TRY(workspace::merged_lookup(info.lower_dirs(), path));
+  return kind == workspace::merged_kind::file || kind == workspace::merged_kind::other;
 }
 
 result<reclaim_report> preparer::reclaim_stale() {

@@ -8,16 +8,20 @@
 // (called at start-up and by `evalbox gc`) removes runs whose lock is free.
 //
 // State layout (mode 0700 directories):
-//   <state>/runs/<run_id>/{lock, disk/ (tmpfs: upper*, work*, home, snapshots), workspace/,
-//                          lower/ (idmapped source), launches/}
+//   <state>/runs/<run_id>/{lock, disk/ (tmpfs: upper*, work*, home, snapshots, root/{upper,work}
+//                          with an image), workspace/, lower/ (idmapped source), launches/}
+//   <state>/images/  the image store (sandbox/image/store.h)
 //   <state>/credential-leases/<handle>-<sha256 of source>  (0600, owned by the sandbox uid)
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/base/error.h"
@@ -37,6 +41,29 @@ struct preparer_options {
 // Defaults: state root from EVALBOX_STATE_DIR, else /var/lib/evalbox (root) or
 // $XDG_STATE_HOME/evalbox; sandbox id 60000 when root, else getuid()/getgid().
 preparer_options default_preparer_options();
+
+// An image as the store resolved it, for the harness to compose a run from (environment,
+// working directory) and to record which image a run used.
+struct image_summary {
+  std::string reference;         // canonical text (relative paths resolved)
+  std::string id;                // the config digest: session_request::image_root::id
+  std::string manifest_digest;   // "" for rootfs: and docker-archive:
+  std::vector<std::string> env;  // the config's Env, "NAME=value"
+  std::string working_dir;       // the config's WorkingDir ("" when unset)
+  std::string user;
+  std::vector<std::string> entrypoint, cmd;
+  std::vector<std::string> layers;  // diff_ids, base first
+  uint64_t bytes = 0;               // unpacked
+  size_t layers_unpacked = 0;       // by this call (0: the image was in the store already)
+};
+
+// The image a session's root is built from, as the launcher needs it.
+struct session_image {
+  std::string id, reference, manifest_digest;
+  std::vector<std::string> layers;            // diff_ids, base first
+  std::vector<std::filesystem::path> lowers;  // the layer trees, top-most first
+  std::filesystem::path upper, work;          // the root's writable layer, on the run's disk
+};
 
 // A read-only view of the workspace as it was when snapshot_workspace() was called.
 struct workspace_snapshot {
@@ -70,6 +97,11 @@ class prepared_session {
   [[nodiscard]] bool disk_quota_enforced() const noexcept;
   [[nodiscard]] uid_t sandbox_uid() const noexcept;
   [[nodiscard]] gid_t sandbox_gid() const noexcept;
+  // Where the sandbox sees the workspace (request().workspace.target): /workspace, or an
+  // image's working directory.
+  [[nodiscard]] const std::filesystem::path& workspace_target() const noexcept;
+  // The image the root is built from; nullptr for the allow-listed host root.
+  [[nodiscard]] const session_image* image() const noexcept;
   // Binds the launcher makes besides /workspace and /home/agent: leased credentials at their
   // home targets (writable), bundles and read-only paths (read-only).
   [[nodiscard]] const std::vector<bind_mount>& mounts() const noexcept;
@@ -107,6 +139,22 @@ class preparer {
 
   // Validates (nothing is created if this fails), then prepares. Thread-safe.
   result<prepared_session> prepare(const session_request& request);
+
+  // Imports `reference` into the image store under the state root (relative paths against
+  // `base_dir`) unless it is there already — then only its metadata is read and checked —
+  // and says what it is. Thread-safe; a request then names the image by its id.
+  // `cancel` (e.g. set by SIGINT) stops an import at its next block, keeping no partial
+  // layer; `say` gets one line per layer unpacked ("unpacking layer 1/2 …", "… unpacked"), for
+  // what may take minutes the first time.
+  result<image_summary> resolve_image(std::string_view reference,
+                                      const std::filesystem::path& base_dir,
+                                      const std::atomic<bool>* cancel = nullptr,
+                                      std::function<void(const std::string&)> say = {});
+
+  // True when `path` (absolute, inside the image) is a file of image `id` (already in the store),
+  // its symlinks resolved inside the image: to check, before anything runs, that the image has
+  // what a client needs (a script's interpreter). Thread-safe.
+  result<bool> image_has_file(std::string_view id, const std::filesystem::path& path);
 
   // Reclaims runs whose lock is free: unmounts, removes cgroups and files. Thread-safe.
   result<reclaim_report> reclaim_stale();

@@ -22,6 +22,8 @@ status prepared_session::state::teardown() {
     EB_TRY_CTX(run_state::remove_own_run(run_dir, request.run_id, mounted, counts),
                fmt::format("tear down run {}", request.run_id));
   }
+  // The layers last: the run's root no longer exists anywhere.
+  image_use.release();
   lock.release();
   closed = true;
   return {};
@@ -46,6 +48,12 @@ const session_request& prepared_session::request() const noexcept { return state
 const fs::path& prepared_session::run_dir() const noexcept { return state_->run_dir; }
 const fs::path& prepared_session::workspace_dir() const noexcept { return state_->workspace_dir; }
 const fs::path& prepared_session::home_dir() const noexcept { return state_->home_dir; }
+const fs::path& prepared_session::workspace_target() const noexcept {
+  return state_->request.workspace.target;
+}
+const session_image* prepared_session::image() const noexcept {
+  return state_->image ? &*state_->image : nullptr;
+}
 fs::path prepared_session::launch_dir() const { return state_->launch_dir; }
 workspace_strategy prepared_session::strategy() const noexcept {
   return state_->workspace ? state_->workspace->strategy() : workspace_strategy::copy;

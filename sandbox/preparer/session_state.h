@@ -8,6 +8,7 @@
 
 #include "sandbox/base/json.h"
 #include "sandbox/creds/lease.h"
+#include "sandbox/image/store.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/state/run_state.h"
 #include "sandbox/workspace/workspace.h"
@@ -27,6 +28,10 @@ struct prepared_session::state {
   std::optional<workspace::workspace_tree> workspace;
   bool quota_enforced = false;
   std::vector<creds::credential_lease> leases;
+  // The image's layers, held (shared flocks) until the run directory is gone: gc and
+  // `evalbox image rm` leave them alone meanwhile.
+  image::image_use image_use;
+  std::optional<session_image> image;
   std::vector<bind_mount> mounts;
   std::string binding_digest;
   json filesystem_identity;

@@ -27,6 +27,13 @@ enum class workspace_strategy {
 struct workspace_spec {
   std::filesystem::path source;  // a directory on the host; never modified
   workspace_strategy strategy = workspace_strategy::auto_select;
+  // Where the sandbox sees it: /workspace, or (with an image root) the fixture's or the image's
+  // working directory, e.g. /app.
+  std::filesystem::path target = "/workspace";
+  // With an image root and no host `source`: the workspace is this directory of the image
+  // (absolute, inside the image), as its layers merge — its content, copy-on-write like any
+  // workspace; empty (nothing there) when the image has no such directory.
+  std::filesystem::path image_dir;
   // Optional tree digest of `source` computed by the caller (the harness digests fixtures
   // once per plan); goes into the binding digest. Hashing here would make preparation
   // O(files), so it is not recomputed.
@@ -100,13 +107,34 @@ struct network_policy {
   bool unsafe_host_network = false;
 };
 
+// A read-only or writable bind the launcher must make, resolved from the request by the
+// preparer (credential leases, bundles, read-only paths) or given at launch (grader files).
+struct bind_mount {
+  std::filesystem::path source;  // host path
+  std::filesystem::path target;  // absolute path inside the sandbox
+  bool writable = false;
+  bool is_file = false;
+};
+
+// The image whose layers are the sandbox's root instead of the allow-listed host root
+// (docs/environments.md). The image is already in the store (preparer::resolve_image); the
+// preparer holds its layers for the session's life.
+struct image_root {
+  std::string id;               // the image's id in the store: its config digest
+  std::string reference;        // as the fixture or command line named it (canonical form)
+  std::string manifest_digest;  // the manifest it was resolved through ("" for rootfs:)
+};
+
 struct session_request {
   std::string run_id;  // [a-z0-9][a-z0-9_.-]{0,63}; names the run directory and cgroup
   // The request is refused after this instant (the harness authorizes runs as it schedules
   // them; a stale request from a crashed planner must not run).
   std::chrono::system_clock::time_point authorized_until;
   std::string backend = "linux";
-  std::vector<std::string> argv;           // argv[0] is an absolute host path
+  // argv[0] is an absolute host path (bound read-only at the same path), a path below a system
+  // directory (spec/system_paths.h: what the sandbox's root has anyway — the host's, or the
+  // image's), or a bare name looked up on the sandbox's own PATH (env) when it starts.
+  std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // exactly the agent's environment; nothing inherited
   workspace_spec workspace;
   home_layout home;
@@ -115,6 +143,10 @@ struct session_request {
   // Host directories mounted read-only at the same path (an agent's install prefix, e.g. an
   // npm prefix). argv[0]'s directory (and its symlink target's) is added automatically.
   std::vector<std::filesystem::path> readonly_paths;
+  // Host files or directories mounted read-only at another path inside (source -> target):
+  // for a host client in an image's root, the host's dynamic loader and libraries at a private
+  // path (/opt/evalbox/host/...), where they shadow nothing of the image's.
+  std::vector<bind_mount> host_binds;
   // Never visible inside, never a mount source, never holding argv[0]. The state root's other
   // runs and every credential source are added implicitly.
   std::vector<std::filesystem::path> protected_roots;
@@ -123,15 +155,8 @@ struct session_request {
   // Landlock is per candidate: on by default, off for an agent whose own sandbox must mount
   // (a Landlock domain forbids mount(2)/pivot_root(2) for all descendants). Recorded.
   bool landlock = true;
-};
-
-// A read-only or writable bind the launcher must make, resolved from the request by the
-// preparer (credential leases, bundles, read-only paths) or given at launch (grader files).
-struct bind_mount {
-  std::filesystem::path source;  // host path
-  std::filesystem::path target;  // absolute path inside the sandbox
-  bool writable = false;
-  bool is_file = false;
+  // Set: the root is this image's layers under a writable upper on the run's disk.
+  std::optional<image_root> image;
 };
 
 }  // namespace evalbox::sandbox

@@ -114,12 +114,29 @@ status check_argv0(const session_request& r, const std::vector<fs::path>& roots)
   for (const auto& a : r.argv)
     if (a.find('\0') != std::string::npos)
       return invalid("argv contains a NUL byte, which no program can receive");
-  fs::path exe = r.argv[0];
+  const std::string& name = r.argv[0];
+  if (name.empty()) return invalid("argv[0] is empty: give the program to run");
+  // A bare name is looked up on the sandbox's own PATH when the program starts (the image's,
+  // or the host's system directories): nothing of the host's PATH is consulted.
+  if (name.find('/') == std::string::npos) {
+    if (name == "." || name == "..")
+      return invalid(fmt::format("argv[0] '{}' is not a program name", name));
+    return {};
+  }
+  fs::path exe = name;
   if (!exe.is_absolute())
     return invalid(fmt::format(
-        "argv[0] '{}' is not an absolute path: nothing is searched in PATH; give the full "
-        "host path of the program",
+        "argv[0] '{}' is a relative path: give the full path of the program, or a bare name "
+        "to look up on the sandbox's PATH",
         exe.string()));
+  // Below a system directory with an image root: the image's program, not the host's.
+  if (r.image && below_system_path(normalize(exe))) return {};
+  // A program seen through a host bind (a host client's loader in an image): the host file.
+  for (const auto& b : r.host_binds)
+    if (is_within(exe, b.target))
+      exe = normalize(exe) == normalize(b.target)
+                ? b.source
+                : b.source / normalize(exe).lexically_relative(normalize(b.target));
   EB_TRY(check_not_protected("argv[0]", exe, roots, false));
   struct stat st {};
   if (::stat(exe.c_str(), &st) != 0)
@@ -137,6 +154,51 @@ status check_argv0(const session_request& r, const std::vector<fs::path>& roots)
     fs::path dir = f.parent_path();
     if (!below_system_path(dir))
       EB_TRY(check_not_protected("argv[0]'s directory", dir, roots, true));
+  }
+  return {};
+}
+
+// An absolute, normalized path inside the sandbox other than / and outside what the sandbox
+// builds itself (/proc, /dev, /tmp, /home/agent).
+status check_sandbox_path(std::string_view what, const fs::path& t) {
+  if (!t.is_absolute() || t.lexically_normal() != t || normalize(t) == "/" ||
+      !is_safe_relative(t.relative_path()))
+    return invalid(fmt::format(
+        "{} '{}' must be an absolute, normalized path inside the sandbox other than / (e.g. "
+        "/app)",
+        what, t.string()));
+  for (const char* reserved : {"/proc", "/dev", "/sys", "/tmp", sandbox_home})
+    if (is_within(t, reserved) || is_within(reserved, t))
+      return invalid(
+          fmt::format("{} {} {} {}, which the sandbox builds itself; choose another path", what,
+                      t.string(), is_within(t, reserved) ? "lies in" : "holds", reserved));
+  return {};
+}
+
+status check_image(const session_request& r) {
+  if (!r.image) {
+    if (!r.workspace.image_dir.empty())
+      return invalid(fmt::format(
+          "workspace image_dir {} needs an image root: without an image there is no image "
+          "directory to start from",
+          r.workspace.image_dir.string()));
+    if (normalize(r.workspace.target) != fs::path(sandbox_workspace))
+      return invalid(
+          fmt::format("workspace target {}: without an image root the workspace is at {}",
+                      r.workspace.target.string(), sandbox_workspace));
+    return {};
+  }
+  const std::string& id = r.image->id;
+  if (!id.starts_with("sha256:") || !is_sha256_hex(id.substr(7)))
+    return invalid(fmt::format(
+        "image id '{}' is not sha256:<64 hex>: name the image by the id the store gave it", id));
+  EB_TRY(check_sandbox_path("workspace target", r.workspace.target));
+  if (!r.workspace.image_dir.empty()) {
+    if (!r.workspace.source.empty())
+      return invalid(fmt::format(
+          "the workspace has both a host source ({}) and an image directory ({}): give one",
+          r.workspace.source.string(), r.workspace.image_dir.string()));
+    EB_TRY(check_sandbox_path("workspace image_dir", r.workspace.image_dir));
   }
   return {};
 }
@@ -160,6 +222,7 @@ status check_no_symlink(const fs::path& base, const fs::path& rel, std::string_v
 
 status check_workspace(const session_request& r, const std::vector<fs::path>& roots) {
   const fs::path& src = r.workspace.source;
+  if (!r.workspace.image_dir.empty()) return {};  // from the image (check_image)
   if (src.empty() || !src.is_absolute())
     return invalid(
         fmt::format("workspace source '{}' is not an absolute path: give the "
@@ -236,7 +299,7 @@ status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
 }
 
 status check_bundle(const bundle& b, const std::vector<fs::path>& roots,
-                    const fs::path& workspace_source) {
+                    const workspace_spec& workspace) {
   if (!is_sha256_hex(b.sha256))
     return invalid(
         fmt::format("bundle {} digest '{}' is not 64 lowercase hex characters (a "
@@ -258,8 +321,9 @@ status check_bundle(const bundle& b, const std::vector<fs::path>& roots,
           fmt::format("bundle target {} lies in {}, which the sandbox builds "
                       "itself; choose another path",
                       t.string(), reserved));
-  if (is_within(t, sandbox_workspace) && normalize(t) != fs::path(sandbox_workspace))
-    EB_TRY(check_no_symlink(workspace_source, t.lexically_relative(sandbox_workspace),
+  const fs::path ws = normalize(workspace.target);
+  if (is_within(t, ws) && normalize(t) != ws && !workspace.source.empty())
+    EB_TRY(check_no_symlink(workspace.source, t.lexically_relative(ws),
                             fmt::format("bundle target {}", t.string())));
   auto digest = tree_digest(b.source);
   if (!digest)
@@ -314,6 +378,7 @@ status check_targets(const session_request& r) {
     EB_TRY(claim(home / s.target, "credential " + s.handle));
   }
   for (const auto& b : r.bundles) EB_TRY(claim(b.target, "bundle " + b.source.string()));
+  for (const auto& b : r.host_binds) EB_TRY(claim(b.target, "host bind " + b.source.string()));
   for (const auto& p : r.readonly_paths) {
     if (!seen.count(normalize(p)))  // the same path twice is harmless
       EB_TRY(claim(p, "read-only path " + p.string()));
@@ -404,6 +469,7 @@ status validate(const session_request& r, const validation_context& ctx) {
           fmt::format("environment variable '{}' has an empty name or contains "
                       "'=' or a NUL byte",
                       k));
+  EB_TRY(check_image(r));
   EB_TRY(check_workspace(r, roots));
   for (const auto& s : r.secrets) EB_TRY(check_secret(s, roots));
   for (const auto& p : r.readonly_paths) {
@@ -414,11 +480,24 @@ status validate(const session_request& r, const validation_context& ctx) {
     if (::stat(p.c_str(), &st) != 0)
       return make_error(error_kind::not_found, "read-only path {} does not exist", p.string());
   }
+  for (const auto& b : r.host_binds) {
+    if (!b.source.is_absolute())
+      return invalid(
+          fmt::format("host bind source '{}' is not an absolute path", b.source.string()));
+    EB_TRY(check_not_protected("host bind source", b.source, roots, true));
+    struct stat st {};
+    if (::stat(b.source.c_str(), &st) != 0)
+      return make_error(error_kind::not_found, "host bind source {} does not exist",
+                        b.source.string());
+    if (b.writable)
+      return invalid(fmt::format("host bind {} must be read-only", b.target.string()));
+    EB_TRY(check_sandbox_path("host bind target", b.target));
+  }
   EB_TRY(check_targets(r));
   EB_TRY(check_limits(r.limits));
   EB_TRY(check_network(r.network));
   // Last: the only O(size) rule.
-  for (const auto& b : r.bundles) EB_TRY(check_bundle(b, roots, r.workspace.source));
+  for (const auto& b : r.bundles) EB_TRY(check_bundle(b, roots, r.workspace));
   return {};
 }
 

@@ -71,55 +71,70 @@ status copy_dir(int src_dir, int dst_dir, const fs::path& shown, const ctx& c) {
     struct stat st {};
     if (::fstatat(src_dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
       return sys_error(errno, "stat {}", here.string());
-    struct timespec times[2] = {st.st_atim, st.st_mtim};
-    if (S_ISDIR(st.st_mode)) {
-      if (::mkdirat(dst_dir, e->d_name, 0700) != 0)
-        return sys_error(errno, "mkdir {}", here.string());
-      unique_fd s(::openat(src_dir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      unique_fd t(::openat(dst_dir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!s || !t) return sys_error(errno, "open {}", here.string());
-      EB_TRY(copy_dir(s.get(), t.get(), here, c));
-      // Mode and times last: a read-only directory must still be filled first.
-      if (::fchown(t.get(), c.uid, c.gid) != 0 && ::geteuid() == 0)
-        return sys_error(errno, "chown {}", here.string());
-      if (::fchmod(t.get(), st.st_mode & kKeepBits) != 0)
-        return sys_error(errno, "chmod {}", here.string());
-      ::futimens(t.get(), times);
-    } else if (S_ISREG(st.st_mode)) {
-      unique_fd s(::openat(src_dir, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-      if (!s) return sys_error(errno, "open {}", here.string());
-      unique_fd t(
-          ::openat(dst_dir, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!t) return sys_error(errno, "create {}", here.string());
-      if (c.mode == copy_mode::reflink) {
-        if (::ioctl(t.get(), FICLONE, s.get()) != 0)
-          return sys_error(errno, "ioctl(FICLONE) {}", here.string());
-      } else {
-        EB_TRY(copy_bytes(s.get(), t.get(), st.st_size, here));
-      }
-      if (::fchown(t.get(), c.uid, c.gid) != 0 && ::geteuid() == 0)
-        return sys_error(errno, "chown {}", here.string());
-      if (::fchmod(t.get(), st.st_mode & kKeepBits) != 0)
-        return sys_error(errno, "chmod {}", here.string());
-      ::futimens(t.get(), times);
-    } else if (S_ISLNK(st.st_mode)) {
-      std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
-      ssize_t n = ::readlinkat(src_dir, e->d_name, target.data(), target.size());
-      if (n < 0) return sys_error(errno, "readlink {}", here.string());
-      target.resize(static_cast<size_t>(n));
-      if (::symlinkat(target.c_str(), dst_dir, e->d_name) != 0)
-        return sys_error(errno, "symlink {}", here.string());
-      if (::fchownat(dst_dir, e->d_name, c.uid, c.gid, AT_SYMLINK_NOFOLLOW) != 0 &&
-          ::geteuid() == 0)
-        return sys_error(errno, "chown {}", here.string());
-      ::utimensat(dst_dir, e->d_name, times, AT_SYMLINK_NOFOLLOW);
+    if (!S_ISDIR(st.st_mode)) {
+      EB_TRY(copy_entry(src_dir, e->d_name, dst_dir, here, c.mode, c.uid, c.gid));
+      continue;
     }
-    // Sockets, fifos and devices are not part of a workspace: skipped.
+    if (::mkdirat(dst_dir, e->d_name, 0700) != 0)
+      return sys_error(errno, "mkdir {}", here.string());
+    unique_fd s(::openat(src_dir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    unique_fd t(::openat(dst_dir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!s || !t) return sys_error(errno, "open {}", here.string());
+    EB_TRY(copy_dir(s.get(), t.get(), here, c));
+    EB_TRY(finish_dir(t.get(), st, here, c.uid, c.gid));
   }
   return {};
 }
 
 }  // namespace
+
+status copy_entry(int src_dir, const char* name, int dst_dir, const fs::path& shown, copy_mode mode,
+                  uid_t uid, gid_t gid) {
+  struct stat st {};
+  if (::fstatat(src_dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return sys_error(errno, "stat {}", shown.string());
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  if (S_ISREG(st.st_mode)) {
+    unique_fd s(::openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!s) return sys_error(errno, "open {}", shown.string());
+    unique_fd t(
+        ::openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!t) return sys_error(errno, "create {}", shown.string());
+    if (mode == copy_mode::reflink) {
+      if (::ioctl(t.get(), FICLONE, s.get()) != 0)
+        return sys_error(errno, "ioctl(FICLONE) {}", shown.string());
+    } else {
+      EB_TRY(copy_bytes(s.get(), t.get(), st.st_size, shown));
+    }
+    if (::fchown(t.get(), uid, gid) != 0 && ::geteuid() == 0)
+      return sys_error(errno, "chown {}", shown.string());
+    if (::fchmod(t.get(), st.st_mode & kKeepBits) != 0)
+      return sys_error(errno, "chmod {}", shown.string());
+    ::futimens(t.get(), times);
+  } else if (S_ISLNK(st.st_mode)) {
+    std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
+    ssize_t n = ::readlinkat(src_dir, name, target.data(), target.size());
+    if (n < 0) return sys_error(errno, "readlink {}", shown.string());
+    target.resize(static_cast<size_t>(n));
+    if (::symlinkat(target.c_str(), dst_dir, name) != 0)
+      return sys_error(errno, "symlink {}", shown.string());
+    if (::fchownat(dst_dir, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 && ::geteuid() == 0)
+      return sys_error(errno, "chown {}", shown.string());
+    ::utimensat(dst_dir, name, times, AT_SYMLINK_NOFOLLOW);
+  }
+  // Sockets, fifos and devices are not part of a workspace: skipped.
+  return {};
+}
+
+status finish_dir(int dir, const struct stat& like, const fs::path& shown, uid_t uid, gid_t gid) {
+  struct timespec times[2] = {like.st_atim, like.st_mtim};
+  if (::fchown(dir, uid, gid) != 0 && ::geteuid() == 0)
+    return sys_error(errno, "chown {}", shown.string());
+  if (::fchmod(dir, like.st_mode & kKeepBits) != 0)
+    return sys_error(errno, "chmod {}", shown.string());
+  ::futimens(dir, times);
+  return {};
+}
 
 status copy_tree(const fs::path& from, const fs::path& to, copy_mode mode, uid_t uid, gid_t gid) {
   unique_fd s(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

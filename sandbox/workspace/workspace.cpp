@@ -16,6 +16,7 @@
 #include "sandbox/base/json.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
+#include "sandbox/workspace/layers.h"
 #include "sandbox/workspace/tree.h"
 
 namespace evalbox::sandbox::workspace {
@@ -99,47 +100,71 @@ result<disk_info> prepare_disk(const fs::path& run_dir, uint64_t quota_bytes, bo
 result<workspace_tree> workspace_tree::materialize(const workspace_spec& spec,
                                                    workspace_strategy strategy,
                                                    const fs::path& run_dir, const disk_info& disk,
-                                                   uid_t uid, gid_t gid) {
+                                                   uid_t uid, gid_t gid,
+                                                   const std::vector<fs::path>& layers) {
   workspace_tree t;
   t.strategy_ = strategy;
   t.run_dir_ = run_dir;
   t.disk_ = disk;
   t.uid_ = uid;
   t.gid_ = gid;
+  const bool from_image = spec.source.empty();
+  t.source_ = from_image ? "image:" + spec.image_dir.string() : spec.source.string();
+  // The mode of the workspace's root: the source's, the image directory's, or 0755 for an
+  // image that has no such directory (it starts empty).
+  mode_t root_mode = 0755;
   struct stat src {};
-  if (::stat(spec.source.c_str(), &src) != 0)
-    return sys_error(errno, "stat {}", spec.source.string());
-  mode_t root_mode = src.st_mode & 01777;
+  if (!from_image) {
+    if (::stat(spec.source.c_str(), &src) != 0)
+      return sys_error(errno, "stat {}", spec.source.string());
+    root_mode = src.st_mode & 01777;
+  } else if (!layers.empty() && ::stat(layers.front().c_str(), &src) == 0) {
+    root_mode = src.st_mode & 01777;
+  }
   EB_TRY(make_dirs(run_dir / "snapshots", 0700));
   switch (strategy) {
     case workspace_strategy::overlay: {
       fs::path lower = run_dir / "lower";
-      EB_TRY(mkdir_owned(lower, 0700, 0, 0));
-      if (src.st_uid == uid && src.st_gid == gid) {
-        EB_TRY(mount::bind(spec.source, lower, true));
+      if (from_image) {
+        // The layers are the lowers as they are (the store made them the sandbox id's). An
+        // image without the directory gives an empty lower: overlayfs needs one.
+        t.base_ = layers;
+        if (t.base_.empty()) {
+          EB_TRY(mkdir_owned(lower, root_mode, uid, gid));
+          t.base_.push_back(lower);
+        }
       } else {
-        EB_TRY(mount::bind_idmapped(spec.source, lower, src.st_uid, src.st_gid, uid, gid));
-        t.idmapped_ = true;
+        EB_TRY(mkdir_owned(lower, 0700, 0, 0));
+        if (src.st_uid == uid && src.st_gid == gid) {
+          EB_TRY(mount::bind(spec.source, lower, true));
+        } else {
+          EB_TRY(mount::bind_idmapped(spec.source, lower, src.st_uid, src.st_gid, uid, gid));
+          t.idmapped_ = true;
+        }
+        t.lower_bound_ = true;
+        t.base_.push_back(lower);
       }
       EB_TRY(mkdir_owned(upper(disk, 0), root_mode, uid, gid));
       EB_TRY(mkdir_owned(work(disk, 0), 0700, 0, 0));
       t.dir_ = run_dir / "workspace";
       EB_TRY(mkdir_owned(t.dir_, 0700, 0, 0));
-      EB_TRY(mount::mount_overlay(t.dir_, {lower}, upper(disk, 0), work(disk, 0)));
+      EB_TRY(mount::mount_overlay(t.dir_, t.base_, upper(disk, 0), work(disk, 0)));
       return t;
     }
     case workspace_strategy::reflink:
     case workspace_strategy::copy: {
       t.dir_ =
           strategy == workspace_strategy::copy ? disk.dir / "workspace" : run_dir / "workspace";
-      EB_TRY(mkdir_owned(t.dir_, 0700, uid, gid));
+      EB_TRY(mkdir_owned(t.dir_, from_image ? root_mode : 0700, uid, gid));
       auto mode = strategy == workspace_strategy::copy ? copy_mode::copy : copy_mode::reflink;
-      if (auto s = copy_tree(spec.source, t.dir_, mode, uid, gid); !s) {
+      status s = from_image ? copy_layers(layers, t.dir_, mode, uid, gid)
+                            : copy_tree(spec.source, t.dir_, mode, uid, gid);
+      if (!s) {
         if (s.error().sys_errno == ENOSPC)
           return make_error(error_kind::invalid_argument,
                             "workspace {} does not fit in the disk quota of {} bytes: raise "
                             "limits.disk",
-                            spec.source.string(), disk.quota_bytes);
+                            t.source_, disk.quota_bytes);
         return std::unexpected(std::move(s).error().with_context("copy workspace"));
       }
       return t;
@@ -159,6 +184,7 @@ json workspace_tree::identity() const {
                       ? "overlay"
                       : (disk_.tmpfs && strategy_ == workspace_strategy::copy ? "tmpfs" : "host")},
       {"idmapped", idmapped_},
+      {"source", source_},
       {"layers", top_upper_ + 1}};
 }
 
@@ -167,7 +193,7 @@ std::vector<fs::path> workspace_tree::mount_points() const {
   for (auto it = snapshots_.rbegin(); it != snapshots_.rend(); ++it) out.push_back(it->first);
   if (strategy_ == workspace_strategy::overlay) {
     out.push_back(dir_);
-    out.push_back(run_dir_ / "lower");
+    if (lower_bound_) out.push_back(run_dir_ / "lower");
   }
   return out;
 }
@@ -188,7 +214,7 @@ result<std::pair<fs::path, int>> workspace_tree::snapshot() {
   int frozen = top_upper_;
   std::vector<fs::path> lowers;
   for (int i = frozen; i >= 0; --i) lowers.push_back(upper(disk_, i));
-  lowers.push_back(run_dir_ / "lower");
+  lowers.insert(lowers.end(), base_.begin(), base_.end());
   EB_TRY_CTX(mount::unmount(dir_), "snapshot: a process still uses the workspace");
   struct stat root {};
   ::stat(upper(disk_, frozen).c_str(), &root);

@@ -6,7 +6,8 @@
 //   disk/            tmpfs (size = disk quota, 0700) — or a plain directory without root
 //   disk/upper<N>, disk/work<N>   overlay layers (N grows with each snapshot)
 //   disk/workspace   the copy (copy strategy)
-//   lower/           the source, bound read-only (idmapped to the sandbox id when needed)
+//   lower/           the source, bound read-only (idmapped to the sandbox id when needed); for
+//                    a workspace from an image directory the image's layers take its place
 //   workspace/       the merged overlay (overlay) or the copy (reflink)
 //   snapshots/<n>    read-only views of snapshot n
 #pragma once
@@ -41,10 +42,14 @@ result<disk_info> prepare_disk(const std::filesystem::path& run_dir, uint64_t qu
 // under the run directory, remove it).
 class workspace_tree {
  public:
-  // Materializes `spec.source` with `strategy` (never auto_select: resolve it first).
+  // Materializes `spec.source` with `strategy` (never auto_select: resolve it first). Without a
+  // source (a workspace taken from an image's directory), the workspace starts as the merged
+  // view of `layers` (top-most first, already owned by uid:gid; see subtree_layers in
+  // layers.h): the overlay stacks them as its lowers, a copy copies what they show.
   static result<workspace_tree> materialize(const workspace_spec& spec, workspace_strategy strategy,
                                             const std::filesystem::path& run_dir,
-                                            const disk_info& disk, uid_t uid, gid_t gid);
+                                            const disk_info& disk, uid_t uid, gid_t gid,
+                                            const std::vector<std::filesystem::path>& layers = {});
 
   [[nodiscard]] workspace_strategy strategy() const noexcept { return strategy_; }
   [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
@@ -65,6 +70,11 @@ class workspace_tree {
   uid_t uid_ = 0;
   gid_t gid_ = 0;
   bool idmapped_ = false;
+  bool lower_bound_ = false;  // <run>/lower is a bind of the source (to unmount)
+  std::string source_;        // what it was made from, for identity()
+  // overlay: what the workspace's own uppers stack on, top-most first (the bound source, or
+  // the image's layers)
+  std::vector<std::filesystem::path> base_;
   int top_upper_ = 0;  // overlay: index of the writable upper
   // Per snapshot n: its view, and (overlay) the top upper index it froze.
   std::vector<std::pair<std::filesystem::path, int>> snapshots_;

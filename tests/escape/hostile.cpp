@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -58,6 +59,9 @@ int open_fds() {
 }
 
 int fork_bomb(int max) {
+  // A second fence behind the run's pids limit, whatever shell started us.
+  rlimit nproc{400, 400};
+  ::setrlimit(RLIMIT_NPROC, &nproc);
   int forked = 0, refused = 0;
   for (int i = 0; i < max; ++i) {
     pid_t p = ::fork();

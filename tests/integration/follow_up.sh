@@ -42,7 +42,8 @@ assert len(r) == 1 and r[0]["verdict"] == "passed", r
 assert set(r[0]["execution"]["records"]) >= {"agent", "follow-up"}, r[0]["execution"]["records"].keys()
 # The evalbox.run.v1 contract (docs/results.md): these keys, no more, no fewer.
 assert set(r[0]) == {"schema", "run_id", "suite", "fixture", "candidate", "trial", "attempts",
-                     "execution", "grading", "verdict", "usage", "timings"}, sorted(r[0])
+                     "environment", "execution", "grading", "verdict", "usage", "timings"}, sorted(r[0])
+assert r[0]["environment"] is None, r[0]["environment"]  # no image: the host's root
 assert set(r[0]["execution"]) == {"status", "error", "error_kind", "session", "outcome", "exit_code",
                                       "records"}
 assert set(r[0]["grading"]) == {"status", "checks", "score", "threshold", "error"}

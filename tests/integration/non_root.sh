@@ -74,6 +74,21 @@ assert m["limits"]["memory_bytes"]["by"] == [], m["limits"]["memory_bytes"]
 assert m["limits"]["disk_bytes"]["by"] == ["RLIMIT_FSIZE"], m["limits"]["disk_bytes"]
 PY
 
+# An image fixture, as nobody: the store is nobody's, the overlay is mounted inside the
+# sandbox's own user namespace (userxattr), the workspace (the image's /opt/data) is copied.
+BB=$("$SRC/tests/images/make-images" busybox)
+mkdir -p "$NR/img/images"
+cp -r "$SRC/tests/integration/image-fixtures/busybox-workdir" "$NR/img/"
+ln -s "$BB" "$NR/img/images/busybox"
+chown -R 65534:65534 "$NR/img"
+as_nobody "$NB_EVALBOX" fixture test "$NR/img/busybox-workdir" >"$WORK/out-img" 2>"$WORK/err-img" ||
+  { cat "$WORK/out-img" "$WORK/err-img" >&2; fail "fixture test of an image fixture as nobody"; }
+grep -q "^ok       busybox-workdir" "$WORK/out-img" || fail "image fixture as nobody: $(cat "$WORK/out-img")"
+out=$(as_nobody "$NB_EVALBOX" sandbox exec --image "oci:$BB/oci:latest" -- sh -c 'id -u; grep ^ID= /etc/os-release; echo x > /bin/mine && echo wrote' 2>"$WORK/err-img2") ||
+  { cat "$WORK/err-img2" >&2; fail "sandbox exec --image as nobody"; }
+[ "$out" = "$(printf '0\nID=evalbox-busybox\nwrote')" ] || fail "sandbox exec --image as nobody: $out"
+[ "$(stat -c %u "$NR/state/evalbox/images/store.json")" = 65534 ] || fail "the store is not nobody's"
+
 EVALBOX_STATE_DIR=$NR/state/evalbox
 no_residue
 echo "non-root: ok"

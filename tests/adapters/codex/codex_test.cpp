@@ -298,3 +298,41 @@ TEST_F(CodexAdapter, AKilledClientIsAnExecutionError) {
 
 }  // namespace
 }  // namespace evalbox::adapters
+
+namespace evalbox::adapters {
+namespace {
+
+// In a fixture's image there may be no Node: the npm launcher (bin/codex -> codex.js) is passed
+// by and its static native client is run directly, with the variables the launcher would set;
+// without an image the launcher runs as installed.
+TEST_F(CodexAdapter, InAnImageTheNativeClientRunsWithoutTheNodeLauncher) {
+  const fs::path pkg = dir_.path() / "npm/lib/node_modules/@openai/codex";
+#if defined(__aarch64__)
+  const fs::path native =
+      pkg / "node_modules/@openai/codex-linux-arm64/vendor/aarch64-unknown-linux-musl/bin/codex";
+#else
+  const fs::path native =
+      pkg / "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+#endif
+  ASSERT_TRUE(make_dirs(pkg / "bin"));
+  ASSERT_TRUE(make_dirs(native.parent_path()));
+  ASSERT_TRUE(write_file(pkg / "bin/codex.js", "#!/usr/bin/env node\n", 0755));
+  ASSERT_TRUE(write_file(native,
+                         "\x7f"
+                         "ELF",
+                         0755));
+  ASSERT_TRUE(make_dirs(dir_.path() / "npm/bin"));
+  ASSERT_EQ(::symlink("../lib/node_modules/@openai/codex/bin/codex.js",
+                      (dir_.path() / "npm/bin/codex").c_str()),
+            0);
+  set("binary", (dir_.path() / "npm/bin/codex").string(), 4);
+  EXPECT_EQ(plan().argv.front(), (dir_.path() / "npm/bin/codex").string());
+  f_.environment = harness::environment_spec{};
+  auto p = plan();
+  EXPECT_EQ(p.argv.front(), native.string());
+  EXPECT_EQ(p.env.at("CODEX_MANAGED_BY_NPM"), "1");
+  EXPECT_EQ(p.env.at("CODEX_MANAGED_PACKAGE_ROOT"), fs::canonical(pkg).string());
+}
+
+}  // namespace
+}  // namespace evalbox::adapters

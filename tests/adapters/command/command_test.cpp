@@ -62,6 +62,20 @@ TEST_F(CommandAdapter, ResolvesRelativeProgramsAgainstTheSuiteAndSubstitutesTheP
   EXPECT_EQ(plan->stdin_data, "fix it");
 }
 
+// A bare name stays bare: the sandbox finds it on its own PATH (the image's, or the host's
+// system directories), not on the PATH of the shell that runs evalbox.
+TEST_F(CommandAdapter, ABareProgramNameIsLeftForTheSandboxsPath) {
+  ::setenv("PATH", (dir_.path() / "agents").c_str(), 1);  // agent.sh is on the caller's PATH
+  set("argv", json::array({"agent.sh", "{prompt}"}));
+  EXPECT_TRUE(make_command_adapter()->validate(c_).empty());
+  auto plan = make_command_adapter()->plan(ctx());
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->argv[0], "agent.sh");
+  set("argv", json::array({"python3", "-c", "pass"}));
+  EXPECT_TRUE(make_command_adapter()->validate(c_).empty());
+  EXPECT_EQ(make_command_adapter()->plan(ctx())->argv[0], "python3");
+}
+
 TEST_F(CommandAdapter, FollowUpRunsTheSameProgramWithTheFollowUpPrompt) {
   set("argv", json::array({"agents/agent.sh", "{prompt}"}));
   auto none = make_command_adapter()->plan_follow_up(ctx(), {});

@@ -22,20 +22,32 @@ class SessionRequest : public ::testing::Test {
     fixture_.digest = "fd";
     fixture_.has_grader = true;
     fixture_.has_solution = true;
+    fixture_.has_workspace = true;
     fixture_.limits.wall_ms = 60'000;
     candidate_.id = "c";
     candidate_.adapter = "command";
     plan_.argv = {"/bin/agent", "go"};
     plan_.home.adapter = "command";
   }
-  result<sandbox::session_request> request() {
+  result<sandbox::session_request> request(const sandbox::image_summary* image = nullptr) {
     return make_session_request({fixture_,
                                  candidate_,
                                  plan_,
                                  suite_limits_,
                                  "run-0-00000001",
                                  {"/host/home", "/results"},
-                                 "bd"});
+                                 "bd",
+                                 image});
+  }
+  // An image as the store would describe it.
+  static sandbox::image_summary python_image() {
+    sandbox::image_summary i;
+    i.reference = "oci:/images/py313:latest";
+    i.id = "sha256:" + std::string(64, 'c');
+    i.manifest_digest = "sha256:" + std::string(64, 'd');
+    i.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "PYTHONUNBUFFERED=1", "HOME=/root", "LANG=C"};
+    i.working_dir = "/srv/app";
+    return i;
   }
   static bool has(const std::vector<fs::path>& roots, const fs::path& p) {
     return std::find(roots.begin(), roots.end(), p) != roots.end();
@@ -122,6 +134,54 @@ TEST_F(SessionRequest, LimitsNetworkAndBundlesComeFromFixtureCandidateAndSuite) 
   req = request();
   ASSERT_TRUE(req);
   EXPECT_EQ(req->network.mode, sandbox::network_mode::none);
+}
+
+}  // namespace
+}  // namespace evalbox::harness
+
+namespace evalbox::harness {
+namespace {
+
+// With an image: the request names it, the image's Env joins the base environment (its PATH
+// after the fixture's bin/, HOME staying the managed home), and the plan and candidate still
+// override it.
+TEST_F(SessionRequest, AnImagesEnvironmentSitsBetweenTheBaseAndThePlan) {
+  const auto image = python_image();
+  fixture_.environment = environment_spec{};
+  plan_.env = {{"LANG", "plan"}};
+  auto req = request(&image);
+  ASSERT_TRUE(req) << req.error().message;
+  ASSERT_TRUE(req->image);
+  EXPECT_EQ(req->image->id, image.id);
+  EXPECT_EQ(req->image->manifest_digest, image.manifest_digest);
+  EXPECT_EQ(req->env.at("PATH"), "/evalbox/bin:/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(req->env.at("PYTHONUNBUFFERED"), "1");
+  EXPECT_EQ(req->env.at("HOME"), "/home/agent");
+  EXPECT_EQ(req->env.at("LANG"), "plan");
+  // The fixture has workspace/: it is /workspace, whatever the image's WorkingDir.
+  EXPECT_EQ(req->workspace.source, fixture_.dir / "workspace");
+  EXPECT_EQ(req->workspace.target, "/workspace");
+}
+
+// Without workspace/, the workspace is a directory of the image: the fixture's workdir, else
+// the image's WorkingDir, else an empty /workspace.
+TEST_F(SessionRequest, WithoutWorkspaceTheWorkdirOfTheFixtureThenTheImageIsTheWorkspace) {
+  auto image = python_image();
+  fixture_.has_workspace = false;
+  fixture_.environment = environment_spec{};
+  fixture_.environment->workdir = "/app";
+  auto req = request(&image);
+  ASSERT_TRUE(req) << req.error().message;
+  EXPECT_TRUE(req->workspace.source.empty());
+  EXPECT_EQ(req->workspace.image_dir, "/app");
+  EXPECT_EQ(req->workspace.target, "/app");
+
+  fixture_.environment->workdir.reset();
+  EXPECT_EQ(request(&image)->workspace.target, "/srv/app");
+  image.working_dir = "/";
+  EXPECT_EQ(request(&image)->workspace.target, "/workspace");
+  image.working_dir.clear();
+  EXPECT_EQ(request(&image)->workspace.image_dir, "/workspace");
 }
 
 }  // namespace

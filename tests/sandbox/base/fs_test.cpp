@@ -1,8 +1,10 @@
 #include "sandbox/base/fs.h"
 
+#include <grp.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -167,6 +169,35 @@ TEST(RemoveTree, RemovesSymlinksWithoutFollowingThem) {
   ASSERT_TRUE(remove_tree(tree));
   EXPECT_FALSE(fs::exists(tree));
   EXPECT_TRUE(fs::exists(keep / "precious"));
+}
+
+// Without root, a directory of ours made 0000 (by a program in a sandbox, or overlayfs's
+// work/work) cannot be opened; remove_tree gives it back its mode first. Run as an
+// unprivileged user in a child process (as root the mode is no obstacle).
+TEST(RemoveTree, ADirectoryOfOursWithoutPermissionsGoesToo) {
+  temp_dir dir;
+  const uid_t user = ::geteuid() == 0 ? 65534 : ::geteuid();
+  auto tree = dir.path() / "mine/tree";
+  ASSERT_TRUE(make_dirs(tree / "locked/inner"));
+  ASSERT_TRUE(write_file(tree / "locked/inner/f", "y"));
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+    for (const auto& p : {tree.parent_path(), tree, tree / "locked", tree / "locked/inner",
+                          tree / "locked/inner/f"})
+      ASSERT_EQ(::chown(p.c_str(), user, user), 0);
+  }
+  ASSERT_EQ(::chmod((tree / "locked").c_str(), 0), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(user, user, user) != 0 ||
+                             ::setresuid(user, user, user) != 0))
+      ::_exit(3);
+    ::_exit(remove_tree(tree) ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  EXPECT_FALSE(fs::exists(tree));
 }
 
 TEST(RemoveTree, MissingPathIsFine) {

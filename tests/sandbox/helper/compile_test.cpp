@@ -78,6 +78,12 @@ const char* op_name(op kind) {
       return "landlock";
     case op::seccomp:
       return "seccomp";
+    case op::fs_open:
+      return "fs_open";
+    case op::fs_config:
+      return "fs_config";
+    case op::fs_attach:
+      return "fs_attach";
     case op::exec:
       return "exec";
   }
@@ -122,6 +128,11 @@ std::string render(const compiled& c) {
   };
   steps("setup", c.ctx.setup);
   steps("program", c.ctx.program);
+  if (c.ctx.exec_candidates)
+    for (const char* const* p = c.ctx.exec_candidates; *p; ++p)
+      out += fmt::format("exec candidate {}\n", *p);
+  for (const auto& [path, content] : c.host_files)
+    out += fmt::format("host file {} {}\n", path, escaped(content.c_str()));
   for (char* const* a = c.ctx.argv; *a; ++a) out += fmt::format("argv {}\n", *a);
   for (char* const* e = c.ctx.envp; *e; ++e) out += fmt::format("env {}\n", *e);
   return out;
@@ -206,6 +217,46 @@ TEST(CompilePlan, StepsMatchTheGoldenList) {
   ASSERT_TRUE(compile(representative_plan(), debian_host(), c));
   evalbox::testing::expect_golden(
       render(c), fs::path(EVALBOX_SOURCE_DIR) / "tests/data/sandbox/helper/compiled-steps.txt");
+}
+
+// The same agent in an image's root, started by a bare name: the layers are opened with the
+// other sources, the overlay is made after the id change and attached as the new root, no host
+// system path is bound, /etc gets generated files over the image's, every mount target is
+// checked beneath the root, / stays writable, and the program is looked up on its PATH.
+launch_plan image_plan() {
+  launch_plan p = representative_plan();
+  p.image = plan_image{{"/state/images/layers/bbbb/tree", "/state/images/layers/aaaa/tree"},
+                       "/state/runs/golden/disk/root/upper",
+                       "/state/runs/golden/disk/root/work",
+                       "sha256:1111",
+                       "oci:/images/py313:latest",
+                       "sha256:2222",
+                       {"sha256:aaaa", "sha256:bbbb"}};
+  p.workspace_target = "/app";
+  p.cwd = "/app";
+  p.argv = {"python3", "-m", "agent"};
+  p.env = {{"HOME", "/home/agent"}, {"PATH", "/usr/local/bin:/usr/bin::/bin"}};
+  return p;
+}
+
+TEST(CompilePlan, AnImageRootMatchesTheGoldenList) {
+  compiled c;
+  ASSERT_TRUE(compile(image_plan(), debian_host(), c));
+  evalbox::testing::expect_golden(
+      render(c),
+      fs::path(EVALBOX_SOURCE_DIR) / "tests/data/sandbox/helper/compiled-image-steps.txt");
+  EXPECT_EQ(c.ll.abi, 6);
+}
+
+TEST(CompilePlan, ABareProgramWithoutPathInItsEnvironmentIsNotFoundAndSaysWhy) {
+  launch_plan p = representative_plan();
+  p.argv = {"make", "test"};
+  p.env.erase("PATH");
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  ASSERT_NE(c.ctx.exec_candidates, nullptr);
+  EXPECT_EQ(c.ctx.exec_candidates[0], nullptr);
+  EXPECT_EQ(names(c.ctx.program).back(), "execve make (no PATH to find it on)");
 }
 
 // The helper mounts every system path the host has, in the order of spec/system_paths.h: a

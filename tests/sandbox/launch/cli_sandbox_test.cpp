@@ -8,6 +8,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 #include "tests/support/isolation.h"
+#include "tests/support/test_images.h"
 
 namespace evalbox {
 namespace {
@@ -22,11 +23,12 @@ class CliSandbox : public ::testing::Test {
     ASSERT_TRUE(write_file(dir_.path() / "ws" / "f.txt", "original\n"));
   }
   // Runs `evalbox sandbox exec` with `args`; returns the exit code, stdout into out_.
-  int exec(const std::string& args) {
-    const std::string cmd = fmt::format(
-        "{}/harness/cli/evalbox sandbox exec --state-dir {} --workspace {} {} > {} 2>{}",
-        EVALBOX_BINARY_DIR, (dir_.path() / "state").string(), (dir_.path() / "ws").string(), args,
-        (dir_.path() / "out").string(), (dir_.path() / "err").string());
+  int exec(const std::string& args, bool workspace = true) {
+    const std::string cmd =
+        fmt::format("{}/harness/cli/evalbox sandbox exec --state-dir {} {} {} > {} 2>{}",
+                    EVALBOX_BINARY_DIR, (dir_.path() / "state").string(),
+                    workspace ? "--workspace " + (dir_.path() / "ws").string() : "", args,
+                    (dir_.path() / "out").string(), (dir_.path() / "err").string());
     int st = std::system(cmd.c_str());
     out_ = read_file(dir_.path() / "out").value_or("");
     err_ = read_file(dir_.path() / "err").value_or("");
@@ -65,6 +67,55 @@ TEST_F(CliSandbox, ASandboxFailureExits125WithTheMessage) {
   EXPECT_EQ(exec("-- /usr/bin/env -i /no/such/program"), 127);  // the program's own 127
   EXPECT_EQ(exec("--network allow:10.0.0.1:80 -- true"), 125);
   EXPECT_NE(err_.find("only loopback IP literals or host names"), std::string::npos) << err_;
+}
+
+// --image: the image's root and Env, its working directory as the workspace when no host
+// directory is given, commands found on its PATH, unknown ones 127.
+TEST_F(CliSandbox, AnImageIsTheRootAndItsWorkingDirectoryTheWorkspace) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().userns_overlay, "overlayfs in a user namespace");
+  const std::string ref = evalbox::testing::test_image_ref("busybox");
+  EVALBOX_REQUIRE_FEATURE(!ref.empty(), "the busybox test image");
+  EXPECT_EQ(exec(fmt::format("--image {} -- sh -c 'pwd; grep ^ID= /etc/os-release; echo $PATH; "
+                             "echo $EVALBOX_IMAGE'",
+                             ref),
+                 false),
+            0)
+      << err_;
+  EXPECT_EQ(out_, "/root\nID=evalbox-busybox\n/bin\nbusybox\n");
+  // With a host directory too: that is /workspace, in the image's root.
+  EXPECT_EQ(exec(fmt::format("--image {} -- sh -c 'pwd; cat f.txt; test -e /etc/debian_version "
+                             "|| echo not-the-host'",
+                             ref)),
+            0)
+      << err_;
+  EXPECT_EQ(out_, "/workspace\noriginal\nnot-the-host\n");
+  EXPECT_EQ(exec(fmt::format("--image {} -- python3 --version", ref), false), 127);
+  EXPECT_NE(err_.find("python3: not found in the sandbox"), std::string::npos) << err_;
+  EXPECT_EQ(exec("--image oci:/no/such/image -- true", false), 64);
+  EXPECT_NE(err_.find("oci:/no/such/image"), std::string::npos) << err_;
+  EXPECT_EQ(exec("-- true", false), 64);
+  EXPECT_NE(err_.find("give --workspace DIR"), std::string::npos) << err_;
+}
+
+TEST_F(CliSandbox, ADebianImagesPythonRunsAndAnInstallIntoItsRootIsThrownAway) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().userns_overlay, "overlayfs in a user namespace");
+  const std::string ref = evalbox::testing::test_image_ref("debian");
+  EVALBOX_REQUIRE_FEATURE(!ref.empty(), "the Debian test image (Debian's mirror, once)");
+  EXPECT_EQ(
+      exec(fmt::format("--image {} -- sh -c 'python3 -c \"import sys; "
+                       "print(sys.version_info[:2])\"; grep ^VERSION_CODENAME /etc/os-release; "
+                       "echo x > /usr/lib/python3/dist-packages/evalbox_probe.py && echo wrote'",
+                       ref),
+           false),
+      0)
+      << err_;
+  EXPECT_EQ(out_, "(3, 11)\nVERSION_CODENAME=bookworm\nwrote\n");
+  EXPECT_EQ(exec(fmt::format("--image {} -- sh -c 'test -e "
+                             "/usr/lib/python3/dist-packages/evalbox_probe.py || echo gone'",
+                             ref),
+                 false),
+            0);
+  EXPECT_EQ(out_, "gone\n");
 }
 
 }  // namespace

@@ -69,10 +69,51 @@ TEST_F(Validate, RejectsMissingArgv0) {
   expect_rejected(r, error_kind::not_found, "does not exist");
 }
 
-TEST_F(Validate, RejectsRelativeArgv0) {
+TEST_F(Validate, RejectsARelativePathAsArgv0) {
   auto r = env.request();
-  r.argv = {"true"};
-  expect_rejected(r, error_kind::invalid_argument, "not an absolute path");
+  r.argv = {"bin/agent"};
+  expect_rejected(r, error_kind::invalid_argument, "is a relative path");
+}
+
+// A bare name is looked up on the sandbox's own PATH when the program starts: the host's PATH
+// (a pyenv shim under a protected home, say) plays no part, so nothing is checked here.
+TEST_F(Validate, AcceptsABareProgramNameToFindOnTheSandboxsPath) {
+  auto r = env.request();
+  r.argv = {"python3", "-c", "pass"};
+  EXPECT_TRUE(validate(r, {env.state}));
+  r.argv = {".."};
+  expect_rejected(r, error_kind::invalid_argument, "not a program name");
+}
+
+// With an image root, a program below a system directory is the image's: the host need not
+// have it.
+TEST_F(Validate, AnImagesSystemProgramNeedsNoHostFile) {
+  auto r = env.request();
+  r.argv = {"/usr/bin/no-such-program-on-this-host"};
+  expect_rejected(r, error_kind::not_found, "does not exist");
+  r.image = image_root{"sha256:" + std::string(64, 'a'), "oci:/images/x", ""};
+  r.workspace.target = "/workspace";
+  EXPECT_TRUE(validate(r, {env.state}));
+}
+
+TEST_F(Validate, ImageRequestsAreCheckedBeforeAnythingIsMade) {
+  auto r = env.request();
+  r.image = image_root{"sha256:short", "oci:/images/x", ""};
+  expect_rejected(r, error_kind::invalid_argument, "not sha256:<64 hex>");
+  r.image->id = "sha256:" + std::string(64, 'a');
+  r.workspace.target = "/";
+  expect_rejected(r, error_kind::invalid_argument, "other than /");
+  r.workspace.target = "/home";
+  expect_rejected(r, error_kind::invalid_argument, "which the sandbox builds itself");
+  r.workspace.target = "/app";
+  r.workspace.image_dir = "/app";
+  expect_rejected(r, error_kind::invalid_argument, "both a host source");
+  auto plain = env.request();
+  plain.workspace.target = "/app";
+  expect_rejected(plain, error_kind::invalid_argument, "without an image root");
+  plain.workspace.target = "/workspace";
+  plain.workspace.image_dir = "/app";
+  expect_rejected(plain, error_kind::invalid_argument, "needs an image root");
 }
 
 TEST_F(Validate, RejectsNonExecutableArgv0) {
