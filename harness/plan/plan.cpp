@@ -34,6 +34,13 @@ bool glob_match(std::string_view p, std::string_view t) {
   return pi == p.size();
 }
 
+std::string run_id_of(std::string_view fixture_digest, std::string_view candidate_digest,
+                      int trial) {
+  return sha256_hex(
+             fmt::format("evalbox.run.v1\n{}\n{}\n{}", fixture_digest, candidate_digest, trial))
+      .substr(0, 16);
+}
+
 result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options) {
   if (options.shard_count < 1 || options.shard_index < 0 ||
       options.shard_index >= options.shard_count)
@@ -54,9 +61,8 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
         if (static_cast<int>(index % static_cast<size_t>(options.shard_count)) !=
             options.shard_index)
           continue;
-        std::string key =
-            fmt::format("evalbox.run.v1\n{}\n{}\n{}", suite.fixtures[f].digest, cand_digests[c], t);
-        runs.push_back({f, c, t, sha256_hex(key).substr(0, 16), cand_digests[c]});
+        runs.push_back(
+            {f, c, t, run_id_of(suite.fixtures[f].digest, cand_digests[c], t), cand_digests[c]});
       }
     }
   }
