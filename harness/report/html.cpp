@@ -297,6 +297,13 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
       "<span class=\"failed\">{2} failed</span>, <span class=\"error\">{3} infrastructure "
       "error(s)</span> (not task failures: left out of every denominator).</p>\n",
       s.runs, passed, failed, s.errors.size());
+  if (s.missing)
+    h << fmt::format(
+        "<p id=\"missing\" class=\"error\" data-missing=\"{0}\" "
+        "data-planned=\"{1}\"><strong>Partial "
+        "results: {0} of the plan's {1} runs are missing</strong> (not run, or not merged): every "
+        "number here is over the {2} recorded runs only.</p>\n",
+        s.missing->missing, s.missing->planned, s.runs);
 
   // ---- candidates ----
   h << fmt::format(

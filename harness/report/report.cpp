@@ -403,6 +403,11 @@ status write_markdown(std::ostream& out, const stats::summary& s, const run_inde
                       const std::string& suite_name) {
   out << fmt::format("# evalbox report: {}\n\n{} runs, {} infrastructure error(s).\n\n",
                      md_cell(suite_name), s.runs, s.errors.size());
+  if (s.missing)
+    out << fmt::format(
+        "**Partial results: {} of the plan's {} runs are missing** (not run, or not "
+        "merged): every number below is over the {} recorded runs only.\n\n",
+        s.missing->missing, s.missing->planned, s.runs);
   out << fmt::format(
       "pass@1 is the mean over fixtures of per-fixture pass rates; its {:.0f}% interval is a "
       "fixture-clustered bootstrap, n = fixtures. Infrastructure errors are not task failures: "
@@ -683,6 +688,13 @@ result<stats::summary> write_reports(const std::filesystem::path& dir, const run
         "fixture and trial)",
         runs.superseded());
   auto s = EB_TRY(summarize_runs(runs, std::move(baseline)));
+  EB_TRY(write_reports(dir, s, runs, suite_name, formats));
+  return s;
+}
+
+status write_reports(const std::filesystem::path& dir, const stats::summary& s,
+                     const run_index& runs, const std::string& suite_name,
+                     std::span<const report_format> formats) {
   for (report_format f : formats) {
     auto render = [&](std::ostream& out) -> status {
       switch (f) {
@@ -701,7 +713,7 @@ result<stats::summary> write_reports(const std::filesystem::path& dir, const run
     EB_TRY_CTX(write_file_streamed(dir / report_file_name(f), render),
                fmt::format("write {}", report_file_name(f)));
   }
-  return s;
+  return {};
 }
 
 result<stats::summary> write_reports(const std::filesystem::path& dir,
