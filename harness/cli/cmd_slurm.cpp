@@ -95,6 +95,13 @@ int slurm_command(const slurm_args& a) {
   o.suite = absolute_path(a.suite);
   o.results =
       absolute_path(a.results.empty() ? suite->results_dir : std::filesystem::path(a.results));
+  if (!harness::scale::slurm_safe_path(o.results.string())) {
+    fmt::print(stderr,
+               "--results {}: Slurm reads the log paths below it from #SBATCH lines, which are "
+               "not shell: choose a path of letters, digits and / . _ - + : , @ = only\n",
+               o.results.string());
+    return exit_usage;
+  }
   std::error_code ec;
   o.evalbox = a.evalbox.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec)
                                 : absolute_path(a.evalbox);

@@ -44,6 +44,10 @@ std::string shell_quote(std::string_view text) {
   return out + "'";
 }
 
+bool slurm_safe_path(std::string_view path) {
+  return !path.empty() && shell_quote(path) == path && path.find('%') == std::string_view::npos;
+}
+
 std::string slurm_time(uint64_t ms) {
   uint64_t minutes = std::max<uint64_t>(1, (ms + 59'999) / 60'000);
   uint64_t days = minutes / (24 * 60), hours = minutes / 60 % 24, mins = minutes % 60;

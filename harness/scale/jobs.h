@@ -37,6 +37,10 @@ struct slurm_scripts {
   std::string merge;  // the merge job, submitted with --dependency on the array
 };
 
+// `results` goes into #SBATCH lines, which Slurm does not parse as shell: it must be a path
+// without spaces, quotes or other characters a shell would treat specially.
+bool slurm_safe_path(std::string_view path);
+
 slurm_scripts slurm_jobs(const slurm_options& o);
 
 // Slurm's --time from milliseconds, rounded up to a whole minute: "MM", "HH:MM:SS" or

@@ -287,17 +287,16 @@ result<merge_report> merge_shards(const merge_options& options) {
   if (options.shards.empty())
     return make_error(error_kind::invalid_argument, "no shard directory given");
   // ---- inputs: every one a results directory of the same plan ----
-  std::vector<source> sources;
-  auto output = EB_TRY(open_output(options.into));
-  if (output) sources.push_back(std::move(*output));
-  const bool had_output = !sources.empty();
-  for (const auto& dir : options.shards) {
+  for (const auto& dir : options.shards)
     if (same_dir(dir, options.into))
       return make_error(error_kind::invalid_argument,
                         "{} is both a shard and --into: merge into another directory",
                         dir.string());
-    sources.push_back(EB_TRY(open_shard(dir)));
-  }
+  std::vector<source> sources;
+  auto output = EB_TRY(open_output(options.into));
+  if (output) sources.push_back(std::move(*output));
+  const bool had_output = !sources.empty();
+  for (const auto& dir : options.shards) sources.push_back(EB_TRY(open_shard(dir)));
   const source& first = sources.front();
   for (const auto& s : sources) {
     if (s.plan.matrix_digest() != first.plan.matrix_digest())
