@@ -1,0 +1,106 @@
+#!/bin/bash
+# scripts/package: the Debian package installs and evalbox runs from where it was installed
+# (its helper found beside it, not in the build tree), `cmake --install` gives the same, and
+# the OCI image layout holds what its index says: every blob under its digest, the manifest's
+# config and layers, the config's diff_ids those of the uncompressed layers, and a root file
+# system in which the packaged evalbox runs and dpkg knows it is installed.
+# usage: package.sh SOURCE_DIR BUILD_DIR EVALBOX_HELPER
+set -euo pipefail
+src=$1 build=$2 build_helper=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/evalbox-package-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() {
+  if [ "${EVALBOX_REQUIRE_ISOLATION:-0}" = 1 ]; then
+    echo "FAIL: $1 (EVALBOX_REQUIRE_ISOLATION=1: this test may not skip)" >&2; exit 1
+  fi
+  echo "SKIP: $1" >&2; exit 77
+}
+[ "$(id -u)" = 0 ] || skip "needs root (dpkg --root, chroot, mounts)"
+
+set +e
+EVALBOX_BUILD_DIR=$build "$src/scripts/package" --no-build --out "$work/pkg" >"$work/out" 2>"$work/err"
+rc=$?
+set -e
+[ "$rc" = 3 ] && skip "the Debian mirror is unreachable (mmdebstrap)"
+[ "$rc" = 0 ] || { cat "$work/err" >&2; fail "scripts/package exited $rc"; }
+deb=$(ls "$work"/pkg/evalbox_*_amd64.deb)
+[ "$(dpkg-deb -f "$deb" Package)" = evalbox ] || fail "the package is not named evalbox"
+dpkg-deb -c "$deb" >"$work/contents"
+grep -q '\./usr/bin/evalbox$' "$work/contents" || fail "no /usr/bin/evalbox in the package"
+grep -q '\./usr/bin/evalbox-sandbox$' "$work/contents" || fail "no helper in the package"
+grep -q '\./usr/share/evalbox/examples/suite.yaml$' "$work/contents" || fail "no examples"
+
+# evalbox run from a prefix, with the build tree's helper hidden: it must use the one beside it.
+mkdir -p "$work/ws"
+echo hello >"$work/ws/a.txt"
+from_prefix() {  # from_prefix BIN_DIR: doctor, then one command in the sandbox
+  env -u EVALBOX_HELPER EVALBOX_STATE_DIR="$work/state" \
+    unshare --mount --propagation private sh -c '
+    mount -t tmpfs none "$(dirname "$1")" || exit 90
+    "$2/evalbox" doctor >/dev/null || exit 91
+    exec "$2/evalbox" sandbox exec --workspace "$3" -- /bin/cat a.txt' \
+    sh "$build_helper" "$1" "$work/ws"
+}
+root=$work/root
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
+touch "$root/var/lib/dpkg/status"
+dpkg --root="$root" --force-depends -i "$deb" >"$work/dpkg.log" 2>&1 ||
+  { cat "$work/dpkg.log" >&2; fail "dpkg -i failed"; }
+out=$(from_prefix "$root/usr/bin") ||
+  fail "evalbox from the installed package failed ($?)"
+[ "$out" = hello ] || fail "unexpected output from the installed evalbox: $out"
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+out=$(from_prefix "$work/prefix/bin") ||
+  fail "evalbox from cmake --install failed ($?)"
+[ "$out" = hello ] || fail "unexpected output from cmake --install's evalbox: $out"
+
+# The OCI layout, checked against its own digests, then unpacked and run.
+python3 - "$work/pkg/evalbox-oci" "$work/rootfs" <<'PY'
+import gzip, hashlib, json, os, sys, tarfile
+layout, rootfs = sys.argv[1], sys.argv[2]
+def blob(digest):
+    algo, hexd = digest.split(":")
+    assert algo == "sha256", digest
+    data = open(os.path.join(layout, "blobs", algo, hexd), "rb").read()
+    assert hashlib.sha256(data).hexdigest() == hexd, "blob %s does not match its digest" % digest
+    return data
+assert json.load(open(os.path.join(layout, "oci-layout"))) == {"imageLayoutVersion": "1.0.0"}
+index = json.load(open(os.path.join(layout, "index.json")))
+assert index["schemaVersion"] == 2 and len(index["manifests"]) == 1, index
+desc = index["manifests"][0]
+assert desc["mediaType"] == "application/vnd.oci.image.manifest.v1+json"
+assert desc["annotations"]["org.opencontainers.image.ref.name"] == "0.1.0"
+raw = blob(desc["digest"])
+assert len(raw) == desc["size"]
+manifest = json.loads(raw)
+assert manifest["schemaVersion"] == 2
+cfg_raw = blob(manifest["config"]["digest"])
+assert len(cfg_raw) == manifest["config"]["size"]
+config = json.loads(cfg_raw)
+assert config["os"] == "linux" and config["architecture"] == "amd64"
+layers = manifest["layers"]
+assert len(layers) == len(config["rootfs"]["diff_ids"]) == 2
+os.makedirs(rootfs)
+for layer, diff_id in zip(layers, config["rootfs"]["diff_ids"]):
+    assert layer["mediaType"] == "application/vnd.oci.image.layer.v1.tar+gzip"
+    data = blob(layer["digest"])
+    assert len(data) == layer["size"]
+    tar = gzip.decompress(data)
+    assert "sha256:" + hashlib.sha256(tar).hexdigest() == diff_id, "diff_id of " + layer["digest"]
+    path = os.path.join(rootfs, "..", "layer.tar")
+    open(path, "wb").write(tar)
+    with tarfile.open(path) as t:  # built here, no whiteouts: unpacked in order
+        t.extractall(rootfs, filter=lambda m, p: m if not m.isdev() else None)
+    os.unlink(path)
+status = open(os.path.join(rootfs, "var/lib/dpkg/status")).read()
+assert "Package: evalbox\nStatus: install ok installed" in status, "dpkg does not know evalbox"
+assert "Package: python3\n" in status and "Package: git\n" in status
+print("oci layout: ok")
+PY
+chroot "$work/rootfs" /usr/bin/evalbox --version | grep -q '^evalbox 0.1.0$' ||
+  fail "the image's evalbox does not run"
+chroot "$work/rootfs" /usr/bin/evalbox validate /usr/share/evalbox/examples/suite.yaml >/dev/null ||
+  fail "the image's evalbox cannot load its example suite"
+[ -x "$work/rootfs/usr/bin/evalbox-sandbox" ] || fail "no helper in the image"
+echo "package: deb, cmake --install and OCI layout ok"
