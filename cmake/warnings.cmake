@@ -17,6 +17,9 @@ set(CMAKE_POSITION_INDEPENDENT_CODE ON)
 # --as-needed drops the shared libraries nothing references any more.
 function(evalbox_lean_executable target)
   target_sources(${target} PRIVATE $<TARGET_OBJECTS:evalbox_fmt_runtime>)
+  if(EVALBOX_SANITIZE)
+    return()  # the sanitizer runtimes are shared libraries; a static libstdc++ hides new/delete
+  endif()
   target_link_options(${target} PRIVATE -Wl,--as-needed -static-libstdc++ -static-libgcc)
 endfunction()
 
@@ -28,5 +31,8 @@ endfunction()
 function(evalbox_static_executable target)
   target_sources(${target} PRIVATE $<TARGET_OBJECTS:evalbox_fmt_runtime>)
   set_target_properties(${target} PROPERTIES EVALBOX_STATIC ON)
+  if(EVALBOX_SANITIZE)
+    return()  # ASan and UBSan do not support -static-pie: linked dynamically under them
+  endif()
   target_link_options(${target} PRIVATE -static-pie)
 endfunction()

@@ -142,6 +142,7 @@ class parser {
         const json& input = get_field(block, "input");
         call.input = input.is_null() ? json::object() : input;
         if (call.tool == "shell") call.command = get_string(call.input, "command");
+        calls_.add(call.id, static_cast<size_t>(&s - t_.steps.data()), s.tool_calls.size());
         s.tool_calls.push_back(std::move(call));
       } else {
         ++t_.unknown_events["assistant/" + kind];
@@ -182,13 +183,9 @@ class parser {
     std::string text = result_text(get_field(block, "content"));
     // Write results carry no is_error key at all: missing means success.
     obs.is_error = harness::get_bool(block, "is_error").value_or(false);
-    step* owner = harness::find_step_with_call(t_, obs.call_id);
-    bool shell = false;
-    if (owner != nullptr) {
-      for (const auto& c : owner->tool_calls) {
-        if (c.id == obs.call_id) shell = c.tool == "shell";
-      }
-    }
+    step* owner = calls_.owner(t_, obs.call_id);
+    const tool_call* call = calls_.call(t_, obs.call_id);
+    bool shell = call != nullptr && call->tool == "shell";
     if (shell) {
       // Claude Code reports no exit status; Bash marks exactly the non-zero exits as errors,
       // with "Exit code N" first. An interrupted command has no status to report.
@@ -248,6 +245,7 @@ class parser {
   }
 
   transcript t_;
+  harness::call_index calls_;  // tool_use id -> where it is, for tool_result blocks
   std::string last_message_id_;
   bool saw_result_ = false;
   size_t invocation_first_step_ = 0;  // first step of the current invocation

@@ -1,9 +1,11 @@
 // Normalizes Codex CLI's `codex exec --json` stream (observed: codex-cli 0.171.0).
 #include "adapters/codex/transcript.h"
+#include "sandbox/base/json_checks.h"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <utility>
 
@@ -292,13 +294,11 @@ std::optional<std::string> rollout_command(const std::string& name, const json& 
 void parse_function_output(std::string_view text, rollout_call& call) {
   constexpr std::string_view exited = "Process exited with code ";
   if (auto pos = text.find(exited); pos != std::string_view::npos) {
+    // from_chars, not a digit loop: "code 99999999999" is out of range, not a signed overflow.
+    std::string_view digits = text.substr(pos + exited.size());
     int code = 0;
-    bool any = false;
-    for (size_t i = pos + exited.size(); i < text.size() && std::isdigit(text[i]); ++i) {
-      code = code * 10 + (text[i] - '0');
-      any = true;
-    }
-    if (any) call.exit_code = code;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), code);
+    if (ec == std::errc() && end != digits.data()) call.exit_code = code;
   }
   constexpr std::string_view marker = "Output:\n";
   auto pos = text.find(marker);
@@ -324,8 +324,8 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
     const std::string ptype = harness::get_string(payload, "type").value_or("");
     const std::string call_id = harness::get_string(payload, "call_id").value_or("");
     if (ptype == "function_call") {
-      json args =
-          json::parse(harness::get_string(payload, "arguments").value_or(""), nullptr, false);
+      std::string text = harness::get_string(payload, "arguments").value_or("");
+      json args = json_too_deep(text) ? json() : json::parse(text, nullptr, false);
       auto command = rollout_command(harness::get_string(payload, "name").value_or(""), args);
       if (!command || call_id.empty()) return;
       by_id[call_id] = calls.size();
@@ -340,27 +340,32 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
     }
   });
 
-  // The stream's shell calls in order, as (step index, matched).
-  std::vector<std::pair<size_t, bool>> shell;
-  for (size_t i = 0; i < t.steps.size(); ++i)
-    for (const auto& c : t.steps[i].tool_calls)
-      if (c.tool == "shell") shell.emplace_back(i, false);
-  auto command_of = [&](size_t step) -> std::string {
-    for (const auto& c : t.steps[step].tool_calls)
-      if (c.tool == "shell") return c.command.value_or("");
-    return {};
-  };
+  // The stream's shell steps by command, in step order (a step once per shell call, named by
+  // its first one's command), with how far the matching below has moved through each list.
+  // Matching only moves forward, so this is linear where a scan per call and an insert per
+  // unmatched call were quadratic (a rollout of many calls stalled the harness).
+  std::map<std::string, std::pair<std::vector<size_t>, size_t>, std::less<>> shells;
+  for (size_t i = 0; i < t.steps.size(); ++i) {
+    const std::string* first = nullptr;
+    for (const auto& c : t.steps[i].tool_calls) {
+      if (c.tool != "shell") continue;
+      static const std::string none;
+      if (!first) first = c.command ? &*c.command : &none;
+      shells[*first].first.push_back(i);
+    }
+  }
 
   int added = 0;
-  size_t cursor = 0;  // the step after the last matched or added call
+  size_t cursor = 0;  // the stream step after the last matched call
+  std::vector<std::pair<size_t, step>> inserts;  // (before which stream step, the new step)
   for (const auto& call : calls) {
-    auto match = std::find_if(shell.begin(), shell.end(), [&](const auto& s) {
-      return !s.second && s.first >= cursor && command_of(s.first) == call.command;
-    });
-    if (match != shell.end()) {
-      match->second = true;
-      cursor = match->first + 1;
-      continue;
+    if (auto it = shells.find(call.command); it != shells.end()) {
+      auto& [steps, next] = it->second;
+      while (next < steps.size() && steps[next] < cursor) ++next;
+      if (next < steps.size()) {
+        cursor = steps[next++] + 1;
+        continue;
+      }
     }
     step s;
     s.source = "agent";
@@ -378,11 +383,19 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
       o.is_error = call.exit_code && *call.exit_code != 0;
       s.observations.push_back(std::move(o));
     }
-    t.steps.insert(t.steps.begin() + static_cast<std::ptrdiff_t>(cursor), std::move(s));
-    for (auto& sh : shell)
-      if (sh.first >= cursor) ++sh.first;
-    ++cursor;
+    inserts.emplace_back(cursor, std::move(s));
     ++added;
+  }
+  if (!inserts.empty()) {
+    std::vector<step> merged;
+    merged.reserve(t.steps.size() + inserts.size());
+    size_t next = 0;
+    for (size_t i = 0; i <= t.steps.size(); ++i) {
+      while (next < inserts.size() && inserts[next].first == i)
+        merged.push_back(std::move(inserts[next++].second));
+      if (i < t.steps.size()) merged.push_back(std::move(t.steps[i]));
+    }
+    t.steps = std::move(merged);
   }
   if (added) harness::renumber_steps(t);
   return added;

@@ -41,6 +41,7 @@ class parser {
       const json& params = get_field(e, "parameters");
       c.input = params.is_object() ? params : json::object();
       if (c.tool == "shell") c.command = get_string(c.input, "command");
+      calls_.add(c.id, static_cast<size_t>(&s - t_.steps.data()), s.tool_calls.size());
       s.tool_calls.push_back(std::move(c));
     } else if (type == "tool_result") {
       harness::observation o;
@@ -52,7 +53,7 @@ class parser {
         o.is_error = true;
       }
       o.output = harness::truncate_output(std::move(out));
-      harness::step* owner = harness::find_step_with_call(t_, o.call_id);
+      harness::step* owner = calls_.owner(t_, o.call_id);
       if (!owner) owner = &new_step(ts);
       owner->observations.push_back(std::move(o));
     } else if (type == "result") {
@@ -121,6 +122,7 @@ class parser {
   }
 
   harness::transcript t_;
+  harness::call_index calls_;  // tool_id -> where it is, for tool_result events
   bool saw_result_ = false;
   std::optional<std::string> last_error_;
 };

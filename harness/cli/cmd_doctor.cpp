@@ -5,10 +5,33 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/image_store.h"
+#include "sandbox/base/units.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/sys/probe.h"
 
 namespace evalbox::cli {
+
+namespace {
+
+// The image store's path, size and whiteout form — if there is one: doctor creates none.
+std::string image_store_line(const std::filesystem::path& state) {
+  const auto where = state / "images";
+  if (!std::filesystem::exists(where / "store.json"))
+    return fmt::format("image store {}: none yet (evalbox image import creates it)",
+                       where.string());
+  auto store = open_image_store(state.string());
+  if (!store) return fmt::format("image store {}: {}", where.string(), store.error().message);
+  auto size = store->size();
+  auto images = store->list();
+  if (!size || !images)
+    return fmt::format("image store {}: {}", where.string(),
+                       !size ? size.error().message : images.error().message);
+  return fmt::format("image store {}: {} image(s), {} of layers, whiteouts as {}", where.string(),
+                     images->size(), format_bytes(*size), sys::to_string(store->whiteout()));
+}
+
+}  // namespace
 
 void register_doctor(CLI::App& app, action& out) {
   auto* cmd = app.add_subcommand(
@@ -37,6 +60,7 @@ void register_doctor(CLI::App& app, action& out) {
                      f.name, f.detail, f.required ? "" : "");
           if (!f.available) fmt::print("       {:<18} hint: {}\n", "", f.hint);
         }
+        fmt::print("\n  {}\n", image_store_line(dir));
         fmt::print("\n{}\n", host.sandbox_ready()
                                  ? "The default sandbox can run on this host."
                                  : "The default sandbox cannot run here: fix the FAIL lines.");

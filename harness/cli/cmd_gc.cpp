@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/image_store.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/log.h"
+#include "sandbox/base/units.h"
 #include "sandbox/preparer/preparer.h"
 
 namespace evalbox::cli {
@@ -15,14 +17,32 @@ void register_gc(CLI::App& app, action& out) {
       "gc",
       "Reclaim stale runs: every run directory whose lock is free (its process died) has its "
       "mounts unmounted, its cgroups removed and its files deleted. Live runs are left alone; "
-      "credential leases are kept.");
+      "credential leases are kept. With --images, also the image store: partial layers a "
+      "crashed import left, layers no image names, and (with --max-size) least recently used "
+      "images until the store fits — never an image a live run holds.");
   auto json_out = std::make_shared<bool>(false);
   auto state = std::make_shared<std::string>();
   cmd->add_flag("--json", *json_out, "print evalbox.gc.v1 JSON instead of a summary");
   cmd->add_option("--state-dir", *state,
                   "state root to clean (default: EVALBOX_STATE_DIR or the standard location)");
-  cmd->callback([&out, json_out, state] {
-    out = [json_out, state] {
+  auto images = std::make_shared<bool>(false);
+  auto max_size = std::make_shared<std::string>();
+  cmd->add_flag("--images", *images, "also collect the image store (<state>/images)");
+  cmd->add_option("--max-size", *max_size,
+                  "with --images: remove least recently used images until the store's layers "
+                  "take at most SIZE (e.g. 20GiB)");
+  cmd->callback([&out, json_out, state, images, max_size] {
+    out = [json_out, state, images, max_size] {
+      std::optional<uint64_t> limit;
+      if (!max_size->empty()) {
+        auto bytes = parse_bytes(*max_size);
+        if (!bytes || !*images) {
+          log::error("gc --max-size {}: {}", *max_size,
+                     bytes ? "needs --images" : bytes.error().message);
+          return exit_usage;
+        }
+        limit = *bytes;
+      }
       auto options = sandbox::default_preparer_options();
       if (!state->empty()) options.state_root = *state;
       sandbox::preparer preparer(options);
@@ -31,6 +51,17 @@ void register_gc(CLI::App& app, action& out) {
         log::error("gc {}: {}", options.state_root.string(), report.error().message);
         return exit_execution_failed;
       }
+      std::optional<sandbox::image::gc_report> image_report;
+      if (*images) {
+        auto store = open_image_store(options.state_root.string());
+        auto r = store ? store->gc(limit)
+                       : result<sandbox::image::gc_report>(std::unexpected(store.error()));
+        if (!r) {
+          log::error("gc images: {}", r.error().message);
+          return exit_execution_failed;
+        }
+        image_report = *r;
+      }
       if (*json_out) {
         json j{{"schema", "evalbox.gc.v1"},
                {"state_root", options.state_root.string()},
@@ -38,15 +69,37 @@ void register_gc(CLI::App& app, action& out) {
                {"mounts_unmounted", report->mounts_unmounted},
                {"cgroups_removed", report->cgroups_removed},
                {"errors", report->errors}};
+        if (image_report)
+          j["images"] = {{"images_removed", image_report->images_removed},
+                         {"layers_removed", image_report->layers_removed},
+                         {"temporaries_removed", image_report->temporaries_removed},
+                         {"images_in_use", image_report->images_in_use},
+                         {"bytes_freed", image_report->bytes_freed},
+                         {"bytes_after", image_report->bytes_after},
+                         {"errors", image_report->errors}};
         fmt::print("{}", pretty_json(j));
       } else {
-        fmt::print("evalbox gc — {}: {} stale run(s) reclaimed, {} mount(s) unmounted, {} "
-                   "cgroup(s) removed\n",
-                   options.state_root.string(), report->runs_reclaimed,
-                   report->mounts_unmounted, report->cgroups_removed);
+        fmt::print(
+            "evalbox gc — {}: {} stale run(s) reclaimed, {} mount(s) unmounted, {} "
+            "cgroup(s) removed\n",
+            options.state_root.string(), report->runs_reclaimed, report->mounts_unmounted,
+            report->cgroups_removed);
         for (const auto& e : report->errors) fmt::print("  error: {}\n", e);
+        if (image_report) {
+          fmt::print(
+              "images: {} image(s) and {} layer(s) removed, {} partial layer(s) cleaned, "
+              "{} freed, {} left{}\n",
+              image_report->images_removed, image_report->layers_removed,
+              image_report->temporaries_removed, format_bytes(image_report->bytes_freed),
+              format_bytes(image_report->bytes_after),
+              image_report->images_in_use
+                  ? fmt::format(" ({} image(s) kept: in use by a run)", image_report->images_in_use)
+                  : "");
+          for (const auto& e : image_report->errors) fmt::print("  error: {}\n", e);
+        }
       }
-      return report->errors.empty() ? exit_ok : exit_execution_failed;
+      bool clean = report->errors.empty() && (!image_report || image_report->errors.empty());
+      return clean ? exit_ok : exit_execution_failed;
     };
   });
 }

@@ -152,7 +152,9 @@ class reader {
     fields f;
     f.node = n;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const YAML::Node& key = it->first;
+      // A copy (Node is a handle): it-> returns a proxy that dies with this statement, so a
+      // reference to its `first` dangled (ASan: stack-use-after-scope).
+      const YAML::Node key = it->first;
       if (!key.IsScalar()) {
         fail(key, fmt::format("{} has a key that is not a plain name", what));
         continue;

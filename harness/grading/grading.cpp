@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_checks.h"
 
 namespace evalbox::harness {
 
@@ -80,6 +81,12 @@ check_result evaluate_file_check(const check_spec& c, const std::filesystem::pat
       break;
     }
     case pk::json: {
+      // The agent wrote this file: a document nested too deep to dump is refused, not crashed on.
+      if (json_too_deep(content)) {
+        r.detail = fmt::format("{} is not valid JSON (nested deeper than {} levels)", f.path,
+                               max_json_depth);
+        break;
+      }
       json doc = json::parse(content, nullptr, false);
       if (doc.is_discarded()) {
         r.detail = fmt::format("{} is not valid JSON", f.path);

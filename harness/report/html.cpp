@@ -517,7 +517,7 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
     if (cs.is_array())
       for (const auto& c : cs)
         checks.push_back({{"id", str(c, "id")},
-                          {"passed", c.value("passed", false)},
+                          {"passed", report_text::passed(c)},
                           {"detail", str(c, "detail")}});
     const json& score = field(field(r, "grading"), "score");
     const json& wall = field(field(r, "timings"), "wall_ms");

@@ -44,8 +44,8 @@ std::string count(const std::optional<double>& v) {
 }
 
 std::string error_message_of(const json& r) {
-  const json& e = r.contains("execution") ? r["execution"].value("error", json()) : json();
-  const json& g = r.contains("grading") ? r["grading"].value("error", json()) : json();
+  const json& e = field(field(r, "execution"), "error");  // any shape: records come from disk
+  const json& g = field(field(r, "grading"), "error");
   if (e.is_string()) return e.get<std::string>();
   if (g.is_string()) return "grader: " + g.get<std::string>();
   return "not assessed";
@@ -60,6 +60,11 @@ const json& field(const json& j, const char* key) {
 std::string str(const json& j, const char* key) {
   const json& v = field(j, key);
   return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+bool passed(const json& check) {
+  const json& v = field(check, "passed");
+  return v.is_boolean() && v.get<bool>();
 }
 
 }  // namespace report_text
@@ -107,7 +112,7 @@ std::string checks_text(const json& run) {
   if (!checks.is_array()) return out;
   for (const auto& c : checks) {
     std::string detail = str(c, "detail");
-    out += fmt::format("{} {}{}\n", c.value("passed", false) ? "PASS" : "FAIL", str(c, "id"),
+    out += fmt::format("{} {}{}\n", report_text::passed(c) ? "PASS" : "FAIL", str(c, "id"),
                        detail.empty() ? "" : ": " + detail);
   }
   return out;
@@ -118,7 +123,7 @@ std::string failed_check_ids(const json& run) {
   const json& checks = field(field(run, "grading"), "checks");
   if (!checks.is_array()) return failed;
   for (const auto& c : checks)
-    if (!c.value("passed", false)) failed += (failed.empty() ? "" : ", ") + str(c, "id");
+    if (!report_text::passed(c)) failed += (failed.empty() ? "" : ", ") + str(c, "id");
   return failed;
 }
 

@@ -154,6 +154,7 @@ std::string error_message_of(const json& record);   // why a run is an error
 // j[key], or null when j is not an object or has no such key (records come from disk).
 const json& field(const json& j, const char* key);
 std::string str(const json& j, const char* key);  // field() as a string, "" if it is not one
+bool passed(const json& check);  // a check's "passed" is true (any other value: not passed)
 }  // namespace report_text
 
 }  // namespace evalbox::harness

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_checks.h"
 
 namespace evalbox::harness {
 
@@ -17,6 +18,7 @@ namespace {
 // One line of results.jsonl as a run record, or null when it is something else (a line from a
 // future schema, a blank line, garbage): readers skip those.
 json parse_record(std::string_view line) {
+  if (json_too_deep(line)) return nullptr;  // no record nests that deep; reports would overflow
   json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return nullptr;
   auto schema = j.find("schema");

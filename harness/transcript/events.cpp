@@ -10,6 +10,7 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
   t.agent = "command";
   bool seen_final = false;
   std::optional<error> bad_schema;
+  call_index calls;
 
   auto new_step = [&](std::string source) -> step& {
     step s;
@@ -48,6 +49,7 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
       call.input = input.is_null() ? json::object() : input;
       if (call.tool == "shell") call.command = get_string(call.input, "command");
       step& s = new_step("agent");
+      calls.add(call.id, t.steps.size() - 1, 0);
       s.tool_calls.push_back(std::move(call));
       s.timestamp = timestamp;
     } else if (type == "tool_result") {
@@ -57,7 +59,7 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
       obs.output = truncate_output(get_string(e, "output").value_or(""));
       // Without an explicit flag, a non-zero exit is the error signal.
       obs.is_error = get_bool(e, "is_error").value_or(obs.exit_code.value_or(0) != 0);
-      step* owner = find_step_with_call(t, obs.call_id);
+      step* owner = calls.owner(t, obs.call_id);
       if (owner == nullptr) {
         // A result for a call never announced: keep it on a step of its own, not lost.
         owner = &new_step("agent");

@@ -2,16 +2,22 @@
 #include "harness/transcript/transcript.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_checks.h"
 
 namespace evalbox::harness {
 namespace {
 
+// Saturating: counts come from the agent, and 2^64 - 1 tokens plus one must not read as 0.
 void add_opt(std::optional<uint64_t>& a, const std::optional<uint64_t>& b) {
-  if (b) a = a.value_or(0) + *b;
+  if (!b) return;
+  uint64_t sum = 0;
+  a = __builtin_add_overflow(a.value_or(0), *b, &sum) ? UINT64_MAX : sum;
 }
 
 template <class T>
@@ -25,6 +31,9 @@ template <class T>
 std::optional<T> opt_at(const json& j, const char* key) {
   const json& v = j.at(key);
   if (v.is_null()) return std::nullopt;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return checked_integer<T>(v);  // not 1e300 as an int
+  }
   return v.get<T>();
 }
 
@@ -41,7 +50,7 @@ usage usage_at(const json& j) {
 
 step step_at(const json& j) {
   step s;
-  s.index = j.at("index").get<int>();
+  s.index = checked_integer<int>(j.at("index"));
   s.source = j.at("source").get<std::string>();
   s.message = j.at("message").get<std::string>();
   s.reasoning = j.at("reasoning").get<std::string>();
@@ -73,7 +82,12 @@ usage& usage::operator+=(const usage& other) {
   add_opt(output_tokens, other.output_tokens);
   add_opt(cached_input_tokens, other.cached_input_tokens);
   add_opt(reasoning_tokens, other.reasoning_tokens);
-  if (other.cost_usd) cost_usd = cost_usd.value_or(0.0) + *other.cost_usd;
+  if (other.cost_usd) {
+    // 1e308 + 1e308 is infinity, which JSON cannot hold (it would be written as null: unknown).
+    cost_usd = std::clamp(cost_usd.value_or(0.0) + *other.cost_usd,
+                          std::numeric_limits<double>::lowest(),
+                          std::numeric_limits<double>::max());
+  }
   return *this;
 }
 
@@ -194,7 +208,7 @@ result<transcript> from_jsonl(std::string_view text) {
       } else if (type == "step") {
         t.steps.push_back(step_at(j));
       } else if (type == "summary") {
-        expected_steps = j.at("steps").get<size_t>();
+        expected_steps = checked_integer<size_t>(j.at("steps"));
         t.total = usage_at(j.at("total"));
         t.final_message = opt_at<std::string>(j, "final_message");
         t.error = opt_at<std::string>(j, "error");
@@ -202,9 +216,9 @@ result<transcript> from_jsonl(std::string_view text) {
         t.duration_ms = opt_at<uint64_t>(j, "duration_ms");
         t.num_turns = opt_at<int>(j, "num_turns");
         for (const auto& [type_name, count] : j.at("unknown_events").items()) {
-          t.unknown_events[type_name] = count.get<int>();
+          t.unknown_events[type_name] = checked_integer<int>(count);
         }
-        t.malformed_lines = j.at("malformed_lines").get<int>();
+        t.malformed_lines = checked_integer<int>(j.at("malformed_lines"));
         seen_summary = true;
       } else {
         throw std::invalid_argument(fmt::format("unknown line type \"{}\"", type));
@@ -280,6 +294,10 @@ void for_each_jsonl_object(std::string_view jsonl, int& malformed,
     std::string_view line = jsonl.substr(pos, end - pos);
     pos = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (json_too_deep(line)) {  // would overflow the stack when copied or written
+      ++malformed;
+      continue;
+    }
     json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       ++malformed;
@@ -340,6 +358,19 @@ step* find_step_with_call(transcript& t, std::string_view call_id) {
     }
   }
   return nullptr;
+}
+
+step* call_index::owner(transcript& t, std::string_view id) const {
+  auto it = where_.find(id);
+  if (it == where_.end() || it->second.first >= t.steps.size()) return nullptr;
+  return &t.steps[it->second.first];
+}
+
+const tool_call* call_index::call(const transcript& t, std::string_view id) const {
+  auto it = where_.find(id);
+  if (it == where_.end() || it->second.first >= t.steps.size()) return nullptr;
+  const auto& calls = t.steps[it->second.first].tool_calls;
+  return it->second.second < calls.size() ? &calls[it->second.second] : nullptr;
 }
 
 std::vector<std::string> commands(const transcript& t) {

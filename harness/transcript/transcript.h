@@ -146,6 +146,22 @@ void renumber_steps(transcript& t);
 // The step holding the call with this id, or nullptr.
 step* find_step_with_call(transcript& t, std::string_view call_id);
 
+// Where each tool call id is, for parsers that attach results to calls while they only append
+// steps and calls: find_step_with_call per result scans every step, so a stream of n results
+// took O(n^2) (100,000 unmatched results, 5 MB, ran for minutes).
+class call_index {
+ public:
+  // Call `call` of step `step` has `id`. The first call with an id wins, as with a scan.
+  void add(const std::string& id, size_t step, size_t call) { where_.try_emplace(id, step, call); }
+  // The step holding the call with `id` in `t`, or nullptr.
+  [[nodiscard]] step* owner(transcript& t, std::string_view id) const;
+  // The call with `id` in `t`, or nullptr.
+  [[nodiscard]] const tool_call* call(const transcript& t, std::string_view id) const;
+
+ private:
+  std::map<std::string, std::pair<size_t, size_t>, std::less<>> where_;
+};
+
 // --- Queries for grading --------------------------------------------------------------------
 
 // Every shell command the agent issued, in order (tool "shell": `command`, else

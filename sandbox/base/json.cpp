@@ -2,6 +2,7 @@
 #include "sandbox/base/json.h"
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_checks.h"
 
 namespace evalbox {
 
@@ -13,7 +14,13 @@ std::string pretty_json(const json& value) {
   return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+// Also refuses JSON nested deeper than max_json_depth (json_checks.h): callers copy and dump
+// what they parse, which recurses once per level.
 result<json> parse_json(std::string_view text, std::string_view what) {
+  if (json_too_deep(text)) {
+    return make_error(error_kind::invalid_argument, "{}: invalid JSON: nested deeper than {} levels",
+                      what, max_json_depth);
+  }
   json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
     // Parse again with exceptions only to learn where it broke.

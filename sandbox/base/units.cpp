@@ -102,6 +102,9 @@ result<uint64_t> parse_duration_ms(std::string_view text) {
     total += value * factor;
     any = true;
   }
+  // Converting a double beyond uint64_t is undefined behaviour, not a large number.
+  if (total >= static_cast<double>(std::numeric_limits<uint64_t>::max()))
+    return make_error(error_kind::invalid_argument, "duration '{}' is too long", text);
   return static_cast<uint64_t>(total);
 }
 

@@ -1,5 +1,6 @@
 // JSON form of the run record (schema evalbox.run-record.v1, docs/run-record.md).
 #include "sandbox/launch/run_record.h"
+#include "sandbox/base/json_checks.h"
 
 namespace evalbox::sandbox {
 
@@ -73,12 +74,12 @@ std::optional<run_record> run_record::from_json(const json& j) {
     } else if (r.error.empty()) {
       return std::nullopt;  // neither an outcome nor an error
     }
-    if (!j.at("exit_code").is_null()) r.exit_code = j.at("exit_code").get<int>();
-    if (!j.at("signal").is_null()) r.signal = j.at("signal").get<int>();
-    r.wall_ms = j.at("wall_ms").get<uint64_t>();
-    r.cpu_ms = j.at("cpu_ms").get<uint64_t>();
-    r.peak_memory_bytes = j.at("peak_memory_bytes").get<uint64_t>();
-    r.output_bytes = j.at("output_bytes").get<uint64_t>();
+    if (!j.at("exit_code").is_null()) r.exit_code = checked_integer<int>(j.at("exit_code"));
+    if (!j.at("signal").is_null()) r.signal = checked_integer<int>(j.at("signal"));
+    r.wall_ms = checked_integer<uint64_t>(j.at("wall_ms"));
+    r.cpu_ms = checked_integer<uint64_t>(j.at("cpu_ms"));
+    r.peak_memory_bytes = checked_integer<uint64_t>(j.at("peak_memory_bytes"));
+    r.output_bytes = checked_integer<uint64_t>(j.at("output_bytes"));
     r.output_truncated = j.at("output_truncated").get<bool>();
     r.pids_limit_hit = j.at("pids_limit_hit").get<bool>();
     r.mechanisms = j.at("mechanisms");

@@ -7,8 +7,10 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <linux/filter.h>
@@ -147,7 +149,58 @@ bool probe_idmap(const fs::path& dir) {
   return ok;
 }
 
+// Writes `text` to a /proc file of this process (uid_map, setgroups).
+bool write_proc(const char* path, std::string_view text) {
+  unique_fd f(::open(path, O_WRONLY | O_CLOEXEC));
+  return f && ::write(f.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
 }  // namespace
+
+std::string_view to_string(whiteout_form form) noexcept {
+  switch (form) {
+    case whiteout_form::char_device:
+      return "char_device";
+    case whiteout_form::user_xattr:
+      return "user_xattr";
+    case whiteout_form::copy:
+      return "copy";
+  }
+  return "copy";
+}
+
+whiteout_form probe_whiteout_form(const fs::path& dir) {
+  const fs::path probe = dir / (".evalbox-whiteout-probe-" + random_suffix());
+  bool chardev = ::mknod(probe.c_str(), S_IFCHR | 0600, makedev(0, 0)) == 0;
+  ::unlink(probe.c_str());
+  if (chardev) return whiteout_form::char_device;
+  bool xattr = false;
+  {
+    unique_fd f(::open(probe.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    xattr = f && ::fsetxattr(f.get(), "user.overlay.whiteout", "", 0, 0) == 0;
+  }
+  ::unlink(probe.c_str());
+  return xattr ? whiteout_form::user_xattr : whiteout_form::copy;
+}
+
+bool probe_userns_overlay() {
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  return in_child([uid, gid] {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+    if (!write_proc("/proc/self/setgroups", "deny") ||
+        !write_proc("/proc/self/uid_map", fmt::format("0 {} 1", uid)) ||
+        !write_proc("/proc/self/gid_map", fmt::format("0 {} 1", gid)))
+      return false;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+    // A tmpfs over /tmp, private to this child's namespace, holds the layers.
+    if (::mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") != 0) return false;
+    for (const char* d : {"/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m"})
+      if (::mkdir(d, 0700) != 0) return false;
+    return ::mount("overlay", "/tmp/m", "overlay", 0,
+                   "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr") == 0;
+  });
+}
 
 bool reflink_supported(const fs::path& dir) {
   fs::path a = dir / ".evalbox-reflink-probe-a";
@@ -244,7 +297,9 @@ host_features probe_host(const fs::path& state_dir) {
   if (make_dirs(state_dir, 0755)) {
     h.reflink = reflink_supported(state_dir);
     h.idmapped_mounts = h.root && probe_idmap(state_dir);
+    h.image_whiteout = probe_whiteout_form(state_dir);
   }
+  h.userns_overlay = probe_userns_overlay();
   return h;
 }
 
@@ -298,6 +353,13 @@ std::vector<feature> host_features::features() const {
   f.push_back({"reflink", reflink, false, state_dir.string(),
                "the state directory's filesystem has no reflink (btrfs/xfs do): the reflink "
                "strategy is unavailable, overlay or copy is used"});
+  f.push_back({"image_whiteouts", image_whiteout != whiteout_form::copy, false,
+               std::string(to_string(image_whiteout)),
+               "the state directory's filesystem takes neither a 0/0 character device nor user "
+               "xattrs: image layers with deletions must be flattened (see docs/environments.md)"});
+  f.push_back({"rootless_overlay", userns_overlay, false, "",
+               "overlayfs inside a user namespace needs Linux >= 5.11 (userxattr) and "
+               "unprivileged user namespaces: without it a rootless run cannot use an image"});
   return f;
 }
 
@@ -318,6 +380,7 @@ json host_features::to_json() const {
   j["cgroup_v2_controllers"] = cgroup_v2_controllers;
   j["cgroup_v1_controllers"] = cgroup_v1_controllers;
   j["state_dir"] = state_dir.string();
+  j["image_whiteout"] = std::string(to_string(image_whiteout));
   json feats = json::object();
   for (const auto& f : features()) {
     feats[f.name] = {{"available", f.available}, {"required", f.required}, {"detail", f.detail}};

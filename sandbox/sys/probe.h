@@ -8,11 +8,20 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/base/json.h"
 
 namespace evalbox::sys {
+
+// How an unpacked image layer can say "this name is deleted" to overlayfs, best first:
+//   char_device  a 0/0 character device (root; unprivileged since Linux 5.8)
+//   user_xattr   an empty file with xattr user.overlay.whiteout, its directory marked
+//                user.overlay.opaque=x (Linux 6.7+; read by overlays mounted with userxattr)
+//   copy         neither: layers must be flattened into one copy (slow, O(image) per image)
+enum class whiteout_form { char_device, user_xattr, copy };
+std::string_view to_string(whiteout_form form) noexcept;
 
 struct feature {
   std::string name;     // "user_namespaces", "overlayfs", ...
@@ -40,6 +49,10 @@ struct host_features {
   std::vector<std::string> cgroup_v1_controllers;  // mounted v1 controllers we can write
   std::filesystem::path state_dir;  // the directory the reflink probe ran in
   bool reflink = false;             // FICLONE works in state_dir
+  // Image layers: the whiteout form the image store can write in state_dir, and whether an
+  // overlay mounts inside an unprivileged user namespace with userxattr (rootless images).
+  whiteout_form image_whiteout = whiteout_form::copy;
+  bool userns_overlay = false;
 
   // The same facts as a list, each with a one-line hint, for doctor.
   [[nodiscard]] std::vector<feature> features() const;
@@ -57,6 +70,13 @@ host_features probe_host(const std::filesystem::path& state_dir);
 bool reflink_supported(const std::filesystem::path& dir);
 
 std::filesystem::path cgroup_v1_mount(const std::string& controller);
+
+// The whiteout form this process can create in `dir` (see whiteout_form): tries a 0/0 mknod,
+// then an xattr on an empty file, on scratch names it removes again.
+whiteout_form probe_whiteout_form(const std::filesystem::path& dir);
+// Mounts an overlay (userxattr) in a child process inside a new user and mount namespace
+// mapping only the caller's own ids, as a rootless run would.
+bool probe_userns_overlay();
 // The mount points of several controllers from one read of the mount table (which costs
 // O(host mounts) of kernel time), in the order asked; empty where a controller is absent.
 std::vector<std::filesystem::path> cgroup_v1_mounts(const std::vector<std::string>& controllers);

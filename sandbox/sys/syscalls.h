@@ -105,4 +105,19 @@ inline int close_range(unsigned int first, unsigned int last, unsigned int flags
   return static_cast<int>(::syscall(SYS_close_range, first, last, flags));
 }
 
+// The new mount API: an overlay built with fsconfig(FSCONFIG_SET_STRING, "lowerdir+", dir)
+// takes its lowers one at a time (Linux 6.8+), with no limit on their number or path length.
+inline int fsopen(const char* fs_name, unsigned int flags) noexcept {
+  return static_cast<int>(::syscall(SYS_fsopen, fs_name, flags));
+}
+
+inline int fsconfig(int fs_fd, unsigned int cmd, const char* key, const void* value,
+                    int aux) noexcept {
+  return static_cast<int>(::syscall(SYS_fsconfig, fs_fd, cmd, key, value, aux));
+}
+
+inline int fsmount(int fs_fd, unsigned int flags, unsigned int attr_flags) noexcept {
+  return static_cast<int>(::syscall(SYS_fsmount, fs_fd, flags, attr_flags));
+}
+
 }  // namespace evalbox::sys

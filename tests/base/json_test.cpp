@@ -1,4 +1,5 @@
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_checks.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,42 @@ TEST(ParseJson, ReportsWhereItBroke) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, error_kind::invalid_argument);
   EXPECT_NE(r.error().message.find("plan.json"), std::string::npos);
+}
+
+TEST(JsonTooDeep, CountsNestingOutsideStrings) {
+  EXPECT_FALSE(json_too_deep("[[[]]]", 3));
+  EXPECT_TRUE(json_too_deep("[[[[]]]]", 3));
+  EXPECT_TRUE(json_too_deep(R"({"a":{"b":{"c":[1]}}})", 3));
+  EXPECT_FALSE(json_too_deep(R"(["[[[[[[", "\"[[[[[["])", 3)) << "brackets in strings";
+  EXPECT_FALSE(json_too_deep("[][][][][][]", 1)) << "siblings are not depth";
+}
+
+// Found by fuzzing: one line of 200,000 '[' overflowed the stack when the value was copied.
+TEST(ParseJson, RefusesNestingDeeperThanTheLimit) {
+  std::string deep = std::string(max_json_depth + 1, '[') + std::string(max_json_depth + 1, ']');
+  auto r = parse_json(deep, "record.json");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("nested deeper than 512 levels"), std::string::npos)
+      << r.error().message;
+  std::string ok = std::string(max_json_depth, '[') + std::string(max_json_depth, ']');
+  EXPECT_TRUE(parse_json(ok, "record.json"));
+}
+
+TEST(CheckedInteger, ConvertsIntegersThatFit) {
+  EXPECT_EQ(checked_integer<int>(json(-5)), -5);
+  EXPECT_EQ(checked_integer<uint64_t>(json::parse("18446744073709551615")), UINT64_MAX);
+  EXPECT_EQ(checked_integer<size_t>(json(0)), 0u);
+}
+
+// From a file, 1e300 as an int is undefined behaviour and -5 as a byte count wraps to 2^64-5:
+// both must be rejected instead.
+TEST(CheckedInteger, RejectsWhatTheTypeCannotHold) {
+  EXPECT_THROW(checked_integer<int>(json::parse("1e300")), json::type_error);
+  EXPECT_THROW(checked_integer<int>(json(1.5)), json::type_error);
+  EXPECT_THROW(checked_integer<int>(json("7")), json::type_error);
+  EXPECT_THROW(checked_integer<int>(json(int64_t{1} << 40)), json::out_of_range);
+  EXPECT_THROW(checked_integer<uint64_t>(json(-5)), json::out_of_range);
+  EXPECT_THROW(checked_integer<int>(json::parse("18446744073709551615")), json::out_of_range);
 }
 
 }  // namespace

@@ -36,6 +36,16 @@ TEST(ParseDuration, RejectsUnknownUnits) {
   EXPECT_FALSE(parse_duration_ms(""));
 }
 
+// Found by fuzzing (tests/fuzz/regressions/suite_yaml): `wall: 11111111111111111111111111112m`
+// converted 6.7e32 ms to uint64_t, which is undefined behaviour.
+TEST(ParseDuration, RejectsDurationsTooLongToCount) {
+  auto r = parse_duration_ms("11111111111111111111111111112m");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("too long"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(parse_duration_ms("300000000000000d"));
+  EXPECT_EQ(parse_duration_ms("100000d"), uint64_t{100000} * 86'400'000);
+}
+
 TEST(Format, RoundTrips) {
   EXPECT_EQ(format_bytes(2ull << 30), "2GiB");
   EXPECT_EQ(format_duration_ms(5'400'000), "1h30m");

@@ -69,6 +69,25 @@ TEST(run_record_contract, rejects_other_schemas_and_unknown_outcomes) {
   EXPECT_FALSE(run_record::from_json(j));
 }
 
+// Found by fuzzing (tests/fuzz/regressions/run_record): an exit code of 1e300 was converted to
+// int with undefined behaviour, and a negative byte count was read as 2^64 - n.
+TEST(run_record_contract, rejects_numbers_out_of_their_range) {
+  for (const char* key : {"exit_code", "signal"}) {
+    json j = sample().to_json();
+    j[key] = json::parse("1e300");
+    EXPECT_FALSE(run_record::from_json(j)) << key;
+    j[key] = int64_t{1} << 40;
+    EXPECT_FALSE(run_record::from_json(j)) << key;
+  }
+  for (const char* key : {"wall_ms", "cpu_ms", "peak_memory_bytes", "output_bytes"}) {
+    json j = sample().to_json();
+    j[key] = -5;
+    EXPECT_FALSE(run_record::from_json(j)) << key;
+    j[key] = 2.5;
+    EXPECT_FALSE(run_record::from_json(j)) << key;
+  }
+}
+
 TEST(launch_plan_contract, round_trips) {
   launch_plan p;
   p.run_id = "r1";

@@ -1,6 +1,8 @@
 // The host probes must tell the truth: each is checked against an independent observation.
 #include "sandbox/sys/probe.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sandbox/base/fs.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox {
@@ -64,6 +67,27 @@ TEST(Probe, CgroupLimitsAreRequiredOnlyAsRoot) {
   h.cgroup_v1_controllers.clear();
   h.user_namespaces = false;
   EXPECT_FALSE(h.sandbox_ready()) << "no user namespaces: no sandbox";
+}
+
+TEST(Probe, WhiteoutFormMatchesAnIndependentMknod) {
+  temp_dir dir("evalbox-probe-whiteout");
+  const auto form = sys::probe_whiteout_form(dir.path());
+  const auto node = dir.path() / "wh";
+  bool chardev = ::mknod(node.c_str(), S_IFCHR | 0600, makedev(0, 0)) == 0;
+  EXPECT_EQ(form == sys::whiteout_form::char_device, chardev);
+  // The probe leaves nothing behind.
+  std::filesystem::remove(node);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  EXPECT_EQ(testing::host().to_json()["image_whiteout"],
+            std::string(sys::to_string(testing::host().image_whiteout)));
+}
+
+TEST(Probe, UserNamespaceOverlayOnThisKernel) {
+  // Linux >= 5.11 mounts overlayfs inside a user namespace (userxattr); the project's hosts
+  // run 6.x with unprivileged user namespaces, so this must hold where isolation is required.
+  EVALBOX_REQUIRE_FEATURE(testing::host().userns_overlay,
+                          "overlayfs inside a user namespace (rootless images)");
+  EXPECT_TRUE(testing::host().user_namespaces);
 }
 
 TEST(Probe, EveryMissingFeatureHasAHint) {

@@ -83,6 +83,17 @@ TEST_F(Grading, FileJsonPointer) {
   EXPECT_FALSE(evaluate_file_check(c, after()).passed);
 }
 
+// The agent writes the file: one nested too deep to dump crashed grading (stack overflow).
+TEST_F(Grading, FileJsonNestedTooDeepFailsTheCheck) {
+  put(after(), "deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  auto c = file("deep.json", fp::json);
+  c.file.pointer = "/0";
+  c.file.expected = 1;
+  auto r = evaluate_file_check(c, after());
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.detail.find("nested deeper than"), std::string::npos) << r.detail;
+}
+
 TEST_F(Grading, ASymlinkOutOfTheWorkspaceIsNotFollowedOnTheHost) {
   temp_dir outside;
   ASSERT_TRUE(write_file(outside.path() / "secret", "host secret\n"));

@@ -44,6 +44,18 @@ void operator delete(void* p) noexcept { counted_delete(p); }
 void operator delete[](void* p) noexcept { counted_delete(p); }
 void operator delete(void* p, size_t) noexcept { counted_delete(p); }
 void operator delete[](void* p, size_t) noexcept { counted_delete(p); }
+// The nothrow forms too (std::stable_sort's buffer): libstdc++ routes them to the ones above,
+// but under ASan its own nothrow new would allocate what the counted delete then frees.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted_new(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, const std::nothrow_t& tag) noexcept { return operator new(n, tag); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_delete(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_delete(p); }
 
 namespace evalbox::harness {
 namespace {

@@ -319,6 +319,34 @@ TEST(ReportHtml, SpentBudgetEmbedsOnlyTheMarker) {
   EXPECT_NE(second.find("size budget is spent"), std::string::npos) << second;
 }
 
+// Found by fuzzing (tests/fuzz/regressions/results_jsonl): a record whose check or execution
+// is not an object, or whose "passed" is not a boolean, made every report throw (evalbox
+// report ended in std::terminate). Records come from a file users hand over: such a check is
+// shown as not passed, and the run's error falls back to "not assessed".
+TEST(ReportRecords, MisshapenRecordsAreReportedNotFatal) {
+  std::vector<json> records = example();
+  records[0]["grading"]["checks"] = json::array({1, {{"id", "x"}, {"passed", "yes"}}, nullptr});
+  records[1]["execution"] = "broken";
+  records[1]["verdict"] = "not_assessed";
+  records[2]["grading"] = json::array();
+  auto s = summarize(records, "base");
+  std::string md = render_markdown(s, records, "unit");
+  EXPECT_NE(md.find("not assessed"), std::string::npos);
+  EXPECT_FALSE(render_junit(records, "unit").empty());
+  std::string html = render_html(s, records, "unit", "/nonexistent");
+  json runs = embedded_runs(html);
+  bool seen = false;
+  for (const auto& run : runs["runs"]) {
+    for (const auto& c : run["checks"]) {
+      if (c["id"] == "x") {
+        EXPECT_EQ(c["passed"], false);
+        seen = true;
+      }
+    }
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(ReportRecords, LatestRecordPerTrialWins) {
   auto recs = example();
   recs.push_back(record("base", "alpha", 1, "passed"));  // a rerun of a failed trial

@@ -43,6 +43,17 @@ visited walk(const results_dir& dir) {
   return v;
 }
 
+// A line nested too deep to copy (found by fuzzing: a stack overflow in every report) is not a
+// record; the records around it still are.
+TEST(ResultsRecords, SkipsALineNestedTooDeep) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path());
+  std::string deep = R"({"schema":"evalbox.run.v1","run_id":"deep","x":)" +
+                     std::string(100000, '[') + std::string(100000, ']') + "}\n";
+  ASSERT_TRUE(write_file(dir.results_file(), line(run("a")) + deep + line(run("b"))));
+  EXPECT_EQ(walk(dir).ids, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(ResultsRecords, SkipsBlankForeignAndTornLines) {
   evalbox::temp_dir tmp;
   results_dir dir(tmp.path());

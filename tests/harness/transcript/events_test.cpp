@@ -85,6 +85,37 @@ TEST(EvalboxEvents, PairsResultsByIdAcrossOtherEvents) {
   EXPECT_TRUE(t.steps[2].tool_calls.empty());
 }
 
+// Found by fuzzing: a tool_call whose input nests 200,000 levels deep crashed the harness
+// (stack overflow copying it). Such a line is malformed; the rest of the stream still counts.
+TEST(EvalboxEvents, ALineNestedTooDeepIsMalformedNotACrash) {
+  std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  transcript t = parse("{\"type\":\"tool_call\",\"id\":\"a\",\"tool\":\"x\",\"input\":" +
+                       deep + "}\n{\"type\":\"message\",\"text\":\"still here\"}\n" +
+                       "{\"type\":\"final\"}\n");
+  EXPECT_EQ(t.malformed_lines, 1);
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(t.steps[0].message, "still here");
+}
+
+// Results are paired through an index of call ids (a scan per result was quadratic): the
+// first call with an id owns its results, and results of unknown calls stay apart.
+TEST(EvalboxEvents, ManyResultsPairWithTheirCalls) {
+  std::string text;
+  for (int i = 0; i < 2000; ++i)
+    text += fmt::format("{{\"type\":\"tool_call\",\"id\":\"c{}\",\"tool\":\"shell\"}}\n", i);
+  for (int i = 1999; i >= 0; --i)
+    text += fmt::format("{{\"type\":\"tool_result\",\"id\":\"c{}\",\"exit_code\":{}}}\n", i, i % 7);
+  text += "{\"type\":\"tool_result\",\"id\":\"nobody\"}\n{\"type\":\"final\"}\n";
+  transcript t = parse(text);
+  ASSERT_EQ(t.steps.size(), 2001u);
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_EQ(t.steps[i].observations.size(), 1u) << i;
+    EXPECT_EQ(t.steps[i].observations[0].call_id, t.steps[i].tool_calls[0].id);
+    EXPECT_EQ(t.steps[i].observations[0].exit_code, i % 7);
+  }
+  EXPECT_EQ(t.steps[2000].observations.at(0).call_id, "nobody");
+}
+
 TEST(EvalboxEvents, CountsUnknownTypesAndMalformedLines) {
   transcript t = parse("{\"type\":\"telemetry\"}\n{\"type\":\"telemetry\"}\n{}\nnope\n"
                        "{\"type\":\"final\"}\n");

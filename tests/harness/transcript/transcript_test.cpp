@@ -45,6 +45,16 @@ TEST(Usage, SumKeepsNullOnlyWhereBothSidesAreNull) {
   EXPECT_EQ(sum.cost_usd, 0.5);
 }
 
+// Counts come from the agent: a sum that overflows stays at the largest value, not 0 or null.
+TEST(Usage, SumSaturatesInsteadOfWrapping) {
+  usage a{UINT64_MAX, 5, std::nullopt, std::nullopt, 1e308};
+  usage b{1, 5, std::nullopt, std::nullopt, 1e308};
+  a += b;
+  EXPECT_EQ(a.input_tokens, UINT64_MAX);
+  EXPECT_EQ(a.output_tokens, 10u);
+  EXPECT_EQ(a.cost_usd, std::numeric_limits<double>::max());
+}
+
 TEST(Usage, UnknownIsSerializedAsNullNotZero) {
   json j = to_json(usage{});
   for (const char* key :
@@ -113,6 +123,23 @@ TEST(TranscriptJsonl, RejectsAWrongTypeWithItsLineNumber) {
   auto r = from_jsonl(text);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("line 3"), std::string::npos) << r.error().message;
+}
+
+// Found by fuzzing (tests/fuzz/regressions/transcript_jsonl): numbers beyond their field's
+// type were converted with undefined behaviour (1e300 as a step index) or wrapped.
+TEST(TranscriptJsonl, RejectsNumbersOutOfTheirRange) {
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"index\":1", "\"index\":1e300"},
+           {"\"index\":1", "\"index\":4294967296"},
+           {"\"malformed_lines\":1", "\"malformed_lines\":-1e30"},
+           {"\"steps\":2", "\"steps\":-2"}}) {
+    std::string text = to_jsonl(sample());
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+    auto r = from_jsonl(text);
+    ASSERT_FALSE(r) << to;
+    EXPECT_NE(r.error().message.find("transcript: line"), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(TruncateOutput, LeavesShortOutputAlone) {

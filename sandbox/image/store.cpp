@@ -1,0 +1,764 @@
+// The image store (see store.h): import, hold, list, remove and collect images and layers.
+#include "sandbox/image/store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+#include "sandbox/base/units.h"
+#include "sandbox/image/layer.h"
+#include "sandbox/image/reference.h"
+#include "sandbox/image/source.h"
+
+namespace evalbox::sandbox::image {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kStoreSchema = "evalbox.image-store.v1";
+constexpr std::string_view kImageSchema = "evalbox.image.v1";
+constexpr std::string_view kLayerSchema = "evalbox.layer.v1";
+
+std::string hex_of(const std::string& digest) {
+  auto colon = digest.find(':');
+  return colon == std::string::npos ? digest : digest.substr(colon + 1);
+}
+
+int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Opens (creating) `path` and takes flock `op` on it. Retries when the file was unlinked and
+// replaced while we waited (gc removes a layer's lock files while holding them), so the lock
+// held is always on the file that the path names. LOCK_NB contention -> busy.
+result<unique_fd> lock_file(const fs::path& path, int op) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) return sys_error(errno, "open lock {}", path.string());
+    int rc;
+    while ((rc = ::flock(fd.get(), op)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0) {
+      if (errno == EWOULDBLOCK)
+        return make_error(error_kind::busy, "{} is in use", path.filename().string());
+      return sys_error(errno, "flock {}", path.string());
+    }
+    struct stat held {
+    }, named{};
+    if (::fstat(fd.get(), &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev)
+      return fd;
+  }
+  return make_error(error_kind::busy, "lock {} keeps being replaced", path.string());
+}
+
+bool path_exists(const fs::path& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+// Removes a layer tree. Without root, a directory the image made 0555 must be made writable
+// before its entries can go (root needs no such help).
+status remove_layer_tree(const fs::path& dir) {
+  if (::geteuid() != 0 && path_exists(dir)) {
+    ::nftw(
+        dir.c_str(),
+        [](const char* p, const struct stat* st, int type, struct FTW*) {
+          if (type == FTW_D || type == FTW_DNR) ::chmod(p, (st->st_mode & 07777) | S_IRWXU);
+          return 0;
+        },
+        64, FTW_PHYS | FTW_MOUNT);
+  }
+  return remove_tree(dir);
+}
+
+status fsync_dir(const fs::path& dir) {
+  unique_fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd || ::fsync(fd.get()) != 0) return sys_error(errno, "fsync {}", dir.string());
+  return {};
+}
+
+json layer_to_json(const layer_info& l) {
+  return json{{"diff_id", l.diff_id},       {"digest", l.digest}, {"compression", l.compression},
+              {"blob_bytes", l.blob_bytes}, {"bytes", l.bytes},   {"entries", l.entries}};
+}
+
+std::string unique_suffix() { return random_suffix(); }
+
+}  // namespace
+
+result<layer_limits> limits_from_env(layer_limits base) {
+  if (const char* v = std::getenv("EVALBOX_IMAGE_MAX_LAYER_BYTES"); v && *v) {
+    auto bytes = parse_bytes(v);
+    if (!bytes || *bytes == 0)
+      return make_error(error_kind::invalid_argument,
+                        "EVALBOX_IMAGE_MAX_LAYER_BYTES='{}': expected a size such as 32GiB", v);
+    base.max_bytes = *bytes;
+  }
+  if (const char* v = std::getenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES"); v && *v) {
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v, &end, 10);
+    if (!end || *end != '\0' || n == 0)
+      return make_error(error_kind::invalid_argument,
+                        "EVALBOX_IMAGE_MAX_LAYER_ENTRIES='{}': expected a positive count", v);
+    base.max_entries = n;
+  }
+  return base;
+}
+
+std::vector<fs::path> image_info::lower_dirs() const {
+  std::vector<fs::path> out;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) out.push_back(it->dir);
+  return out;
+}
+
+json image_info::to_json() const {
+  json ls = json::array();
+  for (const auto& l : layers) ls.push_back(layer_to_json(l));
+  return json{{"schema", kImageSchema},
+              {"id", id},
+              {"manifest_digests", manifest_digests},
+              {"references", references},
+              {"config", config.to_json()},
+              {"layers", ls},
+              {"bytes", bytes},
+              {"created", created},
+              {"last_used", last_used}};
+}
+
+// ---- opening ----
+
+result<store> store::open(store_options options) {
+  store s;
+  s.options_ = std::move(options);
+  s.root_ = s.options_.state_root / "images";
+  const bool root = ::geteuid() == 0;
+  if (!root && s.options_.owner_uid != ::geteuid())
+    return make_error(error_kind::invalid_argument,
+                      "image store {}: without root every layer is owned by the invoking user "
+                      "(uid {}), not uid {}",
+                      s.root_.string(), ::geteuid(), s.options_.owner_uid);
+  // The state root as the preparer makes it (0700), if the store comes first.
+  EB_TRY_CTX(make_dirs(s.options_.state_root, 0700),
+             fmt::format("image store {}", s.root_.string()));
+  // images/ and layers/ (and each layer) are 0711: the sandbox's own root (the owner id) may
+  // walk to a layer tree it knows the name of — an overlay mounted inside the sandbox's user
+  // namespace looks its lowers up as that id — but may list nothing. locks/ and records/ stay
+  // private.
+  for (const auto& [sub, mode] : {std::pair{"", 0711}, std::pair{"layers", 0711},
+                                  std::pair{"locks", 0700}, std::pair{"records", 0700}}) {
+    const fs::path dir = s.root_ / sub;
+    EB_TRY_CTX(make_dirs(dir, static_cast<mode_t>(mode)),
+               fmt::format("image store {}", s.root_.string()));
+    if (::chmod(dir.c_str(), static_cast<mode_t>(mode)) != 0)
+      return sys_error(errno, "chmod {}", dir.string());
+  }
+
+  const fs::path meta = s.root_ / "store.json";
+  if (!path_exists(meta)) {
+    sys::whiteout_form form = s.options_.whiteout
+                                  ? *s.options_.whiteout
+                                  : (root ? sys::whiteout_form::char_device
+                                          : sys::probe_whiteout_form(s.root_ / "layers"));
+    json j{{"schema", kStoreSchema},
+           {"owner_uid", s.options_.owner_uid},
+           {"owner_gid", s.options_.owner_gid},
+           {"whiteout", std::string(sys::to_string(form))}};
+    // Written beside and linked into place: two first users agree on one file.
+    fs::path tmp = s.root_ / (".store.json-" + unique_suffix());
+    EB_TRY(write_file(tmp, pretty_json(j), 0600));
+    if (::link(tmp.c_str(), meta.c_str()) != 0 && errno != EEXIST) {
+      int err = errno;
+      ::unlink(tmp.c_str());
+      return sys_error(err, "create {}", meta.string());
+    }
+    ::unlink(tmp.c_str());
+    EB_TRY(fsync_dir(s.root_));
+  }
+  json j = EB_TRY(read_json_file(meta));
+  if (!j.is_object() || j.value("schema", "") != kStoreSchema)
+    return make_error(error_kind::invalid_argument, "{}: not an evalbox image store ({})",
+                      meta.string(), kStoreSchema);
+  uid_t uid = j.value("owner_uid", 0u);
+  gid_t gid = j.value("owner_gid", 0u);
+  if (uid != s.options_.owner_uid || gid != s.options_.owner_gid)
+    return make_error(error_kind::invalid_argument,
+                      "image store {} belongs to {}:{}, but this evalbox maps the sandbox to "
+                      "{}:{} (set EVALBOX_SANDBOX_UID={} or EVALBOX_STATE_DIR to another "
+                      "directory, or remove {})",
+                      s.root_.string(), uid, gid, s.options_.owner_uid, s.options_.owner_gid, uid,
+                      s.root_.string());
+  std::string form = j.value("whiteout", "char_device");
+  if (form == "char_device")
+    s.whiteout_ = sys::whiteout_form::char_device;
+  else if (form == "user_xattr")
+    s.whiteout_ = sys::whiteout_form::user_xattr;
+  else
+    s.whiteout_ = sys::whiteout_form::copy;
+  return s;
+}
+
+// ---- records ----
+
+result<layer_info> store::read_layer(const std::string& diff_id) {
+  const fs::path dir = root_ / "layers" / hex_of(diff_id);
+  json j = EB_TRY(read_json_file(dir / "layer.json"));
+  if (!j.is_object() || j.value("schema", "") != kLayerSchema || j.value("diff_id", "") != diff_id)
+    return make_error(error_kind::invalid_argument, "{}: not the record of layer {}",
+                      (dir / "layer.json").string(), diff_id);
+  layer_info l;
+  l.diff_id = diff_id;
+  l.digest = j.value("digest", "");
+  l.compression = j.value("compression", "");
+  l.blob_bytes = j.value("blob_bytes", uint64_t{0});
+  l.bytes = j.value("bytes", uint64_t{0});
+  l.entries = j.value("entries", uint64_t{0});
+  l.dir = dir / "tree";
+  return l;
+}
+
+result<image_info> store::read_record(const fs::path& file) {
+  json j = EB_TRY(read_json_file(file));
+  if (!j.is_object() || j.value("schema", "") != kImageSchema)
+    return make_error(error_kind::invalid_argument, "{}: not an {} record", file.string(),
+                      kImageSchema);
+  image_info info;
+  try {
+    info.id = j.at("id").get<std::string>();
+    info.manifest_digests = j.value("manifest_digests", std::vector<std::string>{});
+    info.references = j.value("references", std::vector<std::string>{});
+    info.config = EB_TRY(image_config::from_json(j.at("config")));
+    info.created = j.value("created", int64_t{0});
+    for (const auto& l : j.at("layers")) {
+      layer_info li;
+      li.diff_id = l.at("diff_id").get<std::string>();
+      li.digest = l.value("digest", "");
+      li.compression = l.value("compression", "");
+      li.blob_bytes = l.value("blob_bytes", uint64_t{0});
+      li.bytes = l.value("bytes", uint64_t{0});
+      li.entries = l.value("entries", uint64_t{0});
+      li.dir = root_ / "layers" / hex_of(li.diff_id) / "tree";
+      info.bytes += li.bytes;
+      info.layers.push_back(std::move(li));
+    }
+  } catch (const std::exception& e) {
+    return make_error(error_kind::invalid_argument, "{}: malformed record: {}", file.string(),
+                      e.what());
+  }
+  struct stat st {};
+  fs::path used = file;
+  used.replace_extension(".used");
+  info.last_used = ::stat(used.c_str(), &st) == 0 ? st.st_mtim.tv_sec : info.created;
+  return info;
+}
+
+result<std::vector<image_info>> store::read_records() {
+  std::vector<image_info> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_ / "records", ec)) {
+    const auto& p = entry.path();
+    if (p.extension() != ".json" || p.filename().string().starts_with(".")) continue;
+    auto info = read_record(p);
+    if (!info) {
+      if (info.error().kind == error_kind::not_found) continue;  // removed meanwhile
+      return std::unexpected(std::move(info).error());
+    }
+    out.push_back(std::move(*info));
+  }
+  if (ec)
+    return make_error(kind_from_errno(ec.value()), "list {}: {}", (root_ / "records").string(),
+                      ec.message());
+  return out;
+}
+
+// ---- import ----
+
+result<import_result> store::import(std::string_view reference, const fs::path& base_dir,
+                                    const import_options& options) {
+  std::vector<unique_fd> locks;
+  return import_held(reference, base_dir, options, locks);
+}
+
+result<image_use> store::acquire(std::string_view reference, const fs::path& base_dir,
+                                 const import_options& options) {
+  image_use use;
+  auto r = EB_TRY(import_held(reference, base_dir, options, use.locks_));
+  use.info_ = std::move(r.image);
+  return use;
+}
+
+result<import_result> store::import_held(std::string_view text, const fs::path& base_dir,
+                                         const import_options& options,
+                                         std::vector<unique_fd>& locks) {
+  std::vector<std::string> hexes;
+  auto r = import_locked(text, base_dir, options, locks, hexes);
+  if (!r) {
+    // A failed import leaves the store as it found it: the lock files of layers that did not
+    // come to exist go too, when nobody else holds them (our shared lock becomes exclusive).
+    for (size_t i = 0; i < hexes.size() && i < locks.size(); ++i) {
+      if (path_exists(root_ / "layers" / hexes[i])) continue;
+      if (::flock(locks[i].get(), LOCK_EX | LOCK_NB) != 0) continue;
+      ::unlink((root_ / "locks" / (hexes[i] + ".unpack")).c_str());
+      ::unlink((root_ / "locks" / (hexes[i] + ".use")).c_str());
+    }
+    locks.clear();
+  }
+  return r;
+}
+
+result<import_result> store::import_locked(std::string_view text, const fs::path& base_dir,
+                                           const import_options& options,
+                                           std::vector<unique_fd>& locks,
+                                           std::vector<std::string>& hexes) {
+  const auto ref = EB_TRY(parse_reference(text, base_dir));
+  const std::string name = ref.str();
+  auto source = EB_TRY(image_source::open(ref));
+  const resolved_image image = EB_TRY(source->resolve());
+  const size_t count = image.layers.size();
+  auto emit = [&](import_event e) {
+    if (options.progress) options.progress(e);
+  };
+  emit({import_event::kind::resolved, 0, count, image.config_digest, 0, -1, 0});
+
+  // What the store keeps of this image: one directory per layer, keyed by its diff_id — or,
+  // when this store can express no whiteout (form "copy"), one flattened tree keyed by the
+  // image's chain id (OCI: ChainID(L0) = DiffID(L0), ChainID(L0..n) = sha256(ChainID(L0..n-1)
+  // + " " + DiffID(Ln))), all layers applied onto it in order.
+  struct target {
+    std::string key;     // "sha256:<hex>"
+    std::string digest;  // the blob's, for a single layer
+    int64_t size = -1;
+  };
+  const bool flatten = whiteout_ == sys::whiteout_form::copy;
+  std::vector<target> targets;
+  if (flatten) {
+    std::string chain = image.layers.front().diff_id;
+    for (size_t i = 1; i < count; ++i)
+      chain = "sha256:" + sha256_hex(chain + " " + image.layers[i].diff_id);
+    targets.push_back({chain, "", -1});
+  } else {
+    for (const auto& l : image.layers) targets.push_back({l.diff_id, l.digest, l.size});
+  }
+
+  // Hold every layer (shared) before looking: from here gc cannot remove any of them.
+  std::vector<size_t> missing;
+  std::set<std::string> seen;
+  import_result out;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const std::string hex = hex_of(targets[t].key);
+    if (!seen.insert(hex).second) continue;
+    locks.push_back(EB_TRY(lock_file(root_ / "locks" / (hex + ".use"), LOCK_SH)));
+    hexes.push_back(hex);
+    if (path_exists(root_ / "layers" / hex)) {
+      ++out.layers_present;
+      emit({import_event::kind::layer_present, t, targets.size(), targets[t].key, 0, -1, 0});
+    } else {
+      missing.push_back(t);
+    }
+  }
+
+  const bool as_root = ::geteuid() == 0;
+  writer_options wopts;
+  wopts.owner_uid = options_.owner_uid;
+  wopts.owner_gid = options_.owner_gid;
+  wopts.chown = as_root;
+  wopts.trusted_opaque = as_root;
+  wopts.whiteout = whiteout_;
+  wopts.flatten = flatten;
+  wopts.limits = options_.limits;
+
+  // Unpacks target `t` from `fill` into a temporary, then renames it into place.
+  auto unpack_one = [&](size_t t,
+                        const std::function<result<layer_result>(tree_writer&)>& fill) -> status {
+    const target& l = targets[t];
+    const std::string hex = hex_of(l.key);
+    const std::string what =
+        flatten ? fmt::format("image {}: flattened layers {}", name, l.key)
+                : fmt::format("image {}: layer {}/{} {}", name, t + 1, count, l.key);
+    unique_fd unpacking = EB_TRY(lock_file(root_ / "locks" / (hex + ".unpack"), LOCK_EX));
+    const fs::path final_dir = root_ / "layers" / hex;
+    if (path_exists(final_dir)) {  // another importer finished it while we waited
+      ++out.layers_present;
+      emit({import_event::kind::layer_present, t, targets.size(), l.key, 0, -1, 0});
+      return {};
+    }
+    emit({import_event::kind::layer_start, t, targets.size(), l.key, 0, l.size, 0});
+    const auto started = std::chrono::steady_clock::now();
+    const fs::path tmp = root_ / "layers" / fmt::format(".tmp-{}-{}", hex, unique_suffix());
+    auto attempt = [&]() -> status {
+      if (::mkdir(tmp.c_str(), 0711) != 0 || ::chmod(tmp.c_str(), 0711) != 0)
+        return sys_error(errno, "mkdir {}", tmp.string());
+      if (::mkdir((tmp / "tree").c_str(), 0755) != 0)
+        return sys_error(errno, "mkdir {}", (tmp / "tree").string());
+      tree_writer writer = EB_TRY(tree_writer::open(tmp / "tree", wopts));
+      layer_result res = EB_TRY(fill(writer));
+      EB_TRY(writer.finish());
+      json meta{{"schema", kLayerSchema},
+                {"diff_id", l.key},
+                {"digest", l.digest},
+                {"compression", res.compression},
+                {"blob_bytes", res.blob_bytes},
+                {"bytes", res.bytes},
+                {"entries", res.entries},
+                {"whiteouts", res.whiteouts},
+                {"tar_bytes", res.tar_bytes},
+                {"unpacked", now_seconds()},
+                {"from", name}};
+      if (flatten) {
+        json from = json::array();
+        for (const auto& il : image.layers) from.push_back(il.diff_id);
+        meta["flattened"] = from;
+      }
+      EB_TRY(write_file(tmp / "layer.json", pretty_json(meta), 0600));
+      if (options_.durable) {
+        unique_fd fd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!fd || ::syncfs(fd.get()) != 0) return sys_error(errno, "syncfs {}", tmp.string());
+      }
+      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) != 0)
+        return sys_error(errno, "publish layer {}", final_dir.string());
+      if (options_.durable) EB_TRY(fsync_dir(root_ / "layers"));
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      emit(
+          {import_event::kind::layer_done, t, targets.size(), l.key, res.blob_bytes, l.size, secs});
+      return {};
+    };
+    status st = attempt();
+    if (!st) {
+      if (auto rm = remove_layer_tree(tmp); !rm)
+        log::warn("image store: leaving {} for gc: {}", tmp.string(), rm.error().message);
+      return std::unexpected(std::move(st).error().with_context(what));
+    }
+    ++out.layers_unpacked;
+    return {};
+  };
+
+  // Streams layer `i` of the image through `w`.
+  auto unpack_from_source = [&](size_t i, byte_source& blob,
+                                tree_writer& w) -> result<layer_result> {
+    const layer_ref& l = image.layers[i];
+    layer_expect expect{l.digest, l.size, l.diff_id};
+    unpack_control control;
+    control.cancel = options.cancel;
+    control.progress = [&](uint64_t bytes) {
+      emit({import_event::kind::layer_progress, i, count, l.diff_id, bytes, l.size, 0});
+    };
+    auto r = unpack_layer(blob, expect, w, control);
+    if (!r && flatten)
+      return std::unexpected(std::move(r).error().with_context(
+          fmt::format("layer {}/{} {}", i + 1, count, l.diff_id)));
+    return r;
+  };
+
+  if (!missing.empty()) {
+    if (ref.kind == transport::rootfs) {
+      auto copy = [&](tree_writer& w) -> result<layer_result> {
+        EB_TRY(copy_rootfs(ref.path, w, options.cancel));
+        layer_result r;
+        r.compression = "none";
+        r.bytes = w.bytes();
+        r.entries = w.entries();
+        return r;
+      };
+      EB_TRY(unpack_one(0, copy));
+    } else if (flatten) {
+      // Every layer in the image's order onto one tree (a tar source is read once per layer).
+      auto all = [&](tree_writer& w) -> result<layer_result> {
+        layer_result total;
+        total.compression = "flattened";
+        for (size_t i = 0; i < count; ++i) {
+          auto one = [&](size_t idx, byte_source& blob) -> status {
+            layer_result r = EB_TRY(unpack_from_source(idx, blob, w));
+            total.blob_bytes += r.blob_bytes;
+            total.tar_bytes += r.tar_bytes;
+            total.whiteouts += r.whiteouts;
+            return {};
+          };
+          EB_TRY(source->for_each_layer(image, {i}, one));
+        }
+        total.bytes = w.bytes();
+        total.entries = w.entries();
+        return total;
+      };
+      EB_TRY(unpack_one(0, all));
+    } else {
+      auto each = [&](size_t i, byte_source& blob) -> status {
+        return unpack_one(i, [&](tree_writer& w) { return unpack_from_source(i, blob, w); });
+      };
+      EB_TRY(source->for_each_layer(image, missing, each));
+    }
+  }
+
+  // The record: merged with what an earlier import of the same image said.
+  image_info info;
+  info.id = image.config_digest;
+  info.config = image.config;
+  for (const auto& t : targets) {
+    layer_info li = EB_TRY_CTX(read_layer(t.key), fmt::format("image {}", name));
+    info.bytes += li.bytes;
+    info.layers.push_back(std::move(li));
+  }
+  const fs::path record = root_ / "records" / (hex_of(info.id) + ".json");
+  info.created = now_seconds();
+  if (path_exists(record)) {
+    if (auto old = read_record(record)) {
+      info.created = old->created;
+      info.references = old->references;
+      info.manifest_digests = old->manifest_digests;
+    }
+  }
+  if (std::find(info.references.begin(), info.references.end(), name) == info.references.end())
+    info.references.push_back(name);
+  if (!image.manifest_digest.empty() &&
+      std::find(info.manifest_digests.begin(), info.manifest_digests.end(),
+                image.manifest_digest) == info.manifest_digests.end())
+    info.manifest_digests.push_back(image.manifest_digest);
+  json j = info.to_json();
+  j.erase("last_used");  // lives in the .used file's mtime
+  EB_TRY(write_file_atomic(record, pretty_json(j), 0600));
+  fs::path used = record;
+  used.replace_extension(".used");
+  EB_TRY(write_file(used, "", 0600));  // creating or truncating it sets its mtime
+  info.last_used = now_seconds();
+  out.image = std::move(info);
+  return out;
+}
+
+// ---- queries ----
+
+result<image_info> store::lookup(std::string_view query, const fs::path& base_dir) {
+  auto images = EB_TRY(read_records());
+  std::string q(query);
+  if (query.find(':') != std::string_view::npos && !query.starts_with("sha256:")) {
+    auto ref = EB_TRY(parse_reference(query, base_dir));
+    const std::string canonical = ref.str();
+    for (auto& i : images)
+      if (std::find(i.references.begin(), i.references.end(), canonical) != i.references.end())
+        return std::move(i);
+    return make_error(error_kind::not_found,
+                      "image {} is not in the store {} (evalbox image import {})", canonical,
+                      root_.string(), canonical);
+  }
+  std::string hex = query.starts_with("sha256:") ? q.substr(7) : q;
+  if (hex.size() < 8 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return make_error(error_kind::invalid_argument,
+                      "'{}': name an image by reference (oci:DIR...), by id or manifest digest "
+                      "(sha256:HEX), or by at least 8 hex digits of one",
+                      query);
+  std::vector<image_info*> matches;
+  for (auto& i : images) {
+    bool hit = hex_of(i.id).starts_with(hex);
+    for (const auto& m : i.manifest_digests) hit = hit || hex_of(m).starts_with(hex);
+    if (hit) matches.push_back(&i);
+  }
+  if (matches.empty())
+    return make_error(error_kind::not_found, "no image {} in the store {}", query, root_.string());
+  if (matches.size() > 1)
+    return make_error(error_kind::invalid_argument, "'{}' names {} images; give more digits", query,
+                      matches.size());
+  return std::move(*matches.front());
+}
+
+result<std::vector<image_info>> store::list() {
+  auto images = EB_TRY(read_records());
+  std::sort(images.begin(), images.end(), [](const image_info& a, const image_info& b) {
+    return a.last_used != b.last_used ? a.last_used > b.last_used : a.id < b.id;
+  });
+  return images;
+}
+
+result<image_use> store::use(std::string_view query, const fs::path& base_dir) {
+  image_use u;
+  u.info_ = EB_TRY(lookup(query, base_dir));
+  std::set<std::string> seen;
+  for (const auto& l : u.info_.layers) {
+    const std::string hex = hex_of(l.diff_id);
+    if (!seen.insert(hex).second) continue;
+    u.locks_.push_back(EB_TRY(lock_file(root_ / "locks" / (hex + ".use"), LOCK_SH)));
+    if (!path_exists(root_ / "layers" / hex))
+      return make_error(error_kind::not_found,
+                        "image {}: layer {} was removed; import the image again", u.info_.id,
+                        l.diff_id);
+  }
+  fs::path used = root_ / "records" / (hex_of(u.info_.id) + ".used");
+  if (::utimensat(AT_FDCWD, used.c_str(), nullptr, 0) != 0)
+    log::debug("image store: touch {}: {}", used.string(), errno_name(errno));
+  u.info_.last_used = now_seconds();
+  return u;
+}
+
+result<uint64_t> store::size() {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_ / "layers", ec)) {
+    std::string n = entry.path().filename().string();
+    if (!is_sha256_hex(n)) continue;
+    if (auto l = read_layer("sha256:" + n)) total += l->bytes;
+  }
+  return total;
+}
+
+// ---- removal ----
+
+status store::delete_layer(const std::string& hex) {
+  const fs::path dir = root_ / "layers" / hex;
+  if (path_exists(dir)) {
+    const fs::path doomed = root_ / "layers" / fmt::format(".del-{}-{}", hex, unique_suffix());
+    if (::rename(dir.c_str(), doomed.c_str()) != 0)
+      return sys_error(errno, "rename {}", dir.string());
+    EB_TRY(remove_layer_tree(doomed));
+  }
+  ::unlink((root_ / "locks" / (hex + ".unpack")).c_str());
+  ::unlink((root_ / "locks" / (hex + ".use")).c_str());
+  return {};
+}
+
+status store::remove(std::string_view query, const fs::path& base_dir) {
+  image_info victim = EB_TRY(lookup(query, base_dir));
+  auto images = EB_TRY(read_records());
+  std::set<std::string> others;
+  for (const auto& i : images)
+    if (i.id != victim.id)
+      for (const auto& l : i.layers) others.insert(hex_of(l.diff_id));
+  // Every layer of the image, shared or not, must be free: a run holding it is using it.
+  std::map<std::string, unique_fd> held;
+  for (const auto& l : victim.layers) {
+    const std::string hex = hex_of(l.diff_id);
+    if (held.count(hex)) continue;
+    auto lock = lock_file(root_ / "locks" / (hex + ".use"), LOCK_EX | LOCK_NB);
+    if (!lock) {
+      if (lock.error().kind == error_kind::busy)
+        return make_error(error_kind::busy,
+                          "image {} is in use (a run holds layer {}); nothing was removed",
+                          victim.id, l.diff_id);
+      return std::unexpected(std::move(lock).error());
+    }
+    held.emplace(hex, std::move(*lock));
+  }
+  const fs::path record = root_ / "records" / (hex_of(victim.id) + ".json");
+  fs::path used = record;
+  used.replace_extension(".used");
+  if (::unlink(record.c_str()) != 0 && errno != ENOENT)
+    return sys_error(errno, "remove {}", record.string());
+  ::unlink(used.c_str());
+  EB_TRY(fsync_dir(root_ / "records"));
+  for (auto& [hex, lock] : held)
+    if (!others.count(hex)) EB_TRY(delete_layer(hex));
+  return {};
+}
+
+result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
+  gc_report report;
+  // 1. Temporaries nobody is writing: .tmp-<hex>-* whose unpack lock is free, and .del-*.
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(root_ / "layers", ec)) entries.push_back(e.path());
+  if (ec)
+    return make_error(kind_from_errno(ec.value()), "list {}: {}", (root_ / "layers").string(),
+                      ec.message());
+  for (const auto& p : entries) {
+    const std::string n = p.filename().string();
+    if (n.starts_with(".tmp-")) {
+      std::string hex = n.substr(5, 64);
+      if (!is_sha256_hex(hex)) continue;
+      auto lock = lock_file(root_ / "locks" / (hex + ".unpack"), LOCK_EX | LOCK_NB);
+      if (!lock) continue;  // being written right now
+      if (auto st = remove_layer_tree(p); !st) {
+        report.errors.push_back(st.error().message);
+      } else {
+        ++report.temporaries_removed;
+      }
+    } else if (n.starts_with(".del-")) {
+      if (auto st = remove_layer_tree(p); st) ++report.temporaries_removed;
+    }
+  }
+
+  // 2. Layers no image names (an import holds its layers shared until its record is written,
+  // so a layer it is still adding cannot be taken here).
+  auto referenced = [&]() -> result<std::set<std::string>> {
+    std::set<std::string> out;
+    for (const auto& i : EB_TRY(read_records()))
+      for (const auto& l : i.layers) out.insert(hex_of(l.diff_id));
+    return out;
+  };
+  std::set<std::string> names = EB_TRY(referenced());
+  for (const auto& p : entries) {
+    const std::string hex = p.filename().string();
+    if (!is_sha256_hex(hex) || names.count(hex)) continue;
+    auto lock = lock_file(root_ / "locks" / (hex + ".use"), LOCK_EX | LOCK_NB);
+    if (!lock) continue;
+    auto again = EB_TRY(referenced());  // a record written while we looked
+    if (again.count(hex)) continue;
+    uint64_t bytes = 0;
+    if (auto l = read_layer("sha256:" + hex)) bytes = l->bytes;
+    if (auto st = delete_layer(hex); !st) {
+      report.errors.push_back(st.error().message);
+    } else {
+      ++report.layers_removed;
+      report.bytes_freed += bytes;
+    }
+  }
+
+  // Lock files of layers that do not exist (an import that crashed before publishing).
+  for (const auto& e : fs::directory_iterator(root_ / "locks", ec)) {
+    const std::string n = e.path().filename().string();
+    if (!n.ends_with(".use") || !is_sha256_hex(n.substr(0, n.size() - 4))) continue;
+    const std::string hex = n.substr(0, 64);
+    if (path_exists(root_ / "layers" / hex)) continue;
+    auto lock = lock_file(root_ / "locks" / (hex + ".use"), LOCK_EX | LOCK_NB);
+    if (!lock || path_exists(root_ / "layers" / hex)) continue;
+    ::unlink((root_ / "locks" / (hex + ".unpack")).c_str());
+    ::unlink((root_ / "locks" / (hex + ".use")).c_str());
+  }
+
+  // 3. Least recently used images until the store fits.
+  auto count_layers = [&] {
+    int n = 0;
+    std::error_code e2;
+    for (const auto& e : fs::directory_iterator(root_ / "layers", e2))
+      n += is_sha256_hex(e.path().filename().string()) ? 1 : 0;
+    return n;
+  };
+  uint64_t total = EB_TRY(size());
+  if (max_bytes) {
+    const int layers_before = count_layers();
+    auto images = EB_TRY(list());
+    std::reverse(images.begin(), images.end());  // least recently used first
+    for (const auto& image : images) {
+      if (total <= *max_bytes) break;
+      auto st = remove(image.id, {});
+      if (!st) {
+        if (st.error().kind == error_kind::busy) {
+          ++report.images_in_use;
+        } else {
+          report.errors.push_back(st.error().message);
+        }
+        continue;
+      }
+      ++report.images_removed;
+      uint64_t now = EB_TRY(size());
+      report.bytes_freed += total - now;
+      total = now;
+    }
+    report.layers_removed += layers_before - count_layers();
+  }
+  report.bytes_after = total;
+  return report;
+}
+
+}  // namespace evalbox::sandbox::image
