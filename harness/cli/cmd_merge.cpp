@@ -19,6 +19,7 @@ struct merge_args {
   std::vector<std::string> shards;
   std::string into;
   bool partial = false;
+  bool copy = false;
 };
 
 void print_gaps(const harness::scale::merge_report& m) {
@@ -30,11 +31,10 @@ void print_gaps(const harness::scale::merge_report& m) {
       for (const auto& d : g.dirs) where += (where.empty() ? "" : ", ") + d.string();
     }
     fmt::print(stderr, "  shard {}/{} ({}): {} of {} run(s) missing\n", g.shard, m.plan.shard_count,
-               where, g.missing.size(), g.planned);
-    for (size_t i = 0; i < g.missing.size() && i < shown; ++i)
-      fmt::print(stderr, "    {}\n", g.missing[i]);
-    if (g.missing.size() > shown)
-      fmt::print(stderr, "    ... and {} more\n", g.missing.size() - shown);
+               where, g.missing, g.planned);
+    for (size_t i = 0; i < g.first_missing.size() && i < shown; ++i)
+      fmt::print(stderr, "    {}\n", g.first_missing[i]);
+    if (g.missing > shown) fmt::print(stderr, "    ... and {} more\n", g.missing - shown);
   }
 }
 
@@ -43,6 +43,7 @@ int merge_command(const merge_args& a) {
   for (const auto& s : a.shards) o.shards.emplace_back(s);
   o.into = a.into;
   o.partial = a.partial;
+  o.copy = a.copy;
   auto m = harness::scale::merge_shards(o);
   if (!m) {
     fmt::print(stderr, "evalbox merge: {}\n", m.error().message);
@@ -123,6 +124,9 @@ void register_merge(CLI::App& app, action& out) {
   cmd->add_flag("--partial", a->partial,
                 "merge even when planned runs are missing: the reports (report.md, "
                 "report.html, summary.json) say how many");
+  cmd->add_flag("--copy", a->copy,
+                "copy run directories instead of hard-linking them (e.g. when the shards live "
+                "on scratch space that will be purged)");
   cmd->callback([&out, a] { out = [a] { return merge_command(*a); }; });
 }
 

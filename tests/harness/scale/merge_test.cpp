@@ -136,6 +136,34 @@ TEST(Merge, RunDirectoriesAreHardLinked) {
   EXPECT_TRUE(fs::exists(f.out / "runs" / id / "transcript.jsonl"));
 }
 
+TEST(Merge, CopyMakesAnIndependentTree) {
+  fixture_dirs f;
+  merge_options o;
+  o.shards = f.shards;
+  o.into = f.out;
+  o.copy = true;
+  auto m = merge_shards(o);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->linked, 0u);
+  EXPECT_EQ(m->copied, 2 * m->planned) << "run.json and transcript.jsonl of every run";
+  const auto id = matrix_runs(f.plan).front().run_id;
+  struct stat a {
+  }, b{};
+  ASSERT_EQ(::stat((f.tmp.path() / "shards/0/runs" / id / "run.json").c_str(), &a), 0);
+  ASSERT_EQ(::stat((f.out / "runs" / id / "run.json").c_str(), &b), 0);
+  EXPECT_NE(a.st_ino, b.st_ino);
+  EXPECT_EQ(slurp(f.out / "runs" / id / "run.json"),
+            slurp(f.tmp.path() / "shards/0/runs" / id / "run.json"));
+  // A symlink a run left is kept as a symlink, never followed.
+  const auto id2 = matrix_runs(f.plan)[3].run_id;
+  const int k = matrix_runs(f.plan)[3].shard;
+  fixture_dirs g;
+  fs::create_symlink("/etc/shadow", g.shards[k] / "runs" / id2 / "native-link");
+  ASSERT_TRUE(g.merge());
+  EXPECT_TRUE(fs::is_symlink(g.out / "runs" / id2 / "native-link"));
+  EXPECT_EQ(fs::read_symlink(g.out / "runs" / id2 / "native-link"), "/etc/shadow");
+}
+
 TEST(Merge, MergingAgainChangesNothing) {
   fixture_dirs f;
   ASSERT_TRUE(f.merge());
@@ -278,11 +306,37 @@ TEST(Merge, MissingRunsAreListedPerShardAndNothingIsWritten) {
   EXPECT_EQ(m->gaps[0].shard, 1);
   EXPECT_EQ(m->gaps[0].dirs, std::vector<fs::path>{shard1});
   EXPECT_EQ(m->gaps[0].planned, 8u);
-  EXPECT_EQ(m->gaps[0].missing.size(), 4u) << "the trial-1 runs of shard 1";
+  EXPECT_EQ(m->gaps[0].missing, 4u) << "the trial-1 runs of shard 1";
+  ASSERT_EQ(m->gaps[0].first_missing.size(), 4u);
   EXPECT_EQ(m->gaps[1].shard, 2);
   EXPECT_TRUE(m->gaps[1].dirs.empty()) << "shard 2 was not given";
-  EXPECT_EQ(m->gaps[1].missing.size(), 8u);
+  EXPECT_EQ(m->gaps[1].missing, 8u);
   EXPECT_EQ(m->missing, 12u);
+}
+
+TEST(Merge, AShardNeverGivenListsItsFirstMissingRunsAndCountsTheRest) {
+  temp_dir tmp;
+  plan_identity p = example_plan(3);
+  p.trials = 10;  // 40 runs per shard
+  fs::path only = make_shard(tmp.path(), p, 0);
+  merge_options o;
+  o.shards = {only};
+  o.into = tmp.path() / "merged";
+  auto m = merge_shards(o);
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_EQ(m->gaps.size(), 2u);
+  for (const auto& g : m->gaps) {
+    EXPECT_EQ(g.missing, 40u);
+    EXPECT_EQ(g.planned, 40u);
+    ASSERT_EQ(g.first_missing.size(), shard_gap::listed) << "names are listed up to a bound";
+  }
+  // In plan order: the shard's first run is the first named.
+  for (const auto& r : matrix_runs(p))
+    if (r.shard == 1) {
+      EXPECT_NE(m->gaps[0].first_missing.front().find(r.run_id), std::string::npos);
+      break;
+    }
+  EXPECT_EQ(m->missing, 80u);
 }
 
 TEST(Merge, APartialMergeSaysHowManyRunsAreMissingInEveryReport) {
@@ -326,6 +380,69 @@ TEST(Merge, OlderRecordsOfARerunAndRecordsOfAnotherPlanAreLeftOut) {
     return {};
   }));
   EXPECT_TRUE(found);
+}
+
+TEST(Merge, TheSameRecordInAnotherFormIsADuplicateNotAConflict) {
+  fixture_dirs f;
+  // Shard 1 again, its records rewritten by another JSON tool (a space evalbox does not write).
+  fs::path other = f.tmp.path() / "reformatted-1";
+  fs::copy(f.shards[1], other, fs::copy_options::recursive);
+  std::string text;
+  ASSERT_TRUE(results_dir(f.shards[1]).for_each_record([&](const json& r, record_location) {
+    std::string line = r.dump();
+    line.insert(1, " ");
+    text += line + "\n";
+    return status{};
+  }));
+  ASSERT_TRUE(write_file(other / "results.jsonl", text));
+  auto m = f.merge({f.shards[0], f.shards[1], other, f.shards[2]});
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->duplicates, 8u);
+  EXPECT_EQ(m->added, m->planned);
+}
+
+// The merge counts a line as a record exactly when the reports do: a line results_dir skips
+// (garbled, not an object, nested deeper than any record) leaves its run missing, and a run id
+// given twice in one line is the last one, as in the document.
+TEST(Merge, LinesTheReportsWouldSkipAreNoRecords) {
+  fixture_dirs f;
+  const auto runs = matrix_runs(f.plan);
+  std::vector<matrix_run> mine;
+  for (const auto& r : runs)
+    if (r.shard == 0) mine.push_back(r);
+  ASSERT_GE(mine.size(), 4u);
+  std::string text;
+  auto line_of = [&](const matrix_run& r) { return canonical_json(record_of(f.plan, r)); };
+  // 0: garbled after the keys the merge looks for.
+  std::string garbled = line_of(mine[0]);
+  garbled.insert(garbled.size() - 1, ",}");
+  // 1: nested 600 levels deep in a field.
+  json deep = record_of(f.plan, mine[1]);
+  std::string nested = std::string(600, '[') + std::string(600, ']');
+  std::string deep_line = canonical_json(deep);
+  deep_line.insert(deep_line.size() - 1, ",\"extra\":" + nested);
+  // 2: an array holding a record.
+  std::string array = "[" + line_of(mine[2]) + "]";
+  // 3: its run id given twice; the second (a foreign id) counts.
+  std::string twice = line_of(mine[3]);
+  twice.insert(twice.size() - 1, ",\"run_id\":\"00000000000000ff\"");
+  for (const auto& l : {garbled, deep_line, array, twice}) text += l + "\n";
+  for (size_t i = 4; i < mine.size(); ++i) text += line_of(mine[i]) + "\n";
+  ASSERT_TRUE(write_file(f.shards[0] / "results.jsonl", text));
+  size_t records = 0;
+  ASSERT_TRUE(results_dir(f.shards[0]).for_each_record([&](const json&, record_location) {
+    ++records;
+    return status{};
+  }));
+  EXPECT_EQ(records, mine.size() - 3) << "results_dir reads the twice-keyed line only";
+  auto m = f.merge();
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_FALSE(m->written);
+  EXPECT_EQ(m->missing, 4u);
+  EXPECT_EQ(m->foreign, 1u) << "the line whose last run_id is of no planned run";
+  ASSERT_EQ(m->gaps.size(), 1u);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_NE(m->gaps[0].first_missing[i].find(mine[i].run_id), std::string::npos);
 }
 
 TEST(Merge, ATornLastLineOfAnInterruptedMergeIsDropped) {
