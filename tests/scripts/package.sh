@@ -3,7 +3,10 @@
 # (its helper found beside it, not in the build tree), `cmake --install` gives the same, and
 # the OCI image layout holds what its index says: every blob under its digest, the manifest's
 # config and layers, the config's diff_ids those of the uncompressed layers, and a root file
-# system in which the packaged evalbox runs and dpkg knows it is installed.
+# system in which the packaged evalbox runs and dpkg knows it is installed. Then a real
+# container runtime starts the image, offline: podman runs the packaged `evalbox doctor`, and
+# with the security context docs/scale-out.md gives a Kubernetes pod, a sandboxed command;
+# without each part of that context, the failure the docs describe.
 # usage: package.sh SOURCE_DIR BUILD_DIR EVALBOX_HELPER
 set -euo pipefail
 src=$1 build=$2 build_helper=$3
@@ -103,4 +106,65 @@ chroot "$work/rootfs" /usr/bin/evalbox --version | grep -q '^evalbox 0.1.0$' ||
 chroot "$work/rootfs" /usr/bin/evalbox validate /usr/share/evalbox/examples/suite.yaml >/dev/null ||
   fail "the image's evalbox cannot load its example suite"
 [ -x "$work/rootfs/usr/bin/evalbox-sandbox" ] || fail "no helper in the image"
-echo "package: deb, cmake --install and OCI layout ok"
+
+# ---- the image in a container runtime: podman, offline ----
+# Its storage is the test's own (never the host's image store), the image comes from the
+# archive scripts/package wrote (never from a registry), and the containers have no network.
+# runc, not podman's default crun: crun refuses a host whose cgroup v2 hierarchy holds a
+# controller while v1 holds the others ("cgroups in hybrid mode not supported"), as this one
+# does. Modest limits are given explicitly: podman otherwise raises RLIMIT_NOFILE and
+# RLIMIT_NPROC to its defaults, which needs CAP_SYS_RESOURCE (root here may lack it).
+for tool in podman runc; do
+  command -v $tool >/dev/null || skip "$tool is not installed (scripts/bootstrap)"
+done
+podman=(podman --root "$work/podman/root" --runroot "$work/podman/run" --storage-driver vfs
+        --cgroup-manager cgroupfs --events-backend file --runtime "$(command -v runc)")
+archive=$(ls "$work"/pkg/evalbox-oci-*.tar)
+"${podman[@]}" load -q -i "$archive" >"$work/load" 2>&1 || { cat "$work/load" >&2; fail "podman load"; }
+image=$("${podman[@]}" images -q | head -1)
+[ -n "$image" ] || fail "podman load gave no image"
+run() {  # run PODMAN_RUN_OPTIONS... -- COMMAND...: output in $work/out, status in $rc
+  local opts=()
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  set +e
+  timeout 120 "${podman[@]}" run --rm --network none --pull never \
+    --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
+    "${opts[@]}" "$image" "$@" >"$work/out" 2>&1
+  rc=$?
+  set -e
+}
+# The binary that runs is the package's: the same bytes as /usr/bin/evalbox in the .deb.
+want=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/evalbox | sha256sum | cut -d' ' -f1)
+run -- sh -c 'sha256sum "$(command -v evalbox)"; evalbox --version'
+[ "$rc" = 0 ] || { cat "$work/out" >&2; fail "podman could not start the image ($rc)"; }
+grep -q "^$want  /usr/bin/evalbox$" "$work/out" || { cat "$work/out" >&2; fail "not the packaged evalbox"; }
+grep -qx 'evalbox 0.1.0' "$work/out" || { cat "$work/out" >&2; fail "evalbox --version in the image"; }
+# `evalbox doctor`, the image started with no more than a user: the package's report of what
+# the container allows.
+run --user 1000:1000 -- evalbox doctor
+grep -q '^evalbox doctor — kernel .*, running as uid 1000$' "$work/out" ||
+  { cat "$work/out" >&2; fail "no doctor report from the image"; }
+grep -q '^  ok   landlock ' "$work/out" || { cat "$work/out" >&2; fail "doctor's feature lines"; }
+# The pod security context of docs/scale-out.md, less hostUsers (a user namespace for the
+# container, which needs subordinate ids the test does not set up): doctor passes and a
+# command runs in evalbox's sandbox inside the container.
+base=(--user 1000:1000 --cap-drop ALL --security-opt no-new-privileges)
+unconfined=(--security-opt seccomp=unconfined)
+unmasked=(--security-opt unmask=ALL)
+in_sandbox='mkdir -p /tmp/ws && echo from-the-sandbox >/tmp/ws/a &&
+  EVALBOX_STATE_DIR=/tmp/state evalbox sandbox exec --workspace /tmp/ws -- /bin/cat a'
+run "${base[@]}" "${unconfined[@]}" "${unmasked[@]}" -- sh -c "evalbox doctor && $in_sandbox"
+[ "$rc" = 0 ] || { cat "$work/out" >&2; fail "the documented security context: exit $rc"; }
+grep -q '^The default sandbox can run on this host\.$' "$work/out" || fail "doctor in the documented context"
+grep -qx 'from-the-sandbox' "$work/out" || { cat "$work/out" >&2; fail "no output from the sandbox"; }
+# Without procMount: Unmasked, the runtime's masks over /proc stop every run at its /proc.
+run "${base[@]}" "${unconfined[@]}" -- sh -c "$in_sandbox"
+[ "$rc" = 125 ] && grep -q 'proc /proc: EPERM' "$work/out" ||
+  { cat "$work/out" >&2; fail "masked /proc: exit $rc"; }
+# Without an unconfined seccomp profile: podman's default profile lets the namespaces be made
+# (doctor passes) but refuses what only CAP_SYS_ADMIN may do, sethostname among it.
+run "${base[@]}" "${unmasked[@]}" -- sh -c "$in_sandbox"
+[ "$rc" = 125 ] && grep -q 'step sethostname: EPERM' "$work/out" ||
+  { cat "$work/out" >&2; fail "the runtime's default seccomp profile: exit $rc"; }
+echo "package: deb, cmake --install, OCI layout and podman ok"
