@@ -109,7 +109,7 @@ void register_k8s(CLI::App& app, action& out) {
       "a PersistentVolumeClaim) and of the Job that merges them (evalbox merge).\n\n"
       "The pods run evalbox unprivileged in a user namespace of their own (hostUsers: false) "
       "with the allowances it needs to sandbox (docs/scale-out.md says what each buys); "
-      "each shard runs evalbox doctor first.\n\n"
+      "each shard runs evalbox doctor and one command in the sandbox first.\n\n"
       "Exit status: 0 written; 64 invalid suite or options; 70 internal error.\n\n"
       "Example: evalbox k8s suite.yaml --shards 8 --image registry.example/evalbox:0.1.0");
   cmd->add_option("suite", a->suite, "the suite file (schema evalbox.suite.v1)")->required();

@@ -181,8 +181,8 @@ void register_slurm(CLI::App& app, action& out) {
       "--shard auto/N, each into RESULTS/shards/K) and the merge job that joins them "
       "(evalbox merge); --submit submits both with sbatch and prints their job ids.\n\n"
       "The nodes need no root and no daemon, only unprivileged user namespaces: each shard "
-      "runs evalbox doctor first and fails clearly on a node that cannot sandbox. RESULTS must "
-      "be on a filesystem every node shares.\n\n"
+      "runs evalbox doctor and one command in the sandbox first, and fails clearly on a node "
+      "that cannot sandbox. RESULTS must be on a filesystem every node shares.\n\n"
       "Exit status: 0 written (and submitted); 64 invalid suite or options; 69 sbatch failed "
       "(--submit); 70 internal error.\n\n"
       "Example: evalbox slurm suite.yaml --shards 8 --parallel 4 --time 2h --submit");
