@@ -167,4 +167,86 @@ run "${base[@]}" "${unconfined[@]}" -- sh -c "$in_sandbox"
 run "${base[@]}" "${unmasked[@]}" -- sh -c "$in_sandbox"
 [ "$rc" = 125 ] && grep -q 'step sethostname: EPERM' "$work/out" ||
   { cat "$work/out" >&2; fail "the runtime's default seccomp profile: exit $rc"; }
-echo "package: deb, cmake --install, OCI layout and podman ok"
+
+# ---- evalbox k8s's Jobs, as pods of this image ----
+# The manifests of `evalbox k8s` for the example suite in 2 shards, each pod started the way a
+# kubelet would: its command, env and volumes, and its security context translated field by
+# field to podman's flags (a field the translation does not know fails the test, so a change
+# to the manifest's context is tried here before it is documented). Not translated: hostUsers
+# (a user namespace per pod needs subordinate ids the test does not set up) and AppArmor (this
+# host has none).
+"$root/usr/bin/evalbox" k8s "$root/usr/share/evalbox/examples/suite.yaml" --shards 2 \
+  --image "$image" --suite-in-pod /usr/share/evalbox/examples/suite.yaml -j 2 \
+  --out "$work/k8s" >/dev/null 2>&1 || fail "evalbox k8s"
+pod_args() {  # pod_args MANIFEST VOLUME_ROOT: podman run options, then -- and argv, NUL-separated
+  python3 - "$@" <<'PY'
+import os, sys, yaml
+manifest, volumes = sys.argv[1:3]
+job = yaml.safe_load(open(manifest))
+pod = job["spec"]["template"]["spec"]
+(c,) = pod["containers"]
+out = []
+psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
+known_pod = {"runAsUser", "runAsGroup", "fsGroup", "seccompProfile", "appArmorProfile"}
+known_container = {"allowPrivilegeEscalation", "capabilities", "procMount", "runAsNonRoot"}
+assert set(psc) <= known_pod, "pod securityContext: %s" % (set(psc) - known_pod)
+assert set(csc) <= known_container, "container securityContext: %s" % (set(csc) - known_container)
+assert set(pod) <= {"containers", "hostUsers", "restartPolicy", "securityContext", "volumes"}, pod
+uid, gid = psc["runAsUser"], psc.get("runAsGroup", psc["runAsUser"])
+assert not csc.get("runAsNonRoot") or uid != 0
+out += ["--user", "%d:%d" % (uid, gid)]
+if "fsGroup" in psc:
+    out += ["--group-add", str(psc["fsGroup"])]
+if psc.get("seccompProfile", {}).get("type") == "Unconfined":
+    out += ["--security-opt", "seccomp=unconfined"]
+for cap in csc.get("capabilities", {}).get("drop", []):
+    out += ["--cap-drop", cap]
+assert not csc.get("capabilities", {}).get("add"), "capabilities added"
+if csc.get("allowPrivilegeEscalation") is False:
+    out += ["--security-opt", "no-new-privileges"]
+if csc.get("procMount") == "Unmasked":
+    out += ["--security-opt", "unmask=ALL"]
+for e in c.get("env", []):
+    out += ["-e", "%s=%s" % (e["name"], e["value"])]
+claims = {v["name"]: v for v in pod.get("volumes", [])}
+for m in c.get("volumeMounts", []):
+    host = os.path.join(volumes, m["name"])
+    os.makedirs(host, exist_ok=True)
+    os.chown(host, uid, gid)
+    out += ["-v", "%s:%s" % (host, m["mountPath"])]
+out += ["--"] + c["command"]
+sys.stdout.write("\0".join(out) + "\0")
+PY
+}
+pod() {  # pod MANIFEST INDEX: runs the pod of that index (all pods share the results claim)
+  rm -rf "$work/volumes/state"  # an emptyDir: new for every pod
+  mapfile -d '' -t args < <(pod_args "$1" "$work/volumes")
+  [ ${#args[@]} -gt 2 ] || fail "could not translate $1"
+  run -e "JOB_COMPLETION_INDEX=$2" "${args[@]}"
+  cat "$work/out" >>"$work/pods.log"
+}
+for k in 0 1; do
+  pod "$work/k8s/evalbox-examples.yaml" $k
+  [ "$rc" = 0 ] || { cat "$work/pods.log" >&2; fail "the pod of shard $k exited $rc"; }
+done
+pod "$work/k8s/evalbox-examples-merge.yaml" 0
+[ "$rc" = 0 ] || { cat "$work/pods.log" >&2; fail "the merge pod exited $rc"; }
+merged=$work/volumes/results/examples
+python3 - "$merged" <<'PY' || { cat "$work/pods.log" >&2; fail "the pods' merged results"; }
+import json, os, sys
+d = sys.argv[1]
+plan = json.load(open(os.path.join(d, "plan.json")))
+assert plan["merged"] == [0, 1], plan["merged"]
+summary = json.load(open(os.path.join(d, "summary.json")))
+assert summary["runs"]["total"] == 18 and "missing" not in summary["runs"], summary["runs"]
+ids = [json.loads(l)["run_id"] for l in open(os.path.join(d, "results.jsonl"))]
+assert len(ids) == len(set(ids)) == 18, len(ids)
+verdicts = {}
+for l in open(os.path.join(d, "results.jsonl")):
+    r = json.loads(l)
+    verdicts.setdefault(r["candidate"]["id"], []).append(r["verdict"])
+assert set(verdicts["oracle"]) == {"passed"}, verdicts["oracle"]
+assert "passed" not in verdicts["noop"], verdicts["noop"]
+assert verdicts["scripted"].count("passed") == 3, verdicts["scripted"]  # it solves 3 of the 6
+PY
+echo "package: deb, cmake --install, OCI layout, podman and the k8s pods ok"
