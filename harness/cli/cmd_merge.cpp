@@ -111,7 +111,7 @@ void register_merge(CLI::App& app, action& out) {
       "Every shard must hold the plan.json of the same suite, fixtures, candidates and trials. "
       "Records are deduplicated by run id; two different records of one run are refused "
       "(both are named). Merging again, or a shard already merged, changes nothing. Run "
-      "directories are hard-linked (copied across filesystems).\n\n"
+      "directories are hard-linked (copied across filesystems, or with --copy).\n\n"
       "Exit status: 0 merged; 1 planned runs are missing (each shard's are listed) and "
       "--partial was not given: nothing written; 64 a shard was refused; 70 internal error.\n\n"
       "Example: evalbox merge results/examples/shards/* --into results/examples");
