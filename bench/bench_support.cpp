@@ -2,9 +2,9 @@
 #include "bench/bench_support.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -33,8 +33,8 @@ struct cpu_counter {
   double start = cpu_seconds();
   ~cpu_counter() {
     if (state.iterations() > 0)
-      state.counters["cpu_ms_tree"] = (cpu_seconds() - start) * 1000.0 /
-                                      static_cast<double>(state.iterations());
+      state.counters["cpu_ms_tree"] =
+          (cpu_seconds() - start) * 1000.0 / static_cast<double>(state.iterations());
   }
 };
 
@@ -100,9 +100,9 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false) {
   }
   if (grading) {
     lo.with_secrets = false;
-    lo.extra_mounts = {{grader, "/grader", false, false},
-                       {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false,
-                        true}};
+    lo.extra_mounts = {
+        {grader, "/grader", false, false},
+        {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false, true}};
   }
   cpu_counter cpu{state};
   for (auto _ : state) {
@@ -139,15 +139,12 @@ void register_all() {
     ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_allow/{}", shape->name).c_str(),
                                     [shape](benchmark::State& st) { bm_cycle(st, shape, true); }));
   }
-  ms(benchmark::RegisterBenchmark("launch/agent", [](benchmark::State& st) {
-    bm_launch(st, false);
-  }));
-  ms(benchmark::RegisterBenchmark("launch/grading", [](benchmark::State& st) {
-    bm_launch(st, true);
-  }));
-  ms(benchmark::RegisterBenchmark("launch/agent_without_net_namespace", [](benchmark::State& st) {
-    bm_launch(st, false, true);
-  }));
+  ms(benchmark::RegisterBenchmark("launch/agent",
+                                  [](benchmark::State& st) { bm_launch(st, false); }));
+  ms(benchmark::RegisterBenchmark("launch/grading",
+                                  [](benchmark::State& st) { bm_launch(st, true); }));
+  ms(benchmark::RegisterBenchmark("launch/agent_without_net_namespace",
+                                  [](benchmark::State& st) { bm_launch(st, false, true); }));
 }
 
 }  // namespace

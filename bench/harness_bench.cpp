@@ -3,9 +3,9 @@
 // and the sandbox work of one such run done in-process (the bare cost the harness adds to).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,8 +115,8 @@ void bm_run(benchmark::State& state, int runs, int concurrency) {
       ::dup2(null, 0);
       ::dup2(null, 1);
       ::dup2(null, 2);
-      ::execl(EVALBOX_BENCH_EVALBOX, "evalbox", "run", suite->c_str(), "--results",
-              results.c_str(), nullptr);
+      ::execl(EVALBOX_BENCH_EVALBOX, "evalbox", "run", suite->c_str(), "--results", results.c_str(),
+              nullptr);
       ::_exit(127);
     }
     // VmHWM only grows; polled until exit, it is the runner's own peak (children excluded).
@@ -170,9 +170,9 @@ void bm_bare(benchmark::State& state) {
     grade.label = "grade";
     grade.argv = {"/bin/sh", "/grader/ok.sh"};
     grade.with_secrets = false;
-    grade.extra_mounts = {{fx / "grader", "/grader", false, false},
-                          {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false,
-                           true}};
+    grade.extra_mounts = {
+        {fx / "grader", "/grader", false, false},
+        {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false, true}};
     auto g = launch(*session, grade);
     if (!a || !a->ok() || !g || !g->ok() || g->exit_code != 0)
       return state.SkipWithError("a launch failed");
@@ -184,13 +184,13 @@ void register_all() {
   benchmark::RegisterBenchmark("harness/bare_agent_plus_grading", bm_bare)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
-  const int runs = std::getenv("EVALBOX_BENCH_RUNS") ? std::atoi(std::getenv("EVALBOX_BENCH_RUNS"))
-                                                     : 200;
-  for (auto [n, c] : {std::pair{runs, 1}, std::pair{runs, 2}, std::pair{runs / 2, 2},
-                      std::pair{runs * 5, 2}}) {
-    benchmark::RegisterBenchmark(fmt::format("harness/run_noop/runs:{}/concurrency:{}", n, c)
-                                     .c_str(),
-                                 [n, c](benchmark::State& st) { bm_run(st, n, c); })
+  const int runs =
+      std::getenv("EVALBOX_BENCH_RUNS") ? std::atoi(std::getenv("EVALBOX_BENCH_RUNS")) : 200;
+  for (auto [n, c] :
+       {std::pair{runs, 1}, std::pair{runs, 2}, std::pair{runs / 2, 2}, std::pair{runs * 5, 2}}) {
+    benchmark::RegisterBenchmark(
+        fmt::format("harness/run_noop/runs:{}/concurrency:{}", n, c).c_str(),
+        [n, c](benchmark::State& st) { bm_run(st, n, c); })
         ->UseManualTime()
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);

@@ -8,6 +8,7 @@
 #include "bench/bench_support.h"
 #include "sandbox/creds/lease.h"
 #include "sandbox/home/home.h"
+#include "sandbox/workspace/workspace.h"
 
 namespace evalbox::bench {
 namespace {
@@ -17,16 +18,6 @@ using sandbox::workspace_strategy;
 bench_env& env() {
   static bench_env e;
   return e;
-}
-
-std::string_view strategy_name(workspace_strategy s) {
-  switch (s) {
-    case workspace_strategy::overlay: return "overlay";
-    case workspace_strategy::reflink: return "reflink";
-    case workspace_strategy::copy: return "copy";
-    case workspace_strategy::auto_select: return "auto";
-  }
-  return "?";
 }
 
 // prepare() then close(): everything a run's filesystem side costs.
@@ -39,7 +30,8 @@ void bm_prepare(benchmark::State& state, workspace_strategy strategy,
     if (!session) {
       // reflink on a filesystem without FICLONE lands here, with the reason.
       return state.SkipWithError(
-          fmt::format("{}: {}", strategy_name(strategy), session.error().message).c_str());
+          fmt::format("{}: {}", sandbox::workspace::to_string(strategy), session.error().message)
+              .c_str());
     }
     if (auto closed = session->close(); !closed)
       return state.SkipWithError(closed.error().message.c_str());
@@ -94,10 +86,10 @@ void bm_fork_exec_true(benchmark::State& state) {
 void register_all() {
   benchmark::RegisterBenchmark("floor/fork_exec_true", bm_fork_exec_true)->UseRealTime();
   for (const auto* shape : {&small_workspace, &medium_workspace, &large_workspace}) {
-    for (auto s : {workspace_strategy::overlay, workspace_strategy::reflink,
-                   workspace_strategy::copy}) {
+    for (auto s :
+         {workspace_strategy::overlay, workspace_strategy::reflink, workspace_strategy::copy}) {
       benchmark::RegisterBenchmark(
-          fmt::format("prepare/{}/{}", strategy_name(s), shape->name).c_str(),
+          fmt::format("prepare/{}/{}", sandbox::workspace::to_string(s), shape->name).c_str(),
           [s, shape](benchmark::State& st) { bm_prepare(st, s, shape); })
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);

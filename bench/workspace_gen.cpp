@@ -2,8 +2,8 @@
 #include "bench/workspace_gen.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <vector>
@@ -117,8 +117,8 @@ result<fs::path> ensure_workspace(const workspace_shape& shape) {
   const fs::path dir = cache_dir();
   const fs::path final_dir = dir / std::string(shape.name);
   const fs::path stamp = dir / fmt::format("{}.stamp", shape.name);
-  const std::string want = fmt::format("{} files={} bytes={}\n", generator_version, shape.files,
-                                       shape.bytes);
+  const std::string want =
+      fmt::format("{} files={} bytes={}\n", generator_version, shape.files, shape.bytes);
   if (auto have = read_file(stamp); have && *have == want && fs::is_directory(final_dir))
     return final_dir;
   EB_TRY(make_dirs(dir, 0755));

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "adapters/claude-code/transcript.h"
+#include "harness/agent/client_exit.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 #include "sandbox/base/fs.h"
@@ -47,10 +48,8 @@ std::optional<std::string> session_id(const fs::path& stdout_path) {
   return t->session_id;
 }
 
-// The last `max_lines` non-empty lines of the client's stderr.
-std::string tail_lines(const fs::path& path, size_t max_lines) {
-  return harness::tail_lines(path, max_lines, [](std::string_view line) { return !line.empty(); });
-}
+// How exits are explained: every stderr line of the client may say why.
+const harness::agent_client client{"claude", {}};
 
 // Copies projects/<project>/<session>.jsonl below CLAUDE_CONFIG_DIR into
 // native/claude-projects/<project>/.
@@ -123,24 +122,9 @@ class claude_code_adapter final : public harness::adapter {
     }
     auto t = EB_TRY(claude_code::parse_claude_stream_json(all));
     t.agent = "claude-code";
-    if (!outputs.empty()) {
-      const auto& last = outputs.back();
-      // A client that exits non-zero before its first event writes its reason to stderr only.
-      if (last.exited && last.exit_code != 0 && !t.completed &&
-          (!t.error || t.error->starts_with("interrupted"))) {
-        if (std::string why = tail_lines(last.stderr_path, 5); !why.empty())
-          t.error = fmt::format("claude exited with status {}: {}", last.exit_code, why);
-        else if (!t.error)
-          t.error = fmt::format("claude exited with status {}", last.exit_code);
-      }
-      // Killed by a limit or a signal: say so, the parser only sees a stream that stops.
-      if (!last.exited && !t.completed)
-        t.error = fmt::format("claude was killed before it finished ({})",
-                              t.error.value_or("no result event"));
-      else if (!t.error && !t.completed)
-        t.error = "claude stopped without a result event";
-    }
-    if (t.error) t.final_message.reset();
+    // One stream for all launches, so the last launch's exit is the one that ended it.
+    if (!outputs.empty()) harness::explain_client_exit(t, outputs.back(), client);
+    harness::finish_run_transcript(t);
     return t;
   }
 

@@ -93,18 +93,12 @@ class parser {
     } else if (type == "result") {
       on_result(e);
     } else {
-      ++t_.unknown_events[type.empty() ? "<no type>" : type];
+      ++t_.unknown_events[harness::unknown_event_key(type)];
     }
   }
 
  private:
-  step& new_step(std::string source) {
-    step s;
-    s.index = static_cast<int>(t_.steps.size());
-    s.source = std::move(source);
-    t_.steps.push_back(std::move(s));
-    return t_.steps.back();
-  }
+  step& new_step(std::string source) { return harness::append_step(t_, std::move(source)); }
 
   void on_assistant(const json& e) {
     const json& message = get_field(e, "message");

@@ -2,6 +2,7 @@
 #include "adapters/codex/codex.h"
 
 #include "adapters/codex/transcript.h"
+#include "harness/agent/client_exit.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 #include "sandbox/base/fs.h"
@@ -59,12 +60,10 @@ std::optional<std::string> thread_id(const fs::path& stdout_path) {
   return t->session_id;
 }
 
-// The last `max_lines` non-empty lines of the client's stderr, without its stdin notice.
-std::string tail_lines(const fs::path& path, size_t max_lines) {
-  return harness::tail_lines(path, max_lines, [](std::string_view line) {
-    return !line.empty() && line != "Reading additional input from stdin...";
-  });
-}
+// How exits are explained: the client's stdin notice says nothing about the run.
+const harness::agent_client client{"codex", [](std::string_view line) {
+                                     return line != "Reading additional input from stdin...";
+                                   }};
 
 // Copies every sessions/**/rollout-*.jsonl below CODEX_HOME into native/codex-sessions/.
 void keep_native_sessions(const harness::agent_output& out) {
@@ -146,30 +145,10 @@ class codex_adapter final : public harness::adapter {
   result<harness::transcript> read_transcript(
       const harness::run_context&,
       const std::vector<harness::agent_output>& outputs) const override {
-    harness::transcript t;
-    t.agent = "codex";
-    for (const auto& out : outputs) {
+    auto t = EB_TRY(harness::merge_launches("codex", outputs, client, [](const auto& out) {
       keep_native_sessions(out);
-      auto part = EB_TRY(codex::parse_codex_exec_json(read_file(out.stdout_path).value_or("")));
-      for (auto& s : part.steps) t.steps.push_back(std::move(s));
-      t.total += part.total;
-      if (part.final_message) t.final_message = part.final_message;
-      // A client that exits non-zero before it finishes a turn (bad config, no credentials)
-      // writes its reason to stderr only: that beats the parser's "no final event".
-      if (out.exited && out.exit_code != 0 && !part.completed &&
-          (!part.error || part.error->starts_with("interrupted"))) {
-        if (std::string why = tail_lines(out.stderr_path, 5); !why.empty())
-          part.error = fmt::format("codex exited with status {}: {}", out.exit_code, why);
-        else if (!part.error)
-          part.error = fmt::format("codex exited with status {}", out.exit_code);
-      }
-      if (!t.error && part.error) t.error = part.error;
-      for (const auto& [k, v] : part.unknown_events) t.unknown_events[k] += v;
-      t.malformed_lines += part.malformed_lines;
-      if (t.session_id.empty()) t.session_id = part.session_id;
-      if (!part.model.empty()) t.model = part.model;
-      t.completed = part.completed;
-    }
+      return codex::parse_codex_exec_json(read_file(out.stdout_path).value_or(""));
+    }));
     // Commands the stream left out (denied by Codex's own sandbox) are in its session file.
     if (!outputs.empty() && !t.session_id.empty()) {
       std::error_code ec;
@@ -178,12 +157,7 @@ class codex_adapter final : public harness::adapter {
         if (auto text = read_file(f.path())) codex::add_unreported_commands(t, *text);
       }
     }
-    // Killed by a limit or a signal: say so, the parser only sees a stream that stops.
-    if (!outputs.empty() && !outputs.back().exited && !t.completed)
-      t.error = fmt::format("codex was killed before it finished ({})",
-                            t.error.value_or("no final event"));
-    if (t.error) t.final_message.reset();
-    harness::renumber_steps(t);
+    harness::finish_run_transcript(t);
     return t;
   }
 

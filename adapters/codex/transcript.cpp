@@ -93,9 +93,9 @@ class parser {
     if (failed_message_) {
       t_.error = failed_message_;
     } else if (interrupted) {
-      t_.error = last_error_ ? fmt::format("interrupted: no final event (last error: {})",
-                                           *last_error_)
-                             : "interrupted: no final event";
+      t_.error = last_error_
+                     ? fmt::format("interrupted: no final event (last error: {})", *last_error_)
+                     : "interrupted: no final event";
     }
     t_.completed = saw_terminal_ && !turn_open_;
     if (t_.completed && !t_.error) t_.final_message = last_agent_message_;
@@ -134,18 +134,12 @@ class parser {
     } else if (type == "item.started" || type == "item.updated" || type == "item.completed") {
       on_item(harness::get_field(e, "item"), type == "item.completed");
     } else {
-      ++t_.unknown_events[type.empty() ? "<no type>" : type];
+      ++t_.unknown_events[harness::unknown_event_key(type)];
     }
   }
 
  private:
-  step& new_step(std::string source) {
-    step s;
-    s.index = static_cast<int>(t_.steps.size());
-    s.source = std::move(source);
-    t_.steps.push_back(std::move(s));
-    return t_.steps.back();
-  }
+  step& new_step(std::string source) { return harness::append_step(t_, std::move(source)); }
 
   void on_item(const json& item, bool completed) {
     std::string id = harness::get_string(item, "id").value_or("");
@@ -154,7 +148,7 @@ class parser {
     bool first = it == items_.end();
     if (first) {
       if (!known_item(type)) {
-        ++t_.unknown_events["item:" + (type.empty() ? std::string("<no type>") : type)];
+        ++t_.unknown_events["item:" + harness::unknown_event_key(type)];
         items_.emplace(id, -1);
         return;
       }
@@ -178,8 +172,8 @@ class parser {
 
   static bool known_item(std::string_view type) {
     static constexpr std::array<std::string_view, 8> known = {
-        "command_execution", "file_change", "mcp_tool_call", "web_search", "todo_list",
-        "agent_message",     "reasoning",   "error"};
+        "command_execution", "file_change",   "mcp_tool_call", "web_search",
+        "todo_list",         "agent_message", "reasoning",     "error"};
     for (auto k : known) {
       if (k == type) return true;
     }
@@ -200,8 +194,8 @@ class parser {
       call.input = json{{"command", command}};
       call.command = unwrap_shell_command(command).value_or(command);
       obs.exit_code = harness::get_int(item, "exit_code");
-      obs.output = harness::truncate_output(
-          harness::get_string(item, "aggregated_output").value_or(""));
+      obs.output =
+          harness::truncate_output(harness::get_string(item, "aggregated_output").value_or(""));
       if (obs.exit_code && *obs.exit_code != 0) obs.is_error = true;
     } else if (type == "file_change") {
       const json& changes = harness::get_field(item, "changes");
@@ -249,9 +243,9 @@ class parser {
 std::optional<std::string> unwrap_shell_command(std::string_view command) {
   // The login shell Codex picks is the user's: /bin/sh where /etc/passwd says so (the sandbox).
   static constexpr std::array<std::string_view, 12> wrappers = {
-      "/bin/bash -lc ",     "/bin/bash -c ", "bash -lc ", "bash -c ",
-      "/usr/bin/bash -lc ", "/bin/sh -lc ",  "/bin/sh -c ", "sh -lc ",
-      "sh -c ",             "/bin/zsh -lc ", "zsh -lc ",  "/usr/bin/zsh -lc "};
+      "/bin/bash -lc ", "/bin/bash -c ",    "bash -lc ", "bash -c ", "/usr/bin/bash -lc ",
+      "/bin/sh -lc ",   "/bin/sh -c ",      "sh -lc ",   "sh -c ",   "/bin/zsh -lc ",
+      "zsh -lc ",       "/usr/bin/zsh -lc "};
   for (auto prefix : wrappers) {
     if (command.starts_with(prefix)) return unquote_word(command.substr(prefix.size()));
   }
@@ -356,7 +350,7 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
   }
 
   int added = 0;
-  size_t cursor = 0;  // the stream step after the last matched call
+  size_t cursor = 0;                             // the stream step after the last matched call
   std::vector<std::pair<size_t, step>> inserts;  // (before which stream step, the new step)
   for (const auto& call : calls) {
     if (auto it = shells.find(call.command); it != shells.end()) {

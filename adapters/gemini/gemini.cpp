@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "adapters/gemini/transcript.h"
+#include "harness/agent/client_exit.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 #include "sandbox/base/fs.h"
@@ -28,15 +29,13 @@ fs::path default_binary() {
          "gemini";
 }
 
-// The last `max_lines` lines of the client's stderr that say something about this run.
-std::string tail_lines(const fs::path& path, size_t max_lines) {
-  return harness::tail_lines(path, max_lines, [](std::string_view line) {
-    // The client's own chatter on every run.
-    return !line.empty() && line.find("YOLO mode is enabled") == std::string_view::npos &&
-           !line.starts_with("[STARTUP]") &&
-           line.find("Ripgrep is not available") == std::string_view::npos;
-  });
-}
+// How exits are explained: the client's own chatter on every run says nothing about it.
+const harness::agent_client client{
+    "gemini", [](std::string_view line) {
+      return line.find("YOLO mode is enabled") == std::string_view::npos &&
+             !line.starts_with("[STARTUP]") &&
+             line.find("Ripgrep is not available") == std::string_view::npos;
+    }};
 
 // Copies tmp/<project>/chats/* below ~/.gemini into native/gemini-chats/<project>/.
 void keep_native_sessions(const harness::agent_output& out) {
@@ -85,32 +84,11 @@ class gemini_adapter final : public harness::adapter {
   result<harness::transcript> read_transcript(
       const harness::run_context&,
       const std::vector<harness::agent_output>& outputs) const override {
-    harness::transcript t;
-    t.agent = "gemini";
-    for (const auto& out : outputs) {
+    auto t = EB_TRY(harness::merge_launches("gemini", outputs, client, [](const auto& out) {
       keep_native_sessions(out);
-      auto part = EB_TRY(gemini::parse_gemini_stream_json(read_file(out.stdout_path).value_or("")));
-      if (out.exited && out.exit_code != 0 && !part.completed &&
-          (!part.error || part.error->starts_with("interrupted"))) {
-        if (std::string why = tail_lines(out.stderr_path, 3); !why.empty())
-          part.error = fmt::format("gemini exited with status {}: {}", out.exit_code, why);
-      }
-      if (!out.exited && !part.completed)
-        part.error = fmt::format("gemini was killed before it finished ({})",
-                                 part.error.value_or("no result event"));
-      for (auto& s : part.steps) t.steps.push_back(std::move(s));
-      t.total += part.total;
-      t.final_message = part.final_message;
-      if (!t.error && part.error) t.error = part.error;
-      for (const auto& [k, v] : part.unknown_events) t.unknown_events[k] += v;
-      t.malformed_lines += part.malformed_lines;
-      if (t.session_id.empty()) t.session_id = part.session_id;
-      if (!part.model.empty()) t.model = part.model;
-      if (part.duration_ms) t.duration_ms = t.duration_ms.value_or(0) + *part.duration_ms;
-      t.completed = part.completed;
-    }
-    if (t.error) t.final_message.reset();
-    harness::renumber_steps(t);
+      return gemini::parse_gemini_stream_json(read_file(out.stdout_path).value_or(""));
+    }));
+    harness::finish_run_transcript(t);
     return t;
   }
 

@@ -62,7 +62,7 @@ class parser {
       // A non-fatal warning from the client; the run's outcome comes from `result`.
       last_error_ = get_string(e, "message").value_or("error");
     } else {
-      ++t_.unknown_events[type.empty() ? "(no type)" : type];
+      ++t_.unknown_events[harness::unknown_event_key(type)];
     }
   }
 
@@ -88,11 +88,9 @@ class parser {
   }
 
   harness::step& new_step(const std::string& ts) {
-    harness::step s;
-    s.source = "agent";
+    harness::step& s = harness::append_step(t_, "agent");
     s.timestamp = ts;
-    t_.steps.push_back(std::move(s));
-    return t_.steps.back();
+    return s;
   }
 
   void on_result(const json& e) {

@@ -32,6 +32,7 @@ class oracle_adapter final : public harness::adapter {
     harness::agent_plan p;
     p.argv = {"/bin/sh", std::string(kSolutionTarget) + "/solve.sh"};
     p.home.adapter = "oracle";
+    p.runs_fixture_solution = true;
     p.bundles.push_back(sandbox::bundle{dir, EB_TRY(tree_digest(dir)), kSolutionTarget});
     return p;
   }

@@ -43,6 +43,9 @@ struct agent_plan {
   std::vector<sandbox::bundle> bundles;               // e.g. the oracle's solution
   std::optional<std::string> stdin_data;              // else /dev/null
   bool landlock = true;                               // off when the agent's own sandbox must mount
+  // The plan runs the fixture's reference solution (solution/, e.g. from a bundle): the only
+  // plan for which the runner leaves that directory out of the protected roots.
+  bool runs_fixture_solution = false;
   // How read_transcript() should treat stdout: the raw bytes are always kept as native/.
   std::string stdout_name = "stdout.txt";
 };

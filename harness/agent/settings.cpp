@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 
 #include "sandbox/base/fs.h"
@@ -22,13 +21,6 @@ std::string comma_list(const std::vector<std::string>& items) {
 
 bool one_of(std::string_view s, const std::vector<std::string>& items) {
   return std::find(items.begin(), items.end(), s) != items.end();
-}
-
-bool is_env_name(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-  });
 }
 
 std::string string_setting(const candidate_spec& c, std::string_view key, std::string fallback) {

@@ -10,6 +10,7 @@
 
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
+#include "harness/config/validate.h"  // is_env_name, for the adapters' checks
 #include "sandbox/base/error.h"
 #include "sandbox/spec/request.h"
 
@@ -18,8 +19,6 @@ namespace evalbox::harness {
 // "a, b, c": a list of choices in a hint.
 std::string comma_list(const std::vector<std::string>& items);
 bool one_of(std::string_view s, const std::vector<std::string>& items);
-// An environment variable name: [A-Za-z_][A-Za-z0-9_]*.
-bool is_env_name(std::string_view s);
 // The value of setting `key` when it is a string, else `fallback`.
 std::string string_setting(const candidate_spec& c, std::string_view key,
                            std::string fallback = {});

@@ -1,11 +1,12 @@
 // `evalbox doctor`: what this host lets the sandbox use, each missing feature with a hint.
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/units.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/sys/probe.h"
@@ -46,9 +47,8 @@ void register_doctor(CLI::App& app, action& out) {
                   "the standard location)");
   cmd->callback([&out, json_out, state] {
     out = [json_out, state] {
-      std::filesystem::path dir =
-          state->empty() ? sandbox::default_preparer_options().state_root
-                         : std::filesystem::path(*state);
+      std::filesystem::path dir = state->empty() ? sandbox::default_preparer_options().state_root
+                                                 : std::filesystem::path(*state);
       auto host = sys::probe_host(dir);
       if (*json_out) {
         fmt::print("{}", pretty_json(host.to_json()));

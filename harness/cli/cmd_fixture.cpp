@@ -1,7 +1,7 @@
 // `evalbox fixture ...`: commands for fixture authors. `fixture new` scaffolds a fixture;
 // `fixture test` (the sandboxed oracle/noop check) has its own section below.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <signal.h>
 
@@ -128,9 +128,11 @@ int fixture_test(const fixture_test_args& a) {
       std::string cand = r["candidate"].value("id", "");
       std::string verdict = r.value("verdict", "");
       if (r["execution"].value("status", "") == "error" || verdict == "not_assessed") {
-        const auto& e = r["execution"]["error"].is_string() ? r["execution"]["error"] : r["grading"]["error"];
+        const auto& e =
+            r["execution"]["error"].is_string() ? r["execution"]["error"] : r["grading"]["error"];
         problems.push_back(fmt::format("{} trial {} could not be assessed: {}", cand,
-                                       r.value("trial", 0), e.is_string() ? e.get<std::string>() : "error"));
+                                       r.value("trial", 0),
+                                       e.is_string() ? e.get<std::string>() : "error"));
         continue;
       }
       if (cand == "oracle") {
@@ -141,7 +143,8 @@ int fixture_test(const fixture_test_args& a) {
           for (const auto& c : r["grading"]["checks"])
             if (!c.value("passed", false))
               problems.push_back(fmt::format("the oracle fails check '{}' (trial {}): {}",
-                                             c.value("id", ""), r.value("trial", 0), c.value("detail", "")));
+                                             c.value("id", ""), r.value("trial", 0),
+                                             c.value("detail", "")));
         }
       } else {
         ++noop_n;
@@ -155,8 +158,9 @@ int fixture_test(const fixture_test_args& a) {
       }
     }
     if (noop_n > 0 && noop_failed == 0)
-      problems.push_back("the untouched workspace (noop) passes every check: the checks do not "
-                         "test the task");
+      problems.push_back(
+          "the untouched workspace (noop) passes every check: the checks do not "
+          "test the task");
     bool ok = problems.empty() && oracle_n == a.trials && oracle_pass == oracle_n;
     if (ok) {
       std::string failing;
@@ -165,8 +169,10 @@ int fixture_test(const fixture_test_args& a) {
                  oracle_pass, oracle_n, failing);
     } else {
       ++invalid;
-      fmt::print("INVALID  {:<24} {}\n", f.id, problems.empty() ? "oracle did not run" : problems.front());
-      for (size_t i = 1; i < problems.size(); ++i) fmt::print("         {:<24} {}\n", "", problems[i]);
+      fmt::print("INVALID  {:<24} {}\n", f.id,
+                 problems.empty() ? "oracle did not run" : problems.front());
+      for (size_t i = 1; i < problems.size(); ++i)
+        fmt::print("         {:<24} {}\n", "", problems[i]);
     }
   }
   if (!a.results.empty()) fmt::print("results: {}\n", results_path.string());
@@ -182,7 +188,8 @@ void add_fixture_test(CLI::App& fixture, action& out) {
       "Exit 0 only when every fixture is valid; otherwise the output says which check broke it.\n\n"
       "Example: evalbox fixture test fixtures/examples/off-by-one --trials 3");
   cmd->add_option("dirs", a->dirs, "fixture directories")->required();
-  cmd->add_option("--trials", a->trials, "oracle and noop trials per fixture")->capture_default_str();
+  cmd->add_option("--trials", a->trials, "oracle and noop trials per fixture")
+      ->capture_default_str();
   cmd->add_option("--results", a->results, "keep results here (default: a temporary directory)");
   cmd->add_option("--concurrency,-j", a->concurrency, "runs at once")->capture_default_str();
   cmd->callback([&out, a] { out = [a] { return fixture_test(*a); }; });

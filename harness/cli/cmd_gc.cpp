@@ -1,7 +1,7 @@
 // `evalbox gc`: reclaims what crashed runs left behind (mounts, cgroups, run directories)
 // in the state root — the same reclaim every preparer runs at start-up.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
 #include "harness/scale/jobs.h"
@@ -29,7 +30,7 @@ struct k8s_args {
 };
 
 int k8s_command(const k8s_args& a) {
-  auto suite = harness::load_suite(a.suite);
+  auto suite = harness::load_suite(a.suite, make_registry().ids());
   if (!suite) {
     fmt::print(stderr, "{}\n", suite.error().message);
     return suite.error().kind == error_kind::io ? exit_internal : exit_usage;

@@ -11,6 +11,7 @@
 #include "harness/plan/identity.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/log.h"
 
 namespace evalbox::cli {

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
 #include "harness/plan/identity.h"
@@ -37,7 +38,7 @@ int exit_status(const planned_outcomes& planned) {
 }
 
 int run_command(const run_args& a) {
-  auto suite = harness::load_suite(a.suite);
+  auto suite = harness::load_suite(a.suite, make_registry().ids());
   if (!suite) {
     fmt::print(stderr, "{}\n", suite.error().message);
     return suite.error().kind == error_kind::invalid_argument ||

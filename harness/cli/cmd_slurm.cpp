@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
 #include "harness/scale/jobs.h"
@@ -81,7 +82,7 @@ std::filesystem::path absolute_path(const std::filesystem::path& p) {
 }
 
 int slurm_command(const slurm_args& a) {
-  auto suite = harness::load_suite(a.suite);
+  auto suite = harness::load_suite(a.suite, make_registry().ids());
   if (!suite) {
     fmt::print(stderr, "{}\n", suite.error().message);
     return suite.error().kind == error_kind::io ? exit_internal : exit_usage;

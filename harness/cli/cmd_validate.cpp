@@ -1,7 +1,7 @@
 // `evalbox validate PATH...`: checks fixtures and suites (and each candidate's adapter settings)
 // without running anything; every problem is printed as FILE:LINE:COL: what (hint: how).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <memory>
 #include <string>
@@ -10,11 +10,11 @@
 #include "harness/agent/adapter.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
+#include "harness/cli/session.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/load.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
-
 
 namespace evalbox::cli {
 
@@ -37,8 +37,11 @@ kind classify(const fs::path& p) {
 }
 
 json error_json(const config_error& e) {
-  return json{{"file", e.where.file}, {"line", e.where.line}, {"column", e.where.column},
-              {"message", e.what}, {"hint", e.hint}};
+  return json{{"file", e.where.file},
+              {"line", e.where.line},
+              {"column", e.where.column},
+              {"message", e.what},
+              {"hint", e.hint}};
 }
 
 }  // namespace
@@ -86,13 +89,10 @@ void register_validate(CLI::App& app, action& out) {
           }
         } else {
           entry["kind"] = "suite";
-          auto s = harness::load_suite(p, &errors);
+          auto s = harness::load_suite(p, registry.ids(), &errors);
           if (s) {
-            for (const auto& c : s->candidates)
-              if (const auto* a = registry.find(c.adapter)) {
-                auto more = a->validate(c);
-                errors.insert(errors.end(), more.begin(), more.end());
-              }
+            auto more = validate_candidates(*s);
+            errors.insert(errors.end(), more.begin(), more.end());
             entry["name"] = s->name;
             summary = fmt::format("suite {}: {} fixtures × {} candidates × {} trial{} = {} runs",
                                   s->name, s->fixtures.size(), s->candidates.size(), s->trials,

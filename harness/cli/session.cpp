@@ -67,15 +67,10 @@ std::vector<harness::config_error> validate_candidates(const harness::suite_spec
   auto registry = make_registry();
   std::vector<harness::config_error> errors;
   for (const auto& c : suite.candidates) {
+    // An adapter name the registry does not know was reported by load_suite, which checks
+    // every candidate against these same names.
     const auto* a = registry.find(c.adapter);
-    if (!a) {
-      std::string known;
-      for (const auto& id : registry.ids()) known += (known.empty() ? "" : ", ") + id;
-      errors.push_back({c.where,
-                        fmt::format("adapter '{}' is not available in this build", c.adapter),
-                        "available: " + known});
-      continue;
-    }
+    if (!a) continue;
     auto e = a->validate(c);
     errors.insert(errors.end(), e.begin(), e.end());
   }

@@ -43,7 +43,8 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
                               const std::vector<harness::run_spec>& runs,
                               const suite_run_options& options);
 
-// Adapter-level validation of every candidate (settings), as config errors.
+// Adapter-level validation of every candidate (its settings), as config errors. The adapter
+// names themselves were checked by load_suite against this same registry.
 std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite);
 
 }  // namespace evalbox::cli

@@ -1,14 +1,13 @@
 // Strict YAML -> spec conversion for fixtures and suites. yaml-cpp throws; every call into it is
 // in this file, and each failure becomes a config_error with the node's line and column.
+// One file of about 850 lines because the YAML reader below has YAML::Node in its interface
+// and yaml-cpp stays out of headers; what needs no YAML lives elsewhere (validate.h for single
+// values, harness/fixture for the file system).
 #include "harness/config/parse.h"
-
-#include <glob.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
-#include <functional>
 #include <regex>
 #include <set>
 #include <span>
@@ -17,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "harness/config/validate.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/units.h"
 
@@ -26,78 +26,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string_view type_name(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    default: return "nothing";
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
   }
-}
-
-bool matches_id(std::string_view s, bool allow_upper) {
-  if (s.empty() || s.size() > 128) return false;
-  auto ok = [&](char c, bool first) {
-    if (c >= 'a' && c <= 'z') return true;
-    if (c >= '0' && c <= '9') return true;
-    if (allow_upper && c >= 'A' && c <= 'Z') return true;
-    return !first && (c == '.' || c == '_' || c == '-');
-  };
-  for (size_t i = 0; i < s.size(); ++i)
-    if (!ok(s[i], i == 0)) return false;
-  return true;
-}
-
-// host:port with port 1..65535; host is a DNS name, "*.name", an IPv4 address or [IPv6].
-bool valid_host_port(std::string_view s, std::string& why) {
-  auto colon = s.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    why = "is not host:port";
-    return false;
-  }
-  std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
-  unsigned value = 0;
-  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value < 1 ||
-      value > 65535) {
-    why = fmt::format("has port '{}', not a number in 1..65535", port);
-    return false;
-  }
-  if (host.front() == '[') {
-    if (host.back() != ']' || host.size() < 3) {
-      why = "has an unterminated [IPv6] host";
-      return false;
-    }
-    return true;
-  }
-  if (host.starts_with("*.")) host.remove_prefix(2);
-  for (char c : host) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '-';
-    if (!ok) {
-      why = fmt::format("has host '{}' with a character other than letters, digits, '.', '-'",
-                        s.substr(0, colon));
-      return false;
-    }
-  }
-  if (host.empty() || host.front() == '.' || host.back() == '.') {
-    why = fmt::format("has an invalid host '{}'", s.substr(0, colon));
-    return false;
-  }
-  return true;
 }
 
 // A mapping's entries by key, checked against the keys the format allows.
@@ -173,23 +114,14 @@ class reader {
     }
     for (auto r : required) {
       if (!f.keys.contains(std::string(r)))
-        fail(n, fmt::format("{} is missing '{}'", what, r),
-             fmt::format("add `{}: ...`", r));
+        fail(n, fmt::format("{} is missing '{}'", what, r), fmt::format("add `{}: ...`", r));
     }
     return f;
   }
 
   static std::string unknown_hint(std::string_view k, std::span<const std::string_view> known) {
-    std::string_view best;
-    size_t best_d = 3;
-    for (auto cand : known) {
-      size_t d = edit_distance(k, cand);
-      if (d < best_d) {
-        best_d = d;
-        best = cand;
-      }
-    }
-    if (!best.empty()) return fmt::format("did you mean '{}'?", best);
+    if (auto best = closest(k, known); !best.empty())
+      return fmt::format("did you mean '{}'?", best);
     return fmt::format("the keys allowed here are: {}", fmt::join(known, ", "));
   }
 
@@ -411,8 +343,7 @@ network_spec parse_network(reader& r, const YAML::Node& n, std::string_view what
   auto hosts = r.string_list(list, fmt::format("{}.allow", what));
   if (!hosts) return out;
   for (size_t i = 0; i < hosts->size(); ++i) {
-    std::string why;
-    if (!valid_host_port((*hosts)[i], why))
+    if (std::string why = host_port_problem((*hosts)[i]); !why.empty())
       r.fail(list[i], fmt::format("{}.allow entry '{}' {}", what, (*hosts)[i], why),
              "write host:port, e.g. api.openai.com:443");
   }
@@ -421,7 +352,7 @@ network_spec parse_network(reader& r, const YAML::Node& n, std::string_view what
 }
 
 void parse_file_check(reader& r, const YAML::Node& n, const std::string& what, file_check& out) {
-  static constexpr std::string_view known[] = {"path",    "exists",  "absent", "equals",
+  static constexpr std::string_view known[] = {"path",     "exists",  "absent", "equals",
                                                "contains", "matches", "json"};
   static constexpr std::string_view required[] = {"path"};
   auto f = r.mapping(n, what, known, required);
@@ -513,8 +444,7 @@ void parse_transcript_check(reader& r, const YAML::Node& n, const std::string& w
     r.fail(n,
            f->entries.empty()
                ? fmt::format("{} has no predicate", what)
-               : fmt::format("{} has {} predicates; it needs exactly one", what,
-                             f->entries.size()),
+               : fmt::format("{} has {} predicates; it needs exactly one", what, f->entries.size()),
            fmt::format("use exactly one of {}", fmt::join(known, ", ")));
     return;
   }
@@ -538,8 +468,8 @@ void parse_transcript_check(reader& r, const YAML::Node& n, const std::string& w
 }
 
 std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t index) {
-  static constexpr std::string_view known[] = {"id", "weight", "shell", "file", "git",
-                                               "transcript"};
+  static constexpr std::string_view known[] = {"id",   "weight", "shell",
+                                               "file", "git",    "transcript"};
   static constexpr std::string_view required[] = {"id"};
   std::string what = fmt::format("checks[{}]", index);
   auto f = r.mapping(n, what, known, required);
@@ -549,7 +479,7 @@ std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t ind
   if (f->has("id")) {
     if (auto id = r.string(f->get("id"), what + ".id")) {
       c.id = *id;
-      if (!matches_id(*id, true))
+      if (!is_valid_id(*id, true))
         r.fail(f->get("id"), fmt::format("check id '{}' is not a valid id", *id),
                "use letters, digits, '.', '_' and '-', starting with a letter or digit");
       else
@@ -593,67 +523,17 @@ std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t ind
   return c;
 }
 
-std::string expand_home(const std::string& p) {
-  if (p == "~" || p.starts_with("~/")) {
-    const char* home = std::getenv("HOME");
-    return std::string(home ? home : "") + p.substr(1);
-  }
-  return p;
-}
-
-bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string::npos; }
-
-bool is_fixture_dir(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_directory(p, ec) && fs::is_regular_file(p / "fixture.yaml", ec);
-}
-
-void parse_fixture_paths(reader& r, const YAML::Node& n, const fs::path& base,
-                         std::vector<fs::path>& out) {
+// fixtures: [path or glob, ...] as written; harness/fixture resolves them (load_suite).
+void parse_fixture_entries(reader& r, const YAML::Node& n, std::vector<fixture_entry>& out) {
   auto list = r.string_list(n, "fixtures");
   if (!list) return;
-  std::set<fs::path> seen;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string& entry = (*list)[i];
-    fs::path full = normalize(base / expand_home(entry));
-    std::vector<fs::path> found;
-    if (has_glob_chars(entry)) {
-      glob_t g{};
-      int rc = ::glob(full.c_str(), GLOB_NOSORT, nullptr, &g);
-      if (rc == 0) {
-        for (size_t j = 0; j < g.gl_pathc; ++j) {
-          fs::path m = normalize(g.gl_pathv[j]);
-          if (is_fixture_dir(m)) found.push_back(m);
-        }
-      }
-      globfree(&g);
-      if (found.empty()) {
-        r.fail(n[i], fmt::format("fixtures glob '{}' matches no fixture directory", entry),
-               fmt::format("a fixture is a directory holding fixture.yaml; the glob is "
-                           "relative to {}",
-                           base.string()));
-        continue;
-      }
-    } else {
-      if (!is_fixture_dir(full)) {
-        r.fail(n[i],
-               fmt::format("fixtures entry '{}' is not a fixture directory ({} has no "
-                           "fixture.yaml)",
-                           entry, full.string()),
-               "paths are relative to the suite file; `evalbox fixture new NAME` makes one");
-        continue;
-      }
-      found.push_back(full);
-    }
-    std::sort(found.begin(), found.end());
-    for (auto& p : found)
-      if (seen.insert(p).second) out.push_back(p);
-  }
+  for (size_t i = 0; i < list->size(); ++i) out.push_back({(*list)[i], r.at(n[i])});
 }
 
 std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
-                                              const fs::path& base) {
-  static constexpr std::string_view common[] = {"id",  "adapter", "home_files",  "env",
+                                              const fs::path& base,
+                                              std::span<const std::string> adapters) {
+  static constexpr std::string_view common[] = {"id",      "adapter",    "home_files", "env",
                                                 "network", "credential", "credentials"};
   static constexpr std::string_view required[] = {"id", "adapter"};
   std::string what = fmt::format("candidates[{}]", index);
@@ -664,7 +544,7 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
   if (f->has("id")) {
     if (auto id = r.string(f->get("id"), what + ".id")) {
       c.id = *id;
-      if (!matches_id(*id, false))
+      if (!is_valid_id(*id, false))
         r.fail(f->get("id"), fmt::format("candidate id '{}' is not a valid id", *id),
                "use [a-z0-9][a-z0-9._-]*");
       else
@@ -674,10 +554,10 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
   if (f->has("adapter")) {
     if (auto a = r.string(f->get("adapter"), what + ".adapter")) {
       c.adapter = *a;
-      const auto& known = known_adapters();
-      if (std::find(known.begin(), known.end(), *a) == known.end())
+      if (std::find(adapters.begin(), adapters.end(), *a) == adapters.end())
         r.fail(f->get("adapter"), fmt::format("{} names unknown adapter '{}'", what, *a),
-               fmt::format("known adapters: {}", fmt::join(known, ", ")));
+               adapters.empty() ? std::string("no adapter is registered")
+                                : fmt::format("known adapters: {}", fmt::join(adapters, ", ")));
     }
   }
   if (f->has("home_files")) {
@@ -686,8 +566,8 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
       for (const auto& [target, source] : hf->entries) {
         std::string name = fmt::format("{}.home_files['{}']", what, target);
         if (!is_safe_relative(fs::path(target))) {
-          r.fail(source, fmt::format("{}: target '{}' must be a relative path without '..'",
-                                     name, target),
+          r.fail(source,
+                 fmt::format("{}: target '{}' must be a relative path without '..'", name, target),
                  "targets are relative to the agent's home directory");
           continue;
         }
@@ -696,8 +576,8 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
         fs::path full = normalize(base / expand_home(*src));
         std::error_code ec;
         if (!fs::exists(full, ec)) {
-          r.fail(source, fmt::format("{}: source '{}' does not exist ({})", name, *src,
-                                     full.string()),
+          r.fail(source,
+                 fmt::format("{}: source '{}' does not exist ({})", name, *src, full.string()),
                  "sources are relative to the suite file");
           continue;
         }
@@ -708,11 +588,7 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
   if (f->has("env")) {
     if (auto ef = r.mapping(f->get("env"), what + ".env", {}, {}, true)) {
       for (const auto& [k, v] : ef->entries) {
-        bool ok = !k.empty() && !(k[0] >= '0' && k[0] <= '9');
-        for (char ch : k)
-          ok = ok && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-                      (ch >= '0' && ch <= '9') || ch == '_');
-        if (!ok) {
+        if (!is_env_name(k)) {
           r.fail(v, fmt::format("{}.env: '{}' is not a variable name", what, k),
                  "use letters, digits and '_', not starting with a digit");
           continue;
@@ -726,8 +602,7 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
     r.fail(f->get("credentials"), fmt::format("{} has both credential and credentials", what),
            "list every handle under `credentials`");
   if (f->has("credential")) {
-    if (auto s = r.string(f->get("credential"), what + ".credential"))
-      c.credentials.push_back(*s);
+    if (auto s = r.string(f->get("credential"), what + ".credential")) c.credentials.push_back(*s);
   }
   if (f->has("credentials")) {
     if (auto l = r.string_list(f->get("credentials"), what + ".credentials")) c.credentials = *l;
@@ -739,6 +614,98 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
   return c;
 }
 
+// credentials: {handle: path, ...}; paths relative to the suite file, `~` expanded.
+void parse_credentials(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
+  if (auto cf = r.mapping(n, "credentials", {}, {}, true)) {
+    for (const auto& [handle, path] : cf->entries) {
+      if (!is_valid_id(handle, true)) {
+        r.fail(path, fmt::format("credential handle '{}' is not a valid name", handle),
+               "use letters, digits, '.', '_' and '-'");
+        continue;
+      }
+      if (auto p = r.string(path, fmt::format("credentials.{}", handle)))
+        spec.credentials[handle] = normalize(base_dir / expand_home(*p));
+    }
+  }
+}
+
+// candidates: [...]: each one, ids unique, each credential handle defined by the suite (so
+// credentials are parsed first).
+void parse_candidates(reader& r, const YAML::Node& list, const fs::path& base_dir,
+                      std::span<const std::string> adapters, suite_spec& spec) {
+  if (!list.IsSequence() || list.size() == 0) {
+    r.fail(list,
+           list.IsSequence() ? std::string("candidates must not be empty")
+                             : fmt::format("candidates must be a list, found {}", type_name(list)),
+           "add at least one `- {id: ..., adapter: ...}`");
+    return;
+  }
+  std::map<std::string, source_location> ids;
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto c = parse_candidate(r, list[i], i, base_dir, adapters);
+    if (!c) continue;
+    if (!c->id.empty()) {
+      auto [it, fresh] = ids.emplace(c->id, c->where);
+      if (!fresh)
+        r.fail(c->where, fmt::format("candidate id '{}' is used twice", c->id),
+               fmt::format("the first is at {}; give each candidate its own id",
+                           it->second.to_string()));
+    }
+    for (const auto& h : c->credentials) {
+      if (!spec.credentials.contains(h))
+        r.fail(c->where,
+               fmt::format("candidate '{}' uses credential '{}', which the suite does not "
+                           "define",
+                           c->id, h),
+               fmt::format("add `credentials: {{{}: PATH}}` at the top level of the suite", h));
+    }
+    spec.candidates.push_back(std::move(*c));
+  }
+}
+
+// baseline: a candidate id (so candidates are parsed first).
+void parse_baseline(reader& r, const YAML::Node& n, suite_spec& spec) {
+  auto b = r.string(n, "baseline");
+  if (!b) return;
+  spec.baseline = *b;
+  if (!spec.candidates.empty() && !spec.find_candidate(*b)) {
+    std::set<std::string> ids;
+    for (const auto& c : spec.candidates)
+      if (!c.id.empty()) ids.insert(c.id);
+    r.fail(n, fmt::format("baseline '{}' is not a candidate", *b),
+           fmt::format("name one of: {}", fmt::join(ids, ", ")));
+  }
+}
+
+// prices: {model or candidate id: {input_per_mtok, output_per_mtok}}, both non-negative.
+void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
+  auto pf = r.mapping(n, "prices", {}, {}, true);
+  if (!pf) return;
+  static constexpr std::string_view pk[] = {"input_per_mtok", "output_per_mtok"};
+  for (const auto& [model, v] : pf->entries) {
+    std::string name = fmt::format("prices.{}", model);
+    auto p = r.mapping(v, name, pk, pk);
+    if (!p) continue;
+    price_spec price;
+    bool ok = true;
+    for (auto key : pk) {
+      std::string k(key);
+      if (!p->has(k)) {
+        ok = false;
+        continue;
+      }
+      auto num = r.number(p->get(k), name + "." + k);
+      if (!num || *num < 0) {
+        if (num) r.fail(p->get(k), fmt::format("{}.{} must not be negative", name, k));
+        ok = false;
+        continue;
+      }
+      (k == "input_per_mtok" ? price.input_per_mtok : price.output_per_mtok) = *num;
+    }
+    if (ok) spec.prices[model] = price;
+  }
+}
+
 }  // namespace
 
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
@@ -747,8 +714,8 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   fixture_spec spec;
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;
-  static constexpr std::string_view known[] = {"schema", "id",      "description", "prompt",
-                                               "follow_up", "setup", "limits",   "network",
+  static constexpr std::string_view known[] = {"schema",    "id",       "description", "prompt",
+                                               "follow_up", "setup",    "limits",      "network",
                                                "checks",    "threshold"};
   static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
   if (root.IsNull()) {
@@ -762,7 +729,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   if (f->has("id")) {
     if (auto id = r.string(f->get("id"), "id")) {
       spec.id = *id;
-      if (!matches_id(*id, false))
+      if (!is_valid_id(*id, false))
         r.fail(f->get("id"), fmt::format("fixture id '{}' is not a valid id", *id),
                "use lowercase letters, digits, '.', '_' and '-', starting with a letter or "
                "digit");
@@ -794,9 +761,9 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
     YAML::Node checks = f->get("checks");
     if (!checks.IsSequence() || checks.size() == 0) {
       r.fail(checks,
-             checks.IsSequence() ? std::string("checks must not be empty")
-                                 : fmt::format("checks must be a list, found {}",
-                                               type_name(checks)),
+             checks.IsSequence()
+                 ? std::string("checks must not be empty")
+                 : fmt::format("checks must be a list, found {}", type_name(checks)),
              "add at least one check: shell, file, git or transcript");
     } else {
       std::map<std::string, source_location> ids;
@@ -824,14 +791,15 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
 
 suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
                             const std::filesystem::path& base_dir,
+                            std::span<const std::string> adapters,
                             std::vector<config_error>& errors) {
   reader r(std::string(display), errors);
   suite_spec spec;
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;
   static constexpr std::string_view known[] = {
-      "schema", "name",        "description", "fixtures", "candidates", "trials",
-      "concurrency", "credentials", "limits", "baseline", "prices",     "results"};
+      "schema",      "name",        "description", "fixtures", "candidates", "trials",
+      "concurrency", "credentials", "limits",      "baseline", "prices",     "results"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   if (root.IsNull()) {
     r.fail(source_location{r.file(), 0, 0}, "the file is empty",
@@ -844,7 +812,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("name")) {
     if (auto s = r.string(f->get("name"), "name")) {
       spec.name = *s;
-      if (!matches_id(*s, true))
+      if (!is_valid_id(*s, true))
         r.fail(f->get("name"), fmt::format("suite name '{}' is not a valid name", *s),
                "it names the results directory: use letters, digits, '.', '_' and '-'");
     }
@@ -852,7 +820,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("description")) {
     if (auto s = r.string(f->get("description"), "description", true)) spec.description = *s;
   }
-  if (f->has("fixtures")) parse_fixture_paths(r, f->get("fixtures"), base_dir, spec.fixture_dirs);
+  if (f->has("fixtures")) parse_fixture_entries(r, f->get("fixtures"), spec.fixture_entries);
   if (f->has("trials")) {
     if (auto t = r.positive_integer(f->get("trials"), "trials")) {
       if (*t > 10000)
@@ -869,92 +837,11 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
         spec.concurrency = static_cast<int>(*c);
     }
   }
-  if (f->has("credentials")) {
-    if (auto cf = r.mapping(f->get("credentials"), "credentials", {}, {}, true)) {
-      for (const auto& [handle, path] : cf->entries) {
-        if (!matches_id(handle, true)) {
-          r.fail(path, fmt::format("credential handle '{}' is not a valid name", handle),
-                 "use letters, digits, '.', '_' and '-'");
-          continue;
-        }
-        if (auto p = r.string(path, fmt::format("credentials.{}", handle)))
-          spec.credentials[handle] = normalize(base_dir / expand_home(*p));
-      }
-    }
-  }
+  if (f->has("credentials")) parse_credentials(r, f->get("credentials"), base_dir, spec);
   if (f->has("limits")) spec.default_limits = parse_limits(r, f->get("limits"), "limits");
-  if (f->has("candidates")) {
-    YAML::Node list = f->get("candidates");
-    if (!list.IsSequence() || list.size() == 0) {
-      r.fail(list,
-             list.IsSequence() ? std::string("candidates must not be empty")
-                               : fmt::format("candidates must be a list, found {}",
-                                             type_name(list)),
-             "add at least one `- {id: ..., adapter: ...}`");
-    } else {
-      std::map<std::string, source_location> ids;
-      for (size_t i = 0; i < list.size(); ++i) {
-        auto c = parse_candidate(r, list[i], i, base_dir);
-        if (!c) continue;
-        if (!c->id.empty()) {
-          auto [it, fresh] = ids.emplace(c->id, c->where);
-          if (!fresh)
-            r.fail(c->where, fmt::format("candidate id '{}' is used twice", c->id),
-                   fmt::format("the first is at {}; give each candidate its own id",
-                               it->second.to_string()));
-        }
-        for (const auto& h : c->credentials) {
-          if (!spec.credentials.contains(h))
-            r.fail(c->where,
-                   fmt::format("candidate '{}' uses credential '{}', which the suite does not "
-                               "define",
-                               c->id, h),
-                   fmt::format("add `credentials: {{{}: PATH}}` at the top level of the suite",
-                               h));
-        }
-        spec.candidates.push_back(std::move(*c));
-      }
-    }
-  }
-  if (f->has("baseline")) {
-    if (auto b = r.string(f->get("baseline"), "baseline")) {
-      spec.baseline = *b;
-      if (!spec.candidates.empty() && !spec.find_candidate(*b)) {
-        std::set<std::string> ids;
-        for (const auto& c : spec.candidates)
-          if (!c.id.empty()) ids.insert(c.id);
-        r.fail(f->get("baseline"), fmt::format("baseline '{}' is not a candidate", *b),
-               fmt::format("name one of: {}", fmt::join(ids, ", ")));
-      }
-    }
-  }
-  if (f->has("prices")) {
-    if (auto pf = r.mapping(f->get("prices"), "prices", {}, {}, true)) {
-      static constexpr std::string_view pk[] = {"input_per_mtok", "output_per_mtok"};
-      for (const auto& [model, v] : pf->entries) {
-        std::string name = fmt::format("prices.{}", model);
-        auto p = r.mapping(v, name, pk, pk);
-        if (!p) continue;
-        price_spec price;
-        bool ok = true;
-        for (auto key : pk) {
-          std::string k(key);
-          if (!p->has(k)) {
-            ok = false;
-            continue;
-          }
-          auto num = r.number(p->get(k), name + "." + k);
-          if (!num || *num < 0) {
-            if (num) r.fail(p->get(k), fmt::format("{}.{} must not be negative", name, k));
-            ok = false;
-            continue;
-          }
-          (k == "input_per_mtok" ? price.input_per_mtok : price.output_per_mtok) = *num;
-        }
-        if (ok) spec.prices[model] = price;
-      }
-    }
-  }
+  if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
+  if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);
+  if (f->has("prices")) parse_prices(r, f->get("prices"), spec);
   if (f->has("results")) {
     if (auto s = r.string(f->get("results"), "results"))
       spec.results_dir = normalize(base_dir / expand_home(*s));
@@ -967,8 +854,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
 std::string peek_schema(std::string_view text) {
   try {
     YAML::Node root = YAML::Load(std::string(text));
-    if (root.IsMap() && root["schema"] && root["schema"].IsScalar())
-      return root["schema"].Scalar();
+    if (root.IsMap() && root["schema"] && root["schema"].IsScalar()) return root["schema"].Scalar();
   } catch (const YAML::Exception&) {
   }
   return {};

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,12 +20,14 @@ namespace evalbox::harness {
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
                                 std::vector<config_error>& errors);
 
-// Parses the text of a suite file. Paths (fixtures, globs, home_files, results) resolve
-// against `base_dir` (the suite file's directory): fixture paths and globs are resolved to
-// fixture directories (a directory holding fixture.yaml) and home_files sources must exist.
-// The fixtures themselves are not loaded (see harness/fixture/load.h).
+// Parses the text of a suite file. Paths (home_files, credentials, results) resolve against
+// `base_dir` (the suite file's directory) and home_files sources must exist. The `fixtures:`
+// entries are kept as written (fixture_entries): harness/fixture resolves them to directories
+// and loads them (load.h). A candidate's `adapter:` must be one of `adapters` — the names the
+// composition root registered; this layer knows none itself.
 suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
                             const std::filesystem::path& base_dir,
+                            std::span<const std::string> adapters,
                             std::vector<config_error>& errors);
 
 // The schema named by a YAML document's top-level `schema:` key, or "" when there is none or

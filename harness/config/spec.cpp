@@ -5,17 +5,6 @@
 
 namespace evalbox::harness {
 
-bool is_valid_id(std::string_view id) noexcept {
-  if (id.empty() || id.size() > 128) return false;
-  for (size_t i = 0; i < id.size(); ++i) {
-    char c = id[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              (i > 0 && (c == '.' || c == '_' || c == '-'));
-    if (!ok) return false;
-  }
-  return true;
-}
-
 std::string source_location::to_string() const {
   if (line <= 0) return file;
   return fmt::format("{}:{}:{}", file, line, column);
@@ -68,10 +57,14 @@ json network_spec::to_json() const {
 
 std::string_view to_string(check_kind kind) noexcept {
   switch (kind) {
-    case check_kind::shell: return "shell";
-    case check_kind::file: return "file";
-    case check_kind::git: return "git";
-    case check_kind::transcript: return "transcript";
+    case check_kind::shell:
+      return "shell";
+    case check_kind::file:
+      return "file";
+    case check_kind::git:
+      return "git";
+    case check_kind::transcript:
+      return "transcript";
   }
   return "unknown";
 }
@@ -79,12 +72,18 @@ std::string_view to_string(check_kind kind) noexcept {
 std::string_view to_string(file_check::predicate_kind kind) noexcept {
   using k = file_check::predicate_kind;
   switch (kind) {
-    case k::exists: return "exists";
-    case k::absent: return "absent";
-    case k::equals: return "equals";
-    case k::contains: return "contains";
-    case k::matches: return "matches";
-    case k::json: return "json";
+    case k::exists:
+      return "exists";
+    case k::absent:
+      return "absent";
+    case k::equals:
+      return "equals";
+    case k::contains:
+      return "contains";
+    case k::matches:
+      return "matches";
+    case k::json:
+      return "json";
   }
   return "unknown";
 }
@@ -92,11 +91,16 @@ std::string_view to_string(file_check::predicate_kind kind) noexcept {
 std::string_view to_string(transcript_check::predicate_kind kind) noexcept {
   using k = transcript_check::predicate_kind;
   switch (kind) {
-    case k::command_matches: return "command_matches";
-    case k::final_message_matches: return "final_message_matches";
-    case k::tool_used: return "tool_used";
-    case k::forbid_command: return "forbid_command";
-    case k::max_steps: return "max_steps";
+    case k::command_matches:
+      return "command_matches";
+    case k::final_message_matches:
+      return "final_message_matches";
+    case k::tool_used:
+      return "tool_used";
+    case k::forbid_command:
+      return "forbid_command";
+    case k::max_steps:
+      return "max_steps";
   }
   return "unknown";
 }
@@ -111,12 +115,24 @@ json check_spec::to_json() const {
       json f{{"path", file.path}};
       using k = file_check::predicate_kind;
       switch (file.predicate) {
-        case k::exists: f["exists"] = true; break;
-        case k::absent: f["absent"] = true; break;
-        case k::equals: f["equals"] = file.text; break;
-        case k::contains: f["contains"] = file.text; break;
-        case k::matches: f["matches"] = file.text; break;
-        case k::json: f["json"] = {{"pointer", file.pointer}, {"equals", file.expected}}; break;
+        case k::exists:
+          f["exists"] = true;
+          break;
+        case k::absent:
+          f["absent"] = true;
+          break;
+        case k::equals:
+          f["equals"] = file.text;
+          break;
+        case k::contains:
+          f["contains"] = file.text;
+          break;
+        case k::matches:
+          f["matches"] = file.text;
+          break;
+        case k::json:
+          f["json"] = {{"pointer", file.pointer}, {"equals", file.expected}};
+          break;
       }
       j["file"] = f;
       break;
@@ -138,12 +154,6 @@ json check_spec::to_json() const {
   return j;
 }
 
-const std::vector<std::string>& known_adapters() {
-  static const std::vector<std::string> adapters{"claude-code", "codex", "command", "gemini",
-                                                 "noop",        "oracle"};
-  return adapters;
-}
-
 const setting* candidate_spec::find(std::string_view key) const {
   auto it = settings.find(std::string(key));
   return it == settings.end() ? nullptr : &it->second;
@@ -154,8 +164,8 @@ json candidate_spec::to_json() const {
   for (const auto& [k, v] : settings) s[k] = v.value;
   json h = json::object();
   for (const auto& [k, v] : home_files) h[k] = v.string();
-  json j{{"id", id}, {"adapter", adapter}, {"settings", s}, {"home_files", h},
-         {"env", env}, {"credentials", credentials}};
+  json j{{"id", id},        {"adapter", adapter}, {"settings", s},
+         {"home_files", h}, {"env", env},         {"credentials", credentials}};
   j["network"] = network ? network->to_json() : json(nullptr);
   return j;
 }

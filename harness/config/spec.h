@@ -19,9 +19,6 @@ namespace evalbox::harness {
 inline constexpr std::string_view fixture_schema = "evalbox.fixture.v1";
 inline constexpr std::string_view suite_schema = "evalbox.suite.v1";
 
-// True for a valid fixture or candidate id: [a-z0-9][a-z0-9._-]*, at most 128 characters.
-bool is_valid_id(std::string_view id) noexcept;
-
 // Where a value came from. line and column are 1-based; 0 means "the whole file".
 struct source_location {
   std::string file;
@@ -150,9 +147,6 @@ struct setting {
   source_location where;
 };
 
-// The adapters the harness knows; an unknown `adapter:` is an error listing these.
-const std::vector<std::string>& known_adapters();
-
 struct candidate_spec {
   std::string id;
   std::string adapter;
@@ -177,10 +171,18 @@ struct price_spec {
   double output_per_mtok = 0;  // per million output tokens
 };
 
+// One entry of a suite's `fixtures:` list as written: a directory or a glob, relative to the
+// suite file (harness/fixture resolves it).
+struct fixture_entry {
+  std::string pattern;
+  source_location where;
+};
+
 struct suite_spec {
   std::filesystem::path file;  // the suite file (absolute)
   std::string name;
   std::string description;
+  std::vector<fixture_entry> fixture_entries;       // as written
   std::vector<std::filesystem::path> fixture_dirs;  // resolved, absolute, sorted, unique
   std::vector<fixture_spec> fixtures;               // loaded by load_suite, same order
   std::vector<candidate_spec> candidates;
@@ -188,9 +190,9 @@ struct suite_spec {
   int concurrency = 1;
   std::map<std::string, std::filesystem::path> credentials;  // handle -> source (~ expanded)
   limits_spec default_limits;
-  std::optional<std::string> baseline;             // a candidate id
-  std::map<std::string, price_spec> prices;        // model or candidate id -> price
-  std::filesystem::path results_dir;               // default "results/<name>" (relative to cwd)
+  std::optional<std::string> baseline;       // a candidate id
+  std::map<std::string, price_spec> prices;  // model or candidate id -> price
+  std::filesystem::path results_dir;         // default "results/<name>" (relative to cwd)
 
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
 };

@@ -12,7 +12,7 @@
 #include "harness/config/spec.h"
 #include "harness/transcript/transcript.h"
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::harness {
 

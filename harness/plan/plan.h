@@ -11,10 +11,10 @@
 namespace evalbox::harness {
 
 struct run_spec {
-  size_t fixture = 0;    // index into suite_spec::fixtures
-  size_t candidate = 0;  // index into suite_spec::candidates
-  int trial = 0;         // 0-based
-  std::string run_id;    // 16 hex digits of sha256(fixture digest, candidate digest, trial)
+  size_t fixture = 0;            // index into suite_spec::fixtures
+  size_t candidate = 0;          // index into suite_spec::candidates
+  int trial = 0;                 // 0-based
+  std::string run_id;            // 16 hex digits of sha256(fixture digest, candidate digest, trial)
   std::string candidate_digest;  // candidate_digest() of the candidate, as run.json records it
 };
 

@@ -7,16 +7,21 @@
 // svg::escape (HTML text and attributes) or through script_json (JSON inside <script>, where
 // "</script>" or "<!--" in a diff would otherwise end the block). The inline script builds
 // nodes with textContent only, never innerHTML.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
 #include "harness/report/report.h"
 #include "harness/report/svg.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 
@@ -27,7 +32,6 @@ using report_text::interval;
 using report_text::percent;
 using report_text::str;
 using svg::escape;
-
 
 // JSON that can sit inside <script>: "<", ">" and "&" only occur inside strings, where \u
 // escapes mean the same; U+2028/U+2029 are escaped for old JavaScript parsers.
@@ -102,189 +106,25 @@ std::string verdict_class(const std::string& v) {
   return v == "passed" ? "passed" : v == "failed" ? "failed" : "error";
 }
 
-constexpr std::string_view style = R"css(
-body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1180px;padding:0 16px 40px;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.note{color:#555;font-size:.9em}.passed{color:#176317}.failed{color:#a11}.error{color:#8a5a00}
-.chart{max-width:100%;height:auto;display:block}.scroll{overflow-x:auto}
-details.run{border:1px solid #ddd;margin:2px 0;padding:2px 6px}details.run[open]{background:#fafafa}
-details.run summary{cursor:pointer;font-family:ui-monospace,monospace;font-size:.9em}
-pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:6px;max-height:480px;
-  overflow:auto;font-size:.85em}
-.step{border-left:3px solid #ccc;padding:2px 8px;margin:4px 0}.step.agent{border-color:#4c78a8}
-.step.user{border-color:#59a14f}.step.system{border-color:#e15759}
-#runs-controls input,#runs-controls select,#runs-controls button{font:inherit;margin-right:6px}
-)css";
+// The stylesheet and the drill-down script: assets/report.css and assets/report.js, embedded
+// at build time (cmake/embed_asset.cmake) as report_css and report_js. The script writes the
+// counts it computes from the embedded data into the DOM (#js-count-*, data-* on #runs) so
+// that a browser test can compare them with the expected ones.
+#include "report_css.inc"
+#include "report_js.inc"
 
-// The drill-down script. Counts it computes from the embedded data are written into the DOM
-// (#js-count-*, data-* on #runs) so a browser test can compare them with the expected ones.
-constexpr std::string_view script = R"js(
-(function () {
-  'use strict';
-  var t0 = performance.now();
-  var data = JSON.parse(document.getElementById('evalbox-runs').textContent);
-  var runs = data.runs, per = data.runs_per_page;
-  var list = document.getElementById('runs-list');
-  var status = document.getElementById('runs-status');
-  var filterBox = document.getElementById('run-filter');
-  var verdictBox = document.getElementById('run-verdict');
-  var page = 0, shown = runs;
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-  var counts = {passed: 0, failed: 0, error: 0};
-  runs.forEach(function (r) { counts[r.v]++; });
-  document.getElementById('js-count-runs').textContent = runs.length;
-  ['passed', 'failed', 'error'].forEach(function (k) {
-    document.getElementById('js-count-' + k).textContent = counts[k];
-  });
-  function checksTable(r) {
-    if (!r.checks.length) return el('p', 'note', 'No checks recorded.');
-    var t = el('table'), h = el('tr');
-    ['check', 'result', 'detail'].forEach(function (s) { h.appendChild(el('th', '', s)); });
-    t.appendChild(h);
-    r.checks.forEach(function (c) {
-      var tr = el('tr', 'check');
-      tr.appendChild(el('td', '', c.id));
-      tr.appendChild(el('td', c.passed ? 'passed' : 'failed', c.passed ? 'pass' : 'FAIL'));
-      tr.appendChild(el('td', '', c.detail));
-      t.appendChild(tr);
-    });
-    return t;
-  }
-  function transcriptView(text) {
-    var box = el('div', 'transcript');
-    text.split('\n').forEach(function (line) {
-      if (!line) return;
-      var j;
-      try { j = JSON.parse(line); } catch (e) { box.appendChild(el('pre', '', line)); return; }
-      if (j.type === 'header') {
-        var who = 'agent ' + j.agent + (j.model ? ', model ' + j.model : '');
-        box.appendChild(el('p', 'note', who));
-      } else if (j.type === 'step') {
-        var s = el('div', 'step ' + j.source);
-        s.appendChild(el('b', '', '#' + j.index + ' ' + j.source));
-        if (j.reasoning) s.appendChild(el('pre', 'reasoning', j.reasoning));
-        if (j.message) s.appendChild(el('pre', 'message', j.message));
-        (j.tool_calls || []).forEach(function (c) {
-          var what = c.command !== null && c.command !== undefined ? '$ ' + c.command
-                                                                   : JSON.stringify(c.input);
-          s.appendChild(el('pre', 'tool-call', '[' + c.tool + '] ' + what));
-        });
-        (j.observations || []).forEach(function (o) {
-          var out = o.output || '';
-          if (out.length > 4000)
-            out = out.slice(0, 4000) + '\n[… ' + (out.length - 4000) + ' more characters]';
-          var head = o.exit_code === null ? ''
-              : 'exit ' + o.exit_code + (o.is_error ? ' (error)' : '') + '\n';
-          s.appendChild(el('pre', 'observation', '→ ' + head + out));
-        });
-        box.appendChild(s);
-      } else if (j.type === 'summary') {
-        box.appendChild(el('p', 'note', 'summary: ' + JSON.stringify(j)));
-      }
-    });
-    return box;
-  }
-  function fill(d, r) {
-    if (d.dataset.filled) return;
-    d.dataset.filled = '1';
-    if (r.err) {
-      d.appendChild(el('h4', '', 'Infrastructure error'));
-      d.appendChild(el('pre', 'error', r.err));
-    }
-    d.appendChild(el('h4', '', 'Checks'));
-    d.appendChild(checksTable(r));
-    d.appendChild(el('h4', '', 'Workspace diff'));
-    d.appendChild(r.diff === null ? el('p', 'note', 'No workspace.diff for this run.')
-                                  : el('pre', 'diff', r.diff || '(no changes)'));
-    d.appendChild(el('h4', '', 'Transcript'));
-    d.appendChild(r.transcript === null ? el('p', 'note', 'No transcript.jsonl for this run.')
-                                        : transcriptView(r.transcript));
-  }
-  function row(r) {
-    var d = el('details', 'run ' + r.v);
-    d.id = 'run-' + r.id;
-    var s = el('summary', '', r.c + ' / ' + r.f + ' #' + r.t + ' — ' + r.v +
-               (r.score === null ? '' : ' — score ' + r.score.toFixed(2)) +
-               (r.wall === null ? '' : ' — ' + (r.wall / 1000).toFixed(1) + 's') +
-               ' — ' + r.id);
-    d.appendChild(s);
-    d.addEventListener('toggle', function () { if (d.open) fill(d, r); });
-    return d;
-  }
-  function render() {
-    var pages = Math.max(1, Math.ceil(shown.length / per));
-    page = Math.min(page, pages - 1);
-    var from = page * per, to = Math.min(shown.length, from + per);
-    var frag = document.createDocumentFragment();
-    for (var i = from; i < to; i++) frag.appendChild(row(shown[i]));
-    list.textContent = '';
-    list.appendChild(frag);
-    status.textContent = shown.length
-        ? 'Showing ' + (from + 1) + '–' + to + ' of ' + shown.length +
-        ' run(s) (' + runs.length + ' in all), page ' + (page + 1) + ' of ' + pages
-        : 'No run matches.';
-    list.dataset.rendered = to - from;
-    list.dataset.matching = shown.length;
-  }
-  function applyFilter() {
-    var q = filterBox.value.trim().toLowerCase(), v = verdictBox.value;
-    shown = runs.filter(function (r) {
-      if (v && r.v !== v) return false;
-      return !q || (r.c + ' ' + r.f + ' ' + r.id).toLowerCase().indexOf(q) >= 0;
-    });
-    page = 0;
-    render();
-  }
-  filterBox.addEventListener('input', applyFilter);
-  verdictBox.addEventListener('change', applyFilter);
-  document.getElementById('runs-prev').addEventListener('click', function () {
-    if (page > 0) { page--; render(); }
-  });
-  document.getElementById('runs-next').addEventListener('click', function () { page++; render(); });
-  // #run=<id> opens that run (links from the errors table; also how a test opens one).
-  function openFromHash() {
-    var m = /^#run=([0-9A-Za-z_.-]+)$/.exec(location.hash);
-    if (!m) return null;
-    filterBox.value = m[1];
-    verdictBox.value = '';
-    applyFilter();
-    var d = document.getElementById('run-' + m[1]);
-    if (d) { d.open = true; fill(d, shown[0]); }
-    return d;
-  }
-  window.addEventListener('hashchange', function () {
-    var d = openFromHash();
-    if (d) d.scrollIntoView();
-  });
-  render();
-  // Opened by a link into the page: scroll once the page is laid out.
-  var first = openFromHash();
-  if (first) window.addEventListener('load', function () { first.scrollIntoView(); });
-  document.getElementById('runs').dataset.renderMs = Math.round(performance.now() - t0);
-  document.getElementById('runs').dataset.ready = '1';
-})();
-)js";
-
-}  // namespace
-
-status write_html(std::ostream& h, const stats::summary& s, const run_index& runs,
-                  const std::string& suite_name, const std::filesystem::path& results_dir,
-                  const html_options& opt) {
+// <head>: nothing may be fetched (the page works from file:// with the network off).
+void write_head(std::ostream& h, const std::string& suite_name) {
   h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  // Nothing may be fetched: the page works from file:// with the network off.
   h << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
   h << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  h << fmt::format("<title>evalbox report: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
-                   escape(suite_name), style);
+  h << fmt::format("<title>evalbox report: {}</title>\n<style>\n{}</style>\n</head>\n<body>\n",
+                   escape(suite_name), report_css);
+}
+
+// The title and the totals, errors apart from failures.
+void write_totals(std::ostream& h, const stats::summary& s, const std::string& suite_name) {
   uint64_t passed = 0, failed = 0;
   for (const auto& c : s.cells) {
     passed += c.passes;
@@ -304,8 +144,10 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
         "results: {0} of the plan's {1} runs are missing</strong> (not run, or not merged): every "
         "number here is over the {2} recorded runs only.</p>\n",
         s.missing->missing, s.missing->planned, s.runs);
+}
 
-  // ---- candidates ----
+// pass@1 with its interval as a chart, then the table with pass@k.
+void write_candidates(std::ostream& h, const stats::summary& s) {
   h << fmt::format(
       "<h2 id=\"candidates\">pass@1 by candidate</h2>\n<p class=\"note\">Mean over fixtures of "
       "per-fixture pass rates; whiskers are {:.0f}% fixture-clustered bootstrap intervals; n = "
@@ -334,8 +176,10 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
         ks.empty() ? "n/a" : escape(ks));
   }
   h << "</table>\n";
+}
 
-  // ---- heatmap ----
+// Fixtures × candidates as a heatmap of pass rates.
+void write_heatmap(std::ostream& h, const stats::summary& s) {
   std::vector<std::string> fixtures, candidates;
   {
     std::set<std::string> fs, cs;
@@ -365,64 +209,69 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
   h << "<div class=\"scroll\">";
   svg::heatmap(h, "chart-heatmap", fixtures, candidates, s.cells.size(), heat);
   h << "</div>\n";
+}
 
-  // ---- paired comparison ----
+// Each candidate against the baseline: per-fixture differences as a chart, then the tests.
+void write_comparison(std::ostream& h, const stats::summary& s) {
   h << "<h2 id=\"comparison\">Paired comparison</h2>\n";
   if (s.comparisons.empty()) {
     h << "<p class=\"note\">No baseline candidate: nothing to compare (set <code>baseline</code> "
          "in the suite, or use <code>evalbox compare</code>).</p>\n";
-  } else {
-    std::vector<svg::difference_row> rows;
-    for (const auto& p : s.comparisons) {
-      svg::difference_row r{fmt::format("{} vs {}", p.candidate, p.baseline),
-                            p.mean_difference,
-                            p.ci,
-                            {},
-                            fmt::format("{} (n={})", p.verdict, p.n)};
-      for (const auto& d : p.differences) r.fixtures.emplace_back(d.fixture, d.difference);
-      rows.push_back(std::move(r));
-    }
-    h << "<p class=\"note\">Per shared fixture, candidate rate − baseline rate (small dots), "
-         "their mean (red) and its paired bootstrap interval, in percentage points.</p>\n";
-    h << "<div class=\"scroll\">" + svg::difference_chart("chart-paired", rows) + "</div>\n";
-    h << "<table id=\"table-comparisons\"><tr><th>candidate</th><th>baseline</th><th>n (shared "
-         "fixtures)</th><th>mean difference</th><th>interval</th><th>sign-flip p</th>"
-         "<th>McNemar</th><th>verdict</th></tr>\n";
-    for (const auto& p : s.comparisons) {
-      h << fmt::format(
-          "<tr class=\"comparison\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
-          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-          "<td>{}</td><td><b>{}</b></td></tr>\n",
-          escape(p.candidate), escape(p.baseline), p.n,
-          p.mean_difference ? fmt::format("{:+.1f} pts", *p.mean_difference * 100) : "n/a",
-          p.ci ? fmt::format("[{:+.1f}, {:+.1f}]", p.ci->lo * 100, p.ci->hi * 100) : "n/a",
-          p.sign_flip_p ? fmt::format("{:.4f}", *p.sign_flip_p) : "n/a",
-          p.mcnemar
-              ? fmt::format("p={:.4f} (b={}, c={})", p.mcnemar->p_value, p.mcnemar->b, p.mcnemar->c)
-              : "n/a (not single-trial)",
-          escape(p.verdict));
-    }
-    h << "</table>\n";
+    return;
   }
+  std::vector<svg::difference_row> rows;
+  for (const auto& p : s.comparisons) {
+    svg::difference_row r{fmt::format("{} vs {}", p.candidate, p.baseline),
+                          p.mean_difference,
+                          p.ci,
+                          {},
+                          fmt::format("{} (n={})", p.verdict, p.n)};
+    for (const auto& d : p.differences) r.fixtures.emplace_back(d.fixture, d.difference);
+    rows.push_back(std::move(r));
+  }
+  h << "<p class=\"note\">Per shared fixture, candidate rate − baseline rate (small dots), "
+       "their mean (red) and its paired bootstrap interval, in percentage points.</p>\n";
+  h << "<div class=\"scroll\">" + svg::difference_chart("chart-paired", rows) + "</div>\n";
+  h << "<table id=\"table-comparisons\"><tr><th>candidate</th><th>baseline</th><th>n (shared "
+       "fixtures)</th><th>mean difference</th><th>interval</th><th>sign-flip p</th>"
+       "<th>McNemar</th><th>verdict</th></tr>\n";
+  for (const auto& p : s.comparisons) {
+    h << fmt::format(
+        "<tr class=\"comparison\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td>{}</td><td><b>{}</b></td></tr>\n",
+        escape(p.candidate), escape(p.baseline), p.n,
+        p.mean_difference ? fmt::format("{:+.1f} pts", *p.mean_difference * 100) : "n/a",
+        p.ci ? fmt::format("[{:+.1f}, {:+.1f}]", p.ci->lo * 100, p.ci->hi * 100) : "n/a",
+        p.sign_flip_p ? fmt::format("{:.4f}", *p.sign_flip_p) : "n/a",
+        p.mcnemar
+            ? fmt::format("p={:.4f} (b={}, c={})", p.mcnemar->p_value, p.mcnemar->b, p.mcnemar->c)
+            : "n/a (not single-trial)",
+        escape(p.verdict));
+  }
+  h << "</table>\n";
+}
 
-  // ---- flaky ----
+void write_flaky(std::ostream& h, const stats::summary& s) {
   h << fmt::format("<h2 id=\"flaky\">Flaky fixtures ({})</h2>\n", s.flaky.size());
   if (s.flaky.empty()) {
     h << "<p>None: no candidate had both a pass and a failure on one fixture.</p>\n";
-  } else {
-    h << "<table id=\"table-flaky\"><tr><th>fixture</th><th>mixed outcomes for</th>"
-         "<th>oracle unstable</th></tr>\n";
-    for (const auto& f : s.flaky) {
-      std::string who;
-      for (const auto& c : f.candidates) who += (who.empty() ? "" : ", ") + c;
-      h << fmt::format("<tr class=\"flaky\"><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       escape(f.fixture), escape(who),
-                       f.oracle ? "<b>yes: fix the fixture</b>" : "no");
-    }
-    h << "</table>\n";
+    return;
   }
+  h << "<table id=\"table-flaky\"><tr><th>fixture</th><th>mixed outcomes for</th>"
+       "<th>oracle unstable</th></tr>\n";
+  for (const auto& f : s.flaky) {
+    std::string who;
+    for (const auto& c : f.candidates) who += (who.empty() ? "" : ", ") + c;
+    h << fmt::format("<tr class=\"flaky\"><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     escape(f.fixture), escape(who),
+                     f.oracle ? "<b>yes: fix the fixture</b>" : "no");
+  }
+  h << "</table>\n";
+}
 
-  // ---- errors ----
+// Infrastructure errors, each linked to its run's drill-down.
+void write_errors(std::ostream& h, const stats::summary& s, const run_index& runs) {
   // The run of each error (the newest of its trial), for the links into the drill-downs.
   std::map<std::tuple<std::string, std::string, int>, std::string> run_ids;
   for (const auto& e : s.errors) run_ids[{e.candidate, e.fixture, e.trial}];
@@ -435,22 +284,23 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
   h << fmt::format("<h2 id=\"errors\">Infrastructure errors ({})</h2>\n", s.errors.size());
   if (s.errors.empty()) {
     h << "<p>None.</p>\n";
-  } else {
-    h << "<p class=\"note\">Runs that could not be carried out or graded. They are not task "
-         "failures and are left out of every rate above.</p>\n<table id=\"table-errors\"><tr>"
-         "<th>candidate</th><th>fixture</th><th>trial</th><th>message</th><th>run</th></tr>\n";
-    for (const auto& e : s.errors) {
-      std::string id = run_ids[{e.candidate, e.fixture, e.trial}];
-      h << fmt::format(
-          "<tr class=\"error-row\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
-          "<td><pre>{}</pre></td><td><a href=\"#run={}\">{}</a></td></tr>\n",
-          escape(e.candidate), escape(e.fixture), e.trial, escape(e.message), escape(id),
-          escape(id));
-    }
-    h << "</table>\n";
+    return;
   }
+  h << "<p class=\"note\">Runs that could not be carried out or graded. They are not task "
+       "failures and are left out of every rate above.</p>\n<table id=\"table-errors\"><tr>"
+       "<th>candidate</th><th>fixture</th><th>trial</th><th>message</th><th>run</th></tr>\n";
+  for (const auto& e : s.errors) {
+    std::string id = run_ids[{e.candidate, e.fixture, e.trial}];
+    h << fmt::format(
+        "<tr class=\"error-row\"><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
+        "<td><pre>{}</pre></td><td><a href=\"#run={}\">{}</a></td></tr>\n",
+        escape(e.candidate), escape(e.fixture), e.trial, escape(e.message), escape(id), escape(id));
+  }
+  h << "</table>\n";
+}
 
-  // ---- usage ----
+// Tokens, cost and wall time per candidate, then over every run.
+void write_usage(std::ostream& h, const stats::summary& s) {
   auto tokens = [](const stats::distribution& d) {
     if (d.n == 0) return std::string("unknown");
     std::string t = fmt::format("{:.0f} (p50 {:.0f}, p90 {:.0f}, max {:.0f})", *d.total, *d.p50,
@@ -477,10 +327,40 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
   for (const auto& c : s.candidates) usage_row(c.candidate, c.use);
   usage_row("all", s.overall);
   h << "</table>\n";
+}
 
-  // ---- runs: data for the lazy drill-downs ----
-  // Written one run at a time, each record read back, its files embedded and its JSON written
-  // before the next: the same bytes as dumping {"runs": [...], "runs_per_page": n} whole.
+// One run's drill-down data: its checks, and its workspace diff and transcript within the
+// embedding budget.
+json run_data(const json& r, const std::filesystem::path& results_dir, const html_options& opt,
+              size_t& budget) {
+  std::string v = verdict_class(str(r, "verdict"));
+  std::string id = str(r, "run_id");
+  json checks = json::array();
+  const json& cs = field(field(r, "grading"), "checks");
+  if (cs.is_array())
+    for (const auto& c : cs)
+      checks.push_back(
+          {{"id", str(c, "id")}, {"passed", report_text::passed(c)}, {"detail", str(c, "detail")}});
+  const json& score = field(field(r, "grading"), "score");
+  const json& wall = field(field(r, "timings"), "wall_ms");
+  return {{"id", id},
+          {"c", str(field(r, "candidate"), "id")},
+          {"f", str(field(r, "fixture"), "id")},
+          {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
+          {"v", v},
+          {"score", score.is_number() ? score : json(nullptr)},
+          {"wall", wall.is_number() ? wall : json(nullptr)},
+          {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
+          {"checks", std::move(checks)},
+          {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
+          {"transcript", embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}};
+}
+
+// The runs' controls, and their data for the lazy drill-downs, in candidate, fixture, trial
+// order. Written one run at a time, each record read back, its files embedded and its JSON
+// written before the next: the same bytes as dumping {"runs": [...], "runs_per_page": n} whole.
+status write_runs(std::ostream& h, const run_index& runs, const std::filesystem::path& results_dir,
+                  const html_options& opt) {
   h << fmt::format(
       "<h2 id=\"runs-heading\">Runs</h2>\n<p class=\"note\">Each run's checks, workspace diff "
       "and transcript steps, collapsed until opened. Embedded files are cut at {} KiB each "
@@ -510,33 +390,28 @@ status write_html(std::ostream& h, const stats::summary& s, const run_index& run
   size_t budget = opt.total_bytes;
   for (size_t n = 0; n < sorted.size(); ++n) {
     const json r = EB_TRY(runs.read(sorted[n]));
-    std::string v = verdict_class(str(r, "verdict"));
-    std::string id = str(r, "run_id");
-    json checks = json::array();
-    const json& cs = field(field(r, "grading"), "checks");
-    if (cs.is_array())
-      for (const auto& c : cs)
-        checks.push_back({{"id", str(c, "id")},
-                          {"passed", report_text::passed(c)},
-                          {"detail", str(c, "detail")}});
-    const json& score = field(field(r, "grading"), "score");
-    const json& wall = field(field(r, "timings"), "wall_ms");
-    json run = {{"id", id},
-                {"c", str(field(r, "candidate"), "id")},
-                {"f", str(field(r, "fixture"), "id")},
-                {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
-                {"v", v},
-                {"score", score.is_number() ? score : json(nullptr)},
-                {"wall", wall.is_number() ? wall : json(nullptr)},
-                {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
-                {"checks", std::move(checks)},
-                {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
-                {"transcript", embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}};
     if (n > 0) h << ',';
-    h << script_json(run);
+    h << script_json(run_data(r, results_dir, opt, budget));
   }
   h << fmt::format("],\"runs_per_page\":{}}}</script>\n", std::max<size_t>(1, opt.runs_per_page));
-  h << "<script>" << script << "</script>\n</body>\n</html>\n";
+  return {};
+}
+
+}  // namespace
+
+status write_html(std::ostream& h, const stats::summary& s, const run_index& runs,
+                  const std::string& suite_name, const std::filesystem::path& results_dir,
+                  const html_options& opt) {
+  write_head(h, suite_name);
+  write_totals(h, s, suite_name);
+  write_candidates(h, s);
+  write_heatmap(h, s);
+  write_comparison(h, s);
+  write_flaky(h, s);
+  write_errors(h, s, runs);
+  write_usage(h, s);
+  EB_TRY(write_runs(h, runs, results_dir, opt));
+  h << "<script>\n" << report_js << "</script>\n</body>\n</html>\n";
   return {};
 }
 

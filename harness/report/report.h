@@ -1,6 +1,10 @@
 // Report writers: summary.json, report.md, report.html and junit.xml, computed from the records
 // of results.jsonl alone (so merged shard results report exactly like one process's), and the
 // short terminal summary `evalbox run` ends with. docs/report.md describes every report.
+//
+// Where each part lives: run_index.cpp (the index), markdown.cpp, junit.cpp and html.cpp (with
+// assets/, embedded at build time) the renderers, report.cpp what they share and
+// write_reports; the statistics are stats.h.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +20,7 @@
 #include "harness/report/stats.h"
 #include "harness/results/results.h"
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::harness {
 
@@ -36,9 +40,6 @@ std::vector<stats::run_outcome> outcomes_from_records(const std::vector<json>& r
 // One record per (candidate, fixture, trial): the last one in results.jsonl. A rerun
 // (--no-resume) or a changed fixture appends new records for the same trial; the newest wins.
 std::vector<json> latest_records(const std::vector<json>& records);
-
-// The suite named by the records (the first record's "suite"), or `fallback` when none says.
-std::string suite_name_of(const std::vector<json>& records, std::string fallback);
 
 // The runs a report is written from, without their records: for each run the compact outcome
 // the statistics need, its run id, and where its full record is. Renderers read one record
@@ -148,9 +149,9 @@ result<stats::summary> write_reports(const std::filesystem::path& dir,
 namespace report_text {
 std::string percent(std::optional<double> v);                    // "62.5%" or "n/a"
 std::string interval(const std::optional<stats::interval>& ci);  // "[48.1, 74.9]" or "n/a"
-std::string cost(const stats::cost_total& c);       // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
-std::string count(const std::optional<double>& v);  // "1234" or "unknown"
-std::string error_message_of(const json& record);   // why a run is an error
+std::string cost(const stats::cost_total& c);      // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
+std::string error_message_of(const json& record);  // why a run is an error
+std::string failed_check_ids(const json& record);  // "a, b": the checks the run failed
 // j[key], or null when j is not an object or has no such key (records come from disk).
 const json& field(const json& j, const char* key);
 std::string str(const json& j, const char* key);  // field() as a string, "" if it is not one

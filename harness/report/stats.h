@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::harness::stats {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 #include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {

@@ -3,6 +3,9 @@
 // result recorded (fsynced) → teardown. Resumable (recorded runs are skipped), retries
 // infrastructure errors, never runs two sessions on one credential lease at once, and stops
 // cleanly when asked (running sandboxes are killed, unfinished runs are not recorded).
+//
+// Parts: runner.cpp (the workers), scheduler.h (which run starts when, and its attempts),
+// execute.h (one attempt as named phases), run_json.h (the run.json record).
 #pragma once
 
 #include <atomic>

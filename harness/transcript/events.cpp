@@ -12,13 +12,7 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
   std::optional<error> bad_schema;
   call_index calls;
 
-  auto new_step = [&](std::string source) -> step& {
-    step s;
-    s.index = static_cast<int>(t.steps.size());
-    s.source = std::move(source);
-    t.steps.push_back(std::move(s));
-    return t.steps.back();
-  };
+  auto new_step = [&](std::string source) -> step& { return append_step(t, std::move(source)); };
 
   for_each_jsonl_object(jsonl, t.malformed_lines, [&](const json& e) {
     std::string type = get_string(e, "type").value_or("");
@@ -88,7 +82,7 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
       seen_final = true;
       if (auto text = get_string(e, "text")) t.final_message = *text;
     } else {
-      ++t.unknown_events[type.empty() ? "<no type>" : type];
+      ++t.unknown_events[unknown_event_key(type)];
     }
   });
   if (bad_schema) return std::unexpected(std::move(*bad_schema));

@@ -84,16 +84,15 @@ usage& usage::operator+=(const usage& other) {
   add_opt(reasoning_tokens, other.reasoning_tokens);
   if (other.cost_usd) {
     // 1e308 + 1e308 is infinity, which JSON cannot hold (it would be written as null: unknown).
-    cost_usd = std::clamp(cost_usd.value_or(0.0) + *other.cost_usd,
-                          std::numeric_limits<double>::lowest(),
-                          std::numeric_limits<double>::max());
+    cost_usd =
+        std::clamp(cost_usd.value_or(0.0) + *other.cost_usd, std::numeric_limits<double>::lowest(),
+                   std::numeric_limits<double>::max());
   }
   return *this;
 }
 
 bool usage::unknown() const {
-  return !input_tokens && !output_tokens && !cached_input_tokens && !reasoning_tokens &&
-         !cost_usd;
+  return !input_tokens && !output_tokens && !cached_input_tokens && !reasoning_tokens && !cost_usd;
 }
 
 json to_json(const usage& u) {
@@ -196,8 +195,8 @@ result<transcript> from_jsonl(std::string_view text) {
         if (type != "header") throw std::invalid_argument("the first line is not a header");
         std::string schema = j.at("schema").get<std::string>();
         if (schema != transcript_schema) {
-          return make_error(error_kind::invalid_argument,
-                            "transcript: schema \"{}\" is not {}", schema, transcript_schema);
+          return make_error(error_kind::invalid_argument, "transcript: schema \"{}\" is not {}",
+                            schema, transcript_schema);
         }
         t.agent = j.at("agent").get<std::string>();
         t.session_id = j.at("session_id").get<std::string>();
@@ -224,8 +223,7 @@ result<transcript> from_jsonl(std::string_view text) {
         throw std::invalid_argument(fmt::format("unknown line type \"{}\"", type));
       }
     } catch (const std::exception& e) {
-      return make_error(error_kind::invalid_argument, "transcript: line {}: {}", lineno,
-                        e.what());
+      return make_error(error_kind::invalid_argument, "transcript: line {}: {}", lineno, e.what());
     }
   }
   if (!seen_header) return make_error(error_kind::invalid_argument, "transcript: no header");
@@ -261,15 +259,30 @@ std::string truncate_output(std::string output) {
 
 std::string normalize_tool_name(std::string_view name) {
   static const std::map<std::string_view, std::string_view> names = {
-      {"Bash", "shell"},           {"bash", "shell"},           {"shell", "shell"},
-      {"exec_command", "shell"},   {"local_shell", "shell"},    {"shell_command", "shell"},
+      {"Bash", "shell"},
+      {"bash", "shell"},
+      {"shell", "shell"},
+      {"exec_command", "shell"},
+      {"local_shell", "shell"},
+      {"shell_command", "shell"},
       {"command_execution", "shell"},
-      {"Edit", "edit"},            {"MultiEdit", "edit"},       {"NotebookEdit", "edit"},
-      {"apply_patch", "edit"},     {"file_change", "edit"},     {"edit", "edit"},
-      {"Read", "read"},            {"read", "read"},            {"read_file", "read"},
-      {"Write", "write"},          {"write", "write"},          {"write_file", "write"},
-      {"WebSearch", "web_search"}, {"web_search", "web_search"},
-      {"TodoWrite", "todo"},       {"todo_list", "todo"},       {"update_plan", "todo"},
+      {"Edit", "edit"},
+      {"MultiEdit", "edit"},
+      {"NotebookEdit", "edit"},
+      {"apply_patch", "edit"},
+      {"file_change", "edit"},
+      {"edit", "edit"},
+      {"Read", "read"},
+      {"read", "read"},
+      {"read_file", "read"},
+      {"Write", "write"},
+      {"write", "write"},
+      {"write_file", "write"},
+      {"WebSearch", "web_search"},
+      {"web_search", "web_search"},
+      {"TodoWrite", "todo"},
+      {"todo_list", "todo"},
+      {"update_plan", "todo"},
       {"todo", "todo"},
   };
   if (auto it = names.find(name); it != names.end()) return std::string(it->second);
@@ -323,7 +336,8 @@ std::optional<std::string> get_string(const json& j, std::string_view key) {
 std::optional<uint64_t> get_u64(const json& j, std::string_view key) {
   const json& v = get_field(j, key);
   if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  if (v.is_number_integer() && v.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(v.get<int64_t>());
   return std::nullopt;
 }
 
@@ -345,6 +359,18 @@ std::optional<bool> get_bool(const json& j, std::string_view key) {
   const json& v = get_field(j, key);
   if (!v.is_boolean()) return std::nullopt;
   return v.get<bool>();
+}
+
+step& append_step(transcript& t, std::string source) {
+  step s;
+  s.index = static_cast<int>(t.steps.size());
+  s.source = std::move(source);
+  t.steps.push_back(std::move(s));
+  return t.steps.back();
+}
+
+std::string unknown_event_key(std::string_view type) {
+  return type.empty() ? std::string("<no type>") : std::string(type);
 }
 
 void renumber_steps(transcript& t) {
@@ -399,8 +425,8 @@ std::vector<std::string> tools_used(const transcript& t) {
 std::optional<std::string> final_message(const transcript& t) { return t.final_message; }
 
 int step_count(const transcript& t) {
-  return static_cast<int>(
-      std::count_if(t.steps.begin(), t.steps.end(), [](const step& s) { return s.source == "agent"; }));
+  return static_cast<int>(std::count_if(t.steps.begin(), t.steps.end(),
+                                        [](const step& s) { return s.source == "agent"; }));
 }
 
 }  // namespace evalbox::harness

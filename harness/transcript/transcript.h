@@ -53,7 +53,7 @@ struct usage {
 struct tool_call {
   std::string id;
   std::string tool;
-  json input = json::object();       // the arguments as the client reported them
+  json input = json::object();         // the arguments as the client reported them
   std::optional<std::string> command;  // shell calls: the command line the agent asked for
   friend bool operator==(const tool_call&, const tool_call&) = default;
 };
@@ -90,9 +90,9 @@ struct transcript {
   // An upstream or client failure (HTTP 500, "interrupted: no final event"). Set => the run is
   // an execution error, not a task failure.
   std::optional<std::string> error;
-  bool completed = false;  // a final event (turn end, result) was seen
-  std::optional<uint64_t> duration_ms;  // as reported by the client
-  std::optional<int> num_turns;         // as reported by the client
+  bool completed = false;                     // a final event (turn end, result) was seen
+  std::optional<uint64_t> duration_ms;        // as reported by the client
+  std::optional<int> num_turns;               // as reported by the client
   std::map<std::string, int> unknown_events;  // event type -> count, kept and counted
   int malformed_lines = 0;                    // lines that were not a JSON object
   friend bool operator==(const transcript&, const transcript&) = default;
@@ -139,6 +139,13 @@ std::optional<double> get_double(const json& j, std::string_view key);  // any n
 std::optional<bool> get_bool(const json& j, std::string_view key);
 // j[key] when present (any type), else null.
 const json& get_field(const json& j, std::string_view key);
+
+// Appends a step said by `source` ("agent", "user" or "system") with the next index.
+step& append_step(transcript& t, std::string source);
+
+// The key an event of a type the parser does not know is counted under in unknown_events:
+// the type itself, or "<no type>" for an event without one.
+std::string unknown_event_key(std::string_view type);
 
 // Renumbers step indexes 0..n-1 (after a parser inserted or merged steps).
 void renumber_steps(transcript& t);

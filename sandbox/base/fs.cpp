@@ -3,16 +3,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
+#include <ostream>
+#include <streambuf>
 #include <vector>
 
 #include "sandbox/base/unique_fd.h"
@@ -66,7 +68,71 @@ status fsync_dir(const fs::path& dir) {
   return {};
 }
 
+// An ostream buffer over a file descriptor: 64 KiB writes; the first failed write is kept.
+class fd_streambuf final : public std::streambuf {
+ public:
+  explicit fd_streambuf(int fd) : fd_(fd) { setp(buf_.data(), buf_.data() + buf_.size()); }
+  [[nodiscard]] int failed_errno() const noexcept { return errno_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!flush()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return flush() ? 0 : -1; }
+
+ private:
+  bool flush() {
+    const char* p = pbase();
+    size_t n = static_cast<size_t>(pptr() - pbase());
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        errno_ = errno;
+        return false;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return true;
+  }
+
+  int fd_;
+  int errno_ = 0;
+  std::array<char, 64 * 1024> buf_;
+};
+
 }  // namespace
+
+status write_file_streamed(const fs::path& path, const std::function<status(std::ostream&)>& write,
+                           mode_t mode) {
+  fs::path tmp = path;
+  tmp += ".tmp-" + random_suffix();
+  unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) return sys_error(errno, "create {}", tmp.string());
+  auto discard = [&](error e) -> status {
+    ::unlink(tmp.c_str());
+    return std::unexpected(std::move(e));
+  };
+  {
+    auto buf = std::make_unique<fd_streambuf>(fd.get());
+    std::ostream out(buf.get());
+    if (auto s = write(out); !s) return discard(std::move(s).error());
+    out.flush();
+    if (!out) return discard(sys_error(buf->failed_errno(), "write {}", tmp.string()).error());
+  }
+  if (::fsync(fd.get()) != 0) return discard(sys_error(errno, "fsync {}", tmp.string()).error());
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return discard(sys_error(errno, "rename {} -> {}", tmp.string(), path.string()).error());
+  return fsync_dir(path.parent_path());
+}
 
 status write_file(const fs::path& path, std::string_view data, mode_t mode) {
   unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
@@ -127,64 +193,66 @@ status make_dirs(const fs::path& path, mode_t mode) {
   return {};
 }
 
+result<unique_dir> read_dir_at(int dirfd, const fs::path& shown) {
+  unique_fd dup(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
+  if (!dup) return sys_error(errno, "dup {}", shown.string());
+  unique_dir dir(::fdopendir(dup.get()));
+  if (!dir) return sys_error(errno, "opendir {}", shown.string());
+  (void)dup.release();  // the stream owns it now
+  return dir;
+}
+
 namespace {
 
-// Removes the contents of the directory open at `dirfd` (device `dev`), then nothing else.
-status remove_contents(int dirfd, dev_t dev, const fs::path& shown) {
-  int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return sys_error(errno, "dup");
-  DIR* dir = ::fdopendir(dup);
-  if (!dir) {
-    int err = errno;
-    ::close(dup);
-    return sys_error(err, "opendir {}", shown.string());
-  }
-  status result_status;
-  while (dirent* ent = ::readdir(dir)) {
+// The id of the mount that the file open at `fd` is on.
+//
+// remove_tree tells mount points apart by this rather than with openat2(RESOLVE_NO_XDEV): both
+// stop at a bind mount of the same filesystem, but openat2 is a raw syscall(2), which only
+// sandbox/sys makes, and sandbox/base may not include sys (scripts/check-layering); statx has
+// a glibc wrapper.
+result<uint64_t> mount_id_of(int fd, const fs::path& shown) {
+  struct statx sx {};
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) != 0)
+    return sys_error(errno, "statx {}", shown.string());
+  if (!(sx.stx_mask & STATX_MNT_ID))
+    return make_error(error_kind::unsupported,
+                      "statx {}: the kernel reports no mount id (Linux 5.8 and later do), so a "
+                      "mount point cannot be told from a directory; nothing was removed",
+                      shown.string());
+  return sx.stx_mnt_id;
+}
+
+// Removes the contents of the directory open at `dirfd`, then nothing else. `dev` and
+// `mount_id` are the tree's: a directory on another filesystem, or on another mount of the
+// same one (a bind mount), is a mount point, never descended into: busy.
+status remove_contents(int dirfd, dev_t dev, uint64_t mount_id, const fs::path& shown) {
+  auto dir = EB_TRY(read_dir_at(dirfd, shown));
+  while (dirent* ent = ::readdir(dir.get())) {
     std::string_view name = ent->d_name;
     if (name == "." || name == "..") continue;
+    const fs::path here = shown / name;
     struct stat st {};
     if (::fstatat(dirfd, ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;
-      result_status = sys_error(errno, "stat {}", (shown / name).string());
-      break;
+      return sys_error(errno, "stat {}", here.string());
     }
-    if (S_ISDIR(st.st_mode)) {
-      if (st.st_dev != dev) {
-        result_status =
-            make_error(error_kind::busy, "remove {}: is a mount point", (shown / name).string());
-        break;
-      }
-      // RESOLVE_NO_XDEV also stops at a bind mount from the same filesystem (same st_dev):
-      // whatever is mounted below is never descended into and deleted.
-      open_how how{};
-      how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-      how.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-      unique_fd sub(static_cast<int>(::syscall(SYS_openat2, dirfd, ent->d_name, &how, sizeof how)));
-      if (!sub && errno == EXDEV) {
-        result_status =
-            make_error(error_kind::busy, "remove {}: is a mount point", (shown / name).string());
-        break;
-      }
-      if (!sub) {
-        result_status = sys_error(errno, "open {}", (shown / name).string());
-        break;
-      }
-      if (auto s = remove_contents(sub.get(), dev, shown / name); !s) {
-        result_status = s;
-        break;
-      }
-      if (::unlinkat(dirfd, ent->d_name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
-        result_status = sys_error(errno, "rmdir {}", (shown / name).string());
-        break;
-      }
-    } else if (::unlinkat(dirfd, ent->d_name, 0) != 0 && errno != ENOENT) {
-      result_status = sys_error(errno, "unlink {}", (shown / name).string());
-      break;
+    if (!S_ISDIR(st.st_mode)) {
+      if (::unlinkat(dirfd, ent->d_name, 0) != 0 && errno != ENOENT)
+        return sys_error(errno, "unlink {}", here.string());
+      continue;
     }
+    auto mount_point = [&] {
+      return make_error(error_kind::busy, "remove {}: is a mount point", here.string());
+    };
+    if (st.st_dev != dev) return mount_point();
+    unique_fd sub(::openat(dirfd, ent->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) return sys_error(errno, "open {}", here.string());
+    if (EB_TRY(mount_id_of(sub.get(), here)) != mount_id) return mount_point();
+    EB_TRY(remove_contents(sub.get(), dev, mount_id, here));
+    if (::unlinkat(dirfd, ent->d_name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+      return sys_error(errno, "rmdir {}", here.string());
   }
-  ::closedir(dir);
-  return result_status;
+  return {};
 }
 
 }  // namespace
@@ -202,7 +270,8 @@ status remove_tree(const fs::path& path) {
   }
   unique_fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return sys_error(errno, "open {}", path.string());
-  EB_TRY(remove_contents(fd.get(), st.st_dev, path));
+  const uint64_t mount_id = EB_TRY(mount_id_of(fd.get(), path));
+  EB_TRY(remove_contents(fd.get(), st.st_dev, mount_id, path));
   if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
     return sys_error(errno, "rmdir {}", path.string());
   return {};
@@ -350,20 +419,19 @@ result<std::vector<std::string>> list_beneath(const fs::path& root, const fs::pa
                                  : ::openat(w.dir.get(), w.name.c_str(),
                                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dfd) continue;
-    DIR* d = ::fdopendir(dfd.release());
+    auto d = read_dir_at(dfd.get(), dir);
     if (!d) continue;
-    while (dirent* ent = ::readdir(d)) {
+    while (dirent* ent = ::readdir(d->get())) {
       std::string_view n = ent->d_name;
       if (n == "." || n == "..") continue;
       struct stat st {};
-      if (::fstatat(::dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (::fstatat(dfd.get(), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       fs::path child = dir / std::string(n);
       if (S_ISDIR(st.st_mode))
         stack.push_back(child);
       else
         out.push_back(child.lexically_normal().generic_string());
     }
-    ::closedir(d);
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -2,9 +2,13 @@
 // that never follows symlinks or crosses mounts, and lexical containment checks.
 #pragma once
 
+#include <dirent.h>
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,10 +31,24 @@ status write_file(const std::filesystem::path& path, std::string_view data, mode
 // a reader sees the old or the new content, never a torn one, even after a crash.
 status write_file_atomic(const std::filesystem::path& path, std::string_view data,
                          mode_t mode = 0644);
+// write_file_atomic for text produced as it is written: `write` gets a stream into the
+// temporary sibling (64 KiB writes), which is then fsynced and renamed over `path`. The text is
+// never held in memory whole. An error from `write`, or a failed write, leaves `path` as it
+// was and removes the temporary.
+status write_file_streamed(const std::filesystem::path& path,
+                           const std::function<status(std::ostream&)>& write, mode_t mode = 0644);
 // Appends one record and fsyncs before returning (results.jsonl).
 status append_durable(const std::filesystem::path& path, std::string_view data);
 
 status make_dirs(const std::filesystem::path& path, mode_t mode = 0755);
+
+// A directory stream (readdir) that closes itself.
+struct dir_closer {
+  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
+};
+using unique_dir = std::unique_ptr<DIR, dir_closer>;
+// Reads the directory open at `dirfd` through a duplicate of it: the caller keeps `dirfd`.
+result<unique_dir> read_dir_at(int dirfd, const std::filesystem::path& shown);
 
 // Removes `path` and everything below it. Symlinks are removed, never followed; a directory
 // that is a mount point is not descended into and yields an error (unmount first).

@@ -18,8 +18,8 @@ std::string pretty_json(const json& value) {
 // what they parse, which recurses once per level.
 result<json> parse_json(std::string_view text, std::string_view what) {
   if (json_too_deep(text)) {
-    return make_error(error_kind::invalid_argument, "{}: invalid JSON: nested deeper than {} levels",
-                      what, max_json_depth);
+    return make_error(error_kind::invalid_argument,
+                      "{}: invalid JSON: nested deeper than {} levels", what, max_json_depth);
   }
   json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {

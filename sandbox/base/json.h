@@ -9,10 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/base/error.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox {
-
-using json = nlohmann::json;  // objects are std::map: keys are always sorted
 
 // Compact, sorted keys, UTF-8 validated: the form that digests are computed over.
 std::string canonical_json(const json& value);

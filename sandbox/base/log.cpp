@@ -26,11 +26,16 @@ void init_from_env() noexcept {
   const char* v = std::getenv("EVALBOX_LOG");
   if (!v) return;
   std::string_view s = v;
-  if (s == "debug") set_level(level::debug);
-  else if (s == "info") set_level(level::info);
-  else if (s == "warn") set_level(level::warn);
-  else if (s == "error") set_level(level::error);
-  else if (s == "off") set_level(level::off);
+  if (s == "debug")
+    set_level(level::debug);
+  else if (s == "info")
+    set_level(level::info);
+  else if (s == "warn")
+    set_level(level::warn);
+  else if (s == "error")
+    set_level(level::error);
+  else if (s == "off")
+    set_level(level::off);
 }
 
 void redact_secret(std::string_view value) {
@@ -55,7 +60,8 @@ std::string scrub(std::string_view text) {
 
 void write(level lvl, std::string_view message) {
   static constexpr std::string_view kNames[] = {"debug", "info", "warn", "error"};
-  std::string line = fmt::format("evalbox: {}: {}\n", kNames[static_cast<int>(lvl)], scrub(message));
+  std::string line =
+      fmt::format("evalbox: {}: {}\n", kNames[static_cast<int>(lvl)], scrub(message));
   std::lock_guard lock(g_mutex);
   (void)!::write(STDERR_FILENO, line.data(), line.size());
 }

@@ -15,7 +15,7 @@ result<uint64_t> parse_bytes(std::string_view text);
 // Milliseconds. Units: ms, s, m, h, d, concatenated ("1h30m"); a bare number is seconds.
 result<uint64_t> parse_duration_ms(std::string_view text);
 
-std::string format_bytes(uint64_t bytes);         // "2GiB", "1.5MiB", "512B"
-std::string format_duration_ms(uint64_t ms);      // "10m", "1h30m", "250ms"
+std::string format_bytes(uint64_t bytes);     // "2GiB", "1.5MiB", "512B"
+std::string format_duration_ms(uint64_t ms);  // "10m", "1h30m", "250ms"
 
 }  // namespace evalbox

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/probe.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::sandbox::cgroup {
 

@@ -22,6 +22,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/base/unique_fd.h"
+#include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
@@ -46,71 +48,159 @@ void write_all(int fd, const void* buf, size_t n) noexcept {
 
 int pass_listener(const child_context& ctx, const step& s) noexcept {
   if (ctx.net_fd < 0) return EBADF;
-  int fd = ::socket(s.mode == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
+  unique_fd fd(::socket(s.mode == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return errno;
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   int rc;
   if (s.mode == 6) {
     sockaddr_in6 sa{};
     sa.sin6_family = AF_INET6;
     sa.sin6_port = htons(static_cast<uint16_t>(s.flags));
     ::inet_pton(AF_INET6, s.a, &sa.sin6_addr);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   } else {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(static_cast<uint16_t>(s.flags));
     ::inet_pton(AF_INET, s.a, &sa.sin_addr);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   }
-  if (rc != 0 || ::listen(fd, 64) != 0) {
-    int err = errno;
-    ::close(fd);
-    return err;
-  }
+  if (rc != 0 || ::listen(fd.get(), 64) != 0) return errno;
   // One byte (the listener's index in the plan) with the socket attached.
-  char tag = static_cast<char>(s.len);
-  iovec iov{&tag, 1};
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-  rc = static_cast<int>(::sendmsg(ctx.net_fd, &msg, MSG_NOSIGNAL));
-  int err = errno;
-  ::close(fd);
-  return rc < 0 ? err : 0;
+  const unsigned char index = static_cast<unsigned char>(s.len);
+  return sys::send_fd(ctx.net_fd, &index, 1, fd.get()) < 0 ? errno : 0;
 }
 
 // Opens `path` (relative to the new root, the working directory) refusing any symlink or
 // escape on the way: a symlink planted in /workspace or /home/agent by an earlier launch of the
 // session must not redirect where evalbox creates a mount point or mounts.
-int open_beneath(const char* path, uint64_t extra_flags) noexcept {
+unique_fd open_beneath(const char* path, uint64_t extra_flags) noexcept {
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC | extra_flags;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  return sys::openat2(AT_FDCWD, path, &how);
+  return unique_fd(sys::openat2(AT_FDCWD, path, &how));
 }
 
-// Splits `path` at its last '/' into a parent opened beneath the root and the final name.
-int open_parent(const char* path, const char** name) noexcept {
+// Splits `path` at its last '/' into a parent opened beneath the root (`dir`) and the final
+// name. Returns 0 or an errno.
+int open_parent(const char* path, unique_fd& dir, const char** name) noexcept {
   const char* slash = std::strrchr(path, '/');
-  if (!slash || slash == path) return -EINVAL;
+  if (!slash || slash == path) return EINVAL;
   char parent[4096];
   const size_t len = static_cast<size_t>(slash - path);
-  if (len >= sizeof parent) return -ENAMETOOLONG;
+  if (len >= sizeof parent) return ENAMETOOLONG;
   std::memcpy(parent, path, len);
   parent[len] = '\0';
   *name = slash + 1;
-  int fd = open_beneath(parent, O_DIRECTORY);
-  return fd < 0 ? -errno : fd;
+  dir = open_beneath(parent, O_DIRECTORY);
+  return dir ? 0 : errno;
+}
+
+// A mount point: a directory (an existing one is fine) whose parent lies beneath the root.
+int make_dir_beneath(const step& s) noexcept {
+  unique_fd dir;
+  const char* name = nullptr;
+  if (int err = open_parent(s.b, dir, &name)) return err;
+  if (::mkdirat(dir.get(), name, static_cast<mode_t>(s.mode)) == 0 || errno == EEXIST) return 0;
+  return errno;
+}
+
+// A file mount point, likewise; an existing file is fine, a symlink is not.
+int make_file_beneath(const step& s) noexcept {
+  unique_fd dir;
+  const char* name = nullptr;
+  if (int err = open_parent(s.b, dir, &name)) return err;
+  unique_fd file(::openat(dir.get(), name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode));
+  return file ? 0 : errno;
+}
+
+int check_target(const step& s) noexcept { return open_beneath(s.b, 0) ? 0 : errno; }
+
+int write_file(const step& s) noexcept {
+  unique_fd fd(::open(s.b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, s.mode));
+  if (!fd) return errno;
+  const ssize_t w = ::write(fd.get(), s.data, s.len);
+  if (w < 0) return errno;
+  return w == static_cast<ssize_t>(s.len) ? 0 : EIO;
+}
+
+// Reads the release byte; the helper writes it once the id maps and the cgroup are in place.
+int wait_for_helper(const child_context& ctx) noexcept {
+  char b = 0;
+  ssize_t n;
+  do n = ::read(ctx.sync_fd, &b, 1);
+  while (n < 0 && errno == EINTR);
+  ::close(ctx.sync_fd);                      // pid 1's copy; the helper holds its own end
+  if (n != 1) return n < 0 ? errno : EPIPE;  // the helper died before releasing us
+  return 0;
+}
+
+int set_ids(const child_context& ctx) noexcept {
+  if (::setresgid(0, 0, 0) != 0) return errno;
+  if (ctx.map_groups && ::setgroups(0, nullptr) != 0) return errno;
+  if (::setresuid(0, 0, 0) != 0) return errno;
+  return 0;
+}
+
+// Opens a mount source (O_PATH) at the fixed fd `s.mode`, where the bind step finds it.
+int open_source(const step& s) noexcept {
+  unique_fd fd(::open(s.b, O_PATH | O_CLOEXEC));
+  if (!fd) return errno;
+  return ::dup3(fd.get(), s.mode, O_CLOEXEC) < 0 ? errno : 0;
+}
+
+int parent_death_signal(const child_context& ctx) noexcept {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  // The helper may have died before the flag was set: its end of the status pipe is then
+  // closed, and there is no one to run for.
+  pollfd p{ctx.status_fd, 0, 0};
+  if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) return EPIPE;
+  return 0;
+}
+
+int enter_new_root() noexcept {
+  // pivot_root(".", ".") stacks the old root under the new one; detaching "." then
+  // removes it, so nothing of the host's tree stays reachable (no put_old directory).
+  if (sys::pivot_root(".", ".") != 0) return errno;
+  if (::umount2(".", MNT_DETACH) != 0) return errno;
+  return ::chdir("/") == 0 ? 0 : errno;
+}
+
+int loopback_up() noexcept {
+  unique_fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) return errno;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, "lo", 3);
+  if (::ioctl(fd.get(), SIOCGIFFLAGS, &ifr) != 0) return errno;
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+  return ::ioctl(fd.get(), SIOCSIFFLAGS, &ifr) == 0 ? 0 : errno;
+}
+
+int redirect_stdio(const child_context& ctx) noexcept {
+  const int from[3] = {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd};
+  for (int i = 0; i < 3; ++i) {
+    if (from[i] < 0) continue;
+    if (::dup2(from[i], i) < 0) return errno;
+  }
+  return 0;
+}
+
+int close_fds(const child_context& ctx) noexcept {
+  // Nothing the helper or pid 1 holds may reach the program: pipes, the plan, sockets.
+  // The error pipe stays until exec (it is close-on-exec) so later steps can report.
+  const unsigned keep = static_cast<unsigned>(ctx.error_fd);
+  if (keep > 3 && sys::close_range(3, keep - 1, 0) != 0) return errno;
+  return sys::close_range(keep + 1, ~0U, 0) == 0 ? 0 : errno;
+}
+
+int reset_oom_score() noexcept {
+  // The id change made us non-dumpable, which leaves /proc/self owned by an unmapped id;
+  // exec would make the program dumpable anyway.
+  if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
+  unique_fd fd(::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  return ::write(fd.get(), "0", 1) == 1 ? 0 : errno;
 }
 
 int drop_caps(const child_context& ctx) noexcept {
@@ -142,22 +232,13 @@ int drop_caps(const child_context& ctx) noexcept {
   return 0;
 }
 
+// One step: 0 or the errno it failed with.
 int run_step(const child_context& ctx, const step& s) noexcept {
   switch (s.kind) {
-    case op::wait_parent: {
-      char b = 0;
-      ssize_t n;
-      do n = ::read(ctx.sync_fd, &b, 1);
-      while (n < 0 && errno == EINTR);
-      ::close(ctx.sync_fd);
-      if (n != 1) return n < 0 ? errno : EPIPE;  // the helper died before releasing us
-      return 0;
-    }
+    case op::wait_parent:
+      return wait_for_helper(ctx);
     case op::set_ids:
-      if (::setresgid(0, 0, 0) != 0) return errno;
-      if (ctx.map_groups && ::setgroups(0, nullptr) != 0) return errno;
-      if (::setresuid(0, 0, 0) != 0) return errno;
-      return 0;
+      return set_ids(ctx);
     case op::unshare:
       return ::unshare(static_cast<int>(s.flags)) == 0 ? 0 : errno;
     case op::mount:
@@ -165,126 +246,48 @@ int run_step(const child_context& ctx, const step& s) noexcept {
     case op::set_attr: {
       mount_attr attr{};
       attr.attr_set = s.flags;
-      unsigned int at = s.mode ? AT_RECURSIVE : 0;
-      return sys::mount_setattr(AT_FDCWD, s.b, at, &attr) == 0 ? 0 : errno;
+      return sys::mount_setattr(AT_FDCWD, s.b, s.mode ? AT_RECURSIVE : 0, &attr) == 0 ? 0 : errno;
     }
-    case op::make_dir: {
-      const char* name = nullptr;
-      int dir = open_parent(s.b, &name);
-      if (dir < 0) return -dir;
-      int rc = ::mkdirat(dir, name, static_cast<mode_t>(s.mode));
-      int err = errno;
-      ::close(dir);
-      return rc == 0 || err == EEXIST ? 0 : err;
-    }
-    case op::make_file: {
-      const char* name = nullptr;
-      int dir = open_parent(s.b, &name);
-      if (dir < 0) return -dir;
-      int fd = ::openat(dir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s.mode);
-      int err = errno;
-      ::close(dir);
-      if (fd < 0) return err;
-      ::close(fd);
-      return 0;
-    }
-    case op::check_target: {
-      int fd = open_beneath(s.b, 0);
-      if (fd < 0) return errno;
-      ::close(fd);
-      return 0;
-    }
+    case op::make_dir:
+      return make_dir_beneath(s);
+    case op::make_file:
+      return make_file_beneath(s);
+    case op::check_target:
+      return check_target(s);
     case op::make_symlink:
-      if (::symlink(s.a, s.b) == 0) return 0;
-      return errno;
-    case op::write_file: {
-      int fd = ::open(s.b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, s.mode);
-      if (fd < 0) return errno;
-      ssize_t w = ::write(fd, s.data, s.len);
-      int err = errno;
-      ::close(fd);
-      return w == static_cast<ssize_t>(s.len) ? 0 : (w < 0 ? err : EIO);
-    }
+      return ::symlink(s.a, s.b) == 0 ? 0 : errno;
+    case op::write_file:
+      return write_file(s);
     case op::change_dir:
       return ::chdir(s.b) == 0 ? 0 : errno;
     case op::pivot_root:
-      // pivot_root(".", ".") stacks the old root under the new one; detaching "." then
-      // removes it, so nothing of the host's tree stays reachable (no put_old directory).
-      if (sys::pivot_root(".", ".") != 0) return errno;
-      if (::umount2(".", MNT_DETACH) != 0) return errno;
-      return ::chdir("/") == 0 ? 0 : errno;
-    case op::umount:
-      return ::umount2(s.b, static_cast<int>(s.flags)) == 0 ? 0 : errno;
+      return enter_new_root();
     case op::set_hostname:
       return ::sethostname(s.a, std::strlen(s.a)) == 0 ? 0 : errno;
-    case op::loopback_up: {
-      int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-      if (fd < 0) return errno;
-      ifreq ifr{};
-      std::memcpy(ifr.ifr_name, "lo", 3);
-      int rc = ::ioctl(fd, SIOCGIFFLAGS, &ifr);
-      if (rc == 0) {
-        ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-        rc = ::ioctl(fd, SIOCSIFFLAGS, &ifr);
-      }
-      int err = errno;
-      ::close(fd);
-      return rc == 0 ? 0 : err;
-    }
+    case op::loopback_up:
+      return loopback_up();
     case op::listen_pass:
       return pass_listener(ctx, s);
     case op::rlimit: {
       rlimit rl{s.len, s.len2};
       return ::setrlimit(static_cast<__rlimit_resource>(s.mode), &rl) == 0 ? 0 : errno;
     }
-    case op::open_path: {
-      int fd = ::open(s.b, O_PATH | O_CLOEXEC | (s.flags ? O_NOFOLLOW : 0));
-      if (fd < 0) return errno;
-      int rc = ::dup3(fd, s.mode, O_CLOEXEC);
-      int err = errno;
-      ::close(fd);
-      return rc < 0 ? err : 0;
-    }
+    case op::open_path:
+      return open_source(s);
     case op::close_range:
       return sys::close_range(static_cast<unsigned>(s.mode), static_cast<unsigned>(s.len), 0) == 0
                  ? 0
                  : errno;
-    case op::death_signal: {
-      if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
-      // The helper may have died before the flag was set: its end of the status pipe is then
-      // closed, and there is no one to run for.
-      pollfd p{ctx.status_fd, 0, 0};
-      if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) return EPIPE;
-      return 0;
-    }
+    case op::death_signal:
+      return parent_death_signal(ctx);
     case op::new_session:
       return ::setsid() >= 0 ? 0 : errno;
-    case op::stdio: {
-      const int from[3] = {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd};
-      for (int i = 0; i < 3; ++i) {
-        if (from[i] < 0) continue;
-        if (::dup2(from[i], i) < 0) return errno;
-      }
-      return 0;
-    }
-    case op::close_fds: {
-      // Nothing the helper or pid 1 holds may reach the program: pipes, the plan, sockets.
-      // The error pipe stays until exec (it is close-on-exec) so later steps can report.
-      const unsigned keep = static_cast<unsigned>(ctx.error_fd);
-      if (keep > 3 && sys::close_range(3, keep - 1, 0) != 0) return errno;
-      return sys::close_range(keep + 1, ~0U, 0) == 0 ? 0 : errno;
-    }
-    case op::oom_score: {
-      // The id change made us non-dumpable, which leaves /proc/self owned by an unmapped id;
-      // exec would make the program dumpable anyway.
-      if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
-      int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return errno;
-      ssize_t w = ::write(fd, "0", 1);
-      int err = errno;
-      ::close(fd);
-      return w == 1 ? 0 : err;
-    }
+    case op::stdio:
+      return redirect_stdio(ctx);
+    case op::close_fds:
+      return close_fds(ctx);
+    case op::oom_score:
+      return reset_oom_score();
     case op::no_new_privs:
       return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? 0 : errno;
     case op::drop_caps:
@@ -301,7 +304,8 @@ int run_step(const child_context& ctx, const step& s) noexcept {
 }
 
 [[noreturn]] void run_init(const child_context& ctx, pid_t program) noexcept {
-  // Pid 1 keeps only what it needs: the status pipe (and the error pipe, close-on-exec).
+  // Pid 1 keeps only what it needs: the status pipe (and the error pipe, close-on-exec). These
+  // are its copies of fds the helper owns; the program's process has its own.
   for (int fd : {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.net_fd}) {
     if (fd > 2) ::close(fd);
   }

@@ -34,13 +34,12 @@ enum class op : uint8_t {
   write_file,    // b := data[0, len) with mode
   change_dir,    // chdir(b)
   pivot_root,    // pivot_root(".", ".") in the new root, then the old root is detached
-  umount,        // umount2(b, flags)
   set_hostname,  // sethostname(a)
   loopback_up,   // bring `lo` up
   listen_pass,   // listen on (a=ip, flags=port) and pass the socket to the helper
   rlimit,        // setrlimit(mode, {len, len2})
   death_signal,  // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
-  open_path,     // open(b, O_PATH) and move it to fd `mode` (a mount source, see main.cpp)
+  open_path,     // open(b, O_PATH) and move it to fd `mode` (a mount source, see compile.h)
   close_range,   // close fds [mode, len]
   // program process
   new_session,

@@ -1,5 +1,9 @@
 // The helper's compilation pass (compile.h): the allow-list root as an ordered list of named
 // steps, each with the reason for its place (see docs/sandbox.md, "Order of steps").
+//
+// compile() is the table of contents. The new root is described first, as data (which mounts,
+// from which sources); pid 1's steps are then laid out in the order they run, taking the source
+// opens and the mounts from that description, and the program's process follows.
 #include "sandbox/helper/compile.h"
 
 #include <sys/mount.h>
@@ -7,16 +11,156 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/spec/system_paths.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
 namespace {
 namespace fs = std::filesystem;
+
+// Read-only from the host's /etc (the rest of /etc is generated).
+constexpr const char* etc_binds[] = {"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives",
+                                     "/etc/ld.so.cache", "/etc/localtime"};
+// Device nodes bound into the private /dev (when the host has them).
+constexpr const char* devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+// Targets are relative to the new root, which is the working directory while it is built.
+const std::string relative_root = ".";
+
+// Appends a step to `list`, its name kept alive by `c`.
+void emit(compiled& c, std::vector<step>& list, std::string name, step s) {
+  s.name = c.keep(std::move(name));
+  list.push_back(s);
+}
+void setup(compiled& c, std::string name, step s) { emit(c, c.ctx.setup, std::move(name), s); }
+step of(op kind) {
+  step s;
+  s.kind = kind;
+  return s;
+}
+
+// The new root, described before any of pid 1's steps are laid out: the mounts it runs once it
+// stands in the new root, and the sources they bind, opened (O_PATH) at fixed fds from
+// source_fd_base while pid 1 still has the helper's filesystem ids (docs/sandbox.md, "Why
+// sources are opened first"). The new root itself is the first source.
+struct new_root {
+  compiled& c;
+  std::vector<step> opens;
+  std::vector<step> mounts;
+  int next_fd = source_fd_base;
+  std::map<std::string, fs::path> links;  // recreated system symlinks -> their destination
+
+  new_root(compiled& out, const std::string& root_dir) : c(out) {
+    open_source(root_dir, "open the new root");
+  }
+
+  // The fd pid 1 will hold `source` at.
+  int open_source(const std::string& source, std::string name) {
+    step s = of(op::open_path);
+    s.b = c.keep(source);
+    s.mode = next_fd++;
+    emit(c, opens, std::move(name), s);
+    return s.mode;
+  }
+  void add(std::string name, step s) { emit(c, mounts, std::move(name), s); }
+
+  // Returns the target, for the mount that goes there.
+  const char* make_dir(const std::string& inside, int mode) {
+    step s = of(op::make_dir);
+    s.b = c.keep(relative_root + inside);
+    s.mode = mode;
+    add("mkdir " + inside, s);
+    return s.b;
+  }
+
+  // mkdir of every missing parent of `inside` (a path inside the sandbox).
+  void parents(const fs::path& inside) {
+    fs::path cur = "/";
+    for (auto it = inside.begin(); it != inside.end(); ++it) {
+      if (*it == "/") continue;
+      if (std::next(it) == inside.end()) break;
+      cur /= *it;
+      make_dir(cur.string(), 0755);
+    }
+  }
+
+  void bind(const std::string& source, const fs::path& inside, bool writable, bool is_file) {
+    parents(inside);
+    const std::string target = relative_root + inside.string();
+    step mk = of(is_file ? op::make_file : op::make_dir);
+    mk.b = c.keep(target);
+    mk.mode = is_file ? 0644 : 0755;
+    add((is_file ? "create " : "mkdir ") + inside.string(), mk);
+    const int fd = open_source(source, "open " + source);
+    step check = of(op::check_target);
+    check.b = mk.b;
+    add("check " + inside.string(), check);
+    step b = of(op::mount);
+    b.a = c.keep(fmt::format("/proc/self/fd/{}", fd));
+    b.b = mk.b;
+    b.flags = MS_BIND | MS_REC;
+    add("bind " + inside.string(), b);
+    // mount_setattr adds flags recursively and keeps the locked ones of host mounts.
+    step attr = of(op::set_attr);
+    attr.b = mk.b;
+    attr.mode = 1;
+    attr.flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
+    add((writable ? "harden " : "read-only ") + inside.string(), attr);
+  }
+
+  void tmpfs(const std::string& inside, std::string options, unsigned long flags) {
+    step m = of(op::mount);
+    m.b = make_dir(inside, 0755);
+    m.a = "tmpfs";
+    m.c = "tmpfs";
+    m.flags = flags;
+    m.data = c.keep(std::move(options));
+    add("tmpfs " + inside, m);
+  }
+
+  void file(const std::string& inside, std::string content) {
+    step s = of(op::write_file);
+    s.b = c.keep(relative_root + inside);
+    s.data = c.keep(std::move(content));
+    s.len = std::strlen(s.data);
+    s.mode = 0644;
+    add("write " + inside, s);
+  }
+
+  void symlink(const std::string& target, const std::string& inside) {
+    step s = of(op::make_symlink);
+    s.a = c.keep(target);
+    s.b = c.keep(relative_root + inside);
+    add("symlink " + inside, s);
+  }
+
+  // A host path mounted at the same place: a symlink is recreated (Debian's /bin -> usr/bin),
+  // a directory or file is bound read-only, a missing one is skipped.
+  void system_path(const std::string& path, const host_view::path_entry& e) {
+    using kind = host_view::path_entry::kind;
+    if (e.type == kind::missing) return;
+    if (e.type == kind::symlink) {
+      symlink(e.link_target, path);
+      links[path] = (fs::path(path).parent_path() / e.link_target).lexically_normal();
+      return;
+    }
+    bind(path, path, false, e.type == kind::file);
+  }
+
+  // A target below one of the recreated symlinks (/lib/x on merged-/usr Debian) is mounted at
+  // the link's destination: mount targets never go through a symlink.
+  fs::path beside_links(const fs::path& target) const {
+    for (const auto& [link, dest] : links)
+      if (target != link && is_within(target, link)) return dest / target.lexically_relative(link);
+    return target;
+  }
+};
 
 std::string passwd_text() {
   // The program runs as uid 0 of its user namespace: name it root and agent, home /home/agent.
@@ -25,364 +169,218 @@ std::string passwd_text() {
          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 }
 
-void add_setup(compiled& c, std::string name, step s) {
-  s.name = c.name(std::move(name));
-  c.ctx.setup.push_back(s);
-}
-void add_program(compiled& c, const char* name, op kind) {
-  step s;
-  s.name = name;
-  s.kind = kind;
-  c.ctx.program.push_back(s);
+// --- The new root, part by part, in mount order. ---
+
+// Read-only /usr, /bin, /lib... as the host has them.
+void add_system_paths(new_root& r, const host_view& host) {
+  for (std::string_view p : system_paths) r.system_path(std::string(p), host.at(std::string(p)));
 }
 
-// mkdir of every missing parent of `inside` (a path inside the sandbox) under the new root.
-void add_parents(compiled& c, const std::string& root, const fs::path& inside) {
-  fs::path cur = "/";
-  for (auto it = inside.begin(); it != inside.end(); ++it) {
-    if (*it == "/") continue;
-    if (std::next(it) == inside.end()) break;
-    cur /= *it;
-    step s;
-    s.kind = op::make_dir;
-    s.b = c.keep(root + cur.string());
-    s.mode = 0755;
-    add_setup(c, "mkdir " + cur.string(), s);
+// Generated identity and name-service files, and read-only binds of what programs need from
+// the host's /etc (certificates, the loader cache, the time zone).
+void add_etc(new_root& r, const launch_plan& plan, const host_view& host) {
+  r.make_dir("/etc", 0755);
+  r.file("/etc/passwd", passwd_text());
+  r.file("/etc/group", "root:x:0:\nagent:x:0:\nnogroup:x:65534:\n");
+  r.file("/etc/hostname", plan.hostname + "\n");
+  r.file("/etc/hosts",
+         fmt::format("127.0.0.1 localhost {0}\n::1 localhost ip6-localhost {0}\n", plan.hostname));
+  r.file("/etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n");
+  r.file("/etc/resolv.conf", plan.network.mode == network_mode::host
+                                 ? host.resolv_conf
+                                 : "# evalbox: no name service inside (network none or allow)\n");
+  for (const char* p : etc_binds) r.system_path(p, host.at(p));
+}
+
+// The private /tmp comes before the binds, so that an agent installed below the host's /tmp
+// (read-only at the same path) is not hidden by it.
+void add_tmp(new_root& r, const launch_plan& plan) {
+  r.tmpfs("/tmp", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
+          MS_NOSUID | MS_NODEV);
+}
+
+// The session's two writable trees, then its mounts in the plan's order (leases, bundles,
+// read-only paths, the caller's extra mounts).
+void add_session_binds(new_root& r, const launch_plan& plan) {
+  r.bind(plan.workspace_dir, "/workspace", true, false);
+  r.bind(plan.home_dir, "/home/agent", true, false);
+  for (const auto& m : plan.mounts)
+    r.bind(m.source.string(), r.beside_links(m.target), m.writable, m.is_file);
+}
+
+// A minimal /dev: a few host devices, a private devpts, the usual links and a /dev/shm tmpfs.
+void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
+  r.tmpfs("/dev", "mode=0755,size=64k,uid=0,gid=0", MS_NOSUID | MS_NOEXEC);
+  for (const char* d : devices) {
+    if (!host.devices.contains(d)) continue;
+    const std::string path = fmt::format("/dev/{}", d);
+    // Device binds keep dev: /dev is the only place device nodes are usable.
+    r.parents(path);
+    step mk = of(op::make_file);
+    mk.b = r.c.keep(relative_root + path);
+    mk.mode = 0666;
+    r.add("create " + path, mk);
+    step b = of(op::mount);
+    b.a = r.c.keep(path);
+    b.b = mk.b;
+    b.flags = MS_BIND;
+    r.add("bind " + path, b);
   }
+  r.make_dir("/dev/pts", 0755);
+  step pts = of(op::mount);
+  pts.a = "devpts";
+  pts.b = r.c.keep(relative_root + "/dev/pts");
+  pts.c = "devpts";
+  pts.flags = MS_NOSUID | MS_NOEXEC;
+  pts.data = "newinstance,ptmxmode=0666,mode=620";
+  r.add("devpts /dev/pts", pts);
+  r.symlink("pts/ptmx", "/dev/ptmx");
+  r.symlink("/proc/self/fd", "/dev/fd");
+  r.symlink("/proc/self/fd/0", "/dev/stdin");
+  r.symlink("/proc/self/fd/1", "/dev/stdout");
+  r.symlink("/proc/self/fd/2", "/dev/stderr");
+  r.tmpfs("/dev/shm", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
+          MS_NOSUID | MS_NODEV);
 }
 
-void add_bind(compiled& c, const std::string& root, const std::string& source,
-              const fs::path& inside, bool writable, bool is_file) {
-  add_parents(c, root, inside);
-  const std::string target = root + inside.string();
-  step mk;
-  mk.kind = is_file ? op::make_file : op::make_dir;
-  mk.b = c.keep(target);
-  mk.mode = is_file ? 0644 : 0755;
-  add_setup(c, (is_file ? "create " : "mkdir ") + inside.string(), mk);
-  step open;
-  open.kind = op::open_path;
-  open.b = c.keep(source);
-  open.mode = c.next_fd++;
-  open.name = c.name("open " + source);
-  c.opens.push_back(open);
-  step check;
-  check.kind = op::check_target;
-  check.b = mk.b;
-  add_setup(c, "check " + inside.string(), check);
-  step b;
-  b.kind = op::mount;
-  b.a = c.keep(fmt::format("/proc/self/fd/{}", open.mode));
-  b.b = mk.b;
-  b.flags = MS_BIND | MS_REC;
-  add_setup(c, "bind " + inside.string(), b);
-  // mount_setattr adds flags recursively and keeps the locked ones of host mounts.
-  step attr;
-  attr.kind = op::set_attr;
-  attr.b = mk.b;
-  attr.mode = 1;
-  attr.flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
-  add_setup(c, (writable ? "harden " : "read-only ") + inside.string(), attr);
+// A procfs of the run's own pid namespace, and an empty /mnt for the program's own nested
+// sandboxes.
+void add_proc_and_mnt(new_root& r) {
+  r.make_dir("/proc", 0555);
+  step p = of(op::mount);
+  p.a = "proc";
+  p.b = r.c.keep(relative_root + "/proc");
+  p.c = "proc";
+  p.flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+  r.add("proc /proc", p);
+  r.make_dir("/mnt", 0755);
 }
 
-void add_tmpfs(compiled& c, const std::string& root, const std::string& inside, std::string options,
-               unsigned long flags) {
-  step mk;
-  mk.kind = op::make_dir;
-  mk.b = c.keep(root + inside);
-  mk.mode = 0755;
-  add_setup(c, "mkdir " + inside, mk);
-  step m;
-  m.kind = op::mount;
-  m.a = "tmpfs";
-  m.b = mk.b;
-  m.c = "tmpfs";
-  m.flags = flags;
-  m.data = c.keep(std::move(options));
-  add_setup(c, "tmpfs " + inside, m);
-}
+// --- Pid 1's steps, in the order they run. ---
 
-void add_file(compiled& c, const std::string& root, const std::string& inside,
-              std::string content) {
-  step s;
-  s.kind = op::write_file;
-  s.b = c.keep(root + inside);
-  s.data = c.keep(std::move(content));
-  s.len = std::strlen(s.data);
-  s.mode = 0644;
-  add_setup(c, "write " + inside, s);
-}
-
-void add_symlink(compiled& c, const std::string& root, const std::string& target,
-                 const std::string& inside) {
-  step s;
-  s.kind = op::make_symlink;
-  s.a = c.keep(target);
-  s.b = c.keep(root + inside);
-  add_setup(c, "symlink " + inside, s);
-}
-
-// A host path the allow-list mounts at the same place: a symlink is recreated (Debian's /bin
-// -> usr/bin), a directory or file is bound read-only, a missing one is skipped.
-void add_system_path(compiled& c, const std::string& root, const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return;
-  if (S_ISLNK(st.st_mode)) {
-    std::error_code ec;
-    auto target = fs::read_symlink(path, ec);
-    if (!ec) {
-      add_symlink(c, root, target.string(), path);
-      c.links[path] = (fs::path(path).parent_path() / target).lexically_normal();
-    }
-    return;
-  }
-  add_bind(c, root, path, path, false, !S_ISDIR(st.st_mode));
-}
-
-}  // namespace
-
-status compile(const launch_plan& plan, compiled& c) {
-  // Targets are relative to the new root, which is the working directory while it is built.
-  const std::string root = ".";
-  const bool own_net = plan.network.mode != network_mode::host;
-  if (plan.network.mode == network_mode::host && !plan.network.unsafe_host_network) {
-    return make_error(error_kind::invalid_argument,
-                      "network host requires network.unsafe_host_network");
-  }
-  step s;
-  s.kind = op::wait_parent;
-  add_setup(c, "wait for the helper", s);
-  // After the helper moved us into the run's cgroup: that cgroup becomes our root, so the
-  // host's hierarchy is not visible through /proc/self/cgroup.
-  s = {};
-  s.kind = op::unshare;
+// Waits until the helper has written the id maps and moved it into the run's cgroup; then
+// makes that cgroup its root (the host's hierarchy is not visible through /proc/self/cgroup),
+// stops mount propagation to the host and mounts the empty tmpfs the new root grows on.
+void add_private_mount_tree(compiled& c, const launch_plan& plan) {
+  setup(c, "wait for the helper", of(op::wait_parent));
+  step s = of(op::unshare);
   s.flags = CLONE_NEWCGROUP;
-  add_setup(c, "unshare cgroup", s);
+  setup(c, "unshare cgroup", s);
   // Nothing we mount propagates back to the host (and host mounts still propagate in).
-  s = {};
-  s.kind = op::mount;
+  s = of(op::mount);
   s.b = "/";
   s.flags = MS_REC | MS_SLAVE;
-  add_setup(c, "make / slave", s);
-  s = {};
-  s.kind = op::mount;
+  setup(c, "make / slave", s);
+  s = of(op::mount);
   s.a = "tmpfs";
   s.b = c.keep(plan.root_dir);
   s.c = "tmpfs";
   s.flags = MS_NOSUID | MS_NODEV;
   s.data = "mode=0755,size=4m,uid=0,gid=0";
-  add_setup(c, "tmpfs root", s);
-  const size_t head_end = c.ctx.setup.size();
-  {
-    step open;
-    open.kind = op::open_path;
-    open.b = c.keep(plan.root_dir);
-    open.mode = c.next_fd++;
-    open.name = "open the new root";
-    c.opens.push_back(open);
-  }
-  for (const char* p : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
-    add_system_path(c, root, p);
-  }
-  s = {};
-  s.kind = op::make_dir;
-  s.b = c.keep(root + "/etc");
-  s.mode = 0755;
-  add_setup(c, "mkdir /etc", s);
-  add_file(c, root, "/etc/passwd", passwd_text());
-  add_file(c, root, "/etc/group", "root:x:0:\nagent:x:0:\nnogroup:x:65534:\n");
-  add_file(c, root, "/etc/hostname", plan.hostname + "\n");
-  add_file(
-      c, root, "/etc/hosts",
-      fmt::format("127.0.0.1 localhost {0}\n::1 localhost ip6-localhost {0}\n", plan.hostname));
-  add_file(c, root, "/etc/nsswitch.conf",
-           "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n");
-  std::string resolv = "# evalbox: no name service inside (network none or allow)\n";
-  if (plan.network.mode == network_mode::host) resolv = read_file("/etc/resolv.conf").value_or("");
-  add_file(c, root, "/etc/resolv.conf", resolv);
-  for (const char* p : {"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/ld.so.cache",
-                        "/etc/localtime"}) {
-    add_system_path(c, root, p);
-  }
-  // The private /tmp comes before the binds, so that an agent installed below the host's /tmp
-  // (read-only at the same path) is not hidden by it.
-  add_tmpfs(c, root, "/tmp", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
-            MS_NOSUID | MS_NODEV);
-  add_bind(c, root, plan.workspace_dir, "/workspace", true, false);
-  add_bind(c, root, plan.home_dir, "/home/agent", true, false);
-  for (const auto& m : plan.mounts) {
-    // A target below one of the symlinks recreated above (/lib/x on merged-/usr Debian) is
-    // mounted at the link's destination: mount targets never go through a symlink.
-    fs::path target = m.target;
-    for (const auto& [link, dest] : c.links) {
-      if (target != link && is_within(target, link)) {
-        target = dest / target.lexically_relative(link);
-        break;
-      }
-    }
-    add_bind(c, root, m.source.string(), target, m.writable, m.is_file);
-  }
-  add_tmpfs(c, root, "/dev", "mode=0755,size=64k,uid=0,gid=0", MS_NOSUID | MS_NOEXEC);
-  for (const char* d : {"null", "zero", "full", "random", "urandom", "tty"}) {
-    const std::string host = fmt::format("/dev/{}", d);
-    if (::access(host.c_str(), F_OK) != 0) continue;
-    // Device binds keep dev: /dev is the only place device nodes are usable.
-    add_parents(c, root, host);
-    step mk;
-    mk.kind = op::make_file;
-    mk.b = c.keep(root + host);
-    mk.mode = 0666;
-    add_setup(c, "create " + host, mk);
-    step b;
-    b.kind = op::mount;
-    b.a = c.keep(host);
-    b.b = mk.b;
-    b.flags = MS_BIND;
-    add_setup(c, "bind " + host, b);
-  }
-  s = {};
-  s.kind = op::make_dir;
-  s.b = c.keep(root + "/dev/pts");
-  s.mode = 0755;
-  add_setup(c, "mkdir /dev/pts", s);
-  s = {};
-  s.kind = op::mount;
-  s.a = "devpts";
-  s.b = c.keep(root + "/dev/pts");
-  s.c = "devpts";
-  s.flags = MS_NOSUID | MS_NOEXEC;
-  s.data = "newinstance,ptmxmode=0666,mode=620";
-  add_setup(c, "devpts /dev/pts", s);
-  add_symlink(c, root, "pts/ptmx", "/dev/ptmx");
-  add_symlink(c, root, "/proc/self/fd", "/dev/fd");
-  add_symlink(c, root, "/proc/self/fd/0", "/dev/stdin");
-  add_symlink(c, root, "/proc/self/fd/1", "/dev/stdout");
-  add_symlink(c, root, "/proc/self/fd/2", "/dev/stderr");
-  add_tmpfs(c, root, "/dev/shm", fmt::format("mode=1777,size={},uid=0,gid=0", plan.tmp_bytes),
-            MS_NOSUID | MS_NODEV);
-  s = {};
-  s.kind = op::make_dir;
-  s.b = c.keep(root + "/proc");
-  s.mode = 0555;
-  add_setup(c, "mkdir /proc", s);
-  s = {};
-  s.kind = op::mount;
-  s.a = "proc";
-  s.b = c.keep(root + "/proc");
-  s.c = "proc";
-  s.flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-  add_setup(c, "proc /proc", s);
-  // An empty mount point for the program's own nested sandboxes.
-  s = {};
-  s.kind = op::make_dir;
-  s.b = c.keep(root + "/mnt");
-  s.mode = 0755;
-  add_setup(c, "mkdir /mnt", s);
-  // Splice: head, the source opens, then become uid 0 of the namespace (files created on the
-  // new tmpfs need a mapped owner) and enter the new root, then the body built above.
-  {
-    std::vector<step> body(c.ctx.setup.begin() + static_cast<long>(head_end), c.ctx.setup.end());
-    c.ctx.setup.resize(head_end);
-    for (const auto& o : c.opens) c.ctx.setup.push_back(o);
-    s = {};
-    s.kind = op::set_ids;
-    add_setup(c, "set ids", s);
-    // After set ids: a change of credentials clears the parent-death signal.
-    s = {};
-    s.kind = op::death_signal;
-    add_setup(c, "parent death signal", s);
-    s = {};
-    s.kind = op::change_dir;
-    s.b = c.keep(fmt::format("/proc/self/fd/{}", source_fd_base));
-    add_setup(c, "chdir new root", s);
-    for (const auto& b : body) c.ctx.setup.push_back(b);
-  }
-  s = {};
-  s.kind = op::close_range;
+  setup(c, "tmpfs root", s);
+}
+
+// Opens every source (the new root first) with the helper's filesystem ids, then becomes uid 0
+// of the namespace: files created on the new tmpfs need a mapped owner.
+void add_sources_then_ids(compiled& c, const new_root& r) {
+  for (const step& open : r.opens) c.ctx.setup.push_back(open);
+  setup(c, "set ids", of(op::set_ids));
+  // After set ids: a change of credentials clears the parent-death signal.
+  setup(c, "parent death signal", of(op::death_signal));
+}
+
+// Builds the new root from inside it, then makes it the root: the source fds go, pivot_root
+// detaches the host's tree, and the root tmpfs itself becomes read-only.
+void add_build_and_enter_root(compiled& c, const new_root& r) {
+  step s = of(op::change_dir);
+  s.b = c.keep(fmt::format("/proc/self/fd/{}", source_fd_base));
+  setup(c, "chdir new root", s);
+  for (const step& m : r.mounts) c.ctx.setup.push_back(m);
+  s = of(op::close_range);
   s.mode = source_fd_base;
-  s.len = static_cast<uint64_t>(c.next_fd);
-  add_setup(c, "close source fds", s);
-  s = {};
-  s.kind = op::pivot_root;
-  add_setup(c, "pivot_root", s);
-  s = {};
-  s.kind = op::set_attr;
+  s.len = static_cast<uint64_t>(r.next_fd);
+  setup(c, "close source fds", s);
+  setup(c, "pivot_root", of(op::pivot_root));
+  s = of(op::set_attr);
   s.b = "/";
   s.flags = MOUNT_ATTR_RDONLY;
-  add_setup(c, "read-only /", s);
-  s = {};
-  s.kind = op::set_hostname;
+  setup(c, "read-only /", s);
+}
+
+// The run's own host name and network: lo up in its own namespace, and for `allow` the
+// listening sockets pid 1 passes to the helper (one per relayed address, and the proxy).
+void add_host_name_and_network(compiled& c, const launch_plan& plan) {
+  step s = of(op::set_hostname);
   s.a = c.keep(plan.hostname);
-  add_setup(c, "sethostname", s);
-  if (own_net) {
-    s = {};
-    s.kind = op::loopback_up;
-    add_setup(c, "loopback up", s);
+  setup(c, "sethostname", s);
+  if (plan.network.mode != network_mode::host) setup(c, "loopback up", of(op::loopback_up));
+  for (size_t i = 0; i < c.allow.listeners.size(); ++i) {
+    const auto& l = c.allow.listeners[i];
+    s = of(op::listen_pass);
+    s.a = c.keep(l.ip);
+    s.flags = l.port;
+    s.mode = l.ipv6 ? 6 : 4;
+    s.len = i;
+    setup(c, fmt::format("listen {}:{}", l.ip, l.port), s);
   }
-  if (plan.network.mode == network_mode::allow) {
-    c.allow = EB_TRY(net::plan_allow(plan.network.allow));
-    for (size_t i = 0; i < c.allow.listeners.size(); ++i) {
-      const auto& l = c.allow.listeners[i];
-      s = {};
-      s.kind = op::listen_pass;
-      s.a = c.keep(l.ip);
-      s.flags = l.port;
-      s.mode = l.ipv6 ? 6 : 4;
-      s.len = i;
-      add_setup(c, fmt::format("listen {}:{}", l.ip, l.port), s);
-    }
-  }
-  auto add_rlimit = [&](const char* name, int res, uint64_t soft, uint64_t hard) {
-    step r;
-    r.kind = op::rlimit;
+}
+
+// rlimits, inherited by the program: no core dumps, a sane fd limit, the disk quota as the
+// largest file, and the CPU limit as a second fence.
+void add_rlimits(compiled& c, const launch_plan& plan, const host_view& host) {
+  auto rlimit = [&](const char* name, int res, uint64_t soft, uint64_t hard) {
+    step r = of(op::rlimit);
     r.mode = res;
     r.len = soft;
     r.len2 = hard;
-    add_setup(c, name, r);
+    setup(c, name, r);
   };
-  add_rlimit("rlimit core", RLIMIT_CORE, 0, 0);
-  {
-    rlimit cur{};
-    ::getrlimit(RLIMIT_NOFILE, &cur);
-    uint64_t hard = std::min<uint64_t>(cur.rlim_max, 65536);
-    add_rlimit("rlimit nofile", RLIMIT_NOFILE, std::min<uint64_t>(hard, 4096), hard);
-  }
-  if (plan.limits.disk_bytes) {
-    add_rlimit("rlimit fsize", RLIMIT_FSIZE, plan.limits.disk_bytes, plan.limits.disk_bytes);
-  }
+  rlimit("rlimit core", RLIMIT_CORE, 0, 0);
+  const uint64_t nofile_hard = std::min<uint64_t>(host.nofile_hard, 65536);
+  rlimit("rlimit nofile", RLIMIT_NOFILE, std::min<uint64_t>(nofile_hard, 4096), nofile_hard);
+  if (plan.limits.disk_bytes)
+    rlimit("rlimit fsize", RLIMIT_FSIZE, plan.limits.disk_bytes, plan.limits.disk_bytes);
   if (plan.limits.cpu_ms) {
     // A second fence behind the cgroup's CPU accounting: per process, SIGXCPU then SIGKILL.
-    uint64_t sec = (plan.limits.cpu_ms + 999) / 1000;
-    add_rlimit("rlimit cpu", RLIMIT_CPU, sec + 1, sec + 2);
+    const uint64_t sec = (plan.limits.cpu_ms + 999) / 1000;
+    rlimit("rlimit cpu", RLIMIT_CPU, sec + 1, sec + 2);
   }
+}
+
+// --- The program's process. ---
+
+// Its own session and stdio, the working directory, then every privilege dropped; Landlock
+// and seccomp last before execve.
+void add_program_steps(compiled& c, const launch_plan& plan) {
+  auto program = [&](std::string name, op kind, const char* b = nullptr) {
+    step s = of(kind);
+    s.b = b;
+    emit(c, c.ctx.program, std::move(name), s);
+  };
   // A new session detaches the program from any terminal of the caller. With the caller's
   // terminal passed through (sandbox shell) it stays in the caller's foreground group, so that
   // Ctrl-C reaches it; TIOCSTI/TIOCLINUX are denied by seccomp either way.
-  if (!plan.inherit_stdio) add_program(c, "new session", op::new_session);
-  add_program(c, "stdio", op::stdio);
-  {
-    step ch;
-    ch.kind = op::change_dir;
-    ch.b = c.keep(plan.cwd);
-    ch.name = c.name("chdir " + plan.cwd);
-    c.ctx.program.push_back(ch);
-  }
-  add_program(c, "oom score", op::oom_score);
-  add_program(c, "close fds", op::close_fds);
-  add_program(c, "no_new_privs", op::no_new_privs);
-  add_program(c, "drop capabilities", op::drop_caps);
-  add_program(c, "landlock", op::landlock);
-  add_program(c, "seccomp", op::seccomp);
-  add_program(c, "execve", op::exec);
+  if (!plan.inherit_stdio) program("new session", op::new_session);
+  program("stdio", op::stdio);
+  program("chdir " + plan.cwd, op::change_dir, c.keep(plan.cwd));
+  program("oom score", op::oom_score);
+  program("close fds", op::close_fds);
+  program("no_new_privs", op::no_new_privs);
+  program("drop capabilities", op::drop_caps);
+  program("landlock", op::landlock);
+  program("seccomp", op::seccomp);
+  program("execve", op::exec);
+}
 
-  // Landlock: negotiated now, applied in the program's process.
-  int abi = landlock::kernel_abi();
-  // Candidates without Landlock are those whose own sandbox must mount: they also keep the one
-  // capability a nested user namespace needs to map its root to ours.
+// Landlock, negotiated now and applied in the program's process; the seccomp filter, compiled
+// at build time. Candidates without Landlock are those whose own sandbox must mount: they also
+// keep the one capability a nested user namespace needs to map its root to ours.
+void add_policies(compiled& c, const launch_plan& plan, const host_view& host) {
   c.ctx.keep_setfcap = !plan.landlock;
+  c.ctx.cap_last = host.cap_last;
   if (!plan.landlock) {
     c.landlock_reason = "disabled for this candidate (its own sandbox needs mount)";
-  } else if (abi == 0) {
+  } else if (host.landlock_abi == 0) {
     c.landlock_reason = "the kernel does not offer Landlock";
   } else {
     std::vector<landlock::path_rule> rules = {
@@ -394,17 +392,19 @@ status compile(const launch_plan& plan, compiled& c) {
         {"/dev/pts", landlock::access::device},
         {"/dev/ptmx", landlock::access::device},
     };
-    for (const char* d : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}) {
+    for (const char* d : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"})
       rules.push_back({d, landlock::access::device});
-    }
-    for (const auto& m : plan.mounts) {
+    for (const auto& m : plan.mounts)
       if (m.writable) rules.push_back({m.target.string(), landlock::access::read_write});
-    }
-    c.ll = landlock::make_ruleset(abi, rules);
+    c.ll = landlock::make_ruleset(host.landlock_abi, rules);
     c.ctx.landlock = &c.ll;
   }
   c.ctx.seccomp = &seccomp::builtin();
+}
 
+// argv and exactly the plan's environment as C arrays; with the proxy, the variables that
+// point programs at it.
+void add_argv_and_env(compiled& c, const launch_plan& plan) {
   c.argv_s = plan.argv;
   for (auto& a : c.argv_s) c.argv.push_back(a.data());
   c.argv.push_back(nullptr);
@@ -412,14 +412,12 @@ status compile(const launch_plan& plan, compiled& c) {
   if (c.allow.proxy_port) {
     const std::string url = fmt::format("http://127.0.0.1:{}", c.allow.proxy_port);
     for (const char* k :
-         {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"}) {
+         {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"})
       env[k] = url;
-    }
     // Relayed loopback addresses are reached directly, not through the proxy.
     std::string direct;
-    for (const auto& l : c.allow.listeners) {
+    for (const auto& l : c.allow.listeners)
       if (!l.proxy) direct += (direct.empty() ? "" : ",") + l.ip;
-    }
     if (!direct.empty()) {
       env["NO_PROXY"] = direct;
       env["no_proxy"] = direct;
@@ -430,9 +428,72 @@ status compile(const launch_plan& plan, compiled& c) {
   c.envp.push_back(nullptr);
   c.ctx.argv = c.argv.data();
   c.ctx.envp = c.envp.data();
-  if (auto last = read_file("/proc/sys/kernel/cap_last_cap")) {
-    c.ctx.cap_last = std::atoi(last->c_str());
+}
+
+host_view::path_entry look_at(const std::string& path) {
+  using kind = host_view::path_entry::kind;
+  host_view::path_entry e;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return e;
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    auto target = fs::read_symlink(path, ec);
+    if (!ec) e = {kind::symlink, target.string()};  // an unreadable link is skipped
+    return e;
   }
+  e.type = S_ISDIR(st.st_mode) ? kind::directory : kind::file;
+  return e;
+}
+
+}  // namespace
+
+host_view::path_entry host_view::at(const std::string& path) const {
+  auto it = paths.find(path);
+  return it == paths.end() ? path_entry{} : it->second;
+}
+
+host_view look_at_host(network_mode network) {
+  host_view h;
+  for (std::string_view p : system_paths) h.paths[std::string(p)] = look_at(std::string(p));
+  for (const char* p : etc_binds) h.paths[p] = look_at(p);
+  for (const char* d : devices)
+    if (::access(fmt::format("/dev/{}", d).c_str(), F_OK) == 0) h.devices.insert(d);
+  rlimit nofile{};
+  ::getrlimit(RLIMIT_NOFILE, &nofile);
+  h.nofile_hard = nofile.rlim_max;
+  h.landlock_abi = landlock::kernel_abi();
+  if (auto last = read_file("/proc/sys/kernel/cap_last_cap")) h.cap_last = std::atoi(last->c_str());
+  if (network == network_mode::host) h.resolv_conf = read_file("/etc/resolv.conf").value_or("");
+  return h;
+}
+
+status compile(const launch_plan& plan, const host_view& host, compiled& c) {
+  if (plan.network.mode == network_mode::host && !plan.network.unsafe_host_network)
+    return make_error(error_kind::invalid_argument,
+                      "network host requires network.unsafe_host_network");
+  if (plan.network.mode == network_mode::allow)
+    c.allow = EB_TRY(net::plan_allow(plan.network.allow));
+
+  // The new root, in mount order.
+  new_root root(c, plan.root_dir);
+  add_system_paths(root, host);
+  add_etc(root, plan, host);
+  add_tmp(root, plan);  // before the binds, on purpose (see add_tmp)
+  add_session_binds(root, plan);
+  add_dev(root, plan, host);
+  add_proc_and_mnt(root);
+
+  // Pid 1, in the order it runs.
+  add_private_mount_tree(c, plan);
+  add_sources_then_ids(c, root);
+  add_build_and_enter_root(c, root);
+  add_host_name_and_network(c, plan);
+  add_rlimits(c, plan, host);
+
+  // The program's process.
+  add_program_steps(c, plan);
+  add_policies(c, plan, host);
+  add_argv_and_env(c, plan);
   return {};
 }
 

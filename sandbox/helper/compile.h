@@ -1,11 +1,16 @@
 // The helper's compilation pass: turns a launch plan into the child's ordered step list and
 // everything it reads (C strings, argv/envp arrays, the Landlock ruleset, the seccomp BPF),
 // all allocated here, before clone3, and never touched again.
+//
+// What the pass needs to know about the host (which system paths exist and how, the devices,
+// limits the helper inherited, the Landlock ABI) is read once into a host_view, so that the
+// same plan on the same host view always compiles to the same steps.
 #pragma once
 
+#include <cstdint>
 #include <deque>
-#include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +26,28 @@ namespace evalbox::sandbox::helper {
 // Fixed descriptor numbers for the child's mount sources; nothing else uses them.
 inline constexpr int source_fd_base = 600;
 
+// The host as compile() sees it.
+struct host_view {
+  // One host path that the allow-list mounts at the same place, as lstat and readlink see it.
+  struct path_entry {
+    enum class kind { missing, directory, file, symlink };
+    kind type = kind::missing;
+    std::string link_target;  // symlink: the link's text
+  };
+  // The system paths (spec/system_paths.h) and the /etc entries bound read-only.
+  std::map<std::string, path_entry> paths;
+  std::set<std::string> devices;  // names in /dev among those bound into the sandbox's /dev
+  uint64_t nofile_hard = 0;       // the helper's RLIMIT_NOFILE hard limit
+  int landlock_abi = 0;           // landlock::kernel_abi()
+  int cap_last = 40;              // /proc/sys/kernel/cap_last_cap
+  std::string resolv_conf;        // /etc/resolv.conf, read only for the host network
+
+  [[nodiscard]] path_entry at(const std::string& path) const;
+};
+
+// Reads this host (lstat/readlink of each path, /dev, getrlimit, Landlock, procfs).
+host_view look_at_host(network_mode network);
+
 // Owns every string and array the child reads; built before clone3, never touched after.
 struct compiled {
   std::deque<std::string> strings;
@@ -30,18 +57,12 @@ struct compiled {
   landlock::ruleset ll;
   net::allow_plan allow;
   std::string landlock_reason;
-  // Mount sources are opened (O_PATH) while the child still has the helper's filesystem ids,
-  // which may traverse the run directory (mode 0700); binds then name /proc/self/fd/N.
-  std::vector<step> opens;
-  int next_fd = source_fd_base;
-  std::map<std::string, std::filesystem::path> links;  // recreated system symlinks -> dest
 
   const char* keep(std::string s) { return strings.emplace_back(std::move(s)).c_str(); }
-  const char* name(std::string s) { return keep(std::move(s)); }
 };
 
 // Fills `c` from the plan. Fails on a plan the helper cannot honour (e.g. host network
 // without the unsafe opt-in, a non-loopback IP in the allow-list).
-status compile(const launch_plan& plan, compiled& c);
+status compile(const launch_plan& plan, const host_view& host, compiled& c);
 
 }  // namespace evalbox::sandbox::helper

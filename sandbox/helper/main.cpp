@@ -7,14 +7,18 @@
 // the helper starts); without, the helper creates it.
 //
 // Table of contents (each pass in the order it runs; docs/sandbox.md explains why):
-//   1. read the plan                       main.cpp (plan.h; a bad plan is an error record)
-//   2. compile the child's steps           compile.cpp (mounts, /etc, argv/env, Landlock, seccomp)
-//   3. create the run's cgroup             supervisor.cpp (sandbox/cgroup)
-//   4. clone3 into new namespaces          supervisor.cpp (user, mount, pid, ipc, uts, net)
-//   5. map ids, enter the cgroup, release  supervisor.cpp (uid_map/gid_map, cgroup, sync pipe)
-//   6. run the steps, exec                 child.cpp (pid 1, then the program's process)
-//   7. supervise                           supervisor.cpp (output cap, limits, relay, signals)
-//   8. tear down and write the record      supervisor.cpp, main.cpp (kill, remove the cgroup)
+//   1. read the plan                     main.cpp (plan.h; a bad plan is an error record)
+//   2. compile the child's steps         compile.cpp: look_at_host, compile (the new root,
+//                                        pid 1's steps, the program's; Landlock, seccomp, env)
+//   3. open the streams and channels     supervisor.cpp: open_streams, open_channels
+//   4. create or take over the cgroup    supervisor.cpp: take_cgroup (sandbox/cgroup)
+//   5. clone3 into new namespaces        supervisor.cpp: clone_child (user, mount, pid, ipc,
+//                                        uts, net)
+//   6. map ids, join cgroup, release     supervisor.cpp: release_child
+//   7. run the steps, exec               child.cpp (pid 1, then the program's process)
+//   8. supervise                         supervisor.cpp: supervise (output cap, limits, relay,
+//                                        signals)
+//   9. classify, tear down, write record supervisor.cpp: classify, run; main.cpp
 #include <sys/prctl.h>
 
 #include <cerrno>

@@ -1,4 +1,5 @@
-// The helper's supervision (supervisor.h).
+// The helper's supervision (supervisor.h). start() is the table of contents: open the
+// streams and channels, clone, release, supervise, classify.
 #include "sandbox/helper/supervisor.h"
 
 #include <fcntl.h>
@@ -9,12 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "sandbox/base/json.h"
 #include "sandbox/net/relay.h"
+#include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
@@ -46,10 +48,253 @@ status write_proc(pid_t pid, const char* file, std::string_view text) {
 
 }  // namespace
 
-void supervisor::kill_run(outcome_kind why) {
-  if (!forced_) forced_ = why;
-  // SIGKILL to pid 1 of the run: the kernel kills the whole pid namespace with it.
-  if (pidfd_) sys::pidfd_send_signal(pidfd_.get(), SIGKILL, nullptr, 0);
+// Every channel between the helper and the child (docs/sandbox.md, "File descriptors"). The
+// child's ends are closed in the helper as soon as the child holds its copies.
+struct supervisor::channels {
+  unique_fd stdin_file;             // the program's stdin
+  unique_fd out_write, err_write;   // the program's ends of the output pipes
+  pipe_pair sync;                   // the helper writes one byte: released
+  pipe_pair errors;                 // a failing step writes its step_failure
+  pipe_pair status;                 // pid 1 writes the program's wait status
+  unique_fd net_parent, net_child;  // listening sockets from pid 1 (network allow)
+  unique_fd signals;                // signalfd: the helper's termination signals
+
+  void close_child_ends() {
+    sync.read.reset();
+    errors.write.reset();
+    status.write.reset();
+    net_child.reset();
+    out_write.reset();
+    err_write.reset();
+    stdin_file.reset();
+  }
+};
+
+struct supervisor::ending {
+  std::optional<int> wait_status;       // the program's, as pid 1 reported it
+  std::optional<step_failure> failure;  // the first step that failed, as the child reported it
+  int init_status = 0;                  // pid 1's own wait status
+  rusage usage{};                       // pid 1 and every process it reaped
+};
+
+status supervisor::run() {
+  compiled c;
+  EB_TRY_CTX(compile(plan_, look_at_host(plan_.network.mode), c), "compile the launch plan");
+  rec_.binding_digest = plan_.binding_digest;
+  rec_.mechanisms = mechanisms(c);
+  auto st = start(c);
+  child_.terminate();  // after a normal end the run is reaped already; else it goes now
+  rec_.mechanisms["cgroup"] = cg_ ? std::string(cg_->version()) : "none";
+  rec_.mechanisms["limits"] = limits_by_mechanism();
+  if (cg_) {
+    // Not a failure of the run: the preparer's reclaim removes what is left. Said on stderr.
+    if (auto d = cg_->destroy(); !d) {
+      std::fprintf(stderr, "evalbox-sandbox: remove the run's cgroup: %s\n",
+                   d.error().message.c_str());
+    }
+  }
+  return st;
+}
+
+status supervisor::start(compiled& c) {
+  channels ch;
+  EB_TRY(open_streams(ch, c.ctx));
+  EB_TRY(open_channels(ch, c));
+  // The run's cgroup. The child waits for release, which comes only once it is in there, so
+  // no task of the run is ever outside; a cgroup already here (v2) is cloned into directly.
+  EB_TRY(take_cgroup(/*wait=*/false));
+  EB_TRY(clone_child(c, ch));
+  ch.close_child_ends();
+  if (auto r = release_child(ch); !r) {
+    kill_run(outcome_kind::exited);
+    child_.terminate();
+    return std::unexpected(std::move(r.error()).with_context("set up the child"));
+  }
+  const ending end = EB_TRY(supervise(ch, c.allow));
+  classify(c, end);
+  return {};
+}
+
+// Standard streams: stdin from a host file or /dev/null, stdout and stderr through pipes the
+// helper copies into the launch's files under the output cap (one pipe when both go to the
+// same file, so that their order is kept). With inherit_stdio the program keeps the helper's.
+status supervisor::open_streams(channels& ch, child_context& ctx) {
+  if (plan_.inherit_stdio) return {};
+  const bool merged = plan_.stdout_path == plan_.stderr_path;
+  const char* in = plan_.stdin_path.empty() ? "/dev/null" : plan_.stdin_path.c_str();
+  ch.stdin_file.reset(::open(in, O_RDONLY | O_CLOEXEC));
+  if (!ch.stdin_file) return sys_error(errno, "open stdin {}", in);
+  // The file `path` (empty: discarded) behind a pipe; returns the program's end.
+  auto capture = [](stream& s, const std::string& path, const char* which) -> result<unique_fd> {
+    s.file.reset(::open(path.empty() ? "/dev/null" : path.c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!s.file) return sys_error(errno, "open {} {}", which, path);
+    auto p = EB_TRY(make_pipe(O_CLOEXEC | O_NONBLOCK));
+    s.pipe = std::move(p.read);
+    s.open = true;
+    return std::move(p.write);
+  };
+  ch.out_write = EB_TRY(capture(out_, plan_.stdout_path, "stdout"));
+  if (!merged) ch.err_write = EB_TRY(capture(err_, plan_.stderr_path, "stderr"));
+  ctx.stdin_fd = ch.stdin_file.get();
+  ctx.stdout_fd = ch.out_write.get();
+  ctx.stderr_fd = merged ? ch.out_write.get() : ch.err_write.get();
+  return {};
+}
+
+// The release, error and status pipes, and for network `allow` the socketpair pid 1 passes
+// its listening sockets over.
+status supervisor::open_channels(channels& ch, compiled& c) {
+  ch.sync = EB_TRY(make_pipe());
+  ch.errors = EB_TRY(make_pipe());
+  ch.status = EB_TRY(make_pipe());
+  if (!c.allow.listeners.empty()) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      return sys_error(errno, "socketpair");
+    }
+    ch.net_parent.reset(sv[0]);
+    ch.net_child.reset(sv[1]);
+  }
+  c.ctx.sync_fd = ch.sync.read.get();
+  c.ctx.error_fd = ch.errors.write.get();
+  c.ctx.status_fd = ch.status.write.get();
+  c.ctx.net_fd = ch.net_child.get();
+  c.ctx.map_groups = root_;
+  return {};
+}
+
+// clone3 into new user, mount, pid, ipc, uts (and, unless the network is the host's, net)
+// namespaces, into the run's cgroup when it is already here (v2). The child runs child_main.
+status supervisor::clone_child(compiled& c, channels& ch) {
+  // Termination requests arrive through a signalfd; the child unblocks them for itself.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, sig);
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  ch.signals.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!ch.signals) return sys_error(errno, "signalfd");
+
+  uint64_t flags =
+      CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+  if (plan_.network.mode != network_mode::host) flags |= CLONE_NEWNET;
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = flags;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  into_cgroup_ = cg_ && cg_->clone_into_fd() >= 0;
+  if (into_cgroup_) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cg_->clone_into_fd());
+  }
+  started_ = clock::now();
+  const pid_t pid = sys::clone3(&args);
+  if (pid < 0)
+    return sys_error(errno, "clone3(user, mount, pid, ipc, uts{})",
+                     (flags & CLONE_NEWNET) ? ", net" : "");
+  if (pid == 0) child_main(c.ctx);
+  child_ = sys::owned_process(pid, unique_fd(pidfd));
+  return {};
+}
+
+// Maps the child's ids, puts it into the cgroup (unless cloned into it), protects pid 1 from
+// the OOM killer, and only then releases it.
+status supervisor::release_child(channels& ch) {
+  const pid_t pid = child_.pid();
+  const uid_t uid = root_ ? plan_.host_uid : ::getuid();
+  const gid_t gid = root_ ? plan_.host_gid : ::getgid();
+  if (!root_) EB_TRY(write_proc(pid, "setgroups", "deny"));
+  EB_TRY(write_proc(pid, "uid_map", fmt::format("0 {} 1\n", uid)));
+  EB_TRY(write_proc(pid, "gid_map", fmt::format("0 {} 1\n", gid)));
+  EB_TRY(take_cgroup(/*wait=*/true));  // if the launcher's had not arrived before
+  if (cg_ && !into_cgroup_) EB_TRY(cg_->add_pid(pid));
+  // Pid 1 must outlive the program under memory pressure so the report gets out; the
+  // program's process resets this to 0. Needs CAP_SYS_RESOURCE: best effort.
+  (void)write_proc(pid, "oom_score_adj", "-1000");
+  if (::write(ch.sync.write.get(), "x", 1) != 1) return sys_error(errno, "release the child");
+  ch.sync.write.reset();
+  return {};
+}
+
+// The event loop, until pid 1 is gone and its output drained (at most 2 s more): output,
+// reports from the child, listening sockets and relayed traffic, signals, limits.
+result<supervisor::ending> supervisor::supervise(channels& ch, const net::allow_plan& allow) {
+  ending end;
+  std::optional<net::relay> relay;
+  if (!allow.listeners.empty()) relay.emplace(allow);
+  ::fcntl(ch.status.read.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(ch.errors.read.get(), F_SETFL, O_NONBLOCK);
+  bool exited = false;
+  std::optional<clock::time_point> drain_deadline;
+  const auto wall_deadline = plan_.limits.wall_ms
+                                 ? started_ + std::chrono::milliseconds(plan_.limits.wall_ms)
+                                 : clock::time_point::max();
+  for (;;) {
+    if (exited &&
+        ((!out_.open && !err_.open) || (drain_deadline && clock::now() > *drain_deadline))) {
+      break;
+    }
+    std::vector<pollfd> fds = {
+        {child_.pidfd(), static_cast<short>(exited ? 0 : POLLIN), 0},
+        {ch.signals.get(), POLLIN, 0},
+        {out_.open ? out_.pipe.get() : -1, POLLIN, 0},
+        {err_.open ? err_.pipe.get() : -1, POLLIN, 0},
+        {ch.status.read ? ch.status.read.get() : -1, POLLIN, 0},
+        {ch.errors.read ? ch.errors.read.get() : -1, POLLIN, 0},
+        {ch.net_parent ? ch.net_parent.get() : -1, POLLIN, 0},
+    };
+    if (relay) relay->fill(fds);
+    int n = ::poll(fds.data(), fds.size(), 25);
+    if (n < 0 && errno != EINTR) return sys_error(errno, "poll");
+    if (fds[1].revents & POLLIN) on_signals(ch.signals.get());
+    if (fds[2].revents) on_output(out_);
+    if (fds[3].revents) on_output(err_);
+    if (fds[4].revents) {
+      int ws = 0;
+      ssize_t r = ::read(ch.status.read.get(), &ws, sizeof ws);
+      if (r == sizeof ws) end.wait_status = ws;
+      if (r == 0 || r == sizeof ws) ch.status.read.reset();
+    }
+    if (fds[5].revents) {
+      step_failure f{};
+      ssize_t r = ::read(ch.errors.read.get(), &f, sizeof f);
+      if (r == sizeof f && !end.failure) end.failure = f;
+      if (r == 0) ch.errors.read.reset();
+    }
+    if (fds[6].revents & POLLIN) {
+      // One byte (the listener's index in the plan) with the socket attached.
+      unsigned char index = 0;
+      int fd = -1;
+      if (sys::recv_fd(ch.net_parent.get(), &index, 1, &fd) == 1) {
+        if (fd >= 0) relay->add_listener(index, unique_fd(fd));
+      } else {
+        ch.net_parent.reset();
+      }
+    }
+    if (relay) relay->handle(fds);
+    if (!exited && (fds[0].revents & POLLIN) && on_exit(ch, end)) {
+      exited = true;
+      drain_deadline = clock::now() + std::chrono::seconds(2);
+    }
+    if (!exited) enforce_limits(wall_deadline);
+  }
+  if (relay) {
+    for (const auto& a : relay->attempts()) {
+      rec_.connections.push_back({a.target, a.allowed, a.via, a.detail});
+    }
+  }
+  return end;
+}
+
+void supervisor::on_signals(int signal_fd) {
+  signalfd_siginfo si{};
+  while (::read(signal_fd, &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGCHLD) continue;
+    // With a terminal passed through, Ctrl-C is the program's to handle.
+    if (si.ssi_signo == SIGINT && plan_.inherit_stdio) continue;
+    kill_run(outcome_kind::cancelled);
+  }
 }
 
 void supervisor::on_output(stream& s) {
@@ -76,10 +321,102 @@ void supervisor::on_output(stream& s) {
   }
 }
 
-status supervisor::run() {
-  compiled c;
-  EB_TRY_CTX(compile(plan_, c), "compile the launch plan");
-  rec_.binding_digest = plan_.binding_digest;
+// Pid 1 is gone: the run is over (every other process of it dies with it). Reaps it and
+// collects a last report still in the pipes. False when it was not reaped after all.
+bool supervisor::on_exit(channels& ch, ending& end) {
+  const pid_t pid = child_.pid();
+  if (child_.reap(&end.init_status, &end.usage) != pid) return false;
+  rec_.wall_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started_).count());
+  int ws = 0;
+  if (ch.status.read && ::read(ch.status.read.get(), &ws, sizeof ws) == sizeof ws) {
+    end.wait_status = ws;
+  }
+  step_failure f{};
+  if (ch.errors.read && ::read(ch.errors.read.get(), &f, sizeof f) == sizeof f && !end.failure) {
+    end.failure = f;
+  }
+  return true;
+}
+
+void supervisor::enforce_limits(clock::time_point wall_deadline) {
+  if (clock::now() >= wall_deadline) kill_run(outcome_kind::timed_out);
+  if (cg_ && plan_.limits.cpu_ms) {
+    if (auto u = cg_->read_usage(); u && u->cpu_ns / 1000000 >= plan_.limits.cpu_ms) {
+      kill_run(outcome_kind::cpu_limit);
+    }
+  }
+}
+
+void supervisor::kill_run(outcome_kind why) {
+  if (!forced_) forced_ = why;
+  // SIGKILL to pid 1 of the run: the kernel kills the whole pid namespace with it.
+  (void)child_.signal(SIGKILL);
+}
+
+// What the run's end means: a failed step is the sandbox's error; otherwise evalbox's own
+// kill, the OOM killer, or the program's exit or signal is the outcome.
+void supervisor::classify(const compiled& c, const ending& end) {
+  const rusage& ru = end.usage;
+  const uint64_t cpu_ms = static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+                          static_cast<uint64_t>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+  cgroup::usage u;
+  if (cg_) {
+    if (auto r = cg_->read_usage()) u = *r;
+  }
+  rec_.cpu_ms = std::max<uint64_t>(cpu_ms, u.cpu_ns / 1000000);
+  rec_.peak_memory_bytes = u.peak_memory_bytes;
+  rec_.pids_limit_hit = u.pids_limit_hit;
+  if (end.failure) {
+    const auto& steps = end.failure->phase == 0 ? c.ctx.setup : c.ctx.program;
+    const auto index = static_cast<size_t>(end.failure->index);
+    const char* name = index < steps.size() ? steps[index].name : "fork program";
+    rec_.error_step = name;
+    rec_.error = fmt::format("step {}: {}: {}", name, errno_name(end.failure->err),
+                             std::strerror(end.failure->err));
+    return;
+  }
+  if (forced_) {
+    rec_.outcome = *forced_;
+    return;
+  }
+  if (!end.wait_status) {
+    // Pid 1 died without a report: only the OOM killer does that (pid 1 is protected, but
+    // not beyond the memory limit of its own cgroup), or a kill from outside.
+    if (u.oom_kills > 0) {
+      rec_.outcome = outcome_kind::oom_killed;
+      return;
+    }
+    const int st = end.init_status;
+    rec_.error_step = "init";
+    rec_.error = WIFSIGNALED(st)
+                     ? fmt::format(
+                           "pid 1 of the run was killed by signal {} from outside the sandbox "
+                           "(not by evalbox-sandbox) before the program finished",
+                           WTERMSIG(st))
+                     : fmt::format("pid 1 of the run exited with status {} without a report",
+                                   WEXITSTATUS(st));
+    return;
+  }
+  const int ws = *end.wait_status;
+  if (WIFEXITED(ws)) {
+    rec_.outcome = outcome_kind::exited;
+    rec_.exit_code = WEXITSTATUS(ws);
+  } else if (WIFSIGNALED(ws)) {
+    const int sig = WTERMSIG(ws);
+    if (sig == SIGKILL && u.oom_kills > 0) {
+      rec_.outcome = outcome_kind::oom_killed;
+    } else if (sig == SIGXCPU ||
+               (sig == SIGKILL && plan_.limits.cpu_ms && rec_.cpu_ms >= plan_.limits.cpu_ms)) {
+      rec_.outcome = outcome_kind::cpu_limit;  // RLIMIT_CPU, the second fence
+    } else {
+      rec_.outcome = outcome_kind::signaled;
+      rec_.signal = sig;
+    }
+  }
+}
+
+json supervisor::mechanisms(const compiled& c) const {
   json mech = json::object();
   mech["user_ns"] = {{"host_uid", plan_.host_uid}, {"host_gid", plan_.host_gid}};
   mech["landlock_abi"] = c.ll.abi;
@@ -88,15 +425,16 @@ status supervisor::run() {
   mech["capabilities"] =
       c.ctx.keep_setfcap ? "CAP_SETFCAP (namespace-local, nested sandboxes)" : "none";
   mech["no_new_privs"] = true;
-  mech["network"] = plan_.network.mode == network_mode::none    ? "none"
-                    : plan_.network.mode == network_mode::allow ? "allow"
-                                                                : "host (unsafe)";
+  // The host's network is only ever there by the unsafe opt-in (compile() refuses it else).
+  mech["network"] = fmt::format("{}{}", to_string(plan_.network.mode),
+                                plan_.network.mode == network_mode::host ? " (unsafe)" : "");
   mech["cgroup"] = "none";
-  rec_.mechanisms = mech;
-  auto st = start(c);
+  return mech;
+}
+
+// Each limit with the mechanisms that enforced it (0 = no limit).
+json supervisor::limits_by_mechanism() const {
   const std::string cg = cg_ ? fmt::format("cgroup {}", cg_->version()) : "";
-  rec_.mechanisms["cgroup"] = cg_ ? std::string(cg_->version()) : "none";
-  // Each limit with the mechanisms that enforced it (0 = no limit).
   const auto& l = plan_.limits;
   auto by = [](std::initializer_list<std::string> parts) {
     json a = json::array();
@@ -105,7 +443,7 @@ status supervisor::run() {
     }
     return a;
   };
-  rec_.mechanisms["limits"] = {
+  return {
       {"memory_bytes", {{"value", l.memory_bytes}, {"by", by({cg})}}},
       {"pids", {{"value", l.pids}, {"by", by({cg})}}},
       {"cpu_ms",
@@ -117,17 +455,9 @@ status supervisor::run() {
        {{"value", l.disk_bytes},
         {"by", by({"RLIMIT_FSIZE", plan_.disk_quota ? "tmpfs size" : ""})}}},
   };
-  if (cg_) {
-    // Not a failure of the run: the preparer's reclaim removes what is left. Said on stderr.
-    if (auto d = cg_->destroy(); !d) {
-      std::fprintf(stderr, "evalbox-sandbox: remove the run's cgroup: %s\n",
-                   d.error().message.c_str());
-    }
-  }
-  return st;
 }
 
-status supervisor::take_cgroup(bool root, bool wait) {
+status supervisor::take_cgroup(bool wait) {
   if (!cgroup_fd_) {
     if (cg_taken_) return {};
     cg_taken_ = true;
@@ -135,7 +465,7 @@ status supervisor::take_cgroup(bool root, bool wait) {
     if (auto cg = cgroup::create_for_host(plan_.run_id, leaf,
                                           {plan_.limits.memory_bytes, plan_.limits.pids})) {
       cg_ = std::move(*cg);
-    } else if (root) {
+    } else if (root_) {
       return std::unexpected(std::move(cg.error()).with_context("create the run's cgroup"));
     }
     return {};
@@ -163,288 +493,11 @@ status supervisor::take_cgroup(bool root, bool wait) {
     cg_ = EB_TRY_CTX(cgroup::adopt(msg["cgroup"]), "take over the run's cgroup");
     return {};
   }
-  if (!root) return {};  // without root, runs go without a cgroup (recorded)
+  if (!root_) return {};  // without root, runs go without a cgroup (recorded)
   const std::string why = msg.is_object() && msg.contains("error") && msg["error"].is_string()
                               ? msg["error"].get<std::string>()
                               : "the launcher sent none";
   return make_error(error_kind::unsupported, "create the run's cgroup: {}", why);
-}
-
-status supervisor::start(compiled& c) {
-  // Standard streams.
-  unique_fd stdin_fd;
-  pipe_pair outp, errp;
-  const bool merged = !plan_.inherit_stdio && plan_.stdout_path == plan_.stderr_path;
-  if (!plan_.inherit_stdio) {
-    const char* in = plan_.stdin_path.empty() ? "/dev/null" : plan_.stdin_path.c_str();
-    stdin_fd.reset(::open(in, O_RDONLY | O_CLOEXEC));
-    if (!stdin_fd) return sys_error(errno, "open stdin {}", in);
-    auto open_out = [](const std::string& p) {
-      return unique_fd(::open(p.empty() ? "/dev/null" : p.c_str(),
-                              O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    };
-    out_.file = open_out(plan_.stdout_path);
-    if (!out_.file) return sys_error(errno, "open stdout {}", plan_.stdout_path);
-    outp = EB_TRY(make_pipe(O_CLOEXEC | O_NONBLOCK));
-    out_.pipe = std::move(outp.read);
-    out_.open = true;
-    if (!merged) {
-      err_.file = open_out(plan_.stderr_path);
-      if (!err_.file) return sys_error(errno, "open stderr {}", plan_.stderr_path);
-      errp = EB_TRY(make_pipe(O_CLOEXEC | O_NONBLOCK));
-      err_.pipe = std::move(errp.read);
-      err_.open = true;
-    }
-    c.ctx.stdin_fd = stdin_fd.get();
-    c.ctx.stdout_fd = outp.write.get();
-    c.ctx.stderr_fd = merged ? outp.write.get() : errp.write.get();
-  }
-  auto sync = EB_TRY(make_pipe());
-  auto errors = EB_TRY(make_pipe());
-  auto status_p = EB_TRY(make_pipe());
-  unique_fd net_parent, net_child;
-  if (!c.allow.listeners.empty()) {
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-      return sys_error(errno, "socketpair");
-    }
-    net_parent.reset(sv[0]);
-    net_child.reset(sv[1]);
-  }
-  c.ctx.sync_fd = sync.read.get();
-  c.ctx.error_fd = errors.write.get();
-  c.ctx.status_fd = status_p.write.get();
-  c.ctx.net_fd = net_child.get();
-  const bool root = ::geteuid() == 0;
-  c.ctx.map_groups = root;
-
-  // The run's cgroup. The child waits for release, which comes only once it is in there, so
-  // no task of the run is ever outside; a cgroup already here (v2) is cloned into directly.
-  EB_TRY(take_cgroup(root, /*wait=*/false));
-
-  // Termination requests arrive through a signalfd; the child unblocks them for itself.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, sig);
-  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-  unique_fd sigfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!sigfd) return sys_error(errno, "signalfd");
-
-  uint64_t flags =
-      CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
-  if (plan_.network.mode != network_mode::host) flags |= CLONE_NEWNET;
-  int pidfd_raw = -1;
-  clone_args args{};
-  args.flags = flags;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
-  args.exit_signal = SIGCHLD;
-  const bool into_cgroup = cg_ && cg_->clone_into_fd() >= 0;
-  if (into_cgroup) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(cg_->clone_into_fd());
-  }
-  const auto started = clock::now();
-  pid_t pid = sys::clone3(&args);
-  if (pid < 0)
-    return sys_error(errno, "clone3(user, mount, pid, ipc, uts{})",
-                     (flags & CLONE_NEWNET) ? ", net" : "");
-  if (pid == 0) child_main(c.ctx);
-  pid_ = pid;
-  pidfd_.reset(pidfd_raw);
-
-  // Release only once ids and cgroup are in place; on any failure here the child is killed.
-  auto release = [&]() -> status {
-    const uid_t uid = root ? plan_.host_uid : ::getuid();
-    const gid_t gid = root ? plan_.host_gid : ::getgid();
-    if (!root) EB_TRY(write_proc(pid, "setgroups", "deny"));
-    EB_TRY(write_proc(pid, "uid_map", fmt::format("0 {} 1\n", uid)));
-    EB_TRY(write_proc(pid, "gid_map", fmt::format("0 {} 1\n", gid)));
-    EB_TRY(take_cgroup(root, /*wait=*/true));  // if the launcher's had not arrived before
-    if (cg_ && !into_cgroup) EB_TRY(cg_->add_pid(pid));
-    // Pid 1 must outlive the program under memory pressure so the report gets out; the
-    // program's process resets this to 0. Needs CAP_SYS_RESOURCE: best effort.
-    (void)write_proc(pid, "oom_score_adj", "-1000");
-    if (::write(sync.write.get(), "x", 1) != 1) return sys_error(errno, "release the child");
-    return {};
-  };
-  sync.read.reset();
-  errors.write.reset();
-  status_p.write.reset();
-  net_child.reset();
-  outp.write.reset();
-  errp.write.reset();
-  stdin_fd.reset();
-  if (auto r = release(); !r) {
-    kill_run(outcome_kind::exited);
-    ::waitpid(pid, nullptr, 0);
-    return std::unexpected(std::move(r.error()).with_context("set up the child"));
-  }
-  sync.write.reset();
-
-  std::optional<net::relay> relay;
-  if (!c.allow.listeners.empty()) relay.emplace(c.allow);
-  ::fcntl(status_p.read.get(), F_SETFL, O_NONBLOCK);
-  ::fcntl(errors.read.get(), F_SETFL, O_NONBLOCK);
-
-  std::optional<int> wait_status;
-  std::optional<step_failure> failure;
-  bool exited = false;
-  rusage ru{};
-  int exit_raw = 0;
-  std::optional<clock::time_point> drain_deadline;
-  const auto wall_deadline = plan_.limits.wall_ms
-                                 ? started + std::chrono::milliseconds(plan_.limits.wall_ms)
-                                 : clock::time_point::max();
-  for (;;) {
-    if (exited &&
-        ((!out_.open && !err_.open) || (drain_deadline && clock::now() > *drain_deadline))) {
-      break;
-    }
-    std::vector<pollfd> fds = {
-        {pidfd_.get(), static_cast<short>(exited ? 0 : POLLIN), 0},
-        {sigfd.get(), POLLIN, 0},
-        {out_.open ? out_.pipe.get() : -1, POLLIN, 0},
-        {err_.open ? err_.pipe.get() : -1, POLLIN, 0},
-        {status_p.read ? status_p.read.get() : -1, POLLIN, 0},
-        {errors.read ? errors.read.get() : -1, POLLIN, 0},
-        {net_parent ? net_parent.get() : -1, POLLIN, 0},
-    };
-    if (relay) relay->fill(fds);
-    int n = ::poll(fds.data(), fds.size(), 25);
-    if (n < 0 && errno != EINTR) return sys_error(errno, "poll");
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo si{};
-      while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo == SIGCHLD) continue;
-        // With a terminal passed through, Ctrl-C is the program's to handle.
-        if (si.ssi_signo == SIGINT && plan_.inherit_stdio) continue;
-        kill_run(outcome_kind::cancelled);
-      }
-    }
-    if (fds[2].revents) on_output(out_);
-    if (fds[3].revents) on_output(err_);
-    if (fds[4].revents) {
-      int ws = 0;
-      ssize_t r = ::read(status_p.read.get(), &ws, sizeof ws);
-      if (r == sizeof ws) wait_status = ws;
-      if (r == 0 || r == sizeof ws) status_p.read.reset();
-    }
-    if (fds[5].revents) {
-      step_failure f{};
-      ssize_t r = ::read(errors.read.get(), &f, sizeof f);
-      if (r == sizeof f && !failure) failure = f;
-      if (r == 0) errors.read.reset();
-    }
-    if (fds[6].revents & POLLIN) {
-      char tag = 0;
-      iovec iov{&tag, 1};
-      alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = cbuf;
-      msg.msg_controllen = sizeof cbuf;
-      if (::recvmsg(net_parent.get(), &msg, MSG_CMSG_CLOEXEC) == 1) {
-        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-        if (cm && cm->cmsg_type == SCM_RIGHTS) {
-          int fd = -1;
-          std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-          relay->add_listener(static_cast<unsigned char>(tag), unique_fd(fd));
-        }
-      } else {
-        net_parent.reset();
-      }
-    }
-    if (relay) relay->handle(fds);
-    if (!exited && (fds[0].revents & POLLIN)) {
-      // Pid 1 is gone: the run is over (every other process of it dies with it).
-      if (::wait4(pid_, &exit_raw, 0, &ru) == pid_) {
-        exited = true;
-        rec_.wall_ms = static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count());
-        drain_deadline = clock::now() + std::chrono::seconds(2);
-        // Collect a last report still in the pipes.
-        int ws = 0;
-        if (status_p.read && ::read(status_p.read.get(), &ws, sizeof ws) == sizeof ws) {
-          wait_status = ws;
-        }
-        step_failure f{};
-        if (errors.read && ::read(errors.read.get(), &f, sizeof f) == sizeof f && !failure) {
-          failure = f;
-        }
-      }
-    }
-    if (!exited) {
-      if (clock::now() >= wall_deadline) kill_run(outcome_kind::timed_out);
-      if (cg_ && plan_.limits.cpu_ms) {
-        if (auto u = cg_->read_usage(); u && u->cpu_ns / 1000000 >= plan_.limits.cpu_ms) {
-          kill_run(outcome_kind::cpu_limit);
-        }
-      }
-    }
-  }
-  if (relay) {
-    for (const auto& a : relay->attempts()) {
-      rec_.connections.push_back({a.target, a.allowed, a.via, a.detail});
-    }
-  }
-  uint64_t cpu_ms = static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-                    static_cast<uint64_t>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
-  cgroup::usage u;
-  if (cg_) {
-    if (auto r = cg_->read_usage()) u = *r;
-  }
-  rec_.cpu_ms = std::max<uint64_t>(cpu_ms, u.cpu_ns / 1000000);
-  rec_.peak_memory_bytes = u.peak_memory_bytes;
-  rec_.pids_limit_hit = u.pids_limit_hit;
-  if (failure) {
-    const auto& steps = failure->phase == 0 ? c.ctx.setup : c.ctx.program;
-    const char* name = static_cast<size_t>(failure->index) < steps.size()
-                           ? steps[static_cast<size_t>(failure->index)].name
-                           : "fork program";
-    rec_.error_step = name;
-    rec_.error =
-        fmt::format("step {}: {}: {}", name, errno_name(failure->err), std::strerror(failure->err));
-    return {};
-  }
-  if (forced_) {
-    rec_.outcome = *forced_;
-    return {};
-  }
-  if (!wait_status) {
-    // Pid 1 died without a report: only the OOM killer does that (pid 1 is protected, but
-    // not beyond the memory limit of its own cgroup), or a kill from outside.
-    if (u.oom_kills > 0) {
-      rec_.outcome = outcome_kind::oom_killed;
-      return {};
-    }
-    rec_.error_step = "init";
-    rec_.error = WIFSIGNALED(exit_raw)
-                     ? fmt::format(
-                           "pid 1 of the run was killed by signal {} from outside the sandbox "
-                           "(not by evalbox-sandbox) before the program finished",
-                           WTERMSIG(exit_raw))
-                     : fmt::format("pid 1 of the run exited with status {} without a report",
-                                   WEXITSTATUS(exit_raw));
-    return {};
-  }
-  const int ws = *wait_status;
-  if (WIFEXITED(ws)) {
-    rec_.outcome = outcome_kind::exited;
-    rec_.exit_code = WEXITSTATUS(ws);
-  } else if (WIFSIGNALED(ws)) {
-    const int sig = WTERMSIG(ws);
-    if (sig == SIGKILL && u.oom_kills > 0) {
-      rec_.outcome = outcome_kind::oom_killed;
-    } else if (sig == SIGXCPU ||
-               (sig == SIGKILL && plan_.limits.cpu_ms && rec_.cpu_ms >= plan_.limits.cpu_ms)) {
-      rec_.outcome = outcome_kind::cpu_limit;  // RLIMIT_CPU, the second fence
-    } else {
-      rec_.outcome = outcome_kind::signaled;
-      rec_.signal = sig;
-    }
-  }
-  return {};
 }
 
 }  // namespace evalbox::sandbox::helper

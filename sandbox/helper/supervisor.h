@@ -4,16 +4,21 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "sandbox/base/error.h"
+#include "sandbox/base/json_fwd.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/helper/compile.h"
 #include "sandbox/launch/plan.h"
 #include "sandbox/launch/run_record.h"
+#include "sandbox/sys/process.h"
 
 namespace evalbox::sandbox::helper {
 
@@ -33,22 +38,44 @@ class supervisor {
   status run();
 
  private:
-  void kill_run(outcome_kind why);
-  void on_output(stream& s);
+  struct channels;  // every pipe and socket between the helper and the child
+  struct ending;    // what the supervision saw of the run's end
+
+  // start(): the launch, as named steps in the order they run.
   status start(compiled& c);
+  status open_streams(channels& ch, child_context& ctx);
+  status open_channels(channels& ch, compiled& c);
+  status clone_child(compiled& c, channels& ch);
+  status release_child(channels& ch);
+  result<ending> supervise(channels& ch, const net::allow_plan& allow);
+  void classify(const compiled& c, const ending& end);
+
+  // Parts of the supervision loop.
+  void on_signals(int signal_fd);
+  void on_output(stream& s);
+  bool on_exit(channels& ch, ending& end);
+  void enforce_limits(std::chrono::steady_clock::time_point wall_deadline);
+  void kill_run(outcome_kind why);
+
+  // The record's mechanisms: what the compiled plan put in force, then each limit with what
+  // enforced it.
+  json mechanisms(const compiled& c) const;
+  json limits_by_mechanism() const;
   // Creates the run's cgroup, or takes over the launcher's from cgroup_fd_ (with `wait`
   // false, only if its message has arrived). Once taken, does nothing.
-  status take_cgroup(bool root, bool wait);
+  status take_cgroup(bool wait);
 
   const launch_plan& plan_;
   run_record& rec_;
+  const bool root_ = ::geteuid() == 0;
   unique_fd cgroup_fd_;
   std::string cg_message_;  // the launcher's message as far as it has arrived
   bool cg_taken_ = false;
   std::unique_ptr<cgroup::run_cgroup> cg_;
+  bool into_cgroup_ = false;            // cloned with CLONE_INTO_CGROUP
   std::optional<outcome_kind> forced_;  // why evalbox killed the run, if it did
-  pid_t pid_ = -1;
-  unique_fd pidfd_;
+  sys::owned_process child_;            // pid 1 of the run
+  std::chrono::steady_clock::time_point started_;
   stream out_, err_;
   uint64_t kept_ = 0;
   bool truncated_ = false;

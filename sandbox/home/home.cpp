@@ -34,14 +34,14 @@ result<unique_fd> open_dirs(int root, const fs::path& rel, owner o, const fs::pa
   for (const auto& part : rel) {
     at /= part;
     if (::mkdirat(cur.get(), part.c_str(), 0700) == 0) {
-      unique_fd next(::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                           O_CLOEXEC));
+      unique_fd next(
+          ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!next) return sys_error(errno, "open {}", at.string());
       EB_TRY(chown_fd(next.get(), o, at));
       cur = std::move(next);
     } else if (errno == EEXIST) {
-      unique_fd next(::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                           O_CLOEXEC));
+      unique_fd next(
+          ::openat(cur.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!next) return sys_error(errno, "open {} (not a directory?)", at.string());
       cur = std::move(next);
     } else {
@@ -53,8 +53,8 @@ result<unique_fd> open_dirs(int root, const fs::path& rel, owner o, const fs::pa
 
 status write_at(int dir, const fs::path& name, std::string_view content, mode_t mode, owner o,
                 const fs::path& shown) {
-  unique_fd fd(::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                        0600));
+  unique_fd fd(
+      ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return sys_error(errno, "create {}", shown.string());
   while (!content.empty()) {
     ssize_t n = ::write(fd.get(), content.data(), content.size());

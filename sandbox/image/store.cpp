@@ -321,6 +321,10 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
   return r;
 }
 
+// One import, start to end: open the source, hold every layer shared, unpack the missing ones
+// (each into a temporary renamed into place), then write the image's record. It stays one
+// function, long as it is, because its lambdas share the held locks, the progress callback and
+// the targets list; split apart, each piece would take all of them as parameters.
 result<import_result> store::import_locked(std::string_view text, const fs::path& base_dir,
                                            const import_options& options,
                                            std::vector<unique_fd>& locks,

@@ -352,77 +352,17 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
       !(e.type == entry_type::char_device && e.dev_major == 0 && e.dev_minor == 0))
     written_.insert(join(parts, parts.size()));
   switch (e.type) {
-    case entry_type::directory: {
-      EB_TRY(make_room(parent, name, true, e.path));
-      if (::mkdirat(parent.get(), name.c_str(), 0700) == 0) {
-        EB_TRY(owned(parent.get(), name.c_str(), e.path));
-      } else if (errno != EEXIST) {
-        return sys_error(errno, "entry \"{}\": mkdir", e.path);
-      }
-      unique_fd dir(open_beneath(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY));
-      if (!dir) return sys_error(errno, "entry \"{}\": open directory", e.path);
-      EB_TRY(set_xattrs(dir.get(), e));
-      dirs_[join(parts, parts.size())] = {e.mode & 07777, e.mtime};
-      return {};
-    }
+    case entry_type::directory:
+      return write_directory(parent, name, parts, e);
     case entry_type::regular:
       EB_TRY(make_room(parent, name, false, e.path));
       return write_regular(parent, name, e, content);
-    case entry_type::symlink: {
-      if (e.link.empty() || e.link.size() >= 4096 || e.link.find('\0') != std::string::npos)
-        return refused(e.path, "symlink with an empty, over-long or NUL-containing target");
-      EB_TRY(make_room(parent, name, false, e.path));
-      if (::symlinkat(e.link.c_str(), parent.get(), name.c_str()) != 0)
-        return sys_error(errno, "entry \"{}\": symlink", e.path);
-      EB_TRY(owned(parent.get(), name.c_str(), e.path));
-      struct timespec ts[2] = {e.mtime, e.mtime};
-      if (::utimensat(parent.get(), name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
-        return sys_error(errno, "entry \"{}\": set mtime", e.path);
-      return {};
-    }
-    case entry_type::hardlink: {
-      auto target = EB_TRY_CTX(split_entry_path(e.link, options_.limits),
-                               fmt::format("hard link \"{}\"", e.path));
-      if (target.empty()) return refused(e.path, "hard link to the root directory");
-      if (options_.flatten && !written_.count(join(target, target.size())))
-        return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer",
-                                           e.link));
-      std::vector<std::string> target_parent(target.begin(), target.end() - 1);
-      auto tdir = open_dir(target_parent, false, e.path);
-      if (!tdir && tdir.error().kind == error_kind::not_found)
-        return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer",
-                                           e.link));
-      if (!tdir) return std::unexpected(std::move(tdir).error());
-      struct stat st {};
-      if (::fstatat(tdir->get(), target.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return refused(e.path, fmt::format("hard link to \"{}\", which is not an entry of this "
-                                           "layer",
-                                           e.link));
-      if (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode))
-        return refused(e.path, fmt::format("hard link to \"{}\", a directory or whiteout", e.link));
-      struct stat mine {};
-      if (::fstatat(parent.get(), name.c_str(), &mine, AT_SYMLINK_NOFOLLOW) == 0 &&
-          mine.st_ino == st.st_ino && mine.st_dev == st.st_dev)
-        return {};  // already that file
-      EB_TRY(make_room(parent, name, false, e.path));
-      if (::linkat(tdir->get(), target.back().c_str(), parent.get(), name.c_str(), 0) != 0)
-        return sys_error(errno, "entry \"{}\": link to \"{}\"", e.path, e.link);
-      return {};
-    }
-    case entry_type::fifo: {
-      EB_TRY(make_room(parent, name, false, e.path));
-      if (::mknodat(parent.get(), name.c_str(), S_IFIFO | (e.mode & 0777), 0) != 0)
-        return sys_error(errno, "entry \"{}\": mkfifo", e.path);
-      EB_TRY(owned(parent.get(), name.c_str(), e.path));
-      if (::fchmodat(parent.get(), name.c_str(), e.mode & 07777, 0) != 0)
-        return sys_error(errno, "entry \"{}\": chmod", e.path);
-      struct timespec ts[2] = {e.mtime, e.mtime};
-      if (::utimensat(parent.get(), name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
-        return sys_error(errno, "entry \"{}\": set mtime", e.path);
-      return {};
-    }
+    case entry_type::symlink:
+      return write_symlink(parent, name, e);
+    case entry_type::hardlink:
+      return write_hardlink(parent, name, e);
+    case entry_type::fifo:
+      return write_fifo(parent, name, e);
     case entry_type::char_device:
       if (e.dev_major == 0 && e.dev_minor == 0) return whiteout(parent, name, e.path);
       return refused(e.path, fmt::format("character device {}:{} refused (images carry no "
@@ -436,6 +376,79 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
       return refused(e.path, "socket refused");
   }
   return refused(e.path, "unknown entry type");
+}
+
+status tree_writer::write_directory(borrowed_fd parent, const std::string& name,
+                                    const std::vector<std::string>& parts, const tree_entry& e) {
+  EB_TRY(make_room(parent, name, true, e.path));
+  if (::mkdirat(parent.get(), name.c_str(), 0700) == 0) {
+    EB_TRY(owned(parent.get(), name.c_str(), e.path));
+  } else if (errno != EEXIST) {
+    return sys_error(errno, "entry \"{}\": mkdir", e.path);
+  }
+  unique_fd dir(open_beneath(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY));
+  if (!dir) return sys_error(errno, "entry \"{}\": open directory", e.path);
+  EB_TRY(set_xattrs(dir.get(), e));
+  // Its final mode and mtime are applied by finish(), after its contents (a 0555 directory).
+  dirs_[join(parts, parts.size())] = {e.mode & 07777, e.mtime};
+  return {};
+}
+
+status tree_writer::write_symlink(borrowed_fd parent, const std::string& name,
+                                  const tree_entry& e) {
+  if (e.link.empty() || e.link.size() >= 4096 || e.link.find('\0') != std::string::npos)
+    return refused(e.path, "symlink with an empty, over-long or NUL-containing target");
+  EB_TRY(make_room(parent, name, false, e.path));
+  if (::symlinkat(e.link.c_str(), parent.get(), name.c_str()) != 0)
+    return sys_error(errno, "entry \"{}\": symlink", e.path);
+  EB_TRY(owned(parent.get(), name.c_str(), e.path));
+  struct timespec ts[2] = {e.mtime, e.mtime};
+  if (::utimensat(parent.get(), name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
+    return sys_error(errno, "entry \"{}\": set mtime", e.path);
+  return {};
+}
+
+// A hard link may only name a file this layer already wrote, found beneath the layer root.
+status tree_writer::write_hardlink(borrowed_fd parent, const std::string& name,
+                                   const tree_entry& e) {
+  auto target = EB_TRY_CTX(split_entry_path(e.link, options_.limits),
+                           fmt::format("hard link \"{}\"", e.path));
+  if (target.empty()) return refused(e.path, "hard link to the root directory");
+  const auto not_in_layer = [&] {
+    return refused(e.path,
+                   fmt::format("hard link to \"{}\", which is not an entry of this layer", e.link));
+  };
+  if (options_.flatten && !written_.count(join(target, target.size()))) return not_in_layer();
+  std::vector<std::string> target_parent(target.begin(), target.end() - 1);
+  auto tdir = open_dir(target_parent, false, e.path);
+  if (!tdir && tdir.error().kind == error_kind::not_found) return not_in_layer();
+  if (!tdir) return std::unexpected(std::move(tdir).error());
+  struct stat st {};
+  if (::fstatat(tdir->get(), target.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return not_in_layer();
+  if (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode))
+    return refused(e.path, fmt::format("hard link to \"{}\", a directory or whiteout", e.link));
+  struct stat mine {};
+  if (::fstatat(parent.get(), name.c_str(), &mine, AT_SYMLINK_NOFOLLOW) == 0 &&
+      mine.st_ino == st.st_ino && mine.st_dev == st.st_dev)
+    return {};  // already that file
+  EB_TRY(make_room(parent, name, false, e.path));
+  if (::linkat(tdir->get(), target.back().c_str(), parent.get(), name.c_str(), 0) != 0)
+    return sys_error(errno, "entry \"{}\": link to \"{}\"", e.path, e.link);
+  return {};
+}
+
+status tree_writer::write_fifo(borrowed_fd parent, const std::string& name, const tree_entry& e) {
+  EB_TRY(make_room(parent, name, false, e.path));
+  if (::mknodat(parent.get(), name.c_str(), S_IFIFO | (e.mode & 0777), 0) != 0)
+    return sys_error(errno, "entry \"{}\": mkfifo", e.path);
+  EB_TRY(owned(parent.get(), name.c_str(), e.path));
+  if (::fchmodat(parent.get(), name.c_str(), e.mode & 07777, 0) != 0)
+    return sys_error(errno, "entry \"{}\": chmod", e.path);
+  struct timespec ts[2] = {e.mtime, e.mtime};
+  if (::utimensat(parent.get(), name.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0)
+    return sys_error(errno, "entry \"{}\": set mtime", e.path);
+  return {};
 }
 
 status tree_writer::end_layer() {

@@ -132,6 +132,11 @@ class tree_writer {
   status owned(int fd, const char* name, std::string_view entry);
   status write_regular(borrowed_fd parent, const std::string& name, const tree_entry& e,
                        const content_reader& content);
+  status write_directory(borrowed_fd parent, const std::string& name,
+                         const std::vector<std::string>& parts, const tree_entry& e);
+  status write_symlink(borrowed_fd parent, const std::string& name, const tree_entry& e);
+  status write_hardlink(borrowed_fd parent, const std::string& name, const tree_entry& e);
+  status write_fifo(borrowed_fd parent, const std::string& name, const tree_entry& e);
   status whiteout(borrowed_fd parent, const std::string& name, std::string_view entry);
   status opaque(borrowed_fd dir, std::string_view entry);
   status set_xattrs(int fd, const tree_entry& e);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::landlock {
@@ -74,35 +75,24 @@ int apply(const ruleset& rs) noexcept {
   if (rs.abi <= 0) return 0;
   ruleset_attr_v6 attr{rs.handled_fs, 0, rs.scoped};
   const size_t size = rs.abi >= 6 ? sizeof(attr) : sizeof(uint64_t);
-  int fd =
-      sys::landlock_create_ruleset(reinterpret_cast<const landlock_ruleset_attr*>(&attr), size, 0);
-  if (fd < 0) return errno;
+  unique_fd fd(
+      sys::landlock_create_ruleset(reinterpret_cast<const landlock_ruleset_attr*>(&attr), size, 0));
+  if (!fd) return errno;
   for (size_t i = 0; i < rs.paths.size(); ++i) {
-    int pfd = ::open(rs.paths[i].c_str(), O_PATH | O_CLOEXEC);
-    if (pfd < 0) {
+    unique_fd path(::open(rs.paths[i].c_str(), O_PATH | O_CLOEXEC));
+    if (!path) {
       if (errno == ENOENT) continue;
-      int err = errno;
-      ::close(fd);
-      return err;
+      return errno;
     }
     struct stat st {};
     uint64_t rights = rs.rights[i];
-    if (::fstat(pfd, &st) == 0 && !S_ISDIR(st.st_mode)) rights &= file_rights;
+    if (::fstat(path.get(), &st) == 0 && !S_ISDIR(st.st_mode)) rights &= file_rights;
     struct landlock_path_beneath_attr pb {};
     pb.allowed_access = rights;
-    pb.parent_fd = pfd;
-    int rc = sys::landlock_add_rule(fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
-    int err = errno;
-    ::close(pfd);
-    if (rc != 0) {
-      ::close(fd);
-      return err;
-    }
+    pb.parent_fd = path.get();
+    if (sys::landlock_add_rule(fd.get(), LANDLOCK_RULE_PATH_BENEATH, &pb, 0) != 0) return errno;
   }
-  int rc = sys::landlock_restrict_self(fd, 0);
-  int err = errno;
-  ::close(fd);
-  return rc == 0 ? 0 : err;
+  return sys::landlock_restrict_self(fd.get(), 0) == 0 ? 0 : errno;
 }
 
 }  // namespace evalbox::sandbox::landlock

@@ -50,6 +50,10 @@ bool is_secret_mount(const bind_mount& m) {
 
 }  // namespace
 
+// Three steps, in order: fill the helper's plan from the session (one line a field), start the
+// helper with its cgroup handed over on fd 3, then wait for it (a cancel becomes SIGTERM) and read
+// its record. One function because the steps share the plan, the paths and the child; it is long
+// mostly for the plan's fields.
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel) {
   const session_request& req = session.request();
@@ -109,8 +113,11 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   unique_fd cg_write(cg_pipe[1]);
   // Above the standard streams, so that binding it to fd 3 in the child is a real dup2 (which
   // clears close-on-exec); close-on-exec here, so no other thread's child inherits it.
-  unique_fd cg_read(::fcntl(cg_pipe[0], F_DUPFD_CLOEXEC, 10));
-  ::close(cg_pipe[0]);
+  unique_fd cg_read;
+  {
+    unique_fd low(cg_pipe[0]);
+    cg_read.reset(::fcntl(low.get(), F_DUPFD_CLOEXEC, 10));
+  }
   if (!cg_read) return sys_error(errno, "fcntl(F_DUPFD_CLOEXEC)");
   int exit_code = -1;
   try {
@@ -170,7 +177,9 @@ result<run_record> launch(const prepared_session& session, const launch_options&
                       helper.string(), exit_code, j.error().message);
   }
   auto rec = run_record::from_json(*j);
-  if (!rec) return make_error(error_kind::internal, "{}: not a run record", record_path);
+  if (!rec)
+    return make_error(error_kind::internal, "{} wrote a record evalbox cannot read ({}): {}",
+                      helper.string(), record_path, rec.error().message);
   return std::move(*rec);
 }
 

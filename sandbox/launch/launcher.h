@@ -24,20 +24,20 @@ struct cancel_token {
 };
 
 struct launch_options {
-  std::string label = "agent";              // "setup", "agent", "grade": names plan/record files
-  std::vector<std::string> argv;            // empty: the request's argv
+  std::string label = "agent";    // "setup", "agent", "grade": names plan/record files
+  std::vector<std::string> argv;  // empty: the request's argv
   std::optional<std::map<std::string, std::string>> env;  // unset: the request's env
   std::filesystem::path cwd = "/workspace";
   // Extra binds from the trusted caller, e.g. the grader at /grader and the transcript at
   // /evalbox/transcript.jsonl while checks run.
   std::vector<bind_mount> extra_mounts;
-  bool with_secrets = true;                 // false: credential leases are not mounted
+  bool with_secrets = true;  // false: credential leases are not mounted
   std::optional<resource_limits> limits_override;
   std::optional<network_policy> network_override;
   // Standard streams. Empty paths with inherit_stdio: the caller's terminal (sandbox shell).
   std::filesystem::path stdout_path;
-  std::filesystem::path stderr_path;        // may equal stdout_path (merged, in order)
-  std::optional<std::string> stdin_data;    // else stdin is /dev/null (unless inherit_stdio)
+  std::filesystem::path stderr_path;      // may equal stdout_path (merged, in order)
+  std::optional<std::string> stdin_data;  // else stdin is /dev/null (unless inherit_stdio)
   bool inherit_stdio = false;
 };
 

@@ -2,6 +2,8 @@
 // an error naming it, because a plan is produced by evalbox itself and a mismatch is a bug.
 #include "sandbox/launch/plan.h"
 
+#include "sandbox/base/json.h"
+
 namespace evalbox::sandbox {
 namespace {
 
@@ -106,15 +108,10 @@ result<launch_plan> launch_plan::from_json(const json& j) {
   p.disk_quota = EB_TRY(get<bool>(j, "disk_quota"));
   const json net = EB_TRY(get<json>(j, "network"));
   const std::string mode = EB_TRY(get<std::string>(net, "mode"));
-  if (mode == "none") {
-    p.network.mode = network_mode::none;
-  } else if (mode == "allow") {
-    p.network.mode = network_mode::allow;
-  } else if (mode == "host") {
-    p.network.mode = network_mode::host;
-  } else {
+  const auto parsed = network_mode_from(mode);
+  if (!parsed)
     return make_error(error_kind::invalid_argument, "launch plan: network mode {}", mode);
-  }
+  p.network.mode = *parsed;
   p.network.allow = EB_TRY(get<std::vector<std::string>>(net, "allow"));
   p.network.unsafe_host_network = EB_TRY(get<bool>(net, "unsafe_host_network"));
   p.landlock = EB_TRY(get<bool>(j, "landlock"));

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox {
@@ -35,7 +35,7 @@ struct launch_plan {
   std::string cwd = "/workspace";
   resource_limits limits;
   uint64_t tmp_bytes = 256ull << 20;  // size of the private /tmp (and /dev/shm) tmpfs
-  bool disk_quota = false;  // the workspace and home are on a tmpfs of limits.disk_bytes
+  bool disk_quota = false;            // the workspace and home are on a tmpfs of limits.disk_bytes
   network_policy network;
   bool landlock = true;
   // Standard streams. inherit_stdio: the helper's own fds 0-2 are passed straight through.

@@ -1,5 +1,8 @@
 // JSON form of the run record (schema evalbox.run-record.v1, docs/run-record.md).
 #include "sandbox/launch/run_record.h"
+
+#include <type_traits>
+
 #include "sandbox/base/json_checks.h"
 
 namespace evalbox::sandbox {
@@ -25,6 +28,7 @@ std::string_view to_string(outcome_kind kind) noexcept {
 }
 
 namespace {
+
 std::optional<outcome_kind> outcome_from(std::string_view s) {
   for (auto k : {outcome_kind::exited, outcome_kind::signaled, outcome_kind::timed_out,
                  outcome_kind::cpu_limit, outcome_kind::oom_killed, outcome_kind::output_limit,
@@ -33,6 +37,30 @@ std::optional<outcome_kind> outcome_from(std::string_view s) {
   }
   return std::nullopt;
 }
+
+// Field `key` of `j` as a T; `nullable` fields may be null (then nothing). Integers are
+// range-checked (checked_integer): a hostile record's 1e300 or -5 is refused, not misread.
+template <class T>
+result<std::optional<T>> field(const json& j, const char* key, bool nullable = false) {
+  auto it = j.find(key);
+  if (it == j.end()) return make_error(error_kind::invalid_argument, "run record: missing {}", key);
+  if (nullable && it->is_null()) return std::optional<T>();
+  try {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return std::optional<T>(checked_integer<T>(*it));
+    } else {
+      return std::optional<T>(it->get<T>());
+    }
+  } catch (const json::exception& e) {
+    return make_error(error_kind::invalid_argument, "run record: field {}: {}", key, e.what());
+  }
+}
+
+template <class T>
+result<T> required(const json& j, const char* key) {
+  return *EB_TRY(field<T>(j, key));
+}
+
 }  // namespace
 
 json run_record::to_json() const {
@@ -61,37 +89,47 @@ json run_record::to_json() const {
   return j;
 }
 
-std::optional<run_record> run_record::from_json(const json& j) {
-  try {
-    if (!j.is_object() || j.value("schema", "") != "evalbox.run-record.v1") return std::nullopt;
-    run_record r;
-    if (!j.at("error").is_null()) r.error = j.at("error").get<std::string>();
-    if (!j.at("error_step").is_null()) r.error_step = j.at("error_step").get<std::string>();
-    if (!j.at("outcome").is_null()) {
-      auto k = outcome_from(j.at("outcome").get<std::string>());
-      if (!k) return std::nullopt;
-      r.outcome = *k;
-    } else if (r.error.empty()) {
-      return std::nullopt;  // neither an outcome nor an error
-    }
-    if (!j.at("exit_code").is_null()) r.exit_code = checked_integer<int>(j.at("exit_code"));
-    if (!j.at("signal").is_null()) r.signal = checked_integer<int>(j.at("signal"));
-    r.wall_ms = checked_integer<uint64_t>(j.at("wall_ms"));
-    r.cpu_ms = checked_integer<uint64_t>(j.at("cpu_ms"));
-    r.peak_memory_bytes = checked_integer<uint64_t>(j.at("peak_memory_bytes"));
-    r.output_bytes = checked_integer<uint64_t>(j.at("output_bytes"));
-    r.output_truncated = j.at("output_truncated").get<bool>();
-    r.pids_limit_hit = j.at("pids_limit_hit").get<bool>();
-    r.mechanisms = j.at("mechanisms");
-    r.binding_digest = j.at("binding_digest").get<std::string>();
-    for (const auto& c : j.at("connections")) {
-      r.connections.push_back({c.at("target").get<std::string>(), c.at("allowed").get<bool>(),
-                               c.at("via").get<std::string>(), c.at("detail").get<std::string>()});
-    }
-    return r;
-  } catch (const json::exception&) {
-    return std::nullopt;
+result<run_record> run_record::from_json(const json& j) {
+  if (!j.is_object())
+    return make_error(error_kind::invalid_argument, "run record: not a JSON object");
+  const auto schema = EB_TRY(field<std::string>(j, "schema"));
+  if (*schema != "evalbox.run-record.v1")
+    return make_error(error_kind::invalid_argument,
+                      "run record: schema is '{}', not evalbox.run-record.v1", *schema);
+  run_record r;
+  r.error = EB_TRY(field<std::string>(j, "error", true)).value_or("");
+  r.error_step = EB_TRY(field<std::string>(j, "error_step", true)).value_or("");
+  if (const auto outcome = EB_TRY(field<std::string>(j, "outcome", true))) {
+    const auto k = outcome_from(*outcome);
+    if (!k)
+      return make_error(error_kind::invalid_argument, "run record: unknown outcome '{}'", *outcome);
+    r.outcome = *k;
+  } else if (r.error.empty()) {
+    return make_error(error_kind::invalid_argument,
+                      "run record: neither an outcome nor an error (both are null)");
   }
+  r.exit_code = EB_TRY(field<int>(j, "exit_code", true)).value_or(0);
+  r.signal = EB_TRY(field<int>(j, "signal", true)).value_or(0);
+  r.wall_ms = EB_TRY(required<uint64_t>(j, "wall_ms"));
+  r.cpu_ms = EB_TRY(required<uint64_t>(j, "cpu_ms"));
+  r.peak_memory_bytes = EB_TRY(required<uint64_t>(j, "peak_memory_bytes"));
+  r.output_bytes = EB_TRY(required<uint64_t>(j, "output_bytes"));
+  r.output_truncated = EB_TRY(required<bool>(j, "output_truncated"));
+  r.pids_limit_hit = EB_TRY(required<bool>(j, "pids_limit_hit"));
+  r.mechanisms = EB_TRY(required<json>(j, "mechanisms"));
+  r.binding_digest = EB_TRY(required<std::string>(j, "binding_digest"));
+  const json connections = EB_TRY(required<json>(j, "connections"));
+  if (!connections.is_array())
+    return make_error(error_kind::invalid_argument, "run record: connections is not an array");
+  for (const auto& c : connections) {
+    if (!c.is_object())
+      return make_error(error_kind::invalid_argument,
+                        "run record: a connection is not an object: {}", c.dump());
+    r.connections.push_back(
+        {EB_TRY(required<std::string>(c, "target")), EB_TRY(required<bool>(c, "allowed")),
+         EB_TRY(required<std::string>(c, "via")), EB_TRY(required<std::string>(c, "detail"))});
+  }
+  return r;
 }
 
 }  // namespace evalbox::sandbox

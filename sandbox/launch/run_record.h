@@ -4,10 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "sandbox/base/error.h"
 #include "sandbox/base/json.h"
 
 namespace evalbox::sandbox {
@@ -40,8 +40,8 @@ struct run_record {
   uint64_t wall_ms = 0;
   uint64_t cpu_ms = 0;
   uint64_t peak_memory_bytes = 0;
-  uint64_t output_bytes = 0;       // bytes the program wrote to stdout+stderr (kept or not)
-  bool output_truncated = false;   // the captured output ends with the truncation marker
+  uint64_t output_bytes = 0;      // bytes the program wrote to stdout+stderr (kept or not)
+  bool output_truncated = false;  // the captured output ends with the truncation marker
   bool pids_limit_hit = false;
   // Mechanisms in force.
   json mechanisms = json::object();  // user_ns, landlock_abi, seccomp_digest, cgroup, network
@@ -53,7 +53,9 @@ struct run_record {
 
   [[nodiscard]] bool ok() const noexcept { return error.empty(); }
   [[nodiscard]] json to_json() const;  // includes "schema": "evalbox.run-record.v1"
-  static std::optional<run_record> from_json(const json& j);
+  // Parses a record; an error (invalid_argument) names what is wrong: another schema, a
+  // missing or mistyped field, an unknown outcome.
+  static result<run_record> from_json(const json& j);
 };
 
 }  // namespace evalbox::sandbox

@@ -12,6 +12,7 @@
 
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/mount/mount.h"
+#include "sandbox/sys/process.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::mount {
@@ -40,40 +41,30 @@ result<unique_fd> make_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid
   unique_fd ready_r(ready[0]), ready_w(ready[1]);
   if (::pipe2(done, O_CLOEXEC) != 0) return sys_error(errno, "pipe2");
   unique_fd done_r(done[0]), done_w(done[1]);
-  pid_t pid = ::fork();
+  const pid_t pid = ::fork();
   if (pid < 0) return sys_error(errno, "fork (idmap user namespace)");
   if (pid == 0) {
     // Our copies of the parent's ends would keep the pipe open: close them first.
-    ::close(ready_r.get());
-    ::close(done_w.get());
+    ready_r.reset();
+    done_w.reset();
     char c = ::unshare(CLONE_NEWUSER) == 0 ? 'k' : 'e';
     (void)!::write(ready_w.get(), &c, 1);
     (void)!::read(done_r.get(), &c, 1);
     ::_exit(0);
   }
+  // Killed and reaped on every way out: once its namespace is open, it has done its part.
+  sys::owned_process child(pid, unique_fd());
   ready_w.reset();
   done_r.reset();
-  auto reap = [&] {
-    done_w.reset();
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-  };
   char c = 0;
-  if (::read(ready_r.get(), &c, 1) != 1 || c != 'k') {
-    reap();
+  if (::read(ready_r.get(), &c, 1) != 1 || c != 'k')
     return make_error(error_kind::unsupported,
                       "idmapped mount: cannot create a user namespace (unshare CLONE_NEWUSER)");
-  }
   status st = write_map(pid, "uid_map", fmt::format("{} {} 1\n", from_uid, to_uid));
   if (st) st = write_map(pid, "gid_map", fmt::format("{} {} 1\n", from_gid, to_gid));
-  unique_fd ns;
-  if (st) {
-    ns.reset(::open(fmt::format("/proc/{}/ns/user", pid).c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns) st = sys_error(errno, "open /proc/{}/ns/user", pid);
-  }
-  reap();
   if (!st) return std::unexpected(std::move(st).error());
+  unique_fd ns(::open(fmt::format("/proc/{}/ns/user", pid).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns) return sys_error(errno, "open /proc/{}/ns/user", pid);
   return ns;
 }
 
@@ -101,8 +92,8 @@ result<int> cached_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to
 
 }  // namespace
 
-status bind_idmapped(const fs::path& source, const fs::path& target, uid_t from_uid,
-                     gid_t from_gid, uid_t to_uid, gid_t to_gid) {
+status bind_idmapped(const fs::path& source, const fs::path& target, uid_t from_uid, gid_t from_gid,
+                     uid_t to_uid, gid_t to_gid) {
   int ns = EB_TRY_CTX(cached_userns(from_uid, from_gid, to_uid, to_gid),
                       fmt::format("idmap {}:{} -> {}:{}", from_uid, from_gid, to_uid, to_gid));
   unique_fd tree(sys::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));

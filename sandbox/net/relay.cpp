@@ -103,6 +103,42 @@ result<allow_plan> plan_allow(const std::vector<std::string>& allow) {
   return p;
 }
 
+std::expected<proxy_request, proxy_refusal> parse_proxy_request(std::string_view head) {
+  const std::string_view line = head.substr(0, head.find("\r\n"));
+  const auto sp1 = line.find(' ');
+  const auto sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 == sp1)
+    return std::unexpected(proxy_refusal{"400 Bad Request", std::string(line.substr(0, 200)),
+                                         "malformed request line"});
+  const std::string_view method = line.substr(0, sp1);
+  const std::string_view uri = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  std::string authority;
+  proxy_request r;
+  if (method == "CONNECT") {
+    authority = uri;
+  } else if (uri.starts_with("http://")) {
+    const auto slash = uri.find('/', 7);
+    authority = uri.substr(7, slash == std::string_view::npos ? std::string_view::npos : slash - 7);
+    if (authority.find(':') == std::string::npos || authority.ends_with(']')) authority += ":80";
+    const std::string_view path = slash == std::string_view::npos ? "/" : uri.substr(slash);
+    r.forward =
+        fmt::format("{} {}{}{}\r\n\r\n", method, path, line.substr(sp2), head.substr(line.size()));
+  } else {
+    return std::unexpected(
+        proxy_refusal{"405 Method Not Allowed", std::string(line.substr(0, 200)),
+                      "only CONNECT and absolute http:// requests are supported"});
+  }
+  auto to = parse_target(authority);
+  if (!to) return std::unexpected(proxy_refusal{"400 Bad Request", authority, to.error().message});
+  r.to = std::move(*to);
+  return r;
+}
+
+bool proxy_allows(const allow_plan& plan, const target& t) {
+  return std::any_of(plan.proxied.begin(), plan.proxied.end(),
+                     [&](const target& a) { return a.host == t.host && a.port == t.port; });
+}
+
 struct relay::conn {
   unique_fd inside, outside;
   std::string to_outside, to_inside;  // pending bytes
@@ -177,78 +213,50 @@ void relay::proxy_request(conn& c) {
     return;
   }
   c.to_outside.append(buf, static_cast<size_t>(n));
+  auto refuse = [&](const std::string& status) {
+    std::string r = fmt::format("HTTP/1.1 {}\r\nContent-Length: 0\r\n\r\n", status);
+    (void)!::write(c.inside.get(), r.data(), r.size());
+    c.dead = true;
+  };
   auto end = c.to_outside.find("\r\n\r\n");
   if (end == std::string::npos) {
-    if (c.to_outside.size() > 16384) c.dead = true;
+    if (c.to_outside.size() > max_request_head) {
+      // Refused like any other request, and recorded: every attempt is.
+      const std::string_view head = c.to_outside;
+      attempts_.push_back({std::string(head.substr(0, std::min<size_t>(head.find("\r\n"), 200))),
+                           false, "proxy",
+                           fmt::format("request head larger than {} bytes", max_request_head)});
+      refuse("431 Request Header Fields Too Large");
+    }
     return;
   }
-  std::string head = c.to_outside.substr(0, end);
+  const auto request = parse_proxy_request(std::string_view(c.to_outside).substr(0, end));
   std::string rest = c.to_outside.substr(end + 4);
   c.to_outside.clear();
   c.proxy_pending = false;
-  std::string line = head.substr(0, head.find("\r\n"));
-  auto reply = [&](std::string_view status) {
-    std::string r = fmt::format("HTTP/1.1 {}\r\nContent-Length: 0\r\n\r\n", status);
-    (void)!::write(c.inside.get(), r.data(), r.size());
-  };
-  // Two forms: "CONNECT host:port HTTP/1.1" (a tunnel, for HTTPS and anything else), and a
-  // plain-HTTP request in absolute form ("GET http://host[:port]/path HTTP/1.1"), forwarded
-  // with its request line rewritten to origin form.
-  std::string authority;
-  std::string forward;  // the rewritten head for plain HTTP; empty for CONNECT
-  const auto sp1 = line.find(' ');
-  const auto sp2 = line.rfind(' ');
-  if (sp1 == std::string::npos || sp2 == sp1) {
-    attempts_.push_back({line.substr(0, 200), false, "proxy", "malformed request line"});
-    reply("400 Bad Request");
-    c.dead = true;
+  if (!request) {
+    const proxy_refusal& no = request.error();
+    attempts_.push_back({no.target, false, "proxy", no.detail});
+    refuse(no.status);
     return;
   }
-  const std::string method = line.substr(0, sp1);
-  const std::string uri = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (method == "CONNECT") {
-    authority = uri;
-  } else if (uri.starts_with("http://")) {
-    const auto slash = uri.find('/', 7);
-    authority = uri.substr(7, slash == std::string::npos ? std::string::npos : slash - 7);
-    if (authority.find(':') == std::string::npos || authority.ends_with(']')) authority += ":80";
-    const std::string path = slash == std::string::npos ? "/" : uri.substr(slash);
-    forward = method + " " + path + line.substr(sp2) + head.substr(line.size()) + "\r\n\r\n";
-  } else {
-    attempts_.push_back({line.substr(0, 200), false, "proxy",
-                         "only CONNECT and absolute http:// requests are supported"});
-    reply("405 Method Not Allowed");
-    c.dead = true;
-    return;
-  }
-  auto t = parse_target(authority);
-  if (!t) {
-    attempts_.push_back({authority, false, "proxy", t.error().message});
-    reply("400 Bad Request");
-    c.dead = true;
-    return;
-  }
-  bool allowed = std::any_of(plan_.proxied.begin(), plan_.proxied.end(), [&](const target& a) {
-    return a.host == t->host && a.port == t->port;
-  });
-  attempt a{t->text(), allowed, "proxy", ""};
-  if (!allowed) {
+  const target& to = request->to;
+  attempt a{to.text(), proxy_allows(plan_, to), "proxy", ""};
+  if (!a.allowed) {
     a.detail = "not in the allow-list";
     attempts_.push_back(std::move(a));
-    reply("403 Forbidden");
-    c.dead = true;
+    refuse("403 Forbidden");
     return;
   }
-  c.outside = connect_to(t->host, t->port, a.detail);
+  c.outside = connect_to(to.host, to.port, a.detail);
   if (!c.outside) {
-    reply("502 Bad Gateway");
-    c.dead = true;
-  } else if (forward.empty()) {
+    refuse("502 Bad Gateway");
+  } else if (request->forward.empty()) {
     const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
     c.to_inside.assign(ok, sizeof ok - 1);
     c.to_outside = std::move(rest);
   } else {
-    c.to_outside = std::move(forward) + rest;
+    c.to_outside = request->forward + rest;
   }
   attempts_.push_back(std::move(a));
 }

@@ -12,8 +12,10 @@
 #include <poll.h>
 
 #include <cstdint>
+#include <expected>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/base/error.h"
@@ -22,6 +24,8 @@
 namespace evalbox::sandbox::net {
 
 inline constexpr uint16_t default_proxy_port = 3128;
+// A proxy request whose head (up to the blank line) is longer than this is refused.
+inline constexpr size_t max_request_head = 16384;
 
 struct target {
   std::string host;  // lower-case name or IP literal (no brackets)
@@ -47,6 +51,26 @@ struct allow_plan {
 };
 
 result<allow_plan> plan_allow(const std::vector<std::string>& allow);
+
+// The CONNECT proxy's view of one request, parsed from its head (everything before the blank
+// line). Two forms are served: "CONNECT host:port HTTP/1.1" (a tunnel, for HTTPS and anything
+// else), and a plain-HTTP request in absolute form ("GET http://host[:port]/path HTTP/1.1"),
+// forwarded with its request line rewritten to origin form.
+struct proxy_request {
+  target to;
+  std::string forward;  // plain HTTP: the head to send first; empty for CONNECT (a tunnel)
+};
+// Why a request is refused: the status to answer, and what the attempt is recorded as.
+struct proxy_refusal {
+  std::string status;  // "400 Bad Request", ...
+  std::string target;  // the request line (at most 200 bytes) or the authority asked for
+  std::string detail;
+};
+std::expected<proxy_request, proxy_refusal> parse_proxy_request(std::string_view head);
+
+// True when the plan lets the proxy connect to `t`: its host (lower case) and port are exactly
+// an allow-list entry's.
+bool proxy_allows(const allow_plan& plan, const target& t);
 
 struct attempt {
   std::string target;

@@ -20,11 +20,13 @@
 
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/log.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/home/home.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/preparer/session_state.h"
+#include "sandbox/spec/system_paths.h"
 #include "sandbox/spec/validate.h"
 
 namespace evalbox::sandbox {
@@ -45,12 +47,6 @@ preparer::preparer(preparer_options options) : impl_(std::make_unique<impl>()) {
 const preparer_options& preparer::options() const noexcept { return impl_->options; }
 
 namespace {
-
-bool always_mounted(const fs::path& dir) {
-  for (const char* sys : {"/usr", "/bin", "/lib", "/lib64", "/sbin"})
-    if (is_within(dir, sys)) return true;
-  return false;
-}
 
 // The canonical effective profile: what the run can see and do. Run id and deadline are not
 // part of it, so equal requests on equal inputs bind to the same digest.
@@ -118,7 +114,7 @@ std::vector<bind_mount> readonly_binds(const session_request& r) {
   std::set<fs::path> seen;
   for (const auto& d : dirs) {
     fs::path n = normalize(d);
-    if (always_mounted(n) || !seen.insert(n).second) continue;
+    if (below_system_path(n) || !seen.insert(n).second) continue;
     out.push_back(bind_mount{n, n, false, !fs::is_directory(n, ec)});
   }
   return out;

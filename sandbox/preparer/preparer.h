@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox {

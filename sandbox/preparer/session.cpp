@@ -44,9 +44,7 @@ prepared_session::~prepared_session() {
 
 const session_request& prepared_session::request() const noexcept { return state_->request; }
 const fs::path& prepared_session::run_dir() const noexcept { return state_->run_dir; }
-const fs::path& prepared_session::workspace_dir() const noexcept {
-  return state_->workspace_dir;
-}
+const fs::path& prepared_session::workspace_dir() const noexcept { return state_->workspace_dir; }
 const fs::path& prepared_session::home_dir() const noexcept { return state_->home_dir; }
 fs::path prepared_session::launch_dir() const { return state_->launch_dir; }
 workspace_strategy prepared_session::strategy() const noexcept {
@@ -55,9 +53,7 @@ workspace_strategy prepared_session::strategy() const noexcept {
 bool prepared_session::disk_quota_enforced() const noexcept { return state_->quota_enforced; }
 uid_t prepared_session::sandbox_uid() const noexcept { return state_->options.sandbox_uid; }
 gid_t prepared_session::sandbox_gid() const noexcept { return state_->options.sandbox_gid; }
-const std::vector<bind_mount>& prepared_session::mounts() const noexcept {
-  return state_->mounts;
-}
+const std::vector<bind_mount>& prepared_session::mounts() const noexcept { return state_->mounts; }
 const std::string& prepared_session::binding_digest() const noexcept {
   return state_->binding_digest;
 }
@@ -68,8 +64,8 @@ const json& prepared_session::filesystem_identity() const noexcept {
 result<workspace_snapshot> prepared_session::snapshot_workspace() {
   if (!state_ || state_->closed || !state_->workspace)
     return make_error(error_kind::invalid_argument, "snapshot: the session is closed");
-  auto [view, index] = EB_TRY_CTX(state_->workspace->snapshot(),
-                                  fmt::format("run {}", state_->request.run_id));
+  auto [view, index] =
+      EB_TRY_CTX(state_->workspace->snapshot(), fmt::format("run {}", state_->request.run_id));
   return workspace_snapshot{view, index};
 }
 

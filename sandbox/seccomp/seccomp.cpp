@@ -62,6 +62,19 @@ const std::vector<denied_call>& denied_calls() {
   return calls;
 }
 
+const std::vector<denied_personality>& denied_personality_flags() {
+  // Each weakens memory protection for the program's next exec.
+  static const std::vector<denied_personality> flags = {
+      {"READ_IMPLIES_EXEC", READ_IMPLIES_EXEC,
+       "makes all readable memory executable: no W^X for an exploit to defeat"},
+      {"MMAP_PAGE_ZERO", MMAP_PAGE_ZERO,
+       "maps page 0, turning kernel and program null dereferences into exploits"},
+      {"ADDR_COMPAT_LAYOUT", ADDR_COMPAT_LAYOUT,
+       "the legacy bottom-up mmap layout, with less address randomization"},
+  };
+  return flags;
+}
+
 namespace {
 struct ctx_deleter {
   void operator()(scmp_filter_ctx c) const { seccomp_release(c); }
@@ -81,11 +94,10 @@ result<filter> compile() {
       return sys_error(-rc, "seccomp_rule_add({})", d.name);
     }
   }
-  // personality: flags that weaken memory protections for the next exec (READ_IMPLIES_EXEC
-  // makes all readable memory executable; MMAP_PAGE_ZERO maps page 0: null-deref exploits).
-  for (unsigned long flag : {READ_IMPLIES_EXEC, MMAP_PAGE_ZERO, ADDR_COMPAT_LAYOUT}) {
+  // personality: flags that weaken memory protections for the next exec.
+  for (const auto& p : denied_personality_flags()) {
     int rc = seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(personality), 1,
-                              SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, p.flag, p.flag));
     if (rc < 0) return sys_error(-rc, "seccomp_rule_add(personality)");
   }
   // ioctl TIOCSTI/TIOCLINUX: push characters into a terminal's input; with the host user's

@@ -26,6 +26,14 @@ struct denied_call {
 // The policy as data, in order (for docs and tests).
 const std::vector<denied_call>& denied_calls();
 
+// personality(2) flags that are refused (EPERM) when a call would set them.
+struct denied_personality {
+  const char* name;
+  unsigned long flag;
+  const char* reason;
+};
+const std::vector<denied_personality>& denied_personality_flags();
+
 struct filter {
   std::vector<sock_filter> program;  // the exported BPF
   std::string digest;                // sha256 of the BPF bytes, recorded in the run record

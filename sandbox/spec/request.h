@@ -48,9 +48,9 @@ struct home_layout {
 
 // A credential file leased for the run and mounted writable at `target` inside the home.
 struct secret_mount {
-  std::string handle;             // names the lease: [A-Za-z0-9_.-]{1,64}
-  std::filesystem::path source;   // host file; always a protected root
-  std::filesystem::path target;   // relative to the home, e.g. ".codex/auth.json"
+  std::string handle;            // names the lease: [A-Za-z0-9_.-]{1,64}
+  std::filesystem::path source;  // host file; always a protected root
+  std::filesystem::path target;  // relative to the home, e.g. ".codex/auth.json"
 };
 
 // A content-addressed read-only input (a file or directory) projected at `target`.
@@ -82,6 +82,13 @@ constexpr std::string_view to_string(network_mode m) {
       return "host";
   }
   return "none";
+}
+
+// The mode named `name` (to_string's inverse), or nothing for any other text.
+constexpr std::optional<network_mode> network_mode_from(std::string_view name) {
+  for (network_mode m : {network_mode::none, network_mode::allow, network_mode::host})
+    if (to_string(m) == name) return m;
+  return std::nullopt;
 }
 
 struct network_policy {

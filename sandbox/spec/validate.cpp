@@ -14,6 +14,7 @@
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/units.h"
+#include "sandbox/spec/system_paths.h"
 
 namespace evalbox::sandbox {
 
@@ -67,13 +68,6 @@ status check_not_protected(std::string_view what, const fs::path& p,
   return {};
 }
 
-// The system directories the launcher always mounts read-only: no extra bind needed.
-bool always_mounted(const fs::path& dir) {
-  for (const char* sys : {"/usr", "/bin", "/lib", "/lib64", "/sbin"})
-    if (is_within(dir, sys)) return true;
-  return false;
-}
-
 status check_limits(const resource_limits& l) {
   using b = limit_bounds;
   auto range = [](std::string_view name, uint64_t v, uint64_t lo, uint64_t hi,
@@ -103,8 +97,9 @@ status check_network(const network_policy& n) {
         "network mode host shares the host's network with the agent; it needs the explicit "
         "unsafe_host_network opt-in, or use none/allow");
   if (n.mode == network_mode::allow && n.allow.empty())
-    return invalid("network mode allow with an empty allow list reaches nothing: list "
-                   "host:port entries or use none");
+    return invalid(
+        "network mode allow with an empty allow list reaches nothing: list "
+        "host:port entries or use none");
   for (const auto& a : n.allow)
     if (!valid_allow_entry(a))
       return invalid(fmt::format(
@@ -140,7 +135,7 @@ status check_argv0(const session_request& r, const std::vector<fs::path>& roots)
   // The directories that will be bound read-only for it must not expose a protected root.
   for (const auto& f : forms(exe)) {
     fs::path dir = f.parent_path();
-    if (!always_mounted(dir))
+    if (!below_system_path(dir))
       EB_TRY(check_not_protected("argv[0]'s directory", dir, roots, true));
   }
   return {};
@@ -166,9 +161,10 @@ status check_no_symlink(const fs::path& base, const fs::path& rel, std::string_v
 status check_workspace(const session_request& r, const std::vector<fs::path>& roots) {
   const fs::path& src = r.workspace.source;
   if (src.empty() || !src.is_absolute())
-    return invalid(fmt::format("workspace source '{}' is not an absolute path: give the "
-                               "fixture workspace directory's host path",
-                               src.string()));
+    return invalid(
+        fmt::format("workspace source '{}' is not an absolute path: give the "
+                    "fixture workspace directory's host path",
+                    src.string()));
   EB_TRY(check_not_protected("workspace source", src, roots, true));
   struct stat st {};
   if (::stat(src.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -184,17 +180,19 @@ status check_workspace(const session_request& r, const std::vector<fs::path>& ro
         "make the fixture hold its own .git directory (git clone --no-separate-git-dir)",
         src.string(), S_ISLNK(st.st_mode) ? "a symlink" : "a file"));
   if (!r.workspace.digest.empty() && !is_sha256_hex(r.workspace.digest))
-    return invalid(fmt::format("workspace digest '{}' is not 64 lowercase hex characters "
-                               "(a SHA-256): fix or omit it",
-                               r.workspace.digest));
+    return invalid(
+        fmt::format("workspace digest '{}' is not 64 lowercase hex characters "
+                    "(a SHA-256): fix or omit it",
+                    r.workspace.digest));
   return {};
 }
 
 status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
   if (!valid_handle(s.handle))
-    return invalid(fmt::format("credential handle '{}' must match [A-Za-z0-9_.-]{{1,64}}: it "
-                               "names the lease file",
-                               s.handle));
+    return invalid(
+        fmt::format("credential handle '{}' must match [A-Za-z0-9_.-]{{1,64}}: it "
+                    "names the lease file",
+                    s.handle));
   if (!s.source.is_absolute())
     return invalid(fmt::format("credential {} source '{}' is not an absolute path", s.handle,
                                s.source.string()));
@@ -202,8 +200,8 @@ status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
   std::vector<fs::path> others;
   for (const auto& root : roots)
     if (normalize(root) != normalize(s.source)) others.push_back(root);
-  EB_TRY(check_not_protected(fmt::format("credential {} source", s.handle), s.source, others,
-                             false));
+  EB_TRY(
+      check_not_protected(fmt::format("credential {} source", s.handle), s.source, others, false));
   struct stat st {};
   if (::lstat(s.source.c_str(), &st) != 0)
     return make_error(error_kind::not_found,
@@ -211,49 +209,55 @@ status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
                       "or fix the path",
                       s.handle, s.source.string());
   if (S_ISLNK(st.st_mode))
-    return invalid(fmt::format("credential {} source {} is a symlink: a lease is copied from "
-                               "a regular file only (a link could be swapped for another "
-                               "file); give the link's target",
-                               s.handle, s.source.string()));
+    return invalid(
+        fmt::format("credential {} source {} is a symlink: a lease is copied from "
+                    "a regular file only (a link could be swapped for another "
+                    "file); give the link's target",
+                    s.handle, s.source.string()));
   if (!S_ISREG(st.st_mode))
-    return invalid(fmt::format("credential {} source {} is not a regular file", s.handle,
-                               s.source.string()));
+    return invalid(
+        fmt::format("credential {} source {} is not a regular file", s.handle, s.source.string()));
   if (static_cast<uint64_t>(st.st_size) > max_credential_bytes)
-    return invalid(fmt::format("credential {} source {} is {} (more than 1 MiB): that is not "
-                               "a credential file; point at the token file itself",
-                               s.handle, s.source.string(), format_bytes(st.st_size)));
+    return invalid(
+        fmt::format("credential {} source {} is {} (more than 1 MiB): that is not "
+                    "a credential file; point at the token file itself",
+                    s.handle, s.source.string(), format_bytes(st.st_size)));
   if (st.st_mode & 077)
     return make_error(error_kind::permission,
                       "credential {} source {} has mode {:04o}: group or others may read or "
                       "write it; run chmod 600 {} first",
                       s.handle, s.source.string(), st.st_mode & 07777, s.source.string());
   if (!is_safe_relative(s.target))
-    return invalid(fmt::format("credential {} target '{}' must be a relative path inside the "
-                               "home without '..' (e.g. .codex/auth.json)",
-                               s.handle, s.target.string()));
+    return invalid(
+        fmt::format("credential {} target '{}' must be a relative path inside the "
+                    "home without '..' (e.g. .codex/auth.json)",
+                    s.handle, s.target.string()));
   return {};
 }
 
 status check_bundle(const bundle& b, const std::vector<fs::path>& roots,
                     const fs::path& workspace_source) {
   if (!is_sha256_hex(b.sha256))
-    return invalid(fmt::format("bundle {} digest '{}' is not 64 lowercase hex characters (a "
-                               "SHA-256 tree digest)",
-                               b.source.string(), b.sha256));
+    return invalid(
+        fmt::format("bundle {} digest '{}' is not 64 lowercase hex characters (a "
+                    "SHA-256 tree digest)",
+                    b.source.string(), b.sha256));
   if (!b.source.is_absolute())
     return invalid(fmt::format("bundle source '{}' is not an absolute path", b.source.string()));
   EB_TRY(check_not_protected("bundle source", b.source, roots, true));
   fs::path t = b.target;
   if (!t.is_absolute() || t.lexically_normal() != t || normalize(t) == "/" ||
       !is_safe_relative(t.relative_path()))
-    return invalid(fmt::format("bundle target '{}' must be an absolute, normalized path inside "
-                               "the sandbox other than / (e.g. /evalbox/bin)",
-                               t.string()));
+    return invalid(
+        fmt::format("bundle target '{}' must be an absolute, normalized path inside "
+                    "the sandbox other than / (e.g. /evalbox/bin)",
+                    t.string()));
   for (const char* reserved : {"/proc", "/dev", "/sys", "/tmp"})
     if (is_within(t, reserved))
-      return invalid(fmt::format("bundle target {} lies in {}, which the sandbox builds "
-                                 "itself; choose another path",
-                                 t.string(), reserved));
+      return invalid(
+          fmt::format("bundle target {} lies in {}, which the sandbox builds "
+                      "itself; choose another path",
+                      t.string(), reserved));
   if (is_within(t, sandbox_workspace) && normalize(t) != fs::path(sandbox_workspace))
     EB_TRY(check_no_symlink(workspace_source, t.lexically_relative(sandbox_workspace),
                             fmt::format("bundle target {}", t.string())));
@@ -262,9 +266,10 @@ status check_bundle(const bundle& b, const std::vector<fs::path>& roots,
     return make_error(error_kind::not_found, "bundle source {} cannot be read: {}",
                       b.source.string(), digest.error().message);
   if (*digest != b.sha256)
-    return invalid(fmt::format("bundle {} does not match its digest: expected {}, found {}; "
-                               "the content changed since it was named, rebuild the bundle",
-                               b.source.string(), b.sha256, *digest));
+    return invalid(
+        fmt::format("bundle {} does not match its digest: expected {}, found {}; "
+                    "the content changed since it was named, rebuild the bundle",
+                    b.source.string(), b.sha256, *digest));
   return {};
 }
 
@@ -274,37 +279,38 @@ status check_targets(const session_request& r) {
     target = normalize(target);
     auto [it, fresh] = seen.emplace(target, what);
     if (!fresh)
-      return invalid(fmt::format("duplicate target {}: both {} and {} are placed there; give "
-                                 "each its own path",
-                                 target.string(), it->second, what));
+      return invalid(
+          fmt::format("duplicate target {}: both {} and {} are placed there; give "
+                      "each its own path",
+                      target.string(), it->second, what));
     return {};
   };
   fs::path home = sandbox_home;
   for (const auto& d : r.home.directories) {
     if (!is_safe_relative(d))
-      return invalid(fmt::format("home directory '{}' must be a relative path without '..'",
-                                 d.string()));
+      return invalid(
+          fmt::format("home directory '{}' must be a relative path without '..'", d.string()));
     seen.emplace(normalize(home / d), "home directory " + d.string());  // repeats are fine
   }
   for (const auto& f : r.home.files) {
     if (!is_safe_relative(f.path))
-      return invalid(fmt::format("home file '{}' must be a relative path without '..'",
-                                 f.path.string()));
+      return invalid(
+          fmt::format("home file '{}' must be a relative path without '..'", f.path.string()));
     if (f.mode & ~07777u)
-      return invalid(fmt::format("home file {} has an invalid mode {:o}", f.path.string(),
-                                 f.mode));
+      return invalid(fmt::format("home file {} has an invalid mode {:o}", f.path.string(), f.mode));
     EB_TRY(claim(home / f.path, "home file " + f.path.string()));
   }
   std::set<std::string> handles;
   std::set<fs::path> sources;
   for (const auto& s : r.secrets) {
     if (!handles.insert(s.handle).second)
-      return invalid(fmt::format("credential handle {} appears twice: one lease per handle",
-                                 s.handle));
+      return invalid(
+          fmt::format("credential handle {} appears twice: one lease per handle", s.handle));
     if (!sources.insert(normalize(s.source)).second)
-      return invalid(fmt::format("credential source {} appears twice: a lease is exclusive, "
-                                 "so one run cannot hold it twice",
-                                 s.source.string()));
+      return invalid(
+          fmt::format("credential source {} appears twice: a lease is exclusive, "
+                      "so one run cannot hold it twice",
+                      s.source.string()));
     EB_TRY(claim(home / s.target, "credential " + s.handle));
   }
   for (const auto& b : r.bundles) EB_TRY(claim(b.target, "bundle " + b.source.string()));
@@ -329,16 +335,15 @@ bool valid_run_id(std::string_view id) noexcept {
   if (id.empty() || id.size() > 64) return false;
   auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!lower_alnum(id[0])) return false;
-  return std::all_of(id.begin(), id.end(), [&](char c) {
-    return lower_alnum(c) || c == '_' || c == '.' || c == '-';
-  });
+  return std::all_of(id.begin(), id.end(),
+                     [&](char c) { return lower_alnum(c) || c == '_' || c == '.' || c == '-'; });
 }
 
 bool valid_handle(std::string_view h) noexcept {
   if (h.empty() || h.size() > 64 || h == "." || h == "..") return false;
   return std::all_of(h.begin(), h.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
   });
 }
 
@@ -376,17 +381,17 @@ std::vector<fs::path> protected_roots(const session_request& r, const fs::path& 
 
 status validate(const session_request& r, const validation_context& ctx) {
   if (!valid_run_id(r.run_id))
-    return invalid(fmt::format("run id '{}' must match [a-z0-9][a-z0-9_.-]{{0,63}}: it names "
-                               "the run directory and cgroup",
-                               r.run_id));
+    return invalid(
+        fmt::format("run id '{}' must match [a-z0-9][a-z0-9_.-]{{0,63}}: it names "
+                    "the run directory and cgroup",
+                    r.run_id));
   if (r.authorized_until <= ctx.now)
     return make_error(error_kind::expired,
                       "run {}: its authorization expired; a stale request (e.g. from a "
                       "crashed planner) is not run — plan the run again",
                       r.run_id);
   if (r.backend != "linux")
-    return invalid(fmt::format("backend '{}' is unknown: the only backend is linux",
-                               r.backend));
+    return invalid(fmt::format("backend '{}' is unknown: the only backend is linux", r.backend));
   for (const auto& root : r.protected_roots)
     if (!root.is_absolute())
       return invalid(fmt::format("protected root '{}' is not an absolute path", root.string()));
@@ -395,9 +400,10 @@ status validate(const session_request& r, const validation_context& ctx) {
   for (const auto& [k, v] : r.env)
     if (k.empty() || k.find_first_of("=\0", 0, 2) != std::string::npos ||
         v.find('\0') != std::string::npos)
-      return invalid(fmt::format("environment variable '{}' has an empty name or contains "
-                                 "'=' or a NUL byte",
-                                 k));
+      return invalid(
+          fmt::format("environment variable '{}' has an empty name or contains "
+                      "'=' or a NUL byte",
+                      k));
   EB_TRY(check_workspace(r, roots));
   for (const auto& s : r.secrets) EB_TRY(check_secret(s, roots));
   for (const auto& p : r.readonly_paths) {
@@ -406,8 +412,7 @@ status validate(const session_request& r, const validation_context& ctx) {
     EB_TRY(check_not_protected("read-only path", p, roots, true));
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0)
-      return make_error(error_kind::not_found, "read-only path {} does not exist",
-                        p.string());
+      return make_error(error_kind::not_found, "read-only path {} does not exist", p.string());
   }
   EB_TRY(check_targets(r));
   EB_TRY(check_limits(r.limits));

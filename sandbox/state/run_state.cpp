@@ -53,16 +53,15 @@ unique_fd try_lock(const fs::path& dir, bool create) {
 
 result<std::vector<std::string>> list_dir(const fs::path& dir) {
   std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
+  unique_dir d(::opendir(dir.c_str()));
   if (!d) {
     if (errno == ENOENT) return names;
     return sys_error(errno, "opendir {}", dir.string());
   }
-  while (dirent* e = ::readdir(d)) {
+  while (dirent* e = ::readdir(d.get())) {
     std::string_view n = e->d_name;
     if (n != "." && n != "..") names.emplace_back(n);
   }
-  ::closedir(d);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -112,11 +111,12 @@ result<run_lock> create_run_dir(const fs::path& runs, const std::string& run_id)
                         "unique among concurrent runs",
                         run_id, final_dir.string());
     reclaim_counts counts;
-    EB_TRY_CTX(remove_run(final_dir, run_id, counts),
-               fmt::format("reclaim stale run {}", run_id));
+    EB_TRY_CTX(remove_run(final_dir, run_id, counts), fmt::format("reclaim stale run {}", run_id));
   }
-  return make_error(error_kind::busy, "run {} is already in use: its directory {} keeps "
-                    "reappearing", run_id, final_dir.string());
+  return make_error(error_kind::busy,
+                    "run {} is already in use: its directory {} keeps "
+                    "reappearing",
+                    run_id, final_dir.string());
 }
 
 std::vector<fs::path> run_cgroup_dirs(const std::string& run_id) {
@@ -227,8 +227,8 @@ result<reclaim_counts> reclaim_stale(const fs::path& runs) {
       }
       // No lock file: a directory being built right now, or one whose builder died early.
       // A builder known to be dead is not waited for; otherwise give it the grace period.
-      auto age = std::chrono::system_clock::now() -
-                 std::chrono::system_clock::from_time_t(st.st_mtime);
+      auto age =
+          std::chrono::system_clock::now() - std::chrono::system_clock::from_time_t(st.st_mtime);
       if (age < kOrphanGrace && !(building && builder_dead(name))) continue;
     }
     // Holding its lock, the run cannot come back to life while it is removed.

@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/syscalls.h"
 
@@ -110,16 +111,17 @@ std::vector<std::string> split(const std::string& s, char sep) {
 bool probe_idmap(const fs::path& dir) {
   int sync[2];
   if (::pipe2(sync, O_CLOEXEC) != 0) return false;
+  unique_fd sync_read(sync[0]), sync_write(sync[1]);  // the child waits until the write end closes
   pid_t pid = ::fork();
   if (pid < 0) return false;
   if (pid == 0) {
-    ::close(sync[1]);
+    sync_write.reset();
     if (::unshare(CLONE_NEWUSER) != 0) ::_exit(1);
     char c;
-    (void)!::read(sync[0], &c, 1);
+    (void)!::read(sync_read.get(), &c, 1);
     ::_exit(0);
   }
-  ::close(sync[0]);
+  sync_read.reset();
   bool ok = false;
   // The child may not have unshared yet: writing its map fails until it has.
   for (int attempt = 0; attempt < 100 && !ok; ++attempt) {
@@ -143,7 +145,7 @@ bool probe_idmap(const fs::path& dir) {
       ok = mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr) == 0;
     }
   }
-  ::close(sync[1]);
+  sync_write.reset();
   int st;
   ::waitpid(pid, &st, 0);
   return ok;
@@ -215,10 +217,6 @@ bool reflink_supported(const fs::path& dir) {
   ::unlink(a.c_str());
   ::unlink(b.c_str());
   return ok;
-}
-
-fs::path cgroup_v1_mount(const std::string& controller) {
-  return cgroup_v1_mounts({controller}).front();
 }
 
 std::vector<fs::path> cgroup_v1_mounts(const std::vector<std::string>& controllers) {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::sys {
 
@@ -24,11 +24,11 @@ enum class whiteout_form { char_device, user_xattr, copy };
 std::string_view to_string(whiteout_form form) noexcept;
 
 struct feature {
-  std::string name;     // "user_namespaces", "overlayfs", ...
+  std::string name;  // "user_namespaces", "overlayfs", ...
   bool available = false;
   bool required = false;  // the default sandbox cannot run without it
-  std::string detail;   // what was seen ("ABI 7", "memory pids cpu cpuacct")
-  std::string hint;     // one line: what to do when it is missing
+  std::string detail;     // what was seen ("ABI 7", "memory pids cpu cpuacct")
+  std::string hint;       // one line: what to do when it is missing
 };
 
 struct host_features {
@@ -39,16 +39,16 @@ struct host_features {
   bool mount_namespaces = false;
   bool pid_namespaces = false;
   bool net_namespaces = false;
-  bool overlayfs = false;          // listed in /proc/filesystems
-  bool idmapped_mounts = false;    // idmapped bind of the state directory works
-  int landlock_abi = 0;            // 0 = unavailable
+  bool overlayfs = false;        // listed in /proc/filesystems
+  bool idmapped_mounts = false;  // idmapped bind of the state directory works
+  int landlock_abi = 0;          // 0 = unavailable
   bool seccomp_filter = false;
-  bool cgroup_v2 = false;          // a cgroup2 hierarchy is mounted
+  bool cgroup_v2 = false;  // a cgroup2 hierarchy is mounted
   std::filesystem::path cgroup_v2_root;
   std::vector<std::string> cgroup_v2_controllers;  // delegated to us (subtree_control usable)
   std::vector<std::string> cgroup_v1_controllers;  // mounted v1 controllers we can write
-  std::filesystem::path state_dir;  // the directory the reflink probe ran in
-  bool reflink = false;             // FICLONE works in state_dir
+  std::filesystem::path state_dir;                 // the directory the reflink probe ran in
+  bool reflink = false;                            // FICLONE works in state_dir
   // Image layers: the whiteout form the image store can write in state_dir, and whether an
   // overlay mounts inside an unprivileged user namespace with userxattr (rootless images).
   whiteout_form image_whiteout = whiteout_form::copy;
@@ -65,11 +65,8 @@ struct host_features {
 // probes); it is created if missing.
 host_features probe_host(const std::filesystem::path& state_dir);
 
-// Cgroup v1 mount point of a controller ("memory" -> /sys/fs/cgroup/memory), empty if none.
 // Whether FICLONE works in `dir` (tries it on two scratch files there, then removes them).
 bool reflink_supported(const std::filesystem::path& dir);
-
-std::filesystem::path cgroup_v1_mount(const std::string& controller);
 
 // The whiteout form this process can create in `dir` (see whiteout_form): tries a 0/0 mknod,
 // then an xattr on an empty file, on scratch names it removes again.
@@ -77,8 +74,9 @@ whiteout_form probe_whiteout_form(const std::filesystem::path& dir);
 // Mounts an overlay (userxattr) in a child process inside a new user and mount namespace
 // mapping only the caller's own ids, as a rootless run would.
 bool probe_userns_overlay();
-// The mount points of several controllers from one read of the mount table (which costs
-// O(host mounts) of kernel time), in the order asked; empty where a controller is absent.
+// The cgroup v1 mount points of controllers ("memory" -> /sys/fs/cgroup/memory), in the order
+// asked, empty where a controller is absent; at most one read of the mount table (which costs
+// O(host mounts) of kernel time).
 std::vector<std::filesystem::path> cgroup_v1_mounts(const std::vector<std::string>& controllers);
 
 }  // namespace evalbox::sys

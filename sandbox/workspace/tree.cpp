@@ -63,15 +63,8 @@ status copy_bytes(int in, int out, off_t size, const fs::path& shown) {
 constexpr mode_t kKeepBits = 01777;
 
 status copy_dir(int src_dir, int dst_dir, const fs::path& shown, const ctx& c) {
-  int dup = ::fcntl(src_dir, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return sys_error(errno, "dup");
-  DIR* d = ::fdopendir(dup);
-  if (!d) {
-    ::close(dup);
-    return sys_error(errno, "opendir {}", shown.string());
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
-  while (dirent* e = ::readdir(d)) {
+  auto d = EB_TRY(read_dir_at(src_dir, shown));
+  while (dirent* e = ::readdir(d.get())) {
     std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
     fs::path here = shown / name;
@@ -95,8 +88,8 @@ status copy_dir(int src_dir, int dst_dir, const fs::path& shown, const ctx& c) {
     } else if (S_ISREG(st.st_mode)) {
       unique_fd s(::openat(src_dir, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
       if (!s) return sys_error(errno, "open {}", here.string());
-      unique_fd t(::openat(dst_dir, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                           0600));
+      unique_fd t(
+          ::openat(dst_dir, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!t) return sys_error(errno, "create {}", here.string());
       if (c.mode == copy_mode::reflink) {
         if (::ioctl(t.get(), FICLONE, s.get()) != 0)
@@ -128,8 +121,7 @@ status copy_dir(int src_dir, int dst_dir, const fs::path& shown, const ctx& c) {
 
 }  // namespace
 
-status copy_tree(const fs::path& from, const fs::path& to, copy_mode mode, uid_t uid,
-                 gid_t gid) {
+status copy_tree(const fs::path& from, const fs::path& to, copy_mode mode, uid_t uid, gid_t gid) {
   unique_fd s(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!s) return sys_error(errno, "open {}", from.string());
   unique_fd t(::open(to.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -146,7 +138,8 @@ status copy_tree(const fs::path& from, const fs::path& to, copy_mode mode, uid_t
 
 bool entry_differs(const fs::path& a, const fs::path& b, const fs::path& rel) {
   fs::path pa = rel.empty() ? a : a / rel, pb = rel.empty() ? b : b / rel;
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   bool ea = ::lstat(pa.c_str(), &sa) == 0, eb = ::lstat(pb.c_str(), &sb) == 0;
   if (ea != eb) return true;
   if (!ea) return false;

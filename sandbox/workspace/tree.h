@@ -16,8 +16,8 @@ namespace evalbox::sandbox::workspace {
 enum class copy_mode { copy, reflink };
 
 // Copies the contents of directory `from` into the existing directory `to`.
-status copy_tree(const std::filesystem::path& from, const std::filesystem::path& to,
-                 copy_mode mode, uid_t uid, gid_t gid);
+status copy_tree(const std::filesystem::path& from, const std::filesystem::path& to, copy_mode mode,
+                 uid_t uid, gid_t gid);
 
 // True when `rel` differs between trees `a` and `b`: existence, type, permission bits, size,
 // content or link target.

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 #include "sandbox/workspace/tree.h"
@@ -23,10 +24,14 @@ namespace fs = std::filesystem;
 
 std::string_view to_string(workspace_strategy s) noexcept {
   switch (s) {
-    case workspace_strategy::auto_select: return "auto";
-    case workspace_strategy::overlay: return "overlay";
-    case workspace_strategy::reflink: return "reflink";
-    case workspace_strategy::copy: return "copy";
+    case workspace_strategy::auto_select:
+      return "auto";
+    case workspace_strategy::overlay:
+      return "overlay";
+    case workspace_strategy::reflink:
+      return "reflink";
+    case workspace_strategy::copy:
+      return "copy";
   }
   return "unknown";
 }
@@ -61,11 +66,11 @@ result<workspace_strategy> resolve_strategy(workspace_strategy requested,
   switch (requested) {
     case workspace_strategy::overlay:
       if (!overlay_ok)
-        return make_error(error_kind::unsupported,
-                          "workspace strategy overlay needs root and overlayfs ({}); use "
-                          "auto or copy",
-                          root ? "overlay is not in /proc/filesystems: modprobe overlay"
-                               : "not running as root");
+        return make_error(
+            error_kind::unsupported,
+            "workspace strategy overlay needs root and overlayfs ({}); use "
+            "auto or copy",
+            root ? "overlay is not in /proc/filesystems: modprobe overlay" : "not running as root");
       return requested;
     case workspace_strategy::reflink:
       if (!sys::reflink_supported(probe_dir))
@@ -93,8 +98,8 @@ result<disk_info> prepare_disk(const fs::path& run_dir, uint64_t quota_bytes, bo
 
 result<workspace_tree> workspace_tree::materialize(const workspace_spec& spec,
                                                    workspace_strategy strategy,
-                                                   const fs::path& run_dir,
-                                                   const disk_info& disk, uid_t uid, gid_t gid) {
+                                                   const fs::path& run_dir, const disk_info& disk,
+                                                   uid_t uid, gid_t gid) {
   workspace_tree t;
   t.strategy_ = strategy;
   t.run_dir_ = run_dir;
@@ -125,8 +130,8 @@ result<workspace_tree> workspace_tree::materialize(const workspace_spec& spec,
     }
     case workspace_strategy::reflink:
     case workspace_strategy::copy: {
-      t.dir_ = strategy == workspace_strategy::copy ? disk.dir / "workspace"
-                                                    : run_dir / "workspace";
+      t.dir_ =
+          strategy == workspace_strategy::copy ? disk.dir / "workspace" : run_dir / "workspace";
       EB_TRY(mkdir_owned(t.dir_, 0700, uid, gid));
       auto mode = strategy == workspace_strategy::copy ? copy_mode::copy : copy_mode::reflink;
       if (auto s = copy_tree(spec.source, t.dir_, mode, uid, gid); !s) {
@@ -146,15 +151,15 @@ result<workspace_tree> workspace_tree::materialize(const workspace_spec& spec,
 }
 
 json workspace_tree::identity() const {
-  return json{{"strategy", to_string(strategy_)},
-              {"quota_bytes", disk_.quota_bytes},
-              {"enforced", disk_.tmpfs},
-              {"fs_type", strategy_ == workspace_strategy::overlay
-                              ? "overlay"
-                              : (disk_.tmpfs && strategy_ == workspace_strategy::copy ? "tmpfs"
-                                                                                     : "host")},
-              {"idmapped", idmapped_},
-              {"layers", top_upper_ + 1}};
+  return json{
+      {"strategy", to_string(strategy_)},
+      {"quota_bytes", disk_.quota_bytes},
+      {"enforced", disk_.tmpfs},
+      {"fs_type", strategy_ == workspace_strategy::overlay
+                      ? "overlay"
+                      : (disk_.tmpfs && strategy_ == workspace_strategy::copy ? "tmpfs" : "host")},
+      {"idmapped", idmapped_},
+      {"layers", top_upper_ + 1}};
 }
 
 std::vector<fs::path> workspace_tree::mount_points() const {
@@ -191,8 +196,7 @@ result<std::pair<fs::path, int>> workspace_tree::snapshot() {
     (void)mount::mount_overlay(dir_, std::vector<fs::path>(lowers.begin() + 1, lowers.end()),
                                upper(disk_, frozen), work(disk_, frozen));
   };
-  status s = mkdir_owned(upper(disk_, frozen + 1), root.st_mode & 01777, root.st_uid,
-                         root.st_gid);
+  status s = mkdir_owned(upper(disk_, frozen + 1), root.st_mode & 01777, root.st_uid, root.st_gid);
   if (s) s = mkdir_owned(work(disk_, frozen + 1), 0700, 0, 0);
   if (s) s = mount::mount_overlay(dir_, lowers, upper(disk_, frozen + 1), work(disk_, frozen + 1));
   if (!s) {

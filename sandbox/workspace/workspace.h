@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "sandbox/base/json_fwd.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox::workspace {
@@ -42,8 +42,7 @@ result<disk_info> prepare_disk(const std::filesystem::path& run_dir, uint64_t qu
 class workspace_tree {
  public:
   // Materializes `spec.source` with `strategy` (never auto_select: resolve it first).
-  static result<workspace_tree> materialize(const workspace_spec& spec,
-                                            workspace_strategy strategy,
+  static result<workspace_tree> materialize(const workspace_spec& spec, workspace_strategy strategy,
                                             const std::filesystem::path& run_dir,
                                             const disk_info& disk, uid_t uid, gid_t gid);
 

@@ -17,8 +17,8 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/launch/launcher.h"
-#include "tests/sandbox/prep_env.h"
 #include "tests/support/isolation.h"
+#include "tests/support/prep_env.h"
 
 namespace evalbox::sandbox {
 namespace {
@@ -38,7 +38,7 @@ bool mounted_below(const fs::path& dir) {
   return false;
 }
 
-class escape_test : public ::testing::Test {
+class Escape : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto& h = evalbox::testing::host();
@@ -103,20 +103,20 @@ class escape_test : public ::testing::Test {
   fs::path run_dir_;
 };
 
-TEST_F(escape_test, cannot_read_a_protected_root_by_absolute_path) {
+TEST_F(Escape, CannotReadAProtectedRootByAbsolutePath) {
   auto r = run({hostile, "read", (protected_dir_ / "secret.txt").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(output(), "refused " + (protected_dir_ / "secret.txt").string() + ": ENOENT\n");
 }
 
-TEST_F(escape_test, cannot_read_the_host_home_or_state_root) {
+TEST_F(Escape, CannotReadTheHostHomeOrStateRoot) {
   auto r = run({"/bin/sh", "-c",
                 fmt::format("ls /root {0} {1} 2>/dev/null; echo rc=$?", env_.state.string(),
                             env_.root.string())});
   EXPECT_EQ(output(), "rc=2\n");
 }
 
-TEST_F(escape_test, cannot_read_another_runs_workspace) {
+TEST_F(Escape, CannotReadAnotherRunsWorkspace) {
   auto other = prep_->prepare(env_.request("escape-other"));
   ASSERT_TRUE(other) << other.error().message;
   const std::string path = (other->workspace_dir() / "README.md").string();
@@ -127,7 +127,7 @@ TEST_F(escape_test, cannot_read_another_runs_workspace) {
   ASSERT_TRUE(other->close());
 }
 
-TEST_F(escape_test, cannot_read_a_protected_root_through_a_workspace_symlink) {
+TEST_F(Escape, CannotReadAProtectedRootThroughAWorkspaceSymlink) {
   const fs::path link = session_->workspace_dir() / "planted";
   ASSERT_EQ(::symlink((protected_dir_ / "secret.txt").c_str(), link.c_str()), 0);
   auto r = run({hostile, "read", "/workspace/planted"});
@@ -135,27 +135,27 @@ TEST_F(escape_test, cannot_read_a_protected_root_through_a_workspace_symlink) {
   EXPECT_EQ(output(), "refused /workspace/planted: ENOENT\n");
 }
 
-TEST_F(escape_test, cannot_read_a_protected_root_via_dotdot) {
+TEST_F(Escape, CannotReadAProtectedRootViaDotdot) {
   const std::string path = "/workspace/../../../.." + (protected_dir_ / "secret.txt").string();
   auto r = run({hostile, "read", path});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(output(), "refused " + path + ": ENOENT\n");
 }
 
-TEST_F(escape_test, cannot_read_a_protected_root_via_proc_1_root) {
+TEST_F(Escape, CannotReadAProtectedRootViaProc1Root) {
   const std::string path = "/proc/1/root" + (protected_dir_ / "secret.txt").string();
   auto r = run({hostile, "read", path});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(output().find("refused"), std::string::npos) << output();
 }
 
-TEST_F(escape_test, holds_no_fd_but_stdio_to_reach_the_host_via_proc_self_fd) {
+TEST_F(Escape, HoldsNoFdButStdioToReachTheHostViaProcSelfFd) {
   auto r = run({hostile, "fds"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(output(), "fds 0 1 2\n");
 }
 
-TEST_F(escape_test, cannot_read_the_credential_source_but_sees_its_lease) {
+TEST_F(Escape, CannotReadTheCredentialSourceButSeesItsLease) {
   auto r = run({"/bin/sh", "-c",
                 fmt::format("{0} read {1}; {0} read /home/agent/.codex/auth.json", hostile,
                             (env_.creds / "auth.json").string())});
@@ -163,7 +163,7 @@ TEST_F(escape_test, cannot_read_the_credential_source_but_sees_its_lease) {
                                   (env_.creds / "auth.json").string()));
 }
 
-TEST_F(escape_test, writes_only_under_workspace_home_and_tmp) {
+TEST_F(Escape, WritesOnlyUnderWorkspaceHomeAndTmp) {
   auto r = run({"/bin/sh", "-c",
                 fmt::format("for p in /evil /etc/evil /usr/evil /bin/evil /dev/evil "
                             "/proc/evil /evalbox/tools/evil /workspace/ok /home/agent/ok "
@@ -178,7 +178,7 @@ TEST_F(escape_test, writes_only_under_workspace_home_and_tmp) {
   EXPECT_FALSE(fs::exists(tools_dir / "evil"));
 }
 
-TEST_F(escape_test, a_fork_bomb_hits_the_pids_limit) {
+TEST_F(Escape, AForkBombHitsThePidsLimit) {
   auto r = run({"/bin/bash", "-c", "ulimit -u 400 && exec " + hostile + " fork-bomb 300"},
                [](resource_limits& l) { l.pids = 64; });
   EXPECT_EQ(r.outcome, outcome_kind::exited);
@@ -190,7 +190,7 @@ TEST_F(escape_test, a_fork_bomb_hits_the_pids_limit) {
   EXPECT_GT(refused, 200);
 }
 
-TEST_F(escape_test, a_memory_hog_is_oom_killed) {
+TEST_F(Escape, AMemoryHogIsOomKilled) {
   auto r =
       run({hostile, "memory-hog", "256"}, [](resource_limits& l) { l.memory_bytes = 64ull << 20; });
   EXPECT_EQ(r.outcome, outcome_kind::oom_killed) << output();
@@ -199,7 +199,7 @@ TEST_F(escape_test, a_memory_hog_is_oom_killed) {
   EXPECT_GT(r.peak_memory_bytes, 32ull << 20);
 }
 
-TEST_F(escape_test, an_output_flood_hits_the_output_limit) {
+TEST_F(Escape, AnOutputFloodHitsTheOutputLimit) {
   auto r = run({"/usr/bin/yes"}, [](resource_limits& l) { l.output_bytes = 64 << 10; });
   EXPECT_EQ(r.outcome, outcome_kind::output_limit);
   EXPECT_TRUE(r.output_truncated);
@@ -210,13 +210,13 @@ TEST_F(escape_test, an_output_flood_hits_the_output_limit) {
   EXPECT_LT(out.size(), (64u << 10) + 200);
 }
 
-TEST_F(escape_test, sleeping_past_the_wall_limit_times_out) {
+TEST_F(Escape, SleepingPastTheWallLimitTimesOut) {
   auto r = run({"/bin/sleep", "30"}, [](resource_limits& l) { l.wall_ms = 500; });
   EXPECT_EQ(r.outcome, outcome_kind::timed_out);
   EXPECT_LT(r.wall_ms, 5000u);
 }
 
-TEST_F(escape_test, a_daemon_dies_with_the_main_process) {
+TEST_F(Escape, ADaemonDiesWithTheMainProcess) {
   auto r = run({"/bin/sh", "-c",
                 "(trap '' HUP; sleep 1; touch /workspace/daemon-was-here) </dev/null "
                 ">/dev/null 2>&1 & echo started"});
@@ -226,7 +226,7 @@ TEST_F(escape_test, a_daemon_dies_with_the_main_process) {
   EXPECT_FALSE(fs::exists(session_->workspace_dir() / "daemon-was-here"));
 }
 
-TEST_F(escape_test, cannot_connect_to_a_host_loopback_port_and_sees_only_lo) {
+TEST_F(Escape, CannotConnectToAHostLoopbackPortAndSeesOnlyLo) {
   unique_fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -243,7 +243,7 @@ TEST_F(escape_test, cannot_connect_to_a_host_loopback_port_and_sees_only_lo) {
   EXPECT_EQ(r.mechanisms["network"], "none");
 }
 
-TEST_F(escape_test, cannot_ptrace_a_host_process) {
+TEST_F(Escape, CannotPtraceAHostProcess) {
   pid_t victim = ::fork();
   if (victim == 0) {
     ::execl("/bin/sleep", "sleep", "30", nullptr);
@@ -258,7 +258,7 @@ TEST_F(escape_test, cannot_ptrace_a_host_process) {
   ::waitpid(victim, nullptr, 0);
 }
 
-TEST_F(escape_test, cannot_mount_over_usr_or_remount_it_writable) {
+TEST_F(Escape, CannotMountOverUsrOrRemountItWritable) {
   auto r = run(
       {"/bin/sh", "-c", fmt::format("{0} mount-usr; {0} remount-usr-rw; {0} write-usr", hostile)});
   EXPECT_EQ(output(),
@@ -267,7 +267,7 @@ TEST_F(escape_test, cannot_mount_over_usr_or_remount_it_writable) {
   EXPECT_FALSE(fs::exists("/usr/evalbox-escape"));
 }
 
-TEST_F(escape_test, a_mount_in_a_nested_namespace_does_not_reach_the_host) {
+TEST_F(Escape, AMountInANestedNamespaceDoesNotReachTheHost) {
   launch_options o;
   auto r = run({"/usr/bin/unshare", "-Urm", "/bin/sh", "-c",
                 "mount -t tmpfs x /usr && touch /usr/nested && echo mounted"});
@@ -277,17 +277,17 @@ TEST_F(escape_test, a_mount_in_a_nested_namespace_does_not_reach_the_host) {
   EXPECT_FALSE(mounted_below("/usr"));
 }
 
-TEST_F(escape_test, kexec_load_is_refused) {
+TEST_F(Escape, KexecLoadIsRefused) {
   auto r = run({hostile, "kexec"});
   EXPECT_EQ(output(), "refused kexec_load: EPERM\n");
 }
 
-TEST_F(escape_test, module_loading_is_refused) {
+TEST_F(Escape, ModuleLoadingIsRefused) {
   auto r = run({"/bin/sh", "-c", fmt::format("{0} init-module; {0} finit-module", hostile)});
   EXPECT_EQ(output(), "refused init_module: EPERM\nrefused finit_module: EPERM\n");
 }
 
-TEST_F(escape_test, a_setuid_root_binary_grants_nothing) {
+TEST_F(Escape, ASetuidRootBinaryGrantsNothing) {
   // A copy of the hostile tool, setuid and owned by the host's root, planted in the workspace.
   const fs::path planted = session_->workspace_dir() / "suid-tool";
   fs::copy_file(tools_dir / "evalbox-hostile", planted);
@@ -297,7 +297,7 @@ TEST_F(escape_test, a_setuid_root_binary_grants_nothing) {
   EXPECT_EQ(output(), "euid 0 capeff 0000000000000000\n");
 }
 
-TEST_F(escape_test, a_symlink_planted_at_a_lease_target_redirects_no_mount_to_the_host) {
+TEST_F(Escape, ASymlinkPlantedAtALeaseTargetRedirectsNoMountToTheHost) {
   // An earlier launch replaced the lease's directory in the home with a link to a host dir.
   temp_dir host_dir("evalbox-escape-target");
   const fs::path codex = session_->home_dir() / ".codex";

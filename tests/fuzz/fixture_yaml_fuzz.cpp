@@ -2,6 +2,7 @@
 // text either yields a fixture with a valid id and at least one check, or problems that each
 // name the file, a line and a column.
 #include "harness/config/parse.h"
+#include "harness/config/validate.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::check(runs.has_value(), "run_index reads any results.jsonl");
   fuzz::check(runs->records_seen() == records, "the index sees every record");
   std::string suite = runs->suite_name("fuzz");
-  for (std::optional<std::string> baseline : {std::optional<std::string>(), 
-                                               std::optional<std::string>("baseline")}) {
+  for (std::optional<std::string> baseline :
+       {std::optional<std::string>(), std::optional<std::string>("baseline")}) {
     auto summary = harness::summarize_runs(*runs, baseline);
     if (!summary) continue;  // an error that says why is a fine answer to a hostile file
     std::ostringstream md, junit, html;

@@ -1,9 +1,13 @@
-// Fuzzes the suite file loader (harness/config). A suite names fixture directories, globs and
-// home files relative to itself, so it is parsed against a scratch directory holding one
-// fixture (fx/one) and one home file (home.toml), with HOME pointing there too.
+// Fuzzes the suite file loader (harness/config, then harness/fixture for the fixture entries,
+// as load_suite does). A suite names fixture directories, globs and home files relative to
+// itself, so it is parsed against a scratch directory holding one fixture (fx/one) and one
+// home file (home.toml), with HOME pointing there too.
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "harness/config/parse.h"
+#include "harness/fixture/resolve.h"
 #include "sandbox/base/fs.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -50,7 +54,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text = fuzz::as_text(data, size);
   if (escapes_scratch(text)) return -1;  // -1: libFuzzer keeps it out of the corpus
   std::vector<harness::config_error> errors;
-  auto spec = harness::parse_suite_yaml(text, "suite.yaml", suite_dir(), errors);
+  // The names evalbox registers (harness/cli/registry.cpp), which the composition root passes.
+  static const std::vector<std::string> adapters = {"claude-code", "codex", "command",
+                                                    "gemini",      "noop",  "oracle"};
+  auto spec = harness::parse_suite_yaml(text, "suite.yaml", suite_dir(), adapters, errors);
+  spec.fixture_dirs = harness::resolve_fixture_dirs(spec.fixture_entries, suite_dir(), errors);
   for (const auto& e : errors) {
     fuzz::check(!e.what.empty(), "every problem says what it is");
     fuzz::check(e.where.file == "suite.yaml", "every problem names the file");

@@ -17,13 +17,13 @@ const sys::host_features& host();
 }  // namespace evalbox::testing
 
 // Skips the test with `why` when `cond` is false, or fails it when isolation is required.
-#define EVALBOX_REQUIRE_FEATURE(cond, why)                                              \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      if (::evalbox::testing::isolation_required()) {                                   \
-        FAIL() << "EVALBOX_REQUIRE_ISOLATION=1 but the host lacks: " << (why);           \
-      } else {                                                                          \
-        GTEST_SKIP() << (why);                                                          \
-      }                                                                                 \
-    }                                                                                   \
+#define EVALBOX_REQUIRE_FEATURE(cond, why)                                     \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      if (::evalbox::testing::isolation_required()) {                          \
+        FAIL() << "EVALBOX_REQUIRE_ISOLATION=1 but the host lacks: " << (why); \
+      } else {                                                                 \
+        GTEST_SKIP() << (why);                                                 \
+      }                                                                        \
+    }                                                                          \
   } while (0)

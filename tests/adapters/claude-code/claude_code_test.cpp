@@ -209,7 +209,6 @@ TEST_F(ClaudeCodeAdapter, AClientThatFailsBeforeItsFirstEventReportsItsStderr) {
   EXPECT_EQ(*t->error, "claude exited with status 1: Invalid API key");
 }
 
-
 TEST_F(ClaudeCodeAdapter, AKilledClientIsAnExecutionErrorSayingSo) {
   ASSERT_TRUE(write_file(dir_.path() / "out",
                          "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n"));

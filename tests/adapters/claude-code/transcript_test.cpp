@@ -121,8 +121,7 @@ TEST(ClaudeInterrupted, IsIncompleteKeepsTheCommandAndOnlyTheKnownUsage) {
   transcript t = parse_scenario("interrupted");
   EXPECT_FALSE(t.completed);
   EXPECT_EQ(t.error, "interrupted: no final event");
-  EXPECT_EQ(harness::commands(t),
-            std::vector<std::string>{"python3 -c 'import sys; sys.exit(3)'"});
+  EXPECT_EQ(harness::commands(t), std::vector<std::string>{"python3 -c 'import sys; sys.exit(3)'"});
   EXPECT_EQ(t.steps.at(0).observations.at(0).exit_code, 3);
   EXPECT_FALSE(t.final_message);
   EXPECT_EQ(t.total.input_tokens, 10u);
@@ -139,9 +138,9 @@ TEST(ClaudeParser, CountsUnknownEventTypesSubtypesAndBlocks) {
 {"type":"assistant","message":{"id":"m1","content":[{"type":"image"},{"type":"text","text":"hi"}]}}
 {"type":"result","subtype":"success","is_error":false,"result":"hi"}
 )");
-  EXPECT_EQ(t.unknown_events, (std::map<std::string, int>{{"assistant/image", 1},
-                                                          {"stream_event", 1},
-                                                          {"system/compact_boundary", 1}}));
+  EXPECT_EQ(t.unknown_events,
+            (std::map<std::string, int>{
+                {"assistant/image", 1}, {"stream_event", 1}, {"system/compact_boundary", 1}}));
   EXPECT_EQ(t.final_message, "hi");
 }
 
@@ -152,7 +151,8 @@ TEST(ClaudeParser, CountsMalformedLines) {
 }
 
 TEST(ClaudeParser, MergesEventsOfOneMessageIntoOneStep) {
-  transcript t = parse(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"thinking","thinking":"plan"}],"usage":{"input_tokens":5,"cache_read_input_tokens":7,"output_tokens":1}}}
+  transcript t = parse(
+      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"thinking","thinking":"plan"}],"usage":{"input_tokens":5,"cache_read_input_tokens":7,"output_tokens":1}}}
 {"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":5,"output_tokens":1}}}
 {"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/a"}}]}}
 )");
@@ -166,7 +166,8 @@ TEST(ClaudeParser, MergesEventsOfOneMessageIntoOneStep) {
 }
 
 TEST(ClaudeParser, PairsToolResultsByIdNotByOrder) {
-  transcript t = parse(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"ls"}},{"type":"tool_use","id":"b","name":"Bash","input":{"command":"false"}}]}}
+  transcript t = parse(
+      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"ls"}},{"type":"tool_use","id":"b","name":"Bash","input":{"command":"false"}}]}}
 {"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"b","content":"Exit code 1","is_error":true},{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"x.txt"}],"is_error":false}]}}
 )");
   ASSERT_EQ(t.steps.size(), 1u);
@@ -180,22 +181,25 @@ TEST(ClaudeParser, PairsToolResultsByIdNotByOrder) {
 }
 
 TEST(ClaudeParser, NormalizesToolNames) {
-  transcript t = parse(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"1","name":"Edit","input":{}},{"type":"tool_use","id":"2","name":"mcp__github__create_issue","input":{}},{"type":"tool_use","id":"3","name":"TodoWrite","input":{}},{"type":"tool_use","id":"4","name":"WebSearch","input":{}},{"type":"tool_use","id":"5","name":"Grep","input":{}}]}}
+  transcript t = parse(
+      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"1","name":"Edit","input":{}},{"type":"tool_use","id":"2","name":"mcp__github__create_issue","input":{}},{"type":"tool_use","id":"3","name":"TodoWrite","input":{}},{"type":"tool_use","id":"4","name":"WebSearch","input":{}},{"type":"tool_use","id":"5","name":"Grep","input":{}}]}}
 )");
-  EXPECT_EQ(harness::tools_used(t), (std::vector<std::string>{"Grep", "edit",
-                                                             "mcp:github/create_issue", "todo",
-                                                             "web_search"}));
+  EXPECT_EQ(
+      harness::tools_used(t),
+      (std::vector<std::string>{"Grep", "edit", "mcp:github/create_issue", "todo", "web_search"}));
 }
 
 TEST(ClaudeParser, AnErrorResultWithoutTextNamesItsSubtype) {
-  transcript t = parse(R"({"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":9}
+  transcript t =
+      parse(R"({"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":9}
 )");
   EXPECT_EQ(t.error, "claude-code: error_max_turns");
   EXPECT_TRUE(t.completed);
 }
 
 TEST(ClaudeParser, FinalMessageFallsBackToTheLastAgentTextWhenResultHasNone) {
-  transcript t = parse(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"all done"}]}}
+  transcript t = parse(
+      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"all done"}]}}
 {"type":"result","subtype":"success","is_error":false}
 )");
   EXPECT_EQ(t.final_message, "all done");
@@ -218,7 +222,8 @@ TEST(ClaudeParser, AKilledFollowUpInvocationIsInterruptedDespiteTheFirstResult) 
 }
 
 TEST(ClaudeParser, CostStaysUnknownWhenTheResultOmitsIt) {
-  transcript t = parse(R"({"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":3,"output_tokens":2}}
+  transcript t = parse(
+      R"({"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":3,"output_tokens":2}}
 )");
   EXPECT_FALSE(t.total.cost_usd);
   EXPECT_EQ(t.total.output_tokens, 2u);
@@ -250,7 +255,8 @@ TEST(ClaudeParser, ToleratesFieldsOfTheWrongType) {
 }
 
 TEST(ClaudeParser, PassesASecretInACommandThroughUnchanged) {
-  transcript t = parse(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"export ANTHROPIC_API_KEY=sk-ant-api03-SECRET && env"}}]}}
+  transcript t = parse(
+      R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"export ANTHROPIC_API_KEY=sk-ant-api03-SECRET && env"}}]}}
 )");
   EXPECT_EQ(harness::commands(t),
             std::vector<std::string>{"export ANTHROPIC_API_KEY=sk-ant-api03-SECRET && env"});

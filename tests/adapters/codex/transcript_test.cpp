@@ -102,8 +102,7 @@ TEST(CodexInterrupted, IsIncompleteButKeepsTheCommandThatRan) {
   transcript t = parse_scenario("interrupted");
   EXPECT_FALSE(t.completed);
   EXPECT_EQ(t.error, "interrupted: no final event");
-  EXPECT_EQ(harness::commands(t),
-            std::vector<std::string>{"python3 -c 'import sys; sys.exit(3)'"});
+  EXPECT_EQ(harness::commands(t), std::vector<std::string>{"python3 -c 'import sys; sys.exit(3)'"});
   EXPECT_EQ(t.steps.at(0).observations.at(0).exit_code, 3);
   EXPECT_FALSE(t.final_message);
   EXPECT_TRUE(t.total.unknown());
@@ -135,8 +134,9 @@ TEST(CodexParser, CountsUnknownItemTypesOncePerItem) {
 }
 
 TEST(CodexParser, CountsMalformedLines) {
-  transcript t = parse("not json\n{\"type\":\"turn.started\"}\n[1,2]\n{\"type\":\n\n"
-                       "{\"type\":\"turn.completed\"}\n");
+  transcript t = parse(
+      "not json\n{\"type\":\"turn.started\"}\n[1,2]\n{\"type\":\n\n"
+      "{\"type\":\"turn.completed\"}\n");
   EXPECT_EQ(t.malformed_lines, 3);
   EXPECT_TRUE(t.completed);
 }
@@ -312,20 +312,21 @@ TEST(AddUnreportedCommands, AddsNothingWhereTheStreamReportedEveryCommand) {
 // Unmatched calls are placed where the conversation had them: before the next matched one,
 // after the last, in rollout order (built in one pass: inserting each was quadratic).
 TEST(AddUnreportedCommands, PlacesEachUnreportedCallBetweenItsNeighbours) {
-  transcript t = parse(R"({"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"/bin/bash -lc 'a'","exit_code":0,"status":"completed"}}
+  transcript t = parse(
+      R"({"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"/bin/bash -lc 'a'","exit_code":0,"status":"completed"}}
 {"type":"item.completed","item":{"id":"i2","type":"command_execution","command":"/bin/bash -lc 'c'","exit_code":0,"status":"completed"}}
 {"type":"turn.completed","usage":{}}
 )");
   auto call = [](const std::string& id, const std::string& cmd) {
     return fmt::format(
-        R"({{"type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"{}\"}}","call_id":"{}"}}}})",
-        cmd, id) + "\n";
+               R"({{"type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"{}\"}}","call_id":"{}"}}}})",
+               cmd, id) +
+           "\n";
   };
   std::string rollout = call("r0", "z") + call("r1", "a") + call("r2", "b1") + call("r3", "b2") +
                         call("r4", "c") + call("r5", "d") + call("r6", "a");
   EXPECT_EQ(add_unreported_commands(t, rollout), 5);
-  EXPECT_EQ(harness::commands(t),
-            (std::vector<std::string>{"z", "a", "b1", "b2", "c", "d", "a"}));
+  EXPECT_EQ(harness::commands(t), (std::vector<std::string>{"z", "a", "b1", "b2", "c", "d", "a"}));
   for (size_t i = 0; i < t.steps.size(); ++i) EXPECT_EQ(t.steps[i].index, static_cast<int>(i));
 }
 
@@ -334,7 +335,8 @@ TEST(AddUnreportedCommands, PlacesEachUnreportedCallBetweenItsNeighbours) {
 TEST(AddUnreportedCommands, AnExitCodeOutOfRangeIsUnknown) {
   transcript t = parse(R"({"type":"turn.completed","usage":{}}
 )");
-  std::string rollout = R"({"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"x\"}","call_id":"c1"}}
+  std::string rollout =
+      R"({"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"x\"}","call_id":"c1"}}
 {"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"Process exited with code 99999999999\nOutput:\nboom"}}
 )";
   EXPECT_EQ(add_unreported_commands(t, rollout), 1);

@@ -56,18 +56,21 @@ TEST(GeminiStreamJson, JoinsAssistantDeltasAndCountsUnknownEventsAndGarbage) {
   auto t = gemini::parse_gemini_stream_json(
       "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Hel\",\"delta\":true}\n"
       "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"lo\",\"delta\":true}\n"
-      "{\"type\":\"thought\",\"content\":\"hm\"}\nnot json\n"
+      "{\"type\":\"thought\",\"content\":\"hm\"}\nnot json\n{\"content\":\"typeless\"}\n"
       "{\"type\":\"result\",\"status\":\"success\",\"stats\":{}}\n");
   ASSERT_TRUE(t);
   ASSERT_EQ(t->steps.size(), 1u);
   EXPECT_EQ(t->steps[0].message, "Hello");
   EXPECT_EQ(t->unknown_events.at("thought"), 1);
+  // The same key as every other parser's (harness::unknown_event_key).
+  EXPECT_EQ(t->unknown_events.at("<no type>"), 1);
   EXPECT_EQ(t->malformed_lines, 1);
 }
 
 TEST(GeminiStreamJson, AnErrorResultOrNoResultIsAnError) {
   auto failed = gemini::parse_gemini_stream_json(
-      "{\"type\":\"result\",\"status\":\"error\",\"error\":{\"type\":\"x\",\"message\":\"quota\"}}\n");
+      "{\"type\":\"result\",\"status\":\"error\",\"error\":{\"type\":\"x\",\"message\":\"quota\"}}"
+      "\n");
   ASSERT_TRUE(failed);
   EXPECT_EQ(failed->error, "quota");
   EXPECT_FALSE(failed->final_message);
@@ -161,13 +164,34 @@ TEST_F(GeminiAdapter, DefaultsToYoloWithApiKeyAuthAndNothingPhoningHome) {
 
 TEST_F(GeminiAdapter, FollowUpResumesTheLatestSession) {
   f_.follow_up = "more";
-  harness::agent_output first{dir_.path() / "o", dir_.path() / "e", dir_.path(), dir_.path(), 0,
-                              true};
+  harness::agent_output first{
+      dir_.path() / "o", dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
   auto p = make_gemini_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p && *p);
   const auto& argv = (*p)->argv;
   std::vector<std::string> tail(argv.end() - 3, argv.end());
   EXPECT_EQ(tail, (std::vector<std::string>{"--resume", "latest", "--prompt=more"}));
+}
+
+// The same explanation as codex and claude-code give (harness/agent/client_exit.h): the last
+// stderr lines without the client's own chatter, else the status alone.
+TEST_F(GeminiAdapter, AClientThatFailsBeforeItsFirstEventReportsItsStderr) {
+  ASSERT_TRUE(write_file(dir_.path() / "out", ""));
+  ASSERT_TRUE(write_file(dir_.path() / "err",
+                         "YOLO mode is enabled. All tool calls will be automatically approved.\n"
+                         "[STARTUP] Phase 'cli_startup' took 2ms\n"
+                         "Error when talking to Gemini API\nFull report in /tmp/x.json\n"));
+  std::vector<harness::agent_output> outs = {
+      {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 41, true}};
+  auto t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->error,
+            "gemini exited with status 41: Error when talking to Gemini API | Full report in "
+            "/tmp/x.json");
+  ASSERT_TRUE(write_file(dir_.path() / "err", "YOLO mode is enabled.\n"));
+  t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->error, "interrupted: no final event");
 }
 
 TEST_F(GeminiAdapter, AKilledClientIsAnErrorSayingSo) {

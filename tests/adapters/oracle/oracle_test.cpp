@@ -26,6 +26,8 @@ TEST(OracleAdapter, ProjectsTheSolutionAsADigestNamedBundle) {
   EXPECT_EQ(plan->bundles[0].target, "/evalbox/solution");
   EXPECT_EQ(plan->bundles[0].sha256, *tree_digest(dir.path() / "fx/solution"));
   EXPECT_EQ(plan->argv.back(), "/evalbox/solution/solve.sh");
+  // The one plan the runner leaves solution/ visible to (every other has it protected).
+  EXPECT_TRUE(plan->runs_fixture_solution);
 }
 
 TEST(OracleAdapter, AFixtureWithoutSolutionIsAnErrorThatSaysWhatToDo) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/config/parse.h"
+#include "harness/fixture/resolve.h"
 #include "sandbox/base/fs.h"
 
 namespace evalbox::harness {
@@ -20,6 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kData = fs::path(EVALBOX_SOURCE_DIR) / "tests" / "data" / "config";
+// The adapter names evalbox registers (harness/cli/registry.cpp).
+const std::vector<std::string> adapters = {"claude-code", "codex", "command",
+                                           "gemini",      "noop",  "oracle"};
 
 std::vector<std::string> cases() {
   std::vector<std::string> out;
@@ -40,10 +44,13 @@ TEST_P(golden, messages_match) {
   ASSERT_TRUE(text) << text.error().message;
   std::vector<config_error> errors;
   std::string display = yaml.filename().string();
-  if (GetParam().starts_with("fixture/"))
+  if (GetParam().starts_with("fixture/")) {
     parse_fixture_yaml(*text, display, errors);
-  else
-    parse_suite_yaml(*text, display, yaml.parent_path(), errors);
+  } else {
+    // As load_suite reads a suite: parsed, then its fixture entries resolved.
+    auto spec = parse_suite_yaml(*text, display, yaml.parent_path(), adapters, errors);
+    resolve_fixture_dirs(spec.fixture_entries, yaml.parent_path(), errors);
+  }
   ASSERT_FALSE(errors.empty()) << GetParam() << " is bad input and must yield errors";
   std::string actual = join_messages(errors) + "\n";
   // Absolute paths in messages depend on the checkout; the goldens say <data>.
@@ -52,13 +59,12 @@ TEST_P(golden, messages_match) {
   evalbox::testing::expect_golden(actual, expected_file);
 }
 
-INSTANTIATE_TEST_SUITE_P(config, golden, ::testing::ValuesIn(cases()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(config, golden, ::testing::ValuesIn(cases()), [](const auto& param_info) {
+  std::string n = param_info.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
 
 }  // namespace
 }  // namespace evalbox::harness

@@ -193,12 +193,15 @@ class suite_parse : public ::testing::Test {
     ASSERT_TRUE(write_file(dir_.path() / "home-config.toml", "x = 1\n"));
   }
   suite_spec parse(std::string_view text, std::vector<config_error>& errors) {
-    return parse_suite_yaml(text, "suite.yaml", dir_.path(), errors);
+    return parse_suite_yaml(text, "suite.yaml", dir_.path(), adapters_, errors);
   }
+  // The names the composition root would pass (its registry's).
+  std::vector<std::string> adapters_ = {"claude-code", "codex", "command",
+                                        "gemini",      "noop",  "oracle"};
   temp_dir dir_{"evalbox-suite-parse"};
 };
 
-TEST_F(suite_parse, resolves_globs_settings_and_defaults) {
+TEST_F(suite_parse, keeps_fixture_entries_and_reads_settings_and_defaults) {
   std::vector<config_error> errors;
   auto spec = parse(R"y(schema: evalbox.suite.v1
 name: demo
@@ -221,9 +224,13 @@ prices: {gpt-x: {input_per_mtok: 1.25, output_per_mtok: 10}}
 )y",
                     errors);
   ASSERT_TRUE(errors.empty()) << join_messages(errors);
-  ASSERT_EQ(spec.fixture_dirs.size(), 3u);
-  EXPECT_EQ(spec.fixture_dirs[0], dir_.path() / "fx" / "a");
-  EXPECT_EQ(spec.fixture_dirs[2], dir_.path() / "fx" / "c");
+  // As written, with where: harness/fixture resolves them (resolve_test.cpp).
+  ASSERT_EQ(spec.fixture_entries.size(), 2u);
+  EXPECT_EQ(spec.fixture_entries[0].pattern, "fx/*");
+  EXPECT_EQ(spec.fixture_entries[0].where.to_string(), "suite.yaml:3:12");
+  EXPECT_EQ(spec.fixture_entries[1].pattern, "fx/a");
+  EXPECT_EQ(spec.fixture_entries[1].where.to_string(), "suite.yaml:3:20");
+  EXPECT_TRUE(spec.fixture_dirs.empty());
   EXPECT_EQ(spec.trials, 3);
   EXPECT_EQ(spec.concurrency, 2);
   EXPECT_EQ(spec.default_limits.wall_ms, 300000u);
@@ -249,31 +256,44 @@ prices: {gpt-x: {input_per_mtok: 1.25, output_per_mtok: 10}}
 
 TEST_F(suite_parse, unknown_adapter_lists_the_known_ones) {
   std::vector<config_error> errors;
-  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
-        "  - {id: x, adapter: gemini-cli}\n",
-        errors);
+  parse(
+      "schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+      "  - {id: x, adapter: gemini-cli}\n",
+      errors);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].message(),
             "suite.yaml:5:22: candidates.x names unknown adapter 'gemini-cli' (hint: known "
             "adapters: claude-code, codex, command, gemini, noop, oracle)");
 }
 
-TEST_F(suite_parse, glob_matching_nothing_is_an_error) {
+TEST_F(suite_parse, adapter_names_are_only_the_ones_given) {
+  const std::string text =
+      "schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+      "  - {id: x, adapter: mine}\n";
   std::vector<config_error> errors;
-  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [\"nowhere/*\"]\ncandidates:\n"
-        "  - {id: x, adapter: noop}\n",
-        errors);
+  parse(text, errors);
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].what.find("matches no fixture"), std::string::npos);
-  EXPECT_EQ(errors[0].where.line, 3);
+  EXPECT_EQ(errors[0].where.to_string(), "suite.yaml:5:22");
+  adapters_ = {"mine"};
+  errors.clear();
+  parse(text, errors);
+  EXPECT_TRUE(errors.empty()) << join_messages(errors);
+  // No names given: no adapter is known, not every one.
+  adapters_.clear();
+  parse(text, errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message(),
+            "suite.yaml:5:22: candidates.x names unknown adapter 'mine' (hint: no adapter is "
+            "registered)");
 }
 
 TEST_F(suite_parse, undefined_credential_and_duplicate_ids_are_errors) {
   std::vector<config_error> errors;
-  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
-        "  - {id: x, adapter: codex, credential: login}\n"
-        "  - {id: x, adapter: noop}\nbaseline: y\n",
-        errors);
+  parse(
+      "schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+      "  - {id: x, adapter: codex, credential: login}\n"
+      "  - {id: x, adapter: noop}\nbaseline: y\n",
+      errors);
   ASSERT_EQ(errors.size(), 3u) << join_messages(errors);
   EXPECT_NE(errors[0].what.find("credential 'login'"), std::string::npos);
   EXPECT_NE(errors[1].what.find("used twice"), std::string::npos);
@@ -282,9 +302,10 @@ TEST_F(suite_parse, undefined_credential_and_duplicate_ids_are_errors) {
 
 TEST_F(suite_parse, missing_home_file_source_is_an_error) {
   std::vector<config_error> errors;
-  parse("schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
-        "  - {id: x, adapter: noop, home_files: {a.txt: missing.txt}}\n",
-        errors);
+  parse(
+      "schema: evalbox.suite.v1\nname: s\nfixtures: [fx/a]\ncandidates:\n"
+      "  - {id: x, adapter: noop, home_files: {a.txt: missing.txt}}\n",
+      errors);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].what.find("does not exist"), std::string::npos);
 }

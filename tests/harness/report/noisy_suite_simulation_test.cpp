@@ -8,6 +8,7 @@
 #include <random>
 
 #include "harness/report/stats.h"
+#include "sandbox/base/json.h"
 
 namespace evalbox::harness::stats {
 namespace {

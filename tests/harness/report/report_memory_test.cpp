@@ -14,6 +14,7 @@
 
 #include "harness/report/report.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "harness/report/stats.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 
 namespace evalbox::harness::stats {
 namespace {

@@ -2,6 +2,7 @@
 // blank lines and other schemas do not), the location each record is reported with, and
 // reading a record back by that location.
 #include "harness/results/results.h"
+#include "sandbox/base/json.h"
 
 #include <gtest/gtest.h>
 

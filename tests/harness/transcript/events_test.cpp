@@ -14,7 +14,8 @@ transcript parse(std::string_view jsonl, events_options options = {}) {
   return t.value_or(transcript{});
 }
 
-constexpr std::string_view full_run = R"({"type":"header","schema":"evalbox.events.v1","session_id":"r1","model":"scripted"}
+constexpr std::string_view full_run =
+    R"({"type":"header","schema":"evalbox.events.v1","session_id":"r1","model":"scripted"}
 {"type":"message","role":"assistant","text":"Running the tests."}
 {"type":"tool_call","id":"c1","tool":"shell","input":{"command":"python3 test_sum.py"}}
 {"type":"tool_result","id":"c1","exit_code":1,"output":"FAILED"}
@@ -89,9 +90,9 @@ TEST(EvalboxEvents, PairsResultsByIdAcrossOtherEvents) {
 // (stack overflow copying it). Such a line is malformed; the rest of the stream still counts.
 TEST(EvalboxEvents, ALineNestedTooDeepIsMalformedNotACrash) {
   std::string deep = std::string(200000, '[') + std::string(200000, ']');
-  transcript t = parse("{\"type\":\"tool_call\",\"id\":\"a\",\"tool\":\"x\",\"input\":" +
-                       deep + "}\n{\"type\":\"message\",\"text\":\"still here\"}\n" +
-                       "{\"type\":\"final\"}\n");
+  transcript t =
+      parse("{\"type\":\"tool_call\",\"id\":\"a\",\"tool\":\"x\",\"input\":" + deep +
+            "}\n{\"type\":\"message\",\"text\":\"still here\"}\n" + "{\"type\":\"final\"}\n");
   EXPECT_EQ(t.malformed_lines, 1);
   ASSERT_EQ(t.steps.size(), 1u);
   EXPECT_EQ(t.steps[0].message, "still here");
@@ -117,10 +118,10 @@ TEST(EvalboxEvents, ManyResultsPairWithTheirCalls) {
 }
 
 TEST(EvalboxEvents, CountsUnknownTypesAndMalformedLines) {
-  transcript t = parse("{\"type\":\"telemetry\"}\n{\"type\":\"telemetry\"}\n{}\nnope\n"
-                       "{\"type\":\"final\"}\n");
-  EXPECT_EQ(t.unknown_events,
-            (std::map<std::string, int>{{"<no type>", 1}, {"telemetry", 2}}));
+  transcript t = parse(
+      "{\"type\":\"telemetry\"}\n{\"type\":\"telemetry\"}\n{}\nnope\n"
+      "{\"type\":\"final\"}\n");
+  EXPECT_EQ(t.unknown_events, (std::map<std::string, int>{{"<no type>", 1}, {"telemetry", 2}}));
   EXPECT_EQ(t.malformed_lines, 1);
 }
 
@@ -150,7 +151,8 @@ TEST(EvalboxEvents, RejectsAnotherSchema) {
 }
 
 TEST(EvalboxEvents, PassesASecretInACommandThroughUnchanged) {
-  transcript t = parse(R"({"type":"tool_call","id":"c","tool":"shell","input":{"command":"echo OPENAI_API_KEY=sk-live-SECRET"}}
+  transcript t = parse(
+      R"({"type":"tool_call","id":"c","tool":"shell","input":{"command":"echo OPENAI_API_KEY=sk-live-SECRET"}}
 {"type":"final"}
 )");
   EXPECT_EQ(commands(t), std::vector<std::string>{"echo OPENAI_API_KEY=sk-live-SECRET"});

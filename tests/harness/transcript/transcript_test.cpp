@@ -152,8 +152,7 @@ TEST(TruncateOutput, CutsAtTheCapWithAMarker) {
   std::string big(observation_output_cap + 100, 'x');
   std::string out = truncate_output(big);
   EXPECT_EQ(out.substr(0, observation_output_cap), std::string(observation_output_cap, 'x'));
-  EXPECT_EQ(out.substr(observation_output_cap),
-            "\n[evalbox: output truncated, 100 bytes omitted]");
+  EXPECT_EQ(out.substr(observation_output_cap), "\n[evalbox: output truncated, 100 bytes omitted]");
 }
 
 TEST(TruncateOutput, NeverSplitsAUtf8Character) {
@@ -161,7 +160,8 @@ TEST(TruncateOutput, NeverSplitsAUtf8Character) {
   std::string big(observation_output_cap - 1, 'x');
   big += "\u00e9tail";
   std::string out = truncate_output(big);
-  EXPECT_EQ(out.substr(0, observation_output_cap - 1), std::string(observation_output_cap - 1, 'x'));
+  EXPECT_EQ(out.substr(0, observation_output_cap - 1),
+            std::string(observation_output_cap - 1, 'x'));
   EXPECT_EQ(out.substr(observation_output_cap - 1),
             "\n[evalbox: output truncated, 6 bytes omitted]");
   EXPECT_NO_THROW((void)json(out).dump());

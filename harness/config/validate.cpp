@@ -1,0 +1,91 @@
+// Checks of single configuration values (see validate.h).
+#include "harness/config/validate.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace evalbox::harness {
+
+bool is_valid_id(std::string_view id, bool allow_upper) noexcept {
+  if (id.empty() || id.size() > 128) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              (allow_upper && c >= 'A' && c <= 'Z') ||
+              (i > 0 && (c == '.' || c == '_' || c == '-'));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_env_name(std::string_view s) noexcept {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+std::string host_port_problem(std::string_view s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return "is not host:port";
+  std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value < 1 ||
+      value > 65535)
+    return fmt::format("has port '{}', not a number in 1..65535", port);
+  if (host.front() == '[') {
+    if (host.back() != ']' || host.size() < 3) return "has an unterminated [IPv6] host";
+    return {};
+  }
+  if (host.starts_with("*.")) host.remove_prefix(2);
+  for (char c : host) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-';
+    if (!ok)
+      return fmt::format("has host '{}' with a character other than letters, digits, '.', '-'",
+                         s.substr(0, colon));
+  }
+  if (host.empty() || host.front() == '.' || host.back() == '.')
+    return fmt::format("has an invalid host '{}'", s.substr(0, colon));
+  return {};
+}
+
+std::string expand_home(std::string_view path) {
+  if (path == "~" || path.starts_with("~/")) {
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "") + std::string(path.substr(1));
+  }
+  return std::string(path);
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string_view closest(std::string_view word, std::span<const std::string_view> choices) {
+  std::string_view best;
+  size_t best_d = 3;
+  for (auto choice : choices) {
+    size_t d = edit_distance(word, choice);
+    if (d < best_d) {
+      best_d = d;
+      best = choice;
+    }
+  }
+  return best;
+}
+
+}  // namespace evalbox::harness

@@ -1,0 +1,32 @@
+// Checks of single values written in fixture and suite files, apart from YAML so that the
+// layers above can use them too: ids, host:port entries, environment variable names, `~` in
+// paths, and the "did you mean" suggestion for a misspelled key.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace evalbox::harness {
+
+// A fixture, candidate or check id: [a-z0-9][a-z0-9._-]*, at most 128 characters;
+// `allow_upper` also allows A-Z (suite names, credential handles, check ids).
+bool is_valid_id(std::string_view id, bool allow_upper = false) noexcept;
+
+// An environment variable name: [A-Za-z_][A-Za-z0-9_]*.
+bool is_env_name(std::string_view s) noexcept;
+
+// host:port with port 1..65535; host is a DNS name, "*.name", an IPv4 address or [IPv6].
+// Returns "" when valid, else what is wrong ("is not host:port", "has port 'x', ...").
+std::string host_port_problem(std::string_view s);
+
+// `~` or `~/...` expanded with $HOME; anything else as it is.
+std::string expand_home(std::string_view path);
+
+// The Levenshtein distance between two words.
+size_t edit_distance(std::string_view a, std::string_view b);
+// The choice nearest to `word`, when one is fewer than 3 edits away; else "".
+std::string_view closest(std::string_view word, std::span<const std::string_view> choices);
+
+}  // namespace evalbox::harness

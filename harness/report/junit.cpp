@@ -1,0 +1,98 @@
+// junit.xml (see report.h): one testsuite per candidate, one testcase per run. A task failure
+// is a <failure>, an infrastructure error an <error> (never a failure), each with its checks.
+#include <fmt/format.h>
+
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "harness/report/report.h"
+#include "harness/report/svg.h"
+#include "sandbox/base/json.h"
+
+namespace evalbox::harness {
+
+namespace {
+
+using report_text::field;
+using report_text::str;
+
+// XML text and attributes escape exactly like the SVG labels (svg.h).
+std::string xml_escape(std::string_view s) { return svg::escape(s); }
+
+std::string checks_text(const json& run) {
+  std::string out;
+  const json& checks = field(field(run, "grading"), "checks");
+  if (!checks.is_array()) return out;
+  for (const auto& c : checks) {
+    std::string detail = str(c, "detail");
+    out += fmt::format("{} {}{}\n", report_text::passed(c) ? "PASS" : "FAIL", str(c, "id"),
+                       detail.empty() ? "" : ": " + detail);
+  }
+  return out;
+}
+
+}  // namespace
+
+status write_junit(std::ostream& out, const run_index& runs, const std::string& suite_name) {
+  using verdict = stats::run_outcome::verdict;
+  // The totals head the file, so they come from the index; each testcase then reads its record.
+  std::map<std::string, std::vector<size_t>> by_candidate;
+  size_t total_failures = 0, total_errors = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const stats::run_outcome& o = runs.outcome(i);
+    by_candidate[o.candidate].push_back(i);
+    total_failures += o.outcome == verdict::failed;
+    total_errors += o.outcome == verdict::error;
+  }
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << fmt::format("<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
+                     xml_escape(suite_name), runs.size(), total_failures, total_errors);
+  for (const auto& [cand, members] : by_candidate) {
+    size_t failures = 0, errors = 0;
+    for (size_t i : members) {
+      failures += runs.outcome(i).outcome == verdict::failed;
+      errors += runs.outcome(i).outcome == verdict::error;
+    }
+    out << fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
+                       xml_escape(cand), members.size(), failures, errors);
+    for (size_t i : members) {
+      const json r = EB_TRY(runs.read(i));
+      const stats::run_outcome& o = runs.outcome(i);
+      const json& wall = field(field(r, "timings"), "wall_ms");
+      double secs = wall.is_number() ? wall.get<double>() / 1000.0 : 0.0;
+      out << fmt::format("    <testcase classname=\"{}\" name=\"{}#{}\" time=\"{:.3f}\">\n",
+                         xml_escape(cand), xml_escape(o.fixture), o.trial, secs);
+      std::string checks = checks_text(r);
+      if (o.outcome == verdict::failed) {
+        // A task failure: the agent ran and its work did not pass the checks.
+        out << fmt::format("      <failure message=\"{}\" type=\"task\">{}</failure>\n",
+                           xml_escape("failed checks: " + report_text::failed_check_ids(r)),
+                           xml_escape(checks));
+      } else if (o.outcome == verdict::error) {
+        // The run could not be carried out or graded: never a task failure.
+        std::string kind = str(field(r, "execution"), "error_kind");
+        if (kind.empty() && str(field(r, "grading"), "status") == "error") kind = "grader";
+        std::string msg = report_text::error_message_of(r);
+        out << fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n", xml_escape(msg),
+                           xml_escape(kind.empty() ? "infrastructure" : kind),
+                           xml_escape(msg + "\n" + checks));
+      } else if (!checks.empty()) {
+        out << fmt::format("      <system-out>{}</system-out>\n", xml_escape(checks));
+      }
+      out << "    </testcase>\n";
+    }
+    out << "  </testsuite>\n";
+  }
+  out << "</testsuites>\n";
+  return {};
+}
+
+std::string render_junit(const std::vector<json>& records, const std::string& suite_name) {
+  std::ostringstream out;
+  // Records in memory: reading them back cannot fail.
+  (void)write_junit(out, run_index::of_records(records), suite_name);
+  return std::move(out).str();
+}
+
+}  // namespace evalbox::harness

@@ -1,0 +1,166 @@
+// The run index (see report.h): the records of results.jsonl, or records in memory, as the
+// compact outcome of each trial's newest record and where to read that record back.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "harness/report/report.h"
+#include "sandbox/base/json.h"
+
+namespace evalbox::harness {
+
+namespace {
+
+using report_text::field;
+using report_text::str;
+
+std::string candidate_of(const json& r) { return str(field(r, "candidate"), "id"); }
+std::string fixture_of(const json& r) { return str(field(r, "fixture"), "id"); }
+int trial_of(const json& r) {
+  const json& t = field(r, "trial");
+  return t.is_number_integer() ? t.get<int>() : 0;
+}
+
+// The statistics' view of one record.
+stats::run_outcome outcome_of(const json& r) {
+  stats::run_outcome o;
+  o.candidate = candidate_of(r);
+  o.fixture = fixture_of(r);
+  o.trial = trial_of(r);
+  // Only "passed" and "failed" say anything about the task; anything else (not_assessed, a
+  // missing verdict) is an infrastructure error, outside every denominator.
+  std::string v = str(r, "verdict");
+  o.outcome = v == "passed"   ? stats::run_outcome::verdict::passed
+              : v == "failed" ? stats::run_outcome::verdict::failed
+                              : stats::run_outcome::verdict::error;
+  if (o.outcome == stats::run_outcome::verdict::error)
+    o.error_message = report_text::error_message_of(r);
+  const json& wall = field(field(r, "timings"), "wall_ms");
+  if (wall.is_number()) o.wall_ms = wall.get<double>();
+  const json& u = field(r, "usage");
+  if (field(u, "input_tokens").is_number_unsigned())
+    o.input_tokens = u["input_tokens"].get<uint64_t>();
+  if (field(u, "output_tokens").is_number_unsigned())
+    o.output_tokens = u["output_tokens"].get<uint64_t>();
+  if (field(u, "cost_usd").is_number()) o.cost_usd = u["cost_usd"].get<double>();
+  return o;
+}
+
+}  // namespace
+
+// Indexes records one at a time: each becomes a compact entry, and an entry of the same
+// (candidate, fixture, trial) seen before is marked superseded (latest_records' rule).
+class run_index::builder {
+ public:
+  builder(run_index& index, bool newest_only)
+      : index_(index), newest_only_(newest_only), newest_(trial_less{&index.outcomes_}) {}
+
+  void add(const json& record, record_location where) {
+    ++index_.seen_;
+    if (index_.suite_.empty()) index_.suite_ = str(record, "suite");
+    index_.outcomes_.push_back(outcome_of(record));
+    index_.run_ids_.push_back(str(record, "run_id"));
+    index_.where_.push_back(where);
+    superseded_.push_back(false);
+    if (!newest_only_) return;
+    const size_t i = index_.outcomes_.size() - 1;
+    auto [it, inserted] = newest_.insert(i);
+    if (inserted) return;
+    superseded_[*it] = true;
+    auto node = newest_.extract(it);
+    node.value() = i;  // the same trial, so the same place in the set
+    newest_.insert(std::move(node));
+  }
+
+  // Drops the superseded entries, keeping record order.
+  void finish() {
+    newest_.clear();
+    size_t kept = 0;
+    for (size_t i = 0; i < superseded_.size(); ++i) {
+      if (superseded_[i]) continue;
+      if (kept != i) {
+        index_.outcomes_[kept] = std::move(index_.outcomes_[i]);
+        index_.run_ids_[kept] = std::move(index_.run_ids_[i]);
+        index_.where_[kept] = index_.where_[i];
+      }
+      ++kept;
+    }
+    index_.outcomes_.resize(kept);
+    index_.run_ids_.resize(kept);
+    index_.where_.resize(kept);
+    superseded_.clear();
+  }
+
+ private:
+  // Orders entry positions by the trial they record.
+  struct trial_less {
+    const std::vector<stats::run_outcome>* outcomes;
+    bool operator()(size_t a, size_t b) const {
+      const auto& x = (*outcomes)[a];
+      const auto& y = (*outcomes)[b];
+      return std::tie(x.candidate, x.fixture, x.trial) < std::tie(y.candidate, y.fixture, y.trial);
+    }
+  };
+
+  run_index& index_;
+  bool newest_only_;
+  std::set<size_t, trial_less> newest_;  // the newest entry of each trial so far
+  std::vector<bool> superseded_;
+};
+
+result<run_index> run_index::of_results(const results_dir& dir, const record_visitor& visit) {
+  run_index index;
+  builder b(index, /*newest_only=*/true);
+  auto add = [&](const json& record, record_location where) -> status {
+    if (visit) EB_TRY(visit(record));
+    b.add(record, where);
+    return {};
+  };
+  EB_TRY(dir.for_each_record(add));
+  b.finish();
+  if (!index.empty()) index.reader_ = EB_TRY(record_reader::open(dir.results_file()));
+  return index;
+}
+
+run_index run_index::of_records(std::span<const json> records, bool newest_only) {
+  run_index index;
+  builder b(index, newest_only);
+  for (size_t i = 0; i < records.size(); ++i) b.add(records[i], {i, 0});
+  b.finish();
+  index.memory_ = records;
+  return index;
+}
+
+std::string run_index::suite_name(std::string fallback) const {
+  return suite_.empty() ? fallback : suite_;
+}
+
+result<json> run_index::read(size_t run) const {
+  ++reads_;
+  if (reader_) return reader_->read(where_[run]);
+  return memory_[static_cast<size_t>(where_[run].offset)];
+}
+
+std::vector<stats::run_outcome> outcomes_from_records(const std::vector<json>& records) {
+  std::vector<stats::run_outcome> out;
+  out.reserve(records.size());
+  for (const auto& r : records) out.push_back(outcome_of(r));
+  return out;
+}
+
+std::vector<json> latest_records(const std::vector<json>& records) {
+  std::map<std::tuple<std::string, std::string, int>, size_t> last;
+  for (size_t i = 0; i < records.size(); ++i)
+    last[{candidate_of(records[i]), fixture_of(records[i]), trial_of(records[i])}] = i;
+  if (last.size() == records.size()) return records;
+  std::vector<bool> keep(records.size(), false);
+  for (const auto& [key, i] : last) keep[i] = true;
+  std::vector<json> out;
+  out.reserve(last.size());
+  for (size_t i = 0; i < records.size(); ++i)
+    if (keep[i]) out.push_back(records[i]);
+  return out;
+}
+
+}  // namespace evalbox::harness

@@ -1,0 +1,390 @@
+// One attempt at one run, phase by phase (see execute.h).
+#include "harness/runner/execute.h"
+
+#include <mutex>
+#include <random>
+
+#include "harness/grading/grading.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::harness {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+uint64_t ms_since(clock_type::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count());
+}
+
+uint32_t session_nonce() {
+  static std::mutex mu;
+  static std::mt19937 gen{std::random_device{}()};
+  std::lock_guard lock(mu);
+  return static_cast<uint32_t>(gen());
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+sandbox::resource_limits effective_limits(const limits_spec& suite, const fixture_spec& f) {
+  sandbox::resource_limits l;
+  limits_spec spec = suite.merged_with(f.limits);
+  if (spec.wall_ms) l.wall_ms = *spec.wall_ms;
+  if (spec.cpu_ms) l.cpu_ms = *spec.cpu_ms;
+  if (spec.memory_bytes) l.memory_bytes = *spec.memory_bytes;
+  if (spec.pids) l.pids = *spec.pids;
+  if (spec.disk_bytes) l.disk_bytes = *spec.disk_bytes;
+  if (spec.output_bytes) l.output_bytes = *spec.output_bytes;
+  return l;
+}
+
+sandbox::network_policy to_policy(const network_spec& n) {
+  sandbox::network_policy p;
+  p.mode = n.mode == network_spec::mode_kind::allow ? sandbox::network_mode::allow
+                                                    : sandbox::network_mode::none;
+  p.allow = n.allow;
+  return p;
+}
+
+// A launch for the harness's own commands (setup, diff, checks): the base environment, no
+// credential leases, no network.
+sandbox::launch_options harness_launch(std::string label, std::string script) {
+  sandbox::launch_options o;
+  o.label = std::move(label);
+  o.argv = {"/bin/sh", "-c", std::move(script)};
+  o.env = base_environment();
+  o.with_secrets = false;
+  o.network_override = sandbox::network_policy{};
+  return o;
+}
+
+// A shell script that writes the unified diff of `changed` (at most 2000 paths) between the
+// snapshot at /evalbox/before and /workspace.
+std::string diff_script(const std::vector<std::string>& changed) {
+  std::string script;
+  size_t n = 0;
+  for (const auto& p : changed) {
+    if (++n > 2000) break;
+    std::string q = shell_quote(p);
+    // Directories are listed too (created, removed, made opaque): their files have entries.
+    script += "[ -d /evalbox/before/" + q + " ] || [ -d /workspace/" + q +
+              " ] || diff -uN --no-dereference --label " + shell_quote("a/" + p) + " --label " +
+              shell_quote("b/" + p) + " /evalbox/before/" + q + " /workspace/" + q + "\n";
+  }
+  return script + "exit 0";
+}
+
+// One attempt's state while it goes through the phases. Each phase returns false when the
+// attempt ends there; st_ then says how (an execution error, or cancelled).
+class attempt {
+ public:
+  attempt(const execution_context& x, const run_spec& r,
+          std::optional<sandbox::prepared_session>& session)
+      : x_(x),
+        r_(r),
+        fixture_(x.suite.fixtures[r.fixture]),
+        cand_(x.suite.candidates[r.candidate]),
+        run_dir_(x.results.run_dir(r.run_id)),
+        native_(run_dir_ / "native"),
+        ctx_{fixture_, cand_, r.trial, r.run_id, x.suite.credentials},
+        session_(session) {}
+
+  run_state run(int number) {
+    if (!fresh_run_dir()) return done();
+    if (!plan()) return done();
+    if (!prepare(number)) return done();
+    if (!setup()) return done();
+    if (!agent()) return done();
+    if (!record_transcript()) return done();
+    // Grading time, as run.json has always counted it, includes the diff.
+    auto t0 = clock_type::now();
+    if (!diff()) return done();
+    grade(t0);
+    return done();  // the session stays alive until the caller has recorded the result
+  }
+
+ private:
+  run_state done() { return std::move(st_); }
+  bool fail(run_error_kind kind, std::string_view message) {
+    st_.fail(kind, message);
+    return false;
+  }
+  bool cancelled() {
+    st_.cancelled = true;
+    return false;
+  }
+
+  // A launch whose record goes into run.json under its label.
+  result<sandbox::run_record> launch(const sandbox::launch_options& o) {
+    auto rec = sandbox::launch(*session_, o, x_.options.cancel);
+    if (rec) st_.records[o.label] = rec->to_json();
+    return rec;
+  }
+
+  // A crashed earlier attempt left an unrecorded directory: start from nothing.
+  bool fresh_run_dir() {
+    (void)remove_tree(run_dir_);
+    if (auto s = make_dirs(native_); !s) return fail(run_error_kind::host, s.error().message);
+    return true;
+  }
+
+  bool plan() {
+    adapter_ = x_.adapters.find(cand_.adapter);
+    if (!adapter_)
+      return fail(run_error_kind::adapter, fmt::format("no adapter named '{}'", cand_.adapter));
+    auto p = adapter_->plan(ctx_);
+    if (!p) return fail(run_error_kind::adapter, p.error().message);
+    plan_ = std::move(*p);
+    return true;
+  }
+
+  // The request, then the session.
+  bool prepare(int number) {
+    std::vector<fs::path> roots = x_.options.protected_roots;
+    roots.push_back(x_.results.root());
+    // The session id names the run directory and cgroups, which are host-wide: two results
+    // trees running the same suite at once (or a rerun racing a crashed one) must not share
+    // them, so a nonce follows the deterministic run id.
+    auto req = make_session_request(
+        {fixture_, cand_, plan_, x_.suite.default_limits,
+         fmt::format("{}-{}-{:08x}", r_.run_id, number, session_nonce()), std::move(roots),
+         fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string()});
+    if (!req) return fail(run_error_kind::adapter, req.error().message);
+    request_ = std::move(*req);
+
+    auto t0 = clock_type::now();
+    auto prepared = x_.preparer.prepare(request_);
+    st_.timings["prepare_ms"] = ms_since(t0);
+    if (!prepared) {
+      const error_kind kind = prepared.error().kind;
+      // Busy with secrets to lease: another evalbox process holds the login (the scheduler
+      // waits for it).
+      st_.lease_busy = kind == error_kind::busy && !request_.secrets.empty();
+      st_.retryable = kind != error_kind::invalid_argument && kind != error_kind::permission;
+      return fail(run_error_kind::sandbox, prepared.error().message);
+    }
+    session_.emplace(std::move(*prepared));
+    st_.session_id = request_.run_id;
+    return true;
+  }
+
+  // The fixture's setup commands, then the snapshot the agent's changes are measured from.
+  bool setup() {
+    if (!fixture_.setup.empty()) {
+      auto t0 = clock_type::now();
+      std::string script = "set -e\n";
+      for (const auto& cmd : fixture_.setup) script += cmd + "\n";
+      auto o = harness_launch("setup", std::move(script));
+      o.stdout_path = run_dir_ / "setup.log";
+      o.stderr_path = run_dir_ / "setup.log";
+      auto rec = launch(o);
+      st_.timings["setup_ms"] = ms_since(t0);
+      if (!rec) return fail(run_error_kind::sandbox, rec.error().message);
+      if (!rec->ok()) return fail(run_error_kind::sandbox, rec->error);
+      if (rec->outcome == sandbox::outcome_kind::cancelled) return cancelled();
+      if (rec->outcome != sandbox::outcome_kind::exited || rec->exit_code != 0)
+        return fail(run_error_kind::setup,
+                    fmt::format("setup failed ({} {}); see runs/{}/setup.log",
+                                to_string(rec->outcome), rec->exit_code, r_.run_id));
+    }
+    auto before = session_->snapshot_workspace();
+    if (!before) return fail(run_error_kind::sandbox, before.error().message);
+    before_ = std::move(*before);
+    return true;
+  }
+
+  // One launch of the agent: stdout and stderr under native/ (the follow-up's prefixed).
+  std::optional<sandbox::run_record> launch_agent(const agent_plan& p, const std::string& label) {
+    sandbox::launch_options o;
+    o.label = label;
+    o.argv = p.argv;
+    std::map<std::string, std::string> env = request_.env;
+    for (const auto& [k, v] : p.env) env[k] = v;
+    o.env = env;
+    o.stdout_path = native_ / (label == "agent" ? p.stdout_name : label + "." + p.stdout_name);
+    o.stderr_path = native_ / (label == "agent" ? "stderr.txt" : label + ".stderr.txt");
+    o.stdin_data = p.stdin_data;
+    auto rec = launch(o);
+    if (!rec) {
+      fail(run_error_kind::sandbox, rec.error().message);
+      return std::nullopt;
+    }
+    if (!rec->ok()) {
+      fail(run_error_kind::sandbox, rec->error);
+      return std::nullopt;
+    }
+    outputs_.push_back({o.stdout_path, o.stderr_path, session_->home_dir(), native_, rec->exit_code,
+                        rec->outcome == sandbox::outcome_kind::exited});
+    return std::move(*rec);
+  }
+
+  // The agent, and its follow-up when the fixture has one and the agent exited.
+  bool agent() {
+    auto t0 = clock_type::now();
+    auto rec = launch_agent(plan_, "agent");
+    if (!rec) return false;
+    if (rec->outcome == sandbox::outcome_kind::cancelled) return cancelled();
+    agent_outcome_ = rec->outcome;
+    agent_signal_ = rec->signal;
+    if (fixture_.follow_up && rec->outcome == sandbox::outcome_kind::exited) {
+      auto follow_up = adapter_->plan_follow_up(ctx_, outputs_.back());
+      if (!follow_up) return fail(run_error_kind::adapter, follow_up.error().message);
+      if (*follow_up) {
+        auto rec2 = launch_agent(**follow_up, "follow-up");
+        if (!rec2) return false;
+        if (rec2->outcome == sandbox::outcome_kind::cancelled) return cancelled();
+      }
+    }
+    st_.timings["agent_ms"] = ms_since(t0);
+    return true;
+  }
+
+  // transcript.jsonl and usage; then the agent's own failures, which end the run as errors.
+  bool record_transcript() {
+    auto tr = adapter_->read_transcript(ctx_, outputs_);
+    if (!tr) return fail(run_error_kind::adapter, tr.error().message);
+    transcript_ = std::move(*tr);
+    if (auto s = write_transcript(transcript_path(), transcript_); !s)
+      return fail(run_error_kind::host, s.error().message);
+    if (!transcript_.total.unknown())
+      st_.usage = usage_json(transcript_.total, cand_, transcript_.model, x_.suite.prices);
+    if (agent_outcome_ == sandbox::outcome_kind::signaled)
+      return fail(run_error_kind::agent,
+                  fmt::format("the agent was killed by signal {}", agent_signal_));
+    if (transcript_.error) return fail(run_error_kind::agent, *transcript_.error);
+    return true;
+  }
+
+  // workspace.diff: a failed diff is logged, not the run's failure.
+  bool diff() {
+    auto after = session_->snapshot_workspace();
+    if (!after) return fail(run_error_kind::sandbox, after.error().message);
+    after_ = std::move(*after);
+    auto changed = session_->changed_paths(before_);
+    if (!changed || changed->empty()) {
+      (void)write_file(run_dir_ / "workspace.diff", "");
+      return true;
+    }
+    auto o = harness_launch("diff", diff_script(*changed));
+    o.extra_mounts.push_back({before_.view, "/evalbox/before", false, false});
+    o.stdout_path = run_dir_ / "workspace.diff";
+    o.stderr_path = run_dir_ / "diff.log";
+    if (auto rec = sandbox::launch(*session_, o, x_.options.cancel); !rec || !rec->ok())
+      log::warn("run {}: workspace diff failed: {}", r_.run_id,
+                rec ? rec->error : rec.error().message);
+    return true;
+  }
+
+  // One shell check in a fresh sandbox: /grader and the transcript mounted read-only.
+  result<shell_check_outcome> run_shell_check(const check_spec& c) {
+    auto o = harness_launch(fmt::format("grade-{}", check_index_++), c.shell);
+    if (fixture_.has_grader)
+      o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
+    o.extra_mounts.push_back({transcript_path(), "/evalbox/transcript.jsonl", false, true});
+    fs::path log_path = run_dir_ / "checks" / (c.id + ".log");
+    EB_TRY(make_dirs(log_path.parent_path()));
+    o.stdout_path = log_path;
+    o.stderr_path = log_path;
+    auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+    if (!rec.ok()) return make_error(error_kind::io, "grading sandbox: {}", rec.error);
+    if (rec.outcome == sandbox::outcome_kind::cancelled)
+      return make_error(error_kind::cancelled, "cancelled");
+    std::string out = read_file(log_path).value_or("");
+    if (out.size() > 400) out = out.substr(out.size() - 400);
+    return shell_check_outcome{rec.outcome == sandbox::outcome_kind::exited, rec.exit_code,
+                               std::string(to_string(rec.outcome)), out};
+  }
+
+  void grade(clock_type::time_point t0) {
+    grading_result g = harness::grade({fixture_, transcript_, before_.view, after_.view,
+                                       [this](const check_spec& c) { return run_shell_check(c); }});
+    st_.timings["grading_ms"] = ms_since(t0);
+    if (x_.options.cancel && x_.options.cancel->requested.load()) {
+      cancelled();
+      return;
+    }
+    st_.grading = g.to_json(fixture_.threshold);
+    st_.verdict = !g.ok      ? run_verdict::not_assessed
+                  : g.passed ? run_verdict::passed
+                             : run_verdict::failed;
+  }
+
+  fs::path transcript_path() const { return run_dir_ / "transcript.jsonl"; }
+
+  const execution_context& x_;
+  const run_spec& r_;
+  const fixture_spec& fixture_;
+  const candidate_spec& cand_;
+  const fs::path run_dir_;
+  const fs::path native_;
+  const run_context ctx_;
+  std::optional<sandbox::prepared_session>& session_;
+
+  run_state st_;
+  const adapter* adapter_ = nullptr;
+  agent_plan plan_;
+  sandbox::session_request request_;
+  sandbox::workspace_snapshot before_, after_;
+  std::vector<agent_output> outputs_;
+  sandbox::outcome_kind agent_outcome_ = sandbox::outcome_kind::exited;
+  int agent_signal_ = 0;
+  transcript transcript_;
+  int check_index_ = 0;
+};
+
+}  // namespace
+
+std::chrono::system_clock::time_point authorized_until(const sandbox::resource_limits& limits) {
+  return std::chrono::system_clock::now() + std::chrono::hours(1) +
+         std::chrono::milliseconds(limits.wall_ms * 4);
+}
+
+result<sandbox::session_request> make_session_request(const request_inputs& in) {
+  const fixture_spec& fixture = in.fixture;
+  const candidate_spec& cand = in.candidate;
+  sandbox::session_request req;
+  req.run_id = in.session_id;
+  req.limits = effective_limits(in.suite_limits, fixture);
+  req.authorized_until = authorized_until(req.limits);
+  req.argv = in.plan.argv;
+  req.env = base_environment();
+  for (const auto& [k, v] : in.plan.env) req.env[k] = v;
+  for (const auto& [k, v] : cand.env) req.env[k] = v;
+  req.workspace.source = fixture.workspace_dir();
+  req.workspace.digest = fixture.digest;
+  req.home = in.plan.home;
+  for (const auto& [target, source] : cand.home_files) {
+    auto content = EB_TRY(read_file(source, 1u << 20));
+    req.home.files.push_back({target, std::move(content), 0644});
+  }
+  req.secrets = in.plan.secrets;
+  req.bundles = in.plan.bundles;
+  if (fixture.has_bin) req.bundles.push_back({fixture.bin_dir(), in.bin_digest, "/evalbox/bin"});
+  req.readonly_paths = in.plan.readonly_paths;
+  req.protected_roots = in.protected_roots;
+  if (fixture.has_grader) req.protected_roots.push_back(fixture.grader_dir());
+  if (!in.plan.runs_fixture_solution && fixture.has_solution)
+    req.protected_roots.push_back(fixture.solution_script().parent_path());
+  req.network = to_policy(cand.network ? *cand.network : fixture.network);
+  req.landlock = in.plan.landlock;
+  return req;
+}
+
+run_state execute_attempt(const execution_context& x, const run_spec& r, int number,
+                          std::optional<sandbox::prepared_session>& session) {
+  return attempt(x, r, session).run(number);
+}
+
+}  // namespace evalbox::harness

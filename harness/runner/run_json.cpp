@@ -1,0 +1,133 @@
+// run.json (see run_json.h): the record of one run, and the names of its states.
+#include "harness/runner/run_json.h"
+
+#include <time.h>
+
+#include <chrono>
+
+#include "harness/results/results.h"
+#include "sandbox/base/log.h"
+
+namespace evalbox::harness {
+
+std::string_view to_string(run_error_kind kind) noexcept {
+  switch (kind) {
+    case run_error_kind::setup:
+      return "setup";
+    case run_error_kind::sandbox:
+      return "sandbox";
+    case run_error_kind::host:
+      return "host";
+    case run_error_kind::agent:
+      return "agent";
+    case run_error_kind::adapter:
+      return "adapter";
+  }
+  return "host";
+}
+
+std::string_view to_string(run_verdict verdict) noexcept {
+  switch (verdict) {
+    case run_verdict::passed:
+      return "passed";
+    case run_verdict::failed:
+      return "failed";
+    case run_verdict::not_assessed:
+      return "not_assessed";
+  }
+  return "not_assessed";
+}
+
+bool run_state::infrastructure() const {
+  return error_kind && *error_kind != run_error_kind::agent &&
+         *error_kind != run_error_kind::adapter;
+}
+
+run_state& run_state::fail(run_error_kind kind, std::string_view message) {
+  error_kind = kind;
+  error = log::scrub(message);
+  return *this;
+}
+
+json usage_json(const usage& u, const candidate_spec& candidate, const std::string& model,
+                const std::map<std::string, price_spec>& prices) {
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  json j;
+  j["input_tokens"] = opt(u.input_tokens);
+  j["output_tokens"] = opt(u.output_tokens);
+  j["cached_input_tokens"] = opt(u.cached_input_tokens);
+  j["reasoning_tokens"] = opt(u.reasoning_tokens);
+  j["cost_usd"] = opt(u.cost_usd);
+  j["cost_source"] = u.cost_usd ? json("client") : json(nullptr);
+  if (!u.cost_usd && u.input_tokens && u.output_tokens) {
+    const price_spec* price = nullptr;
+    std::string setting_model;
+    if (const auto* m = candidate.find("model"); m && m->value.is_string())
+      setting_model = m->value.get<std::string>();
+    for (const std::string& key : {candidate.id, setting_model, model}) {
+      if (key.empty()) continue;
+      if (auto it = prices.find(key); it != prices.end()) {
+        price = &it->second;
+        break;
+      }
+    }
+    if (price) {
+      j["cost_usd"] = (static_cast<double>(*u.input_tokens) * price->input_per_mtok +
+                       static_cast<double>(*u.output_tokens) * price->output_per_mtok) /
+                      1e6;
+      j["cost_source"] = "price_table";
+    }
+  }
+  return j;
+}
+
+json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st,
+                 const run_timing& timing) {
+  const auto& f = suite.fixtures[r.fixture];
+  const auto& c = suite.candidates[r.candidate];
+  json j;
+  j["schema"] = run_schema;
+  j["run_id"] = r.run_id;
+  j["suite"] = suite.name;
+  j["fixture"] = {{"id", f.id}, {"digest", f.digest}};
+  j["candidate"] = {{"id", c.id}, {"adapter", c.adapter}, {"digest", r.candidate_digest}};
+  j["trial"] = r.trial;
+  j["attempts"] = timing.attempts;
+  json exec = {{"status", st.failed() ? "error" : "completed"}, {"records", st.records}};
+  exec["error"] = st.error.empty() ? json(nullptr) : json(st.error);
+  exec["error_kind"] = st.error_kind ? json(to_string(*st.error_kind)) : json(nullptr);
+  exec["session"] = st.session_id.empty() ? json(nullptr) : json(st.session_id);
+  // The agent's own launch says how the agent's process ended (not the follow-up's).
+  exec["outcome"] = nullptr;
+  exec["exit_code"] = nullptr;
+  if (auto agent = st.records.find("agent"); agent != st.records.end() && agent->is_object()) {
+    exec["outcome"] = agent->value("outcome", json(nullptr));
+    exec["exit_code"] = agent->value("exit_code", json(nullptr));
+  }
+  j["execution"] = exec;
+  j["grading"] = st.grading.is_null() ? json{{"status", "skipped"},
+                                             {"checks", json::array()},
+                                             {"score", nullptr},
+                                             {"threshold", f.threshold},
+                                             {"error", nullptr}}
+                                      : st.grading;
+  j["verdict"] = to_string(st.verdict);
+  j["usage"] = st.usage.is_null() ? usage_json({}, c, "", {}) : st.usage;
+  json timings = st.timings;
+  timings["started_at"] = timing.started_at;
+  timings["finished_at"] = timing.finished_at;
+  timings["wall_ms"] = timing.wall_ms;
+  j["timings"] = timings;
+  return j;
+}
+
+std::string now_rfc3339() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace evalbox::harness

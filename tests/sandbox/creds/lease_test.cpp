@@ -1,0 +1,141 @@
+// Credential leases, all four behaviours: created once (0600, the sandbox's), exclusive
+// ("already in use", also between two threads), token rotation persists, a changed source gets
+// a fresh lease and the old one stays. Lease contents never appear in errors.
+#include "sandbox/creds/lease.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/log.h"
+#include "sandbox/preparer/preparer.h"
+#include "tests/support/isolation.h"
+#include "tests/support/prep_env.h"
+
+namespace evalbox::sandbox {
+namespace {
+
+using testing::prep_env;
+namespace fs = std::filesystem;
+
+constexpr const char* kToken = R"({"token":"sk-test-0123456789abcdef"})";
+
+class Lease : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EVALBOX_REQUIRE_FEATURE(::geteuid() == 0, "preparation with a tmpfs disk needs root");
+  }
+  session_request with_secret(const std::string& tag) {
+    auto r = env.request(tag);
+    r.secrets = {{"codex", env.creds / "auth.json", ".codex/auth.json"}};
+    return r;
+  }
+  static fs::path lease_of(const prepared_session& s) { return s.mounts().front().source; }
+
+  prep_env env;
+};
+
+TEST_F(Lease, CopiesTheSourceOnceWithMode0600) {
+  preparer p(env.options());
+  auto s = p.prepare(with_secret("a"));
+  ASSERT_TRUE(s) << s.error().message;
+  fs::path lease = lease_of(*s);
+  EXPECT_EQ(lease, env.state / "credential-leases" / ("codex-" + sha256_hex(kToken)));
+  EXPECT_EQ(*read_file(lease), kToken);
+  struct stat st {};
+  ASSERT_EQ(::stat(lease.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_uid, s->sandbox_uid());
+  ASSERT_TRUE(s->close());
+  EXPECT_TRUE(fs::exists(lease)) << "the lease outlives the run";
+}
+
+TEST_F(Lease, SecondConcurrentRunIsRefusedAsAlreadyInUse) {
+  preparer p(env.options());
+  auto first = p.prepare(with_secret("a"));
+  ASSERT_TRUE(first) << first.error().message;
+  auto before = env.state_fingerprint();
+  auto second = p.prepare(with_secret("b"));
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().kind, error_kind::busy);
+  EXPECT_NE(second.error().message.find("already in use"), std::string::npos);
+  EXPECT_EQ(second.error().message.find("sk-test"), std::string::npos) << "no secret in errors";
+  EXPECT_EQ(env.state_fingerprint(), before) << "the refused run left nothing behind";
+  ASSERT_TRUE(first->close());
+  auto third = p.prepare(with_secret("c"));
+  EXPECT_TRUE(third) << "released on close: " << third.error().message;
+}
+
+TEST_F(Lease, TwoThreadsRacingForOneLeaseGetItOnce) {
+  fs::path leases = env.state / "credential-leases";
+  ASSERT_TRUE(make_dirs(env.state, 0700));
+  secret_mount secret{"codex", env.creds / "auth.json", ".codex/auth.json"};
+  for (int round = 0; round < 20; ++round) {
+    std::barrier sync(2);
+    std::atomic<int> won{0}, busy{0};
+    std::vector<creds::credential_lease> held(2);
+    auto racer = [&](int i) {
+      sync.arrive_and_wait();
+      auto l = creds::credential_lease::acquire(leases, secret, 60000, 60000);
+      if (l) {
+        ++won;
+        held[static_cast<size_t>(i)] = std::move(*l);
+      } else if (l.error().kind == error_kind::busy) {
+        ++busy;
+      }
+    };
+    std::thread a(racer, 0), b(racer, 1);
+    a.join();
+    b.join();
+    EXPECT_EQ(won.load(), 1) << "round " << round;
+    EXPECT_EQ(busy.load(), 1) << "round " << round;
+  }
+}
+
+TEST_F(Lease, TokenRotationPersistsIntoTheNextRun) {
+  preparer p(env.options());
+  {
+    auto s = p.prepare(with_secret("a"));
+    ASSERT_TRUE(s) << s.error().message;
+    // What the agent writes through its bind of the lease.
+    ASSERT_TRUE(write_file(lease_of(*s), R"({"token":"sk-rotated-9876543210"})", 0600));
+  }
+  auto s = p.prepare(with_secret("b"));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(*read_file(lease_of(*s)), R"({"token":"sk-rotated-9876543210"})");
+  EXPECT_EQ(*read_file(env.creds / "auth.json"), kToken) << "the source is never written";
+}
+
+TEST_F(Lease, ChangedSourceGetsAFreshLeaseAndTheOldStays) {
+  preparer p(env.options());
+  fs::path old_lease;
+  {
+    auto s = p.prepare(with_secret("a"));
+    ASSERT_TRUE(s) << s.error().message;
+    old_lease = lease_of(*s);
+    ASSERT_TRUE(write_file(old_lease, R"({"token":"sk-rotated-old-123"})", 0600));
+  }
+  ASSERT_TRUE(write_file(env.creds / "auth.json", R"({"token":"sk-relogin-abcdef"})", 0600));
+  auto s = p.prepare(with_secret("b"));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_NE(lease_of(*s), old_lease);
+  EXPECT_EQ(*read_file(lease_of(*s)), R"({"token":"sk-relogin-abcdef"})");
+  EXPECT_EQ(*read_file(old_lease), R"({"token":"sk-rotated-old-123"})");
+}
+
+TEST_F(Lease, ContentsAreRedactedFromLogs) {
+  preparer p(env.options());
+  auto s = p.prepare(with_secret("a"));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(log::scrub(std::string("leaked: ") + kToken), "leaked: <redacted>");
+}
+
+}  // namespace
+}  // namespace evalbox::sandbox

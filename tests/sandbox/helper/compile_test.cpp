@@ -1,0 +1,316 @@
+// The helper's compilation pass as data: a representative launch plan compiles to exactly the
+// step list in tests/data/sandbox/helper/compiled-steps.txt (every step's name, operation and
+// arguments, in the order pid 1 and the program's process run them), and the environment the
+// program gets. A change to the order or content of the steps shows here as a diff to review.
+// The plan is compiled against a fixed host view: this project's hosts (Debian 12, merged
+// /usr, with /lib32), so that the list is the same wherever the test runs.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sandbox/helper/compile.h"
+#include "sandbox/spec/system_paths.h"
+#include "tests/support/golden.h"
+
+namespace evalbox::sandbox::helper {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* op_name(op kind) {
+  switch (kind) {
+    case op::wait_parent:
+      return "wait_parent";
+    case op::set_ids:
+      return "set_ids";
+    case op::unshare:
+      return "unshare";
+    case op::mount:
+      return "mount";
+    case op::set_attr:
+      return "set_attr";
+    case op::make_dir:
+      return "make_dir";
+    case op::make_file:
+      return "make_file";
+    case op::check_target:
+      return "check_target";
+    case op::make_symlink:
+      return "make_symlink";
+    case op::write_file:
+      return "write_file";
+    case op::change_dir:
+      return "change_dir";
+    case op::pivot_root:
+      return "pivot_root";
+    case op::set_hostname:
+      return "set_hostname";
+    case op::loopback_up:
+      return "loopback_up";
+    case op::listen_pass:
+      return "listen_pass";
+    case op::rlimit:
+      return "rlimit";
+    case op::death_signal:
+      return "death_signal";
+    case op::open_path:
+      return "open_path";
+    case op::close_range:
+      return "close_range";
+    case op::new_session:
+      return "new_session";
+    case op::stdio:
+      return "stdio";
+    case op::close_fds:
+      return "close_fds";
+    case op::oom_score:
+      return "oom_score";
+    case op::no_new_privs:
+      return "no_new_privs";
+    case op::drop_caps:
+      return "drop_caps";
+    case op::landlock:
+      return "landlock";
+    case op::seccomp:
+      return "seccomp";
+    case op::exec:
+      return "exec";
+  }
+  return "?";
+}
+
+// Newlines and backslashes escaped, so that one step is one line.
+std::string escaped(const char* text) {
+  std::string out;
+  for (const char* p = text; *p; ++p) {
+    if (*p == '\n') {
+      out += "\\n";
+    } else if (*p == '\\') {
+      out += "\\\\";
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+// One line per step: phase, name, then the operation and every field it sets.
+std::string render(const compiled& c) {
+  std::string out;
+  auto steps = [&](const char* phase, const std::vector<step>& list) {
+    for (const step& s : list) {
+      out += fmt::format("{} [{}] {}", phase, s.name, op_name(s.kind));
+      if (s.a) out += fmt::format(" a={}", escaped(s.a));
+      if (s.b) out += fmt::format(" b={}", escaped(s.b));
+      if (s.c) out += fmt::format(" c={}", escaped(s.c));
+      if (s.data) out += fmt::format(" data={}", escaped(s.data));
+      if (s.flags) out += fmt::format(" flags={:#x}", s.flags);
+      // `mode` is a file mode for what creates files, else a number (an fd, a resource).
+      const bool file_mode =
+          s.kind == op::make_dir || s.kind == op::make_file || s.kind == op::write_file;
+      if (s.mode)
+        out += file_mode ? fmt::format(" mode={:#o}", s.mode) : fmt::format(" mode={}", s.mode);
+      if (s.len) out += fmt::format(" len={}", s.len);
+      if (s.len2) out += fmt::format(" len2={}", s.len2);
+      out += "\n";
+    }
+  };
+  steps("setup", c.ctx.setup);
+  steps("program", c.ctx.program);
+  for (char* const* a = c.ctx.argv; *a; ++a) out += fmt::format("argv {}\n", *a);
+  for (char* const* e = c.ctx.envp; *e; ++e) out += fmt::format("env {}\n", *e);
+  return out;
+}
+
+// A launch of an agent with every kind of mount the preparer and the harness make: a leased
+// credential, a bundle, a read-only path below a system symlink and one below /tmp, the
+// grader, a writable extra mount; network `allow` with a relayed loopback port and a proxied
+// host name.
+launch_plan representative_plan() {
+  launch_plan p;
+  p.run_id = "golden";
+  p.label = "agent";
+  p.seq = 7;
+  p.host_uid = 60000;
+  p.host_gid = 60000;
+  p.root_dir = "/state/runs/golden/launches/agent-7.root";
+  p.workspace_dir = "/state/runs/golden/workspace";
+  p.home_dir = "/state/runs/golden/disk/home";
+  p.mounts = {
+      {"/state/credential-leases/codex-0123", "/home/agent/.codex/auth.json", true, true},
+      {"/opt/bundles/tools", "/evalbox/bin", false, false},
+      {"/opt/agent/os-release", "/lib/os-release", false, true},
+      {"/tmp/evalbox-agent/bin", "/tmp/evalbox-agent/bin", false, false},
+      {"/project/fixture/grader", "/grader", false, false},
+      {"/state/runs/golden/scratch", "/evalbox/out", true, false},
+  };
+  p.argv = {"/usr/bin/agent", "--task", "fix the bug"};
+  p.env = {{"HOME", "/home/agent"}, {"PATH", "/usr/bin:/bin"}};
+  p.cwd = "/workspace";
+  p.limits.cpu_ms = 90'500;
+  p.limits.disk_bytes = 1ull << 30;
+  p.tmp_bytes = 256ull << 20;
+  p.disk_quota = true;
+  p.network.mode = network_mode::allow;
+  p.network.allow = {"127.0.0.1:8080", "api.example.com:443"};
+  p.landlock = true;
+  p.hostname = "evalbox";
+  return p;
+}
+
+using kind = host_view::path_entry::kind;
+
+// Debian 12 with merged /usr and multilib: what look_at_host() sees on this project's hosts.
+host_view debian_host() {
+  host_view h;
+  h.paths = {
+      {"/usr", {kind::directory, ""}},
+      {"/bin", {kind::symlink, "usr/bin"}},
+      {"/sbin", {kind::symlink, "usr/sbin"}},
+      {"/lib", {kind::symlink, "usr/lib"}},
+      {"/lib32", {kind::symlink, "usr/lib32"}},
+      {"/lib64", {kind::symlink, "usr/lib64"}},
+      {"/etc/ssl", {kind::directory, ""}},
+      {"/etc/ca-certificates", {kind::directory, ""}},
+      {"/etc/alternatives", {kind::directory, ""}},
+      {"/etc/ld.so.cache", {kind::file, ""}},
+      {"/etc/localtime", {kind::symlink, "/usr/share/zoneinfo/Etc/UTC"}},
+  };
+  h.devices = {"null", "zero", "full", "random", "urandom", "tty"};
+  h.nofile_hard = 8192;
+  h.landlock_abi = 6;
+  h.cap_last = 40;
+  h.resolv_conf = "nameserver 192.0.2.53\n";
+  return h;
+}
+
+// The names of the steps of `list`, in order.
+std::vector<std::string> names(const std::vector<step>& list) {
+  std::vector<std::string> out;
+  for (const step& s : list) out.push_back(s.name);
+  return out;
+}
+
+bool has_step(const std::vector<step>& list, const std::string& name) {
+  const auto all = names(list);
+  return std::find(all.begin(), all.end(), name) != all.end();
+}
+
+TEST(CompilePlan, StepsMatchTheGoldenList) {
+  compiled c;
+  ASSERT_TRUE(compile(representative_plan(), debian_host(), c));
+  evalbox::testing::expect_golden(
+      render(c), fs::path(EVALBOX_SOURCE_DIR) / "tests/data/sandbox/helper/compiled-steps.txt");
+}
+
+// The helper mounts every system path the host has, in the order of spec/system_paths.h: a
+// directory is bound read-only, a symlink recreated, a missing one skipped.
+TEST(CompilePlan, MountsEverySystemPathTheHostHasInTheListsOrder) {
+  host_view h = debian_host();
+  for (std::string_view p : system_paths) h.paths[std::string(p)] = {kind::directory, ""};
+  h.paths["/lib32"] = {kind::symlink, "usr/lib32"};
+  h.paths.erase("/libx32");
+  compiled c;
+  ASSERT_TRUE(compile(representative_plan(), h, c));
+  std::vector<std::string> seen;
+  for (const std::string& n : names(c.ctx.setup)) {
+    for (std::string_view p : system_paths) {
+      if (n == "read-only " + std::string(p) || n == "symlink " + std::string(p)) seen.push_back(n);
+    }
+  }
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"read-only /usr", "read-only /bin", "read-only /sbin",
+                                      "read-only /lib", "symlink /lib32", "read-only /lib64"}));
+}
+
+TEST(CompilePlan, HostNetworkNeedsTheUnsafeOptIn) {
+  launch_plan p = representative_plan();
+  p.network = {network_mode::host, {}, false};
+  compiled refused;
+  auto r = compile(p, debian_host(), refused);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "network host requires network.unsafe_host_network");
+
+  p.network.unsafe_host_network = true;
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  // The host's network: its name service, no loopback of our own, no listeners.
+  EXPECT_FALSE(has_step(c.ctx.setup, "loopback up"));
+  bool resolv = false;
+  for (const step& s : c.ctx.setup) {
+    if (std::string(s.name) == "write /etc/resolv.conf") {
+      resolv = true;
+      EXPECT_STREQ(s.data, "nameserver 192.0.2.53\n");
+    }
+  }
+  EXPECT_TRUE(resolv);
+}
+
+TEST(CompilePlan, ANonLoopbackAddressInTheAllowListIsRefused) {
+  launch_plan p = representative_plan();
+  p.network.allow = {"192.0.2.10:443"};
+  compiled c;
+  auto r = compile(p, debian_host(), c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("only loopback IP literals or host names"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(CompilePlan, WithoutLandlockTheProgramKeepsSetfcapAndTheRecordSaysWhy) {
+  launch_plan p = representative_plan();
+  p.landlock = false;
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  EXPECT_TRUE(c.ctx.keep_setfcap);
+  EXPECT_EQ(c.ctx.landlock, nullptr);
+  EXPECT_EQ(c.ll.abi, 0);
+  EXPECT_EQ(c.landlock_reason, "disabled for this candidate (its own sandbox needs mount)");
+
+  host_view no_landlock = debian_host();
+  no_landlock.landlock_abi = 0;
+  compiled k;
+  ASSERT_TRUE(compile(representative_plan(), no_landlock, k));
+  EXPECT_FALSE(k.ctx.keep_setfcap);
+  EXPECT_EQ(k.landlock_reason, "the kernel does not offer Landlock");
+
+  compiled on;
+  ASSERT_TRUE(compile(representative_plan(), debian_host(), on));
+  ASSERT_NE(on.ctx.landlock, nullptr);
+  EXPECT_EQ(on.ll.abi, 6);
+  EXPECT_EQ(on.ctx.cap_last, 40);
+}
+
+TEST(CompilePlan, APassedThroughTerminalKeepsTheCallersSession) {
+  launch_plan p = representative_plan();
+  p.inherit_stdio = true;
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  EXPECT_EQ(names(c.ctx.program).front(), "stdio");
+}
+
+// look_at_host() describes this host as it is.
+TEST(LookAtHost, SeesTheSystemPathsAsTheyAre) {
+  const host_view h = look_at_host(network_mode::none);
+  for (std::string_view p : system_paths) {
+    struct stat st {};
+    const bool exists = ::lstat(std::string(p).c_str(), &st) == 0;
+    const auto e = h.at(std::string(p));
+    EXPECT_EQ(e.type != kind::missing, exists) << p;
+    if (exists) {
+      EXPECT_EQ(e.type == kind::symlink, S_ISLNK(st.st_mode)) << p;
+    }
+  }
+  EXPECT_TRUE(h.devices.contains("null"));
+  rlimit nofile{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
+  EXPECT_EQ(h.nofile_hard, nofile.rlim_max);
+  EXPECT_EQ(h.resolv_conf, "");  // read for the host network only
+}
+
+}  // namespace
+}  // namespace evalbox::sandbox::helper

@@ -1,0 +1,294 @@
+// The launcher over real prepared sessions: the program runs in /workspace as uid 0 of its
+// namespace, sees its home, and the record tells the truth.
+#include "sandbox/launch/launcher.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "sandbox/base/fs.h"
+#include "sandbox/spec/system_paths.h"
+#include "tests/support/isolation.h"
+#include "tests/support/prep_env.h"
+
+namespace evalbox::sandbox {
+namespace {
+
+using evalbox::testing::prep_env;
+
+class Launcher : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().user_namespaces, "user namespaces");
+  }
+  prep_env env_;
+};
+
+TEST(HelperPath, PrefersTheEnvironmentThenTheBuildTree) {
+  ::setenv("EVALBOX_HELPER", "/opt/evalbox/evalbox-sandbox", 1);
+  EXPECT_EQ(helper_path(), "/opt/evalbox/evalbox-sandbox");
+  ::unsetenv("EVALBOX_HELPER");
+  // The test binary has no helper beside it: the compiled-in build path.
+  EXPECT_EQ(helper_path(),
+            std::filesystem::path(EVALBOX_BINARY_DIR) / "sandbox/helper/evalbox-sandbox");
+}
+
+TEST_F(Launcher, RunsInWorkspaceAndCapturesOutput) {
+  preparer prep(env_.options());
+  auto req = env_.request("launch");
+  auto session = prep.prepare(req);
+  ASSERT_TRUE(session) << session.error().message;
+  temp_dir out("evalbox-launch-out");
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "pwd; cat README.md; id -u; echo made > new.txt; exit 7"};
+  o.stdout_path = out.path() / "stdout";
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->error, "");
+  EXPECT_EQ(rec->outcome, outcome_kind::exited);
+  EXPECT_EQ(rec->exit_code, 7);
+  EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), "/workspace\nhello\n0\n");
+  EXPECT_EQ(read_file(session->workspace_dir() / "new.txt").value_or(""), "made\n");
+  EXPECT_EQ(rec->binding_digest, session->binding_digest());
+}
+
+TEST_F(Launcher, FeedsStdinDataAndKeepsStderrApart) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("stdin"));
+  ASSERT_TRUE(session) << session.error().message;
+  temp_dir out("evalbox-launch-out");
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "tr a-z A-Z; echo oops >&2"};
+  o.stdin_data = "shout\n";
+  o.stdout_path = out.path() / "stdout";
+  o.stderr_path = out.path() / "stderr";
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), "SHOUT\n");
+  EXPECT_EQ(read_file(out.path() / "stderr").value_or(""), "oops\n");
+}
+
+TEST_F(Launcher, WithoutSecretsTheLeaseIsNotMounted) {
+  preparer prep(env_.options());
+  auto req = env_.request("nosecret");
+  req.secrets = {{"codex", env_.creds / "auth.json", ".codex/auth.json"}};
+  auto session = prep.prepare(req);
+  ASSERT_TRUE(session) << session.error().message;
+  temp_dir out("evalbox-launch-out");
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "cat /home/agent/.codex/auth.json | wc -c"};
+  o.stdout_path = out.path() / "stdout";
+  auto with = launch(*session, o);
+  ASSERT_TRUE(with);
+  EXPECT_NE(read_file(out.path() / "stdout").value_or(""), "0\n");
+  o.with_secrets = false;
+  auto without = launch(*session, o);
+  ASSERT_TRUE(without);
+  EXPECT_EQ(without->error, "");
+  EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), "0\n");
+}
+
+TEST_F(Launcher, ACancelTokenStopsTheRunAsCancelled) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("cancel"));
+  ASSERT_TRUE(session) << session.error().message;
+  launch_options o;
+  o.argv = {"/bin/sleep", "30"};
+  cancel_token cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel.requested = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto rec = launch(*session, o, &cancel);
+  stopper.join();
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->outcome, outcome_kind::cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST_F(Launcher, LaunchesFromManyThreadsAtOnce) {
+  preparer prep(env_.options());
+  std::vector<prepared_session> sessions;
+  for (int i = 0; i < 4; ++i) {
+    auto s = prep.prepare(env_.request("par" + std::to_string(i)));
+    ASSERT_TRUE(s) << s.error().message;
+    sessions.push_back(std::move(*s));
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      launch_options o;
+      o.argv = {"/bin/sh", "-c", "exit " + std::to_string(i)};
+      auto r = launch(sessions[static_cast<size_t>(i)], o);
+      if (r && r->ok() && r->exit_code == i) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, 4);
+}
+
+// A record the helper leaves that cannot be read fails the launch with the reason, not a
+// bare "not a run record".
+TEST_F(Launcher, AnUnreadableRecordIsAnErrorThatSaysWhy) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("badrecord"));
+  ASSERT_TRUE(session) << session.error().message;
+  temp_dir bin("evalbox-fake-helper");
+  const std::filesystem::path fake = bin.path() / "evalbox-sandbox";
+  ASSERT_TRUE(write_file(fake,
+                         "#!/bin/sh\n"
+                         "while [ $# -gt 0 ]; do [ \"$1\" = --record ] && rec=$2; shift; done\n"
+                         "printf '{\"schema\": \"evalbox.run-record.v0\"}' > \"$rec\"\n",
+                         0755));
+  ::setenv("EVALBOX_HELPER", fake.c_str(), 1);
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto rec = launch(*session, o);
+  ::unsetenv("EVALBOX_HELPER");
+  ASSERT_FALSE(rec);
+  EXPECT_EQ(rec.error().kind, error_kind::internal);
+  EXPECT_NE(rec.error().message.find("wrote a record evalbox cannot read"), std::string::npos)
+      << rec.error().message;
+  EXPECT_NE(rec.error().message.find(
+                "run record: schema is 'evalbox.run-record.v0', not evalbox.run-record.v1"),
+            std::string::npos)
+      << rec.error().message;
+}
+
+// validate, the preparer and the helper agree on the system paths (spec/system_paths.h): a
+// request naming one as its program's directory or as a read-only path is accepted, gets no
+// bind of its own (the helper mounts it anyway), and its launch sees the path. A path the
+// helper recreates as a symlink (/lib32 -> usr/lib32 here) used to get a bind of its own,
+// which failed the launch with `step check /lib32: ELOOP`.
+TEST_F(Launcher, EverySystemPathIsMountedByTheHelperAlone) {
+  namespace fs = std::filesystem;
+  preparer prep(env_.options());
+  int seen = 0;
+  for (std::string_view sp : system_paths) {
+    const fs::path p(sp);
+    std::error_code ec;
+    if (!fs::exists(p, ec)) continue;
+    ++seen;
+    auto req = env_.request("system" + std::to_string(seen));
+    req.readonly_paths = {p};
+    // A program directly in that directory, where there is one.
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file(ec) && ::access(it->path().c_str(), X_OK) == 0) {
+        req.argv = {it->path().string()};
+        break;
+      }
+    }
+    auto session = prep.prepare(req);
+    ASSERT_TRUE(session) << p << ": " << session.error().message;
+    for (const auto& m : session->mounts())
+      EXPECT_FALSE(below_system_path(m.target)) << p << " got a bind of its own at " << m.target;
+    launch_options o;
+    o.argv = {"/bin/sh", "-c", fmt::format("test -e {}", p.string())};
+    auto rec = launch(*session, o);
+    ASSERT_TRUE(rec) << rec.error().message;
+    EXPECT_EQ(rec->error, "") << p;
+    EXPECT_EQ(rec->exit_code, 0) << p << " is not visible inside";
+  }
+  EXPECT_GE(seen, 1);  // /usr at least
+}
+
+// The launcher makes the run's cgroup while the helper starts and hands it over: the program
+// runs in it, with the request's limits, and nothing of it is left after the launch.
+// `cgroup_root` is where the run's cgroups go (<root>/evalbox/<run id>/<label>-<seq>).
+void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem::path& root,
+                                            const char* limit_file, const std::string& limit) {
+  namespace fs = std::filesystem;
+  preparer prep(env.options());
+  auto req = env.request("cgroup");
+  req.limits.memory_bytes = 256ull << 20;
+  req.limits.pids = 64;
+  auto session = prep.prepare(req);
+  ASSERT_TRUE(session) << session.error().message;
+  const fs::path run = root / "evalbox" / req.run_id;
+  std::string procs, seen_limit;
+  std::thread watcher([&] {
+    for (int i = 0; i < 200 && procs.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::error_code ec;
+      for (fs::directory_iterator it(run, ec), end; !ec && it != end; it.increment(ec)) {
+        if (!it->is_directory(ec)) continue;
+        procs = read_file(it->path() / "cgroup.procs").value_or("");
+        if (limit_file) seen_limit = read_file(it->path() / limit_file).value_or("");
+      }
+    }
+  });
+  launch_options o;
+  o.argv = {"/bin/sleep", "1"};
+  if (!limit_file) {  // a cgroup without controllers: no memory or pids limit can be set
+    o.limits_override = req.limits;
+    o.limits_override->memory_bytes = 0;
+    o.limits_override->pids = 0;
+  }
+  auto rec = launch(*session, o);
+  watcher.join();
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->error, "");
+  EXPECT_EQ(rec->outcome, outcome_kind::exited);
+  EXPECT_FALSE(procs.empty()) << "no task of the run was seen in " << run;
+  if (limit_file) {
+    EXPECT_EQ(seen_limit, limit + "\n");
+  }
+  EXPECT_FALSE(fs::exists(run)) << "left behind: " << run;
+}
+
+TEST_F(Launcher, TheRunIsInTheCgroupTheLauncherMadeWithItsLimits) {
+  EVALBOX_REQUIRE_FEATURE(
+      evalbox::testing::host().root && std::filesystem::exists("/sys/fs/cgroup/memory/tasks"),
+      "root and cgroup v1 memory at /sys/fs/cgroup/memory");
+  expect_run_inside_the_launchers_cgroup(env_, "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                                         std::to_string(256ull << 20));
+}
+
+TEST_F(Launcher, ACgroupV2MadeByTheLauncherIsHandedOverToo) {
+  const std::filesystem::path unified = "/sys/fs/cgroup/unified";
+  EVALBOX_REQUIRE_FEATURE(
+      evalbox::testing::host().root && std::filesystem::exists(unified / "cgroup.procs"),
+      "root and a cgroup2 mount at /sys/fs/cgroup/unified");
+  // The unified mount here offers no controllers: membership only, no limits.
+  ::setenv("EVALBOX_CGROUP_V2_ROOT", unified.c_str(), 1);
+  expect_run_inside_the_launchers_cgroup(env_, unified, nullptr, "");
+  ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
+}
+
+// As root the workspace and home live on the run's size-limited tmpfs, and the record says
+// so; without root it does not (tests/integration/non_root.sh).
+TEST_F(Launcher, TheRecordNamesTheTmpfsQuotaWhenThereIsOne) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("quota"));
+  ASSERT_TRUE(session) << session.error().message;
+  ASSERT_TRUE(session->disk_quota_enforced());
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->mechanisms["limits"]["disk_bytes"]["by"],
+            json::array({"RLIMIT_FSIZE", "tmpfs size"}));
+}
+
+TEST_F(Launcher, ACgroupTheLauncherCannotMakeFailsTheRunAsRoot) {
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("nocgroup"));
+  ASSERT_TRUE(session) << session.error().message;
+  ::setenv("EVALBOX_CGROUP_V2_ROOT", "/proc/evalbox-no-such-cgroup-root", 1);
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto rec = launch(*session, o);
+  ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_FALSE(rec->ok());
+  EXPECT_NE(rec->error.find("create the run's cgroup"), std::string::npos) << rec->error;
+}
+
+}  // namespace
+}  // namespace evalbox::sandbox

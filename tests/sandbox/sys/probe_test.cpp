@@ -1,0 +1,99 @@
+// The host probes must tell the truth: each is checked against an independent observation.
+#include "sandbox/sys/probe.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
+#include "tests/support/isolation.h"
+
+namespace evalbox {
+namespace {
+
+TEST(Probe, ReportsKernelAndIdentity) {
+  const auto& h = testing::host();
+  struct utsname u {};
+  ASSERT_EQ(::uname(&u), 0);
+  EXPECT_EQ(h.kernel, u.release);
+  EXPECT_EQ(h.root, ::geteuid() == 0);
+}
+
+TEST(Probe, OverlayMatchesProcFilesystems) {
+  std::ifstream in("/proc/filesystems");
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(testing::host().overlayfs, all.find("\toverlay\n") != std::string::npos);
+}
+
+TEST(Probe, DefaultSandboxFeaturesPresent) {
+  const auto& h = testing::host();
+  EVALBOX_REQUIRE_FEATURE(h.sandbox_ready(), "namespaces, seccomp and cgroup limits");
+  EXPECT_TRUE(h.user_namespaces);
+  EXPECT_TRUE(h.mount_namespaces);
+  EXPECT_TRUE(h.pid_namespaces);
+  EXPECT_TRUE(h.net_namespaces);
+  EXPECT_TRUE(h.seccomp_filter);
+}
+
+TEST(Probe, JsonHasSchemaAndEveryFeature) {
+  auto j = testing::host().to_json();
+  EXPECT_EQ(j["schema"], "evalbox.host.v1");
+  for (const auto& f : testing::host().features()) {
+    ASSERT_TRUE(j["features"].contains(f.name)) << f.name;
+    if (!f.available) {
+      EXPECT_FALSE(j["features"][f.name]["hint"].get<std::string>().empty());
+    }
+  }
+}
+
+// Without root a run goes ahead without a cgroup (rlimits only), so a host without cgroups can
+// still sandbox an unprivileged user: doctor must not fail a node that `evalbox run` can use.
+TEST(Probe, CgroupLimitsAreRequiredOnlyAsRoot) {
+  sys::host_features h;
+  h.user_namespaces = h.mount_namespaces = h.pid_namespaces = h.net_namespaces = true;
+  h.seccomp_filter = true;
+  h.root = false;
+  EXPECT_TRUE(h.sandbox_ready()) << "unprivileged, namespaces and seccomp: enough";
+  h.root = true;
+  EXPECT_FALSE(h.sandbox_ready()) << "as root the launch needs cgroup limits";
+  h.cgroup_v1_controllers = {"memory", "pids"};
+  EXPECT_TRUE(h.sandbox_ready());
+  h.root = false;
+  h.cgroup_v1_controllers.clear();
+  h.user_namespaces = false;
+  EXPECT_FALSE(h.sandbox_ready()) << "no user namespaces: no sandbox";
+}
+
+TEST(Probe, WhiteoutFormMatchesAnIndependentMknod) {
+  temp_dir dir("evalbox-probe-whiteout");
+  const auto form = sys::probe_whiteout_form(dir.path());
+  const auto node = dir.path() / "wh";
+  bool chardev = ::mknod(node.c_str(), S_IFCHR | 0600, makedev(0, 0)) == 0;
+  EXPECT_EQ(form == sys::whiteout_form::char_device, chardev);
+  // The probe leaves nothing behind.
+  std::filesystem::remove(node);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  EXPECT_EQ(testing::host().to_json()["image_whiteout"],
+            std::string(sys::to_string(testing::host().image_whiteout)));
+}
+
+TEST(Probe, UserNamespaceOverlayOnThisKernel) {
+  // Linux >= 5.11 mounts overlayfs inside a user namespace (userxattr); the project's hosts
+  // run 6.x with unprivileged user namespaces, so this must hold where isolation is required.
+  EVALBOX_REQUIRE_FEATURE(testing::host().userns_overlay,
+                          "overlayfs inside a user namespace (rootless images)");
+  EXPECT_TRUE(testing::host().user_namespaces);
+}
+
+TEST(Probe, EveryMissingFeatureHasAHint) {
+  for (const auto& f : testing::host().features()) EXPECT_FALSE(f.hint.empty()) << f.name;
+}
+
+}  // namespace
+}  // namespace evalbox

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# scripts/check-layering on a copy of the tree: clean as it is, and failing — with the file,
+# the line and what to do — on a new edge between sandbox folders, an allowed edge no include
+# uses any more, a raw system call outside sandbox/sys, and a sandbox folder its table does
+# not list.
+set -euo pipefail
+src=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp -r "$src/sandbox" "$src/scripts" "$src/tests" "$src/bench" "$work/"
+check() { python3 "$work/scripts/check-layering" 2>"$work/out"; }
+expect_failure() {  # what the output must say
+  if check; then echo "FAIL: passed, expected: $1"; exit 1; fi
+  grep -qF -- "$1" "$work/out" || { echo "FAIL: expected '$1' in:"; cat "$work/out"; exit 1; }
+}
+
+check || { echo "FAIL: the tree itself does not pass:"; cat "$work/out"; exit 1; }
+
+# A concern including a sibling it may not: net -> mount.
+cp "$work/sandbox/net/relay.cpp" "$work/relay.cpp.orig"
+echo '#include "sandbox/mount/mount.h"' >>"$work/sandbox/net/relay.cpp"
+line=$(wc -l <"$work/sandbox/net/relay.cpp")
+expect_failure "sandbox/net/relay.cpp:$line: may not include <sandbox/mount/mount.h>"
+cp "$work/relay.cpp.orig" "$work/sandbox/net/relay.cpp"
+
+# A lower layer including a higher one: sys -> helper.
+echo '#include "sandbox/helper/compile.h"' >>"$work/sandbox/sys/probe.cpp"
+expect_failure "sandbox/sys/probe.cpp"
+cp "$src/sandbox/sys/probe.cpp" "$work/sandbox/sys/probe.cpp"
+
+# An allowed edge that nothing uses: helper -> spec is only the system paths include.
+sed -i '/#include "sandbox\/spec\/system_paths.h"/d' "$work/sandbox/helper/compile.cpp"
+expect_failure "sandbox/helper -> sandbox/spec is allowed but no include uses it"
+cp "$src/sandbox/helper/compile.cpp" "$work/sandbox/helper/compile.cpp"
+
+# A raw system call outside sandbox/sys.
+cp "$work/sandbox/base/fs.cpp" "$work/fs.cpp.orig"
+echo 'int f() { return static_cast<int>(::syscall(SYS_gettid)); }' >>"$work/sandbox/base/fs.cpp"
+line=$(wc -l <"$work/sandbox/base/fs.cpp")
+expect_failure "sandbox/base/fs.cpp:$line: a raw syscall(2) outside sandbox/sys"
+cp "$work/fs.cpp.orig" "$work/sandbox/base/fs.cpp"
+
+# A new folder nobody placed in the graph.
+mkdir "$work/sandbox/widget" && echo '#pragma once' >"$work/sandbox/widget/widget.h"
+expect_failure "sandbox/widget: a folder SANDBOX_EDGES does not list"
+rm -r "$work/sandbox/widget"
+
+check || { echo "FAIL: restoring the tree did not pass again:"; cat "$work/out"; exit 1; }
+echo "ok"
