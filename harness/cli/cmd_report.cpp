@@ -4,9 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "harness/cli/commands.h"
+#include "harness/plan/identity.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 #include "sandbox/base/json.h"
@@ -59,8 +61,24 @@ int report_command(const report_args& a) {
     fmt::print(stderr, "{}: no results.jsonl here (is it a results directory?)\n", a.dir);
     return exit_usage;
   }
+  // The plan the directory was written for, when it says (plan.json): a report of a directory
+  // that lacks some of its planned runs (an interrupted run, a partial merge) says how many.
+  std::optional<harness::plan_identity> plan;
+  if (auto p = harness::read_plan(a.dir))
+    plan = std::move(*p);
+  else if (p.error().kind != error_kind::not_found)
+    log::warn("{} (the report cannot say whether planned runs are missing)", p.error().message);
+  std::vector<std::string> planned =
+      plan ? harness::planned_ids(*plan) : std::vector<std::string>();
+  std::vector<bool> seen(planned.size(), false);
+  auto note = [&](const json& r) -> status {
+    std::string id = harness::report_text::str(r, "run_id");
+    auto it = std::lower_bound(planned.begin(), planned.end(), id);
+    if (it != planned.end() && *it == id) seen[static_cast<size_t>(it - planned.begin())] = true;
+    return {};
+  };
   // One pass indexes results.jsonl; each report then reads back one record at a time.
-  auto runs = harness::run_index::of_results(results);
+  auto runs = harness::run_index::of_results(results, note);
   if (!runs) {
     log::error("{}", runs.error().message);
     return exit_internal;
@@ -70,11 +88,22 @@ int report_command(const report_args& a) {
     return exit_usage;
   }
   auto suite = runs->suite_name(std::filesystem::path(a.dir).filename());
-  auto s = harness::write_reports(a.dir, *runs, suite, baseline_of(a), formats);
+  auto baseline = baseline_of(a);
+  if (!baseline && !a.no_baseline && plan) baseline = plan->baseline;
+  auto s = harness::summarize_runs(*runs, baseline);
+  if (s) {
+    auto missing = static_cast<uint64_t>(std::count(seen.begin(), seen.end(), false));
+    if (missing > 0) s->missing = harness::stats::missing_runs{planned.size(), missing};
+    if (auto w = harness::write_reports(a.dir, *s, *runs, suite, formats); !w)
+      s = std::unexpected(std::move(w).error());
+  }
   if (!s) {
     fmt::print(stderr, "reports for {}: {}\n", a.dir, s.error().message);
     return s.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
   }
+  if (s->missing)
+    fmt::print(stderr, "{}: {} of the {} planned runs have no record (the reports say so)\n", a.dir,
+               s->missing->missing, s->missing->planned);
   fmt::print("{}", harness::render_terminal_summary(*s));
   std::string written;
   for (auto f : formats)

@@ -8,6 +8,8 @@
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
+#include "harness/plan/identity.h"
+#include "harness/plan/shard.h"
 #include "harness/results/results.h"
 #include "sandbox/base/log.h"
 
@@ -52,30 +54,62 @@ int run_command(const run_args& a) {
   harness::plan_options po;
   po.trials = a.trials;
   po.filter = a.filter;
-  std::string shard = a.shard;
-  if (shard.empty()) {
-    // Kubernetes Indexed Jobs and Slurm arrays name the shard themselves.
-    for (const char* var : {"JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"})
-      if (const char* v = std::getenv(var); v && *v && std::getenv("EVALBOX_SHARDS"))
-        shard = fmt::format("{}/{}", v, std::getenv("EVALBOX_SHARDS"));
+  // Kubernetes Indexed Jobs and Slurm job arrays name the shard themselves (--shard auto/N).
+  auto shard = harness::resolve_shard(a.shard, [](const char* name) { return std::getenv(name); });
+  if (!shard) {
+    fmt::print(stderr, "{}\n", shard.error().message);
+    return exit_usage;
   }
-  if (!shard.empty()) {
-    if (std::sscanf(shard.c_str(), "%d/%d", &po.shard_index, &po.shard_count) != 2) {
-      fmt::print(stderr, "--shard '{}': write K/N, e.g. 0/4\n", shard);
-      return exit_usage;
-    }
-  }
+  po.shard_index = shard->index;
+  po.shard_count = shard->count;
   auto runs = harness::plan_runs(*suite, po);
   if (!runs) {
     fmt::print(stderr, "{}\n", runs.error().message);
     return exit_usage;
   }
+  // A shard may be empty (more shards than runs); the filter matching nothing never is fine.
+  bool empty_shard = false;
   if (runs->empty()) {
-    fmt::print(stderr, "nothing to run: the filter '{}' matches no fixture/candidate\n", a.filter);
-    return exit_usage;
+    harness::plan_options whole = po;
+    whole.shard_index = 0;
+    whole.shard_count = 1;
+    auto all = harness::plan_runs(*suite, whole);
+    if (!all || all->empty()) {
+      fmt::print(stderr, "nothing to run: the filter '{}' matches no fixture/candidate\n",
+                 a.filter);
+      return exit_usage;
+    }
+    empty_shard = true;
   }
   suite_run_options o;
   o.results_dir = a.results.empty() ? suite->results_dir : std::filesystem::path(a.results);
+  // Each shard has a results directory of its own, so that a requeued shard resumes its own
+  // runs and `evalbox merge` can tell which shard a missing run belongs to.
+  if (shard->count > 1) o.results_dir = o.results_dir / "shards" / std::to_string(shard->index);
+  auto plan = harness::identify_plan(*suite, po);
+  if (!plan) {
+    log::error("{}", plan.error().message);
+    return exit_internal;
+  }
+  auto before = harness::adopt_plan(o.results_dir, *plan);
+  if (!before) {
+    fmt::print(stderr, "{}\n", before.error().message);
+    return before.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
+  }
+  if (*before)
+    fmt::print(stderr,
+               "evalbox: {} held results of another plan (the suite file, a fixture or a "
+               "candidate changed): its records stay, reports show the newest record of each "
+               "trial, and evalbox merge takes only this plan's runs\n",
+               o.results_dir.string());
+  if (shard->count > 1)
+    fmt::print(stderr, "evalbox: shard {}/{} (K from {})\n", shard->index, shard->count,
+               shard->source);
+  if (empty_shard) {
+    fmt::print(stderr, "evalbox: shard {}/{} has no runs (the plan has fewer runs than shards)\n",
+               shard->index, shard->count);
+    return exit_ok;
+  }
   o.concurrency = a.concurrency > 0 ? a.concurrency : suite->concurrency;
   o.retries = a.retries;
   o.resume = !a.no_resume;
@@ -109,6 +143,10 @@ void register_run(CLI::App& app, action& out) {
       "reported.\n\n"
       "Resumes by default: runs already in RESULTS/results.jsonl are skipped; a changed fixture "
       "or candidate gets new run ids. Ctrl-C stops cleanly (exit 130).\n\n"
+      "Sharding: --shard K/N runs every N-th run of the matrix (from the K-th) into "
+      "RESULTS/shards/K; a Slurm job array or a Kubernetes Indexed Job runs --shard auto/N (or "
+      "sets EVALBOX_SHARDS=N), and evalbox merge joins the shards into one report "
+      "(docs/scale-out.md; evalbox slurm and evalbox k8s write the jobs).\n\n"
       "Exit status: 0 every run passed, 1 a task failed, 2 an agent or host execution failed, "
       "3 a grader failed, 64 invalid configuration, 70 internal error, 130/143 interrupted.\n\n"
       "Example: evalbox run fixtures/examples/suite.yaml --concurrency 2");
@@ -123,8 +161,10 @@ void register_run(CLI::App& app, action& out) {
       ->capture_default_str();
   cmd->add_flag("--no-resume", a->no_resume, "rerun runs that are already recorded");
   cmd->add_option("--shard", a->shard,
-                  "run slice K/N of the matrix (also from JOB_COMPLETION_INDEX or "
-                  "SLURM_ARRAY_TASK_ID with EVALBOX_SHARDS=N)");
+                  "run slice K/N of the matrix into RESULTS/shards/K; auto/N takes K from "
+                  "SLURM_ARRAY_TASK_ID (Slurm job array) or JOB_COMPLETION_INDEX (Kubernetes "
+                  "Indexed Job), as EVALBOX_SHARDS=N does without --shard; evalbox merge joins "
+                  "the shards");
   cmd->callback([&out, a] { out = [a] { return run_command(*a); }; });
 }
 

@@ -36,6 +36,9 @@ void register_fixture(CLI::App& app, action& out);
 void register_run(CLI::App& app, action& out);
 void register_report(CLI::App& app, action& out);
 void register_compare(CLI::App& app, action& out);
+void register_merge(CLI::App& app, action& out);
+void register_slurm(CLI::App& app, action& out);
+void register_k8s(CLI::App& app, action& out);
 void register_image(CLI::App& app, action& out);
 
 // The reference part of docs/cli.md: every visible command, option and positional of `app`

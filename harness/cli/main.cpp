@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
       "  evalbox run SUITE               run fixtures x candidates x trials, graded and reported\n"
       "  evalbox report RESULTS          regenerate the reports from results.jsonl\n"
       "  evalbox compare A [B]           paired comparison of candidates, with a verdict\n"
+      "  evalbox merge SHARD... --into D join the results of shards into one report\n"
+      "  evalbox slurm SUITE --shards N  a Slurm job array of shards, and its merge job\n"
+      "  evalbox k8s SUITE --shards N    a Kubernetes Indexed Job of shards, and its merge\n"
       "  evalbox fixture test DIR...     is the fixture trustworthy? (oracle passes, noop fails)\n"
       "  evalbox fixture new NAME        scaffold a fixture to edit\n"
       "  evalbox sandbox exec -- CMD     run CMD in a throwaway sandbox over --workspace DIR\n"
@@ -38,6 +41,9 @@ int main(int argc, char** argv) {
   register_run(app, selected);       // the batch evaluation
   register_report(app, selected);    // reports regenerated from results.jsonl
   register_compare(app, selected);   // paired comparison across or within results
+  register_merge(app, selected);     // shards' results joined into one
+  register_slurm(app, selected);     // a Slurm job array of shards, and its merge
+  register_k8s(app, selected);       // a Kubernetes Indexed Job of shards, and its merge
   register_validate(app, selected);  // fixtures and suites, checked without running
   register_fixture(app, selected);   // fixture authoring: new (and test)
   register_image(app, selected);     // the image store: import, ls, rm

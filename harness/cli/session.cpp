@@ -132,12 +132,14 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
   planned.reserve(runs.size());
   for (const auto& r : runs) planned.push_back(r.run_id);
   std::sort(planned.begin(), planned.end());
+  std::vector<bool> recorded(planned.size(), false);
   auto note = [&](const json& r) -> status {
     auto id = r.find("run_id");
-    if (id == r.end() || !id->is_string() ||
-        !std::binary_search(planned.begin(), planned.end(),
-                            std::string_view(id->get_ref<const std::string&>())))
-      return {};
+    if (id == r.end() || !id->is_string()) return {};
+    auto at = std::lower_bound(planned.begin(), planned.end(),
+                               std::string_view(id->get_ref<const std::string&>()));
+    if (at == planned.end() || *at != id->get_ref<const std::string&>()) return {};
+    recorded[static_cast<size_t>(at - planned.begin())] = true;
     static const json none;
     const json& exec = r.contains("execution") ? r["execution"] : none;
     const json& grading = r.contains("grading") ? r["grading"] : none;
@@ -151,7 +153,14 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
   };
   auto index =
       EB_TRY(harness::run_index::of_results(harness::results_dir(options.results_dir), note));
-  auto s = harness::write_reports(options.results_dir, index, suite.name, suite.baseline);
+  // An interrupted run's reports say how many of its planned runs have no record yet.
+  auto s = harness::summarize_runs(index, suite.baseline);
+  if (s) {
+    auto missing = static_cast<uint64_t>(std::count(recorded.begin(), recorded.end(), false));
+    if (missing > 0) s->missing = harness::stats::missing_runs{planned.size(), missing};
+    if (auto w = harness::write_reports(options.results_dir, *s, index, suite.name); !w)
+      s = std::unexpected(std::move(w).error());
+  }
   if (!s)
     log::warn("reports: {}", s.error().message);
   else

@@ -34,6 +34,20 @@ bool glob_match(std::string_view p, std::string_view t) {
   return pi == p.size();
 }
 
+std::string suite_environment_key(const fixture_spec& fixture) {
+  if (!fixture.environment || !fixture.environment_from_suite) return {};
+  return fmt::format("{}\n{}", fixture.environment->image,
+                     fixture.environment->workdir.value_or(""));
+}
+
+std::string run_id_of(std::string_view fixture_digest, std::string_view candidate_digest, int trial,
+                      std::string_view suite_environment) {
+  std::string key =
+      fmt::format("evalbox.run.v1\n{}\n{}\n{}", fixture_digest, candidate_digest, trial);
+  if (!suite_environment.empty()) key += fmt::format("\nenvironment {}", suite_environment);
+  return sha256_hex(key).substr(0, 16);
+}
+
 result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options) {
   if (options.shard_count < 1 || options.shard_index < 0 ||
       options.shard_index >= options.shard_count)
@@ -54,15 +68,10 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
         if (static_cast<int>(index % static_cast<size_t>(options.shard_count)) !=
             options.shard_index)
           continue;
-        std::string key =
-            fmt::format("evalbox.run.v1\n{}\n{}\n{}", suite.fixtures[f].digest, cand_digests[c], t);
-        // A fixture's own environment is part of its digest (fixture.yaml); the suite's
-        // default is not, so it joins the key as written (not resolved: the ids must not
-        // depend on where the tree lies).
-        if (const auto& env = suite.fixtures[f].environment;
-            env && suite.fixtures[f].environment_from_suite)
-          key += fmt::format("\nenvironment {}\n{}", env->image, env->workdir.value_or(""));
-        runs.push_back({f, c, t, sha256_hex(key).substr(0, 16), cand_digests[c]});
+        runs.push_back({f, c, t,
+                        run_id_of(suite.fixtures[f].digest, cand_digests[c], t,
+                                  suite_environment_key(suite.fixtures[f])),
+                        cand_digests[c]});
       }
     }
   }

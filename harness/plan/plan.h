@@ -30,7 +30,20 @@ struct plan_options {
 // content of its home files. A changed candidate gets new run ids.
 result<std::string> candidate_digest(const candidate_spec& c);
 
-// Runs in a stable order (fixture, candidate, trial).
+// A fixture's own environment is part of its digest (fixture.yaml); the suite's default is not,
+// so it joins the run id as written ("IMAGE\nWORKDIR"; not resolved: the ids must not depend on
+// where the tree lies). Empty when the fixture has no environment or its own.
+std::string suite_environment_key(const fixture_spec& fixture);
+
+// The run id of `trial` of a candidate on a fixture: 16 hex digits of SHA-256 over the
+// fixture's tree digest, the candidate's digest, the trial and the suite's environment for it
+// (docs/results.md).
+std::string run_id_of(std::string_view fixture_digest, std::string_view candidate_digest, int trial,
+                      std::string_view suite_environment = {});
+
+// Runs in a stable order (fixture, candidate, trial). The shard of a run is its index in the
+// whole matrix (filtered-out runs included) modulo N, so shards do not depend on the filter's
+// effect on other runs' positions.
 result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options);
 
 // Shell-style glob: '*' any run of characters (including '/'), '?' one character.

@@ -137,6 +137,13 @@ void write_totals(std::ostream& h, const stats::summary& s, const std::string& s
       "<span class=\"failed\">{2} failed</span>, <span class=\"error\">{3} infrastructure "
       "error(s)</span> (not task failures: left out of every denominator).</p>\n",
       s.runs, passed, failed, s.errors.size());
+  if (s.missing)
+    h << fmt::format(
+        "<p id=\"missing\" class=\"error\" data-missing=\"{0}\" "
+        "data-planned=\"{1}\"><strong>Partial "
+        "results: {0} of the plan's {1} runs are missing</strong> (not run, or not merged): every "
+        "number here is over the {2} recorded runs only.</p>\n",
+        s.missing->missing, s.missing->planned, s.runs);
 }
 
 // pass@1 with its interval as a chart, then the table with pass@k.

@@ -58,6 +58,11 @@ std::string p_text(const std::optional<double>& p) {
 void write_heading(std::ostream& out, const stats::summary& s, const std::string& suite_name) {
   out << fmt::format("# evalbox report: {}\n\n{} runs, {} infrastructure error(s).\n\n",
                      md_cell(suite_name), s.runs, s.errors.size());
+  if (s.missing)
+    out << fmt::format(
+        "**Partial results: {} of the plan's {} runs are missing** (not run, or not "
+        "merged): every number below is over the {} recorded runs only.\n\n",
+        s.missing->missing, s.missing->planned, s.runs);
   out << fmt::format(
       "pass@1 is the mean over fixtures of per-fixture pass rates; its {:.0f}% interval is a "
       "fixture-clustered bootstrap, n = fixtures. Infrastructure errors are not task failures: "

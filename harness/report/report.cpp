@@ -173,6 +173,13 @@ result<stats::summary> write_reports(const std::filesystem::path& dir, const run
         "fixture and trial)",
         runs.superseded());
   auto s = EB_TRY(summarize_runs(runs, std::move(baseline)));
+  EB_TRY(write_reports(dir, s, runs, suite_name, formats));
+  return s;
+}
+
+status write_reports(const std::filesystem::path& dir, const stats::summary& s,
+                     const run_index& runs, const std::string& suite_name,
+                     std::span<const report_format> formats) {
   for (report_format f : formats) {
     auto render = [&](std::ostream& out) -> status {
       switch (f) {
@@ -191,7 +198,7 @@ result<stats::summary> write_reports(const std::filesystem::path& dir, const run
     EB_TRY_CTX(write_file_streamed(dir / report_file_name(f), render),
                fmt::format("write {}", report_file_name(f)));
   }
-  return s;
+  return {};
 }
 
 result<stats::summary> write_reports(const std::filesystem::path& dir,

@@ -133,6 +133,11 @@ result<stats::summary> write_reports(const std::filesystem::path& dir, const run
                                      std::optional<std::string> baseline,
                                      std::span<const report_format> formats = all_report_formats);
 
+// The same with the summary already made (e.g. a partial merge's, which says what is missing).
+status write_reports(const std::filesystem::path& dir, const stats::summary& s,
+                     const run_index& runs, const std::string& suite_name,
+                     std::span<const report_format> formats = all_report_formats);
+
 // The same from records in memory, of which latest_records(records) are reported.
 result<stats::summary> write_reports(const std::filesystem::path& dir,
                                      const std::vector<json>& records,

@@ -194,9 +194,17 @@ struct error_entry {
   std::string message;
 };
 
+// Runs a plan has that no record here covers (a partial `evalbox merge --partial`): every number
+// of the summary is over the recorded runs only, so a report must say how many are missing.
+struct missing_runs {
+  uint64_t planned = 0;  // runs of the whole plan
+  uint64_t missing = 0;  // of those, runs without a record
+};
+
 struct summary {
   options settings;
   uint64_t runs = 0;
+  std::optional<missing_runs> missing;         // set only by a partial merge; in JSON "runs"
   std::vector<cell> cells;                     // sorted by candidate, then fixture
   std::vector<candidate_summary> candidates;   // sorted by name
   std::vector<paired_comparison> comparisons;  // each non-oracle candidate vs the baseline

@@ -60,7 +60,11 @@ json settings_json(const summary& s) {
           {"baseline", s.settings.baseline ? json(*s.settings.baseline) : json(nullptr)}};
 }
 
-json runs_json(const summary& s) { return {{"total", s.runs}, {"errors", s.errors.size()}}; }
+json runs_json(const summary& s) {
+  json j = {{"total", s.runs}, {"errors", s.errors.size()}};
+  if (s.missing) j.update({{"planned", s.missing->planned}, {"missing", s.missing->missing}});
+  return j;
+}
 
 // A candidate without its pass@k and pass^k lists (one entry per k: as long as the trials).
 json candidate_json(const candidate_summary& c) {

@@ -108,7 +108,8 @@ result<record_reader> record_reader::open(const fs::path& results_file) {
 }
 
 result<json> record_reader::read(record_location where) const {
-  std::string line(static_cast<size_t>(where.size), '\0');
+  std::string& line = line_;
+  line.resize(static_cast<size_t>(where.size));
   size_t done = 0;
   while (done < line.size()) {
     ssize_t n = ::pread(fd_.get(), line.data() + done, line.size() - done,

@@ -341,9 +341,13 @@ std::vector<feature> host_features::features() const {
                "delegate memory, pids and cpu to evalbox's cgroup (systemd: Delegate=yes)"});
   f.push_back({"cgroup_v1", v1_usable, false, fmt::format("[{}]", join(cgroup_v1_controllers)),
                "mount cgroup v1 memory and pids controllers, or delegate cgroup v2"});
-  f.push_back({"cgroup_limits", v1_usable || v2_usable, true,
+  // Without root a run goes ahead without a cgroup (rlimits only; its record says what was not
+  // enforced), so only root needs one: as root the launch refuses to run without it.
+  f.push_back({"cgroup_limits", v1_usable || v2_usable, root,
                v2_usable ? "cgroup v2" : (v1_usable ? "cgroup v1" : "none"),
-               "memory and pids limits need cgroup v2 controllers or cgroup v1 (as root)"});
+               root ? "memory and pids limits need cgroup v2 controllers or cgroup v1"
+                    : "without root, memory and pids limits are not enforced (rlimits only) "
+                      "unless a cgroup v2 subtree with memory and pids is delegated to you"});
   f.push_back({"reflink", reflink, false, state_dir.string(),
                "the state directory's filesystem has no reflink (btrfs/xfs do): the reflink "
                "strategy is unavailable, overlay or copy is used"});

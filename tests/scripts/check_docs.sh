@@ -65,17 +65,17 @@ cat >"$WORK/fake-evalbox" <<FAKE
 #!/bin/sh
 if [ "\$1" = --cli-reference ]; then
   "$EVALBOX" --cli-reference
-  printf '\n### \`evalbox merge\`\n\nJoin shard results.\n\nUsage: \`evalbox merge DIR...\`\n'
+  printf '\n### \`evalbox teleport\`\n\nMove a results directory.\n\nUsage: \`evalbox teleport DIR...\`\n'
 else
   exec "$EVALBOX" "\$@"
 fi
 FAKE
 tree
 FAKE=$WORK/fake-evalbox check "$T" 1
-says 'lacks the command `evalbox merge`'
+says 'lacks the command `evalbox teleport`'
 FAKE=$WORK/fake-evalbox check "$T" 1 --fix
-says 'does not list `evalbox merge` in its table'
-says 'does not say what `evalbox merge` exits with'
+says 'does not list `evalbox teleport` in its table'
+says 'does not say what `evalbox teleport` exits with'
 
 # 4. Environment variables read without docs: a literal, a loop over literals, a script's.
 tree

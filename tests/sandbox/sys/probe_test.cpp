@@ -52,6 +52,24 @@ TEST(Probe, JsonHasSchemaAndEveryFeature) {
   }
 }
 
+// Without root a run goes ahead without a cgroup (rlimits only), so a host without cgroups can
+// still sandbox an unprivileged user: doctor must not fail a node that `evalbox run` can use.
+TEST(Probe, CgroupLimitsAreRequiredOnlyAsRoot) {
+  sys::host_features h;
+  h.user_namespaces = h.mount_namespaces = h.pid_namespaces = h.net_namespaces = true;
+  h.seccomp_filter = true;
+  h.root = false;
+  EXPECT_TRUE(h.sandbox_ready()) << "unprivileged, namespaces and seccomp: enough";
+  h.root = true;
+  EXPECT_FALSE(h.sandbox_ready()) << "as root the launch needs cgroup limits";
+  h.cgroup_v1_controllers = {"memory", "pids"};
+  EXPECT_TRUE(h.sandbox_ready());
+  h.root = false;
+  h.cgroup_v1_controllers.clear();
+  h.user_namespaces = false;
+  EXPECT_FALSE(h.sandbox_ready()) << "no user namespaces: no sandbox";
+}
+
 TEST(Probe, WhiteoutFormMatchesAnIndependentMknod) {
   temp_dir dir("evalbox-probe-whiteout");
   const auto form = sys::probe_whiteout_form(dir.path());

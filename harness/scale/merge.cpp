@@ -1,0 +1,702 @@
+// Joining shard results directories (see merge.h for the theory of operation).
+#include "harness/scale/merge.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include <fmt/ranges.h>
+
+#include "harness/results/results.h"
+#include "sandbox/base/digest.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/json_checks.h"
+#include "sandbox/base/log.h"
+#include "sandbox/base/unique_fd.h"
+
+namespace evalbox::harness::scale {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Planned run ids are 16 hex digits; as a number they make a small key.
+std::optional<uint64_t> id_number(std::string_view id) {
+  if (id.size() != 16) return std::nullopt;
+  for (char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  uint64_t v = 0;
+  std::from_chars(id.data(), id.data() + id.size(), v, 16);
+  return v;
+}
+
+// 128 bits of SHA-256 over a record's line: the same line, the same digest.
+struct content_digest {
+  uint64_t hi = 0, lo = 0;
+  bool operator==(const content_digest&) const = default;
+};
+
+// Of the line as written: evalbox writes records in canonical form, so the same record is the
+// same bytes wherever it was copied (a line that differs only in form is compared by content
+// before it is called a conflict: same_content).
+content_digest digest_of(std::string_view line) {
+  std::string hex = sha256_hex(line);
+  content_digest d;
+  std::from_chars(hex.data(), hex.data() + 16, d.hi, 16);
+  std::from_chars(hex.data() + 16, hex.data() + 32, d.lo, 16);
+  return d;
+}
+
+// Reads only what the merge needs of a line — its top-level "schema" and "run_id" — while
+// checking that the whole line is JSON that results_dir::for_each_record would take (a torn or
+// garbled line, or one nested deeper than max_json_depth, is no record). No document is built:
+// a record is a few kilobytes, and a merge reads every one of them.
+class record_keys final : public nlohmann::json_sax<json> {
+ public:
+  std::string schema, run_id;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool string(string_t& v) override {
+    if (depth_ == 1 && key_ == "schema") schema = v;
+    if (depth_ == 1 && key_ == "run_id") run_id = v;
+    return value();
+  }
+  bool start_object(std::size_t) override { return ++depth_ <= max_json_depth; }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override { return ++depth_ <= max_json_depth; }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      key_ = k;
+      // A repeated key: the document keeps the last value, whatever its type.
+      if (k == "schema") schema.clear();
+      if (k == "run_id") run_id.clear();
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  // A value at the top level is not an object: no record.
+  bool value() const { return depth_ > 0; }
+  size_t depth_ = 0;
+  std::string key_;
+};
+
+// Calls `visit(line, where, run_id)` for every complete line of `file` that is an
+// evalbox.run.v1 record (as results_dir::for_each_record counts them), reading in large chunks.
+status scan_records(const fs::path& file,
+                    const std::function<status(std::string_view line, record_location where,
+                                               std::string_view run_id)>& visit) {
+  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return {};
+    return sys_error(errno, "open {}", file.string());
+  }
+  std::string buf;
+  uint64_t buf_offset = 0;  // file offset of buf[0]
+  std::vector<char> chunk(1u << 20);
+  for (;;) {
+    ssize_t n = ::read(fd.get(), chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error(errno, "read {}", file.string());
+    if (n == 0) break;  // what is left in buf is a torn last line: not a record
+    buf.append(chunk.data(), static_cast<size_t>(n));
+    size_t start = 0;
+    for (;;) {
+      const char* nl =
+          static_cast<const char*>(std::memchr(buf.data() + start, '\n', buf.size() - start));
+      if (!nl) break;
+      const size_t stop = static_cast<size_t>(nl - buf.data());
+      std::string_view line(buf.data() + start, stop - start);
+      record_keys keys;
+      if (!line.empty() &&
+          json::sax_parse(line.begin(), line.end(), &keys, json::input_format_t::json,
+                          /*strict=*/true) &&
+          keys.schema == run_schema)
+        EB_TRY(visit(line, {buf_offset + start, line.size()}, keys.run_id));
+      start = stop + 1;
+    }
+    buf.erase(0, start);
+    buf_offset += start;
+  }
+  return {};
+}
+
+// The line at `where` of an open results.jsonl, into `line` (reused: a fresh buffer of a few
+// kilobytes per record makes glibc consolidate its free lists every time).
+status read_line_at(int fd, const fs::path& file, record_location where, std::string& line) {
+  line.resize(static_cast<size_t>(where.size));
+  size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::pread(fd, line.data() + done, line.size() - done,
+                        static_cast<off_t>(where.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error(errno, "read {}", file.string());
+    if (n == 0)
+      return make_error(error_kind::io, "{}: the record at byte {} changed while merging",
+                        file.string(), where.offset);
+    done += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+// One directory records are taken from: a shard, or the output's earlier merge.
+struct source {
+  fs::path dir;
+  plan_identity plan;
+  std::vector<int> shards;  // the shards (K) whose runs it holds
+  bool is_output = false;
+};
+
+// One run of the plan, compactly: its id, what names it in messages, the shard that runs it.
+struct planned_run {
+  uint64_t id = 0;
+  uint32_t fixture = 0, candidate = 0;
+  int32_t trial = 0, shard = 0;
+};
+
+// The record a run is taken from: its source, where its line lies, and the line's digest.
+struct slot {
+  static constexpr uint32_t none = UINT32_MAX;
+  uint32_t source = none;
+  record_location where;
+  content_digest digest;
+};
+// merge.h states what the index costs per run.
+static_assert(sizeof(planned_run) == 24 && sizeof(slot) == 40 &&
+              sizeof(std::pair<uint32_t, slot>) == 48);
+
+// Whether two lines that differ in bytes hold the same record (one was rewritten in another
+// form, e.g. by hand or by another JSON tool): compared in canonical form.
+result<bool> same_content(const source& a, const slot& x, const source& b, const slot& y) {
+  auto line_of = [](const source& s, const slot& at) -> result<json> {
+    const fs::path file = s.dir / "results.jsonl";
+    unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return sys_error(errno, "open {}", file.string());
+    std::string line;
+    EB_TRY(read_line_at(fd.get(), file, at.where, line));
+    return parse_json(line, file.string());
+  };
+  auto jx = EB_TRY(line_of(a, x));
+  auto jy = EB_TRY(line_of(b, y));
+  return canonical_json(jx) == canonical_json(jy);
+}
+
+// 1-based line of `file` on which byte `offset` lies (for messages only).
+uint64_t line_at(const fs::path& file, uint64_t offset) {
+  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return 0;
+  uint64_t line = 1, pos = 0;
+  char buf[64 * 1024];
+  while (pos < offset) {
+    ssize_t n = ::read(fd.get(), buf, std::min<uint64_t>(sizeof buf, offset - pos));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    line += static_cast<uint64_t>(std::count(buf, buf + n, '\n'));
+    pos += static_cast<uint64_t>(n);
+  }
+  return line;
+}
+
+std::string run_name(const plan_identity& p, const planned_run& r) {
+  return fmt::format("{}/{}#{} ({:016x})", p.fixtures[r.fixture].id, p.candidates[r.candidate].id,
+                     r.trial, r.id);
+}
+
+// What differs between two plans, in words, for the refusal to merge them.
+std::string plan_differences(const plan_identity& a, const plan_identity& b) {
+  std::vector<std::string> out;
+  if (a.suite != b.suite) out.push_back(fmt::format("suite '{}' vs '{}'", a.suite, b.suite));
+  if (a.suite_digest != b.suite_digest)
+    out.push_back(fmt::format("suite file digest {}… vs {}… (the suite file was changed)",
+                              a.suite_digest.substr(0, 12), b.suite_digest.substr(0, 12)));
+  auto compare = [&](const char* what, const auto& x, const auto& y) {
+    std::map<std::string, std::string> mx, my;
+    for (const auto& e : x) mx[e.id] = e.digest;
+    for (const auto& e : y) my[e.id] = e.digest;
+    for (const auto& [id, d] : mx) {
+      auto it = my.find(id);
+      if (it == my.end())
+        out.push_back(fmt::format("{} '{}' only in the first", what, id));
+      else if (it->second != d)
+        out.push_back(fmt::format("{} '{}' differs (digest {}… vs {}…)", what, id, d.substr(0, 12),
+                                  it->second.substr(0, 12)));
+    }
+    for (const auto& [id, d] : my)
+      if (!mx.contains(id)) out.push_back(fmt::format("{} '{}' only in the second", what, id));
+  };
+  compare("fixture", a.fixtures, b.fixtures);
+  compare("candidate", a.candidates, b.candidates);
+  if (a.trials != b.trials) out.push_back(fmt::format("trials {} vs {}", a.trials, b.trials));
+  if (a.filter != b.filter) out.push_back(fmt::format("filter '{}' vs '{}'", a.filter, b.filter));
+  if (a.baseline != b.baseline)
+    out.push_back(
+        fmt::format("baseline '{}' vs '{}'", a.baseline.value_or(""), b.baseline.value_or("")));
+  if (out.empty()) out.push_back("the order of fixtures or candidates");
+  return fmt::format("{}", fmt::join(out, "; "));
+}
+
+bool same_dir(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec)) return true;
+  return normalize(fs::absolute(a, ec)) == normalize(fs::absolute(b, ec));
+}
+
+result<source> open_shard(const fs::path& dir) {
+  std::error_code ec;
+  auto st = fs::status(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return sys_error(ec.value(), "shard {}", dir.string());
+  if (!fs::exists(st))
+    return make_error(error_kind::not_found, "shard {}: no such directory", dir.string());
+  if (!fs::is_directory(st))
+    return make_error(error_kind::invalid_argument, "shard {}: not a directory", dir.string());
+  auto plan = read_plan(dir);
+  if (!plan) {
+    if (plan.error().kind == error_kind::not_found)
+      return make_error(error_kind::invalid_argument,
+                        "shard {}: no plan.json, so it is not a results directory of `evalbox "
+                        "run` (or one written before plan.json existed: run the same `evalbox "
+                        "run` into it again, which resumes and writes it)",
+                        dir.string());
+    return std::unexpected(
+        std::move(plan).error().with_context(fmt::format("shard {}", dir.string())));
+  }
+  source s{dir, std::move(*plan), {}, false};
+  s.shards = s.plan.merged.empty() ? std::vector<int>{s.plan.shard_index} : s.plan.merged;
+  return s;
+}
+
+// The output's earlier merge, if any; refuses a directory that holds anything else.
+result<std::optional<source>> open_output(const fs::path& dir) {
+  std::error_code ec;
+  auto st = fs::status(dir, ec);
+  if (!fs::exists(st)) return std::optional<source>();
+  if (!fs::is_directory(st))
+    return make_error(error_kind::invalid_argument, "--into {}: not a directory", dir.string());
+  auto plan = read_plan(dir);
+  if (!plan) {
+    if (plan.error().kind != error_kind::not_found)
+      return std::unexpected(std::move(plan).error().with_context("--into"));
+    if (fs::exists(dir / "results.jsonl", ec))
+      return make_error(error_kind::invalid_argument,
+                        "--into {}: holds a results.jsonl but no plan.json: not a directory "
+                        "evalbox merge wrote; merge into another one",
+                        dir.string());
+    return std::optional<source>();
+  }
+  if (plan->merged.empty())
+    return make_error(error_kind::invalid_argument,
+                      "--into {}: holds the results of `evalbox run` (shard {}/{}), not a merge: "
+                      "merge into another directory",
+                      dir.string(), plan->shard_index, plan->shard_count);
+  source s{dir, std::move(*plan), {}, true};
+  s.shards = s.plan.merged;
+  return std::optional<source>(std::move(s));
+}
+
+// A complete line ends results.jsonl: a merge killed mid-append left a torn one, which would
+// swallow the next record appended after it.
+status drop_torn_tail(int fd, const fs::path& file) {
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  if (size < 0) return sys_error(errno, "lseek {}", file.string());
+  off_t keep = size;
+  char buf[4096];
+  while (keep > 0) {
+    off_t from = std::max<off_t>(0, keep - static_cast<off_t>(sizeof buf));
+    ssize_t n = ::pread(fd, buf, static_cast<size_t>(keep - from), from);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return sys_error(n < 0 ? errno : EIO, "read {}", file.string());
+    const char* nl = static_cast<const char*>(::memrchr(buf, '\n', static_cast<size_t>(n)));
+    if (nl) {
+      keep = from + (nl - buf) + 1;
+      break;
+    }
+    keep = from;
+  }
+  if (keep == size) return {};
+  log::warn("{}: dropping a torn last line ({} bytes) left by an interrupted merge", file.string(),
+            size - keep);
+  if (::ftruncate(fd, keep) != 0) return sys_error(errno, "truncate {}", file.string());
+  return {};
+}
+
+// Appends lines with few large writes; fsynced once at the end.
+class appender {
+ public:
+  appender(unique_fd fd, fs::path file) : fd_(std::move(fd)), file_(std::move(file)) {}
+  status add(std::string_view line) {
+    buf_.append(line);
+    buf_.push_back('\n');
+    return buf_.size() >= (1u << 20) ? flush() : status{};
+  }
+  status finish() {
+    EB_TRY(flush());
+    if (::fdatasync(fd_.get()) != 0) return sys_error(errno, "fdatasync {}", file_.string());
+    return {};
+  }
+
+ private:
+  status flush() {
+    size_t done = 0;
+    while (done < buf_.size()) {
+      ssize_t n = ::write(fd_.get(), buf_.data() + done, buf_.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return sys_error(errno, "append to {}", file_.string());
+      done += static_cast<size_t>(n);
+    }
+    buf_.clear();
+    return {};
+  }
+  unique_fd fd_;
+  fs::path file_;
+  std::string buf_;
+};
+
+// Copies the regular file `name` of directory `from` into directory `to` (mode kept).
+status copy_at(int from, int to, const char* name, mode_t mode, const fs::path& shown) {
+  unique_fd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!in) return sys_error(errno, "open {}", (shown / name).string());
+  unique_fd outf(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777));
+  if (!outf) return sys_error(errno, "create {}", name);
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(in.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error(errno, "read {}", (shown / name).string());
+    if (n == 0) return {};
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(outf.get(), buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return sys_error(errno, "write {}", name);
+      done += w;
+    }
+  }
+}
+
+// The entries of directory `from` (whose descriptor it takes) into the empty directory `to`,
+// recursively: regular files hard-linked (a recorded run's files are never written again: a
+// rerun replaces its directory with new files), copied where a link cannot be made (EXDEV:
+// another filesystem; EPERM: fs.protected_hardlinks and a file of another user; EMLINK);
+// symlinks as symlinks, never followed; anything else (sockets, fifos, devices) is no result
+// and is left out. Relative to directory descriptors, by the type readdir gives: a file costs
+// one linkat, no stat and no path resolution — a merge brings hundreds of thousands.
+status link_tree(unique_fd from_fd, int to, const fs::path& shown, bool copy, merge_report& out,
+                 int depth = 0) {
+  if (depth > 64)
+    return make_error(error_kind::invalid_argument, "{}: nested too deep", shown.string());
+  const int from = from_fd.get();
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(from), ::closedir);
+  if (!dir) return sys_error(errno, "read {}", shown.string());
+  (void)from_fd.release();  // closed by closedir
+  auto mode_of = [&](const char* name) -> result<mode_t> {
+    struct stat st {};
+    if (::fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return sys_error(errno, "stat {}", (shown / name).string());
+    return st.st_mode;
+  };
+  errno = 0;
+  while (dirent* e = ::readdir(dir.get())) {
+    const char* name = e->d_name;
+    if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+    unsigned char type = e->d_type;
+    if (type == DT_UNKNOWN) type = IFTODT(EB_TRY(mode_of(name)));  // filesystems without d_type
+    if (type == DT_REG) {
+      if (!copy) {
+        if (::linkat(from, name, to, name, 0) == 0) {
+          ++out.linked;
+          continue;
+        }
+        if (errno != EXDEV && errno != EPERM && errno != EMLINK && errno != EACCES)
+          return sys_error(errno, "link {}", (shown / name).string());
+      }
+      const mode_t mode = EB_TRY(mode_of(name));
+      EB_TRY(copy_at(from, to, name, mode, shown));
+      ++out.copied;
+    } else if (type == DT_DIR) {
+      const mode_t mode = EB_TRY(mode_of(name));
+      if (::mkdirat(to, name, mode & 07777) != 0) return sys_error(errno, "mkdir {}", name);
+      unique_fd sub_from(::openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      unique_fd sub_to(::openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub_from || !sub_to) return sys_error(errno, "open {}", (shown / name).string());
+      EB_TRY(link_tree(std::move(sub_from), sub_to.get(), shown / name, copy, out, depth + 1));
+    } else if (type == DT_LNK) {
+      std::string target(PATH_MAX, '\0');
+      ssize_t n = ::readlinkat(from, name, target.data(), target.size());
+      if (n < 0) return sys_error(errno, "readlink {}", (shown / name).string());
+      target.resize(static_cast<size_t>(n));
+      if (::symlinkat(target.c_str(), to, name) != 0) return sys_error(errno, "symlink {}", name);
+    }
+    errno = 0;
+  }
+  if (errno != 0) return sys_error(errno, "read {}", shown.string());
+  return {};
+}
+
+// Run directories brought from one source's runs/ into the output's (see link_tree). A
+// directory is complete before its record is appended; one a killed merge left without its
+// record is replaced.
+class run_dirs {
+ public:
+  static result<run_dirs> open(const fs::path& from, const fs::path& to, bool copy) {
+    unique_fd to_fd(::open(to.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!to_fd) return sys_error(errno, "open {}", to.string());
+    unique_fd from_fd(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!from_fd && errno != ENOENT) return sys_error(errno, "open {}", from.string());
+    return run_dirs(std::move(from_fd), std::move(to_fd), from, to, copy);
+  }
+
+  // False when the source has no directory for the run (its record is merged without one).
+  result<bool> bring(const std::string& id, merge_report& out) {
+    if (!from_) return false;
+    unique_fd src(
+        ::openat(from_.get(), id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!src) {
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return false;
+      return sys_error(errno, "open {}", (from_path_ / id).string());
+    }
+    if (::mkdirat(to_.get(), id.c_str(), 0755) != 0) {
+      if (errno != EEXIST) return sys_error(errno, "mkdir {}", (to_path_ / id).string());
+      EB_TRY(remove_tree(to_path_ / id));
+      if (::mkdirat(to_.get(), id.c_str(), 0755) != 0)
+        return sys_error(errno, "mkdir {}", (to_path_ / id).string());
+    }
+    unique_fd dst(::openat(to_.get(), id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dst) return sys_error(errno, "open {}", (to_path_ / id).string());
+    if (auto linked = link_tree(std::move(src), dst.get(), from_path_ / id, copy_, out); !linked)
+      return std::unexpected(std::move(linked).error().with_context(
+          fmt::format("bring {} into {}", (from_path_ / id).string(), (to_path_ / id).string())));
+    return true;
+  }
+
+ private:
+  run_dirs(unique_fd from, unique_fd to, fs::path from_path, fs::path to_path, bool copy)
+      : from_(std::move(from)),
+        to_(std::move(to)),
+        from_path_(std::move(from_path)),
+        to_path_(std::move(to_path)),
+        copy_(copy) {}
+  unique_fd from_, to_;
+  fs::path from_path_, to_path_;
+  bool copy_;
+};
+
+}  // namespace
+
+result<merge_report> merge_shards(const merge_options& options) {
+  if (options.shards.empty())
+    return make_error(error_kind::invalid_argument, "no shard directory given");
+  // ---- inputs: every one a results directory of the same plan ----
+  for (const auto& dir : options.shards)
+    if (same_dir(dir, options.into))
+      return make_error(error_kind::invalid_argument,
+                        "{} is both a shard and --into: merge into another directory",
+                        dir.string());
+  std::vector<source> sources;
+  auto output = EB_TRY(open_output(options.into));
+  if (output) sources.push_back(std::move(*output));
+  const bool had_output = !sources.empty();
+  for (const auto& dir : options.shards) sources.push_back(EB_TRY(open_shard(dir)));
+  const source& first = sources.front();
+  for (const auto& s : sources) {
+    if (s.plan.matrix_digest() != first.plan.matrix_digest())
+      return make_error(error_kind::invalid_argument,
+                        "{} and {} are of different plans ({}): merge only the shards of one "
+                        "suite, fixture set and candidate set",
+                        first.dir.string(), s.dir.string(), plan_differences(first.plan, s.plan));
+    if (s.plan.shard_count != first.plan.shard_count)
+      return make_error(error_kind::invalid_argument,
+                        "{} is a shard of {} but {} of {}: merge shards of one split (the same "
+                        "N)",
+                        first.dir.string(), first.plan.shard_count, s.dir.string(),
+                        s.plan.shard_count);
+  }
+
+  merge_report out;
+  out.plan = first.plan;
+  out.plan.shard_index = 0;
+  std::set<int> merged;
+  for (const auto& s : sources) merged.insert(s.shards.begin(), s.shards.end());
+  out.plan.merged.assign(merged.begin(), merged.end());
+
+  // ---- the plan's runs, by id ----
+  std::vector<planned_run> planned;  // plan order
+  {
+    const std::vector<matrix_run> matrix = matrix_runs(out.plan);
+    planned.reserve(matrix.size());
+    for (const auto& r : matrix)
+      planned.push_back({*id_number(r.run_id), r.fixture, r.candidate, r.trial, r.shard});
+  }
+  std::vector<uint32_t> by_id(planned.size());  // positions in `planned`, by run id
+  for (uint32_t i = 0; i < by_id.size(); ++i) by_id[i] = i;
+  std::sort(by_id.begin(), by_id.end(),
+            [&](uint32_t a, uint32_t b) { return planned[a].id < planned[b].id; });
+  auto position_of = [&](uint64_t id) -> std::optional<uint32_t> {
+    auto it = std::lower_bound(by_id.begin(), by_id.end(), id,
+                               [&](uint32_t p, uint64_t v) { return planned[p].id < v; });
+    if (it == by_id.end() || planned[*it].id != id) return std::nullopt;
+    return *it;
+  };
+  out.planned = planned.size();
+
+  // ---- pass 1: index every source; one record per run across them ----
+  std::vector<slot> slots(planned.size());  // by position in `planned`
+  // One source's records in file order (its reruns included), before its newest of each run is
+  // known: what a source holds is only compared with the others once it is read to the end.
+  std::vector<std::pair<uint32_t, slot>> seen;
+  for (uint32_t si = 0; si < sources.size(); ++si) {
+    const source& s = sources[si];
+    seen.clear();
+    auto walked = scan_records(
+        s.dir / "results.jsonl",
+        [&](std::string_view line, record_location where, std::string_view run_id) -> status {
+          std::optional<uint64_t> id = id_number(run_id);
+          std::optional<uint32_t> pos = id ? position_of(*id) : std::nullopt;
+          if (!pos) {
+            ++out.foreign;
+            return {};
+          }
+          seen.emplace_back(*pos, slot{si, where, digest_of(line)});
+          return {};
+        });
+    if (!walked)
+      return std::unexpected(std::move(walked).error().with_context(
+          fmt::format("{} {}", s.is_output ? "--into" : "shard", s.dir.string())));
+    std::stable_sort(seen.begin(), seen.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (i + 1 < seen.size() && seen[i + 1].first == seen[i].first) {
+        ++out.superseded;  // a rerun's newer record of the same run follows in the file
+        continue;
+      }
+      const auto& [pos, mine] = seen[i];
+      slot& taken = slots[pos];
+      if (taken.source == slot::none) {
+        taken = mine;
+        continue;
+      }
+      const source& a = sources[taken.source];
+      if (taken.digest == mine.digest || EB_TRY(same_content(a, taken, s, mine))) {
+        ++out.duplicates;
+        continue;
+      }
+      return make_error(
+          error_kind::invalid_argument,
+          "two different records of run {}: {}:{} and {}:{}; a run is recorded once, so one of "
+          "them is from a rerun (--no-resume) or another attempt at the same shard: remove the "
+          "line you do not want (and its runs/{:016x} directory), then merge again",
+          run_name(out.plan, planned[pos]), (a.dir / "results.jsonl").string(),
+          line_at(a.dir / "results.jsonl", taken.where.offset), (s.dir / "results.jsonl").string(),
+          line_at(s.dir / "results.jsonl", mine.where.offset), planned[pos].id);
+    }
+  }
+  seen = {};
+
+  // ---- what is missing, by shard ----
+  std::map<int, shard_gap> gaps;
+  for (uint32_t pos = 0; pos < planned.size(); ++pos) {
+    const planned_run& r = planned[pos];
+    shard_gap& g = gaps[r.shard];
+    g.shard = r.shard;
+    ++g.planned;
+    if (slots[pos].source != slot::none) continue;
+    if (g.missing++ < shard_gap::listed) g.first_missing.push_back(run_name(out.plan, r));
+  }
+  for (auto& [k, g] : gaps) {
+    out.missing += g.missing;
+    if (g.missing == 0) continue;
+    for (const auto& s : sources)
+      if (std::find(s.shards.begin(), s.shards.end(), k) != s.shards.end()) g.dirs.push_back(s.dir);
+    out.gaps.push_back(std::move(g));
+  }
+  out.recorded = out.planned - out.missing;
+  if (out.missing > 0 && !options.partial) return out;
+
+  // ---- pass 2: write ----
+  const fs::path into = options.into;
+  EB_TRY(make_dirs(into / "runs"));
+  unique_fd lock(::open(into.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!lock) return sys_error(errno, "open {}", into.string());
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
+    return errno == EWOULDBLOCK
+               ? make_error(error_kind::busy, "{}: another evalbox merge is writing it",
+                            into.string())
+               : sys_error(errno, "flock {}", into.string());
+  results_dir target(into);
+  unique_fd results_fd(
+      ::open(target.results_file().c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (!results_fd) return sys_error(errno, "open {}", target.results_file().string());
+  EB_TRY(drop_torn_tail(results_fd.get(), target.results_file()));
+  appender append(std::move(results_fd), target.results_file());
+  // The runs taken from each source, in the order of its results.jsonl; each line is read back
+  // by where pass 1 found it, so none is parsed twice.
+  std::vector<uint32_t> order;
+  for (uint32_t pos = 0; pos < slots.size(); ++pos)
+    if (slots[pos].source != slot::none && !(had_output && slots[pos].source == 0))
+      order.push_back(pos);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::pair(slots[a].source, slots[a].where.offset) <
+           std::pair(slots[b].source, slots[b].where.offset);
+  });
+  unique_fd fd;
+  std::string line;
+  std::optional<run_dirs> dirs;
+  uint32_t open_source = slot::none;
+  for (uint32_t pos : order) {
+    const slot& from = slots[pos];
+    const source& s = sources[from.source];
+    const fs::path file = s.dir / "results.jsonl";
+    if (from.source != open_source) {
+      fd = unique_fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd) return sys_error(errno, "open {}", file.string());
+      dirs = EB_TRY(run_dirs::open(s.dir / "runs", into / "runs", options.copy));
+      open_source = from.source;
+    }
+    EB_TRY(read_line_at(fd.get(), file, from.where, line));
+    if (!EB_TRY(dirs->bring(fmt::format("{:016x}", planned[pos].id), out))) ++out.without_dir;
+    ++out.added;
+    EB_TRY(append.add(line));
+  }
+  EB_TRY(append.finish());
+  EB_TRY(write_plan(into, out.plan));
+  out.written = true;
+  // The merge's own index is not needed by the reports: freed before they build theirs.
+  planned = {};
+  by_id = {};
+  slots = {};
+  order = {};
+
+  // ---- reports, from the merged results.jsonl alone ----
+  auto index = EB_TRY(run_index::of_results(target));
+  auto s = EB_TRY(summarize_runs(index, out.plan.baseline));
+  if (out.missing > 0) s.missing = stats::missing_runs{out.planned, out.missing};
+  EB_TRY_CTX(write_reports(into, s, index, out.plan.suite), "reports");
+  out.summary = std::move(s);
+  return out;
+}
+
+}  // namespace evalbox::harness::scale
