@@ -135,6 +135,7 @@ class claude_code_adapter final : public harness::adapter {
     const fs::path binary =
         EB_TRY(harness::installed_binary(c, default_binary(), "claude", "scripts/install-agents"));
     p.argv = {binary.string(), "-p", "--output-format", "stream-json", "--verbose"};
+    if (binary == default_binary()) p.client_version = std::string(claude_code_pinned_version);
     // Its Bash tool runs commands with bash or zsh (it looks for them and will not use sh).
     p.needs_any_of = {"bash", "zsh"};
     p.needs_why = "Claude Code runs its shell commands with bash or zsh";

@@ -192,6 +192,7 @@ class codex_adapter final : public harness::adapter {
     const fs::path binary =
         EB_TRY(harness::installed_binary(c, default_binary(), "codex", "scripts/install-agents"));
     p.argv = {binary.string()};
+    if (binary == default_binary()) p.client_version = std::string(codex_pinned_version);
     for (auto& path : harness::install_paths(binary)) p.readonly_paths.push_back(std::move(path));
     if (ctx.fixture.environment) {
       if (const fs::path native = native_client(binary); !native.empty()) {

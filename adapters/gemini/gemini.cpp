@@ -102,6 +102,7 @@ class gemini_adapter final : public harness::adapter {
     const fs::path binary = EB_TRY(
         harness::installed_binary(c, default_binary(), "gemini", "scripts/install-agents gemini"));
     p.argv = {binary.string(), "--output-format", "stream-json", "--skip-trust"};
+    if (binary == default_binary()) p.client_version = std::string(gemini_pinned_version);
     p.readonly_paths.push_back(harness::install_prefix(binary));
     if (auto m = string_setting(c, "model"); !m.empty())
       p.argv.insert(p.argv.end(), {"--model", m});

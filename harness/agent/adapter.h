@@ -54,6 +54,9 @@ struct agent_plan {
   bool runs_fixture_solution = false;
   // How read_transcript() should treat stdout: the raw bytes are always kept as native/.
   std::string stdout_name = "stdout.txt";
+  // The client's version when the adapter knows it (its pinned client from the agent cache):
+  // trajectory.json's agent.version. Empty: "unknown".
+  std::string client_version;
 };
 
 // Where a finished launch left its output (host paths).

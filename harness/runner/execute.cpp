@@ -6,6 +6,7 @@
 
 #include "harness/agent/host_client.h"
 #include "harness/grading/grading.h"
+#include "harness/transcript/atif.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
 #include "sandbox/base/log.h"
@@ -330,6 +331,11 @@ class attempt {
     if (!tr) return fail(run_error_kind::adapter, tr.error().message);
     transcript_ = std::move(*tr);
     if (auto s = write_transcript(transcript_path(), transcript_); !s)
+      return fail(run_error_kind::host, s.error().message);
+    // The same run as an ATIF trajectory, for tools made for Harbor's (atif.h).
+    const json trajectory = to_atif(
+        transcript_, {r_.run_id, cand_.adapter, plan_.client_version, cand_.id, fixture_.prompt});
+    if (auto s = write_file(run_dir_ / "trajectory.json", pretty_json(trajectory)); !s)
       return fail(run_error_kind::host, s.error().message);
     if (!transcript_.total.unknown())
       st_.usage = usage_json(transcript_.total, cand_, transcript_.model, x_.suite.prices);
