@@ -118,6 +118,11 @@ class prepared_session {
   // Paths (relative, sorted) that differ between a snapshot and the current workspace.
   result<std::vector<std::string>> changed_paths(const workspace_snapshot& since) const;
 
+  // A new, empty directory on the run's disk — so what is written there counts against the disk
+  // limit and goes with the run — owned by the sandbox's root: the source of a writable bind
+  // for one launch (a Harbor verifier's /logs/verifier). `name` is [a-z0-9-]{1,64}; an
+  // existing directory of that name is removed first.
+  result<std::filesystem::path> scratch_dir(std::string_view name);
   // Unmounts, releases leases, removes every file this session created. Idempotent.
   status close();
 

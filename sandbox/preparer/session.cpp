@@ -1,6 +1,12 @@
 // prepared_session: accessors, snapshots and teardown of a prepared run (see preparer.h).
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/preparer/session_state.h"
@@ -67,6 +73,25 @@ const std::string& prepared_session::binding_digest() const noexcept {
 }
 const json& prepared_session::filesystem_identity() const noexcept {
   return state_->filesystem_identity;
+}
+
+result<fs::path> prepared_session::scratch_dir(std::string_view name) {
+  if (!state_ || state_->closed)
+    return make_error(error_kind::invalid_argument, "scratch: the session is closed");
+  if (name.empty() || name.size() > 64 ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string_view::npos)
+    return make_error(error_kind::invalid_argument, "scratch directory name '{}'", name);
+  const fs::path parent = state_->run_dir / "disk" / "scratch";
+  if (::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
+    return sys_error(errno, "mkdir {}", parent.string());
+  const fs::path dir = parent / name;
+  EB_TRY(remove_tree(dir));
+  if (::mkdir(dir.c_str(), 0755) != 0) return sys_error(errno, "mkdir {}", dir.string());
+  // The sandbox's root writes here; without root evalbox's own user is that root already.
+  if (::chown(dir.c_str(), state_->options.sandbox_uid, state_->options.sandbox_gid) != 0 &&
+      ::geteuid() == 0)
+    return sys_error(errno, "chown {}", dir.string());
+  return dir;
 }
 
 result<workspace_snapshot> prepared_session::snapshot_workspace() {
