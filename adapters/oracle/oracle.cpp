@@ -31,7 +31,9 @@ class oracle_adapter final : public harness::adapter {
                         ctx.fixture.id);
     auto dir = ctx.fixture.solution_script().parent_path();
     harness::agent_plan p;
-    p.argv = {"/bin/sh", std::string(kSolutionTarget) + "/solve.sh"};
+    // A Harbor task's solve.sh is a bash script (Harbor runs `bash solve.sh`): bash from the
+    // task's image; evalbox's own fixtures' run under /bin/sh.
+    p.argv = {ctx.fixture.harbor ? "bash" : "/bin/sh", std::string(kSolutionTarget) + "/solve.sh"};
     p.home.adapter = "oracle";
     p.runs_fixture_solution = true;
     p.bundles.push_back(sandbox::bundle{dir, EB_TRY(tree_digest(dir)), kSolutionTarget});
@@ -39,7 +41,7 @@ class oracle_adapter final : public harness::adapter {
   }
 
   result<harness::transcript> read_transcript(
-      const harness::run_context&,
+      const harness::run_context& ctx,
       const std::vector<harness::agent_output>& outputs) const override {
     harness::transcript t;
     t.agent = "oracle";
@@ -49,7 +51,7 @@ class oracle_adapter final : public harness::adapter {
       harness::tool_call call;
       call.id = fmt::format("solve-{}", s.index);
       call.tool = "shell";
-      call.command = "sh solution/solve.sh";
+      call.command = ctx.fixture.harbor ? "bash solution/solve.sh" : "sh solution/solve.sh";
       call.input = json{{"command", *call.command}};
       s.tool_calls.push_back(call);
       harness::observation obs;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
@@ -61,6 +62,7 @@ struct fixture_test_args {
   int trials = 1;
   std::string results;
   int concurrency = 2;
+  std::vector<std::string> images;  // --image REF=SOURCE
 };
 
 // A fixture is trusted when the oracle passes every trial and the untouched workspace (noop)
@@ -83,11 +85,16 @@ int fixture_test(const fixture_test_args& a) {
     parent = std::move(*s);
     suite.default_limits = parent->default_limits;
     suite.default_environment = parent->default_environment;
+    suite.images = parent->images;
+    suite.harbor_threshold = parent->harbor_threshold;
   }
   for (const auto& d : a.dirs) {
     auto f = harness::load_fixture(
         d, suite.default_environment ? &*suite.default_environment : nullptr, &errors);
-    if (f) suite.fixtures.push_back(std::move(*f));
+    if (f) {
+      if (f->harbor && suite.harbor_threshold) f->threshold = *suite.harbor_threshold;
+      suite.fixtures.push_back(std::move(*f));
+    }
   }
   if (!errors.empty()) {
     fmt::print(stderr, "{}\n", harness::join_messages(errors));
@@ -97,6 +104,7 @@ int fixture_test(const fixture_test_args& a) {
     fmt::print(stderr, "no fixtures given\n");
     return exit_usage;
   }
+  if (int rc = resolve_suite_images(suite, a.images); rc != exit_ok) return rc;
   for (const auto& f : suite.fixtures) suite.fixture_dirs.push_back(f.dir);
   for (const char* id : {"oracle", "noop"}) {
     harness::candidate_spec c;
@@ -204,13 +212,18 @@ void add_fixture_test(CLI::App& fixture, action& out) {
       "must pass every trial and the untouched workspace (noop) must fail at least one check. "
       "Exit 0 only when every fixture is valid; otherwise the output says which check broke it.\n\n"
       "Example: evalbox fixture test fixtures/examples/off-by-one --trials 3");
-  cmd->add_option("dirs", a->dirs, "fixture directories")->required();
+  cmd->add_option("dirs", a->dirs,
+                  "fixture directories (fixture.yaml, or a Harbor task's task.toml)")
+      ->required();
   cmd->add_option("--suite", a->suite,
                   "a suite whose defaults the fixtures take (its environment for those without "
                   "their own, its limits)");
   cmd->add_option("--trials", a->trials, "oracle and noop trials per fixture")
       ->capture_default_str();
   cmd->add_option("--results", a->results, "keep results here (default: a temporary directory)");
+  cmd->add_option("--image", a->images,
+                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable), e.g. "
+                  "org/task:1.0=docker-archive:task.tar (docs/harbor.md)");
   cmd->add_option("--concurrency,-j", a->concurrency, "runs at once")->capture_default_str();
   cmd->callback([&out, a] { out = [a] { return fixture_test(*a); }; });
 }

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"
@@ -26,6 +27,7 @@ struct run_args {
   int retries = 1;
   bool no_resume = false;
   std::string shard;
+  std::vector<std::string> images;  // --image REF=SOURCE (Harbor tasks' docker_image)
 };
 
 // Exit status from the recorded runs of this plan: execution errors first, then grader
@@ -51,6 +53,7 @@ int run_command(const run_args& a) {
     fmt::print(stderr, "{}\n", harness::join_messages(problems));
     return exit_usage;
   }
+  if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
   harness::plan_options po;
   po.trials = a.trials;
   po.filter = a.filter;
@@ -160,6 +163,10 @@ void register_run(CLI::App& app, action& out) {
                   "extra attempts for infrastructure errors (never for task failures)")
       ->capture_default_str();
   cmd->add_flag("--no-resume", a->no_resume, "rerun runs that are already recorded");
+  cmd->add_option("--image", a->images,
+                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable; over "
+                  "the suite's images:), e.g. org/task:1.0=docker-archive:task.tar "
+                  "(docs/harbor.md)");
   cmd->add_option("--shard", a->shard,
                   "run slice K/N of the matrix into RESULTS/shards/K; auto/N takes K from "
                   "SLURM_ARRAY_TASK_ID (Slurm job array) or JOB_COMPLETION_INDEX (Kubernetes "

@@ -12,6 +12,7 @@
 #include "harness/agent/adapter.h"
 #include "harness/agent/host_client.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/config/parse.h"
@@ -34,7 +35,8 @@ enum class kind { fixture, fixture_file, suite };
 // `schema:`, and a file without one is taken for a suite (its errors then say so).
 kind classify(const fs::path& p) {
   std::error_code ec;
-  if (fs::is_directory(p, ec) || p.filename() == "fixture.yaml") return kind::fixture;
+  if (fs::is_directory(p, ec) || p.filename() == "fixture.yaml" || p.filename() == "task.toml")
+    return kind::fixture;
   auto text = read_file(p, 1u << 20);
   // A fixture.yaml under another name (e.g. a test input) is checked as a file alone.
   if (text && harness::peek_schema(*text).starts_with("evalbox.fixture")) return kind::fixture_file;
@@ -144,10 +146,18 @@ void register_validate(CLI::App& app, action& out) {
       "and what runs will use is printed.");
   auto paths = std::make_shared<std::vector<std::string>>();
   auto as_json = std::make_shared<bool>(false);
-  cmd->add_option("paths", *paths, "fixture directories and suite files")->required();
+  auto image_args = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("paths", *paths,
+                  "fixture directories (fixture.yaml, or a Harbor task's task.toml) and suite "
+                  "files")
+      ->required();
   cmd->add_flag("--json", *as_json, "print evalbox.validate.v1 JSON on stdout");
-  cmd->callback([&out, paths, as_json] {
-    out = [paths, as_json] {
+  cmd->add_option("--image", *image_args,
+                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable; over "
+                  "a suite's images:), e.g. org/task:1.0=docker-archive:task.tar "
+                  "(docs/harbor.md)");
+  cmd->callback([&out, paths, as_json, image_args] {
+    out = [paths, as_json, image_args] {
       auto registry = make_registry();
       // Made on first need: only inputs that name an image use the store.
       std::optional<sandbox::preparer> preparer;
@@ -178,12 +188,34 @@ void register_validate(CLI::App& app, action& out) {
         } else if (k == kind::fixture) {
           entry["kind"] = "fixture";
           auto f = harness::load_fixture(p, &errors);
+          if (f && f->harbor) {
+            // A Harbor task's image is named as a registry reference or a Dockerfile: resolved
+            // (the --image options, a podman store, a build) before it can be checked.
+            harness::suite_spec alone;
+            alone.fixtures.push_back(std::move(*f));
+            auto images_given = image_options(alone, *image_args);
+            if (!images_given) {
+              errors.push_back({{arg, 0, 0}, images_given.error().message, ""});
+            } else {
+              auto more = resolve_harbor_images(
+                  alone.fixtures, *images_given, sandbox::default_preparer_options().state_root,
+                  [](const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); });
+              errors.insert(errors.end(), more.begin(), more.end());
+            }
+            f = std::move(alone.fixtures.front());
+          }
           if (f) {
             image_lines = check_images(prep(), {&*f}, errors, images).lines;
             entry["id"] = f->id;
             entry["digest"] = f->digest;
             summary = fmt::format("fixture {}: {} check{}, digest {}", f->id, f->checks.size(),
                                   f->checks.size() == 1 ? "" : "s", f->digest.substr(0, 12));
+            if (f->harbor)
+              summary = fmt::format(
+                  "Harbor task {}: verifier tests/test.sh, passes at reward >= {}, network {}, "
+                  "digest {}",
+                  f->id, f->threshold, f->harbor->internet ? "host (internet allowed)" : "none",
+                  f->digest.substr(0, 12));
           } else if (errors.empty()) {
             errors.push_back({{arg, 0, 0}, f.error().message, ""});
           }
@@ -193,6 +225,14 @@ void register_validate(CLI::App& app, action& out) {
           if (s) {
             auto more = validate_candidates(*s);
             errors.insert(errors.end(), more.begin(), more.end());
+            if (auto given = image_options(*s, *image_args); !given) {
+              errors.push_back({{arg, 0, 0}, given.error().message, ""});
+            } else {
+              auto unresolved = resolve_harbor_images(
+                  s->fixtures, *given, sandbox::default_preparer_options().state_root,
+                  [](const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); });
+              errors.insert(errors.end(), unresolved.begin(), unresolved.end());
+            }
             std::vector<const harness::fixture_spec*> fixtures;
             for (const auto& fx : s->fixtures) fixtures.push_back(&fx);
             auto checked = check_images(prep(), fixtures, errors, images);

@@ -770,6 +770,31 @@ void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
   }
 }
 
+// Harbor tasks' suite keys (docs/harbor.md). images: {REF: SOURCE}: the image evalbox reads for
+// a registry reference a task.toml names, its path relative to the suite file.
+void parse_images(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
+  auto m = r.mapping(n, "images", {}, {}, true);
+  if (!m) return;
+  for (const auto& [ref, v] : m->entries) {
+    auto source = r.string(v, fmt::format("images.{}", ref));
+    if (!source) continue;
+    if (std::string why = image_reference_problem(*source); !why.empty())
+      r.fail(v, fmt::format("images.{} {}", ref, why),
+             "write oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:NAME:TAG] or "
+             "rootfs:DIR (paths relative to this file)");
+    else
+      spec.images[ref] = resolve_image_reference(*source, base_dir);
+  }
+}
+
+// harbor: {threshold: X}: the reward a Harbor task's run must reach (default 1.0).
+void parse_harbor(reader& r, const YAML::Node& n, suite_spec& spec) {
+  static constexpr std::string_view known[] = {"threshold"};
+  auto m = r.mapping(n, "harbor", known, {});
+  if (!m || !m->has("threshold")) return;
+  if (auto t = r.number(m->get("threshold"), "harbor.threshold")) spec.harbor_threshold = *t;
+}
+
 }  // namespace
 
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
@@ -863,8 +888,9 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;
   static constexpr std::string_view known[] = {
-      "schema",      "name",   "description", "fixtures", "candidates", "trials",     "concurrency",
-      "credentials", "limits", "baseline",    "prices",   "results",    "environment"};
+      "schema", "name",        "description", "fixtures", "candidates",
+      "trials", "concurrency", "credentials", "limits",   "baseline",
+      "prices", "results",     "environment", "images",   "harbor"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   if (root.IsNull()) {
     r.fail(source_location{r.file(), 0, 0}, "the file is empty",
@@ -908,6 +934,8 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
   if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);
   if (f->has("prices")) parse_prices(r, f->get("prices"), spec);
+  if (f->has("images")) parse_images(r, f->get("images"), base_dir, spec);
+  if (f->has("harbor")) parse_harbor(r, f->get("harbor"), spec);
   if (f->has("results")) {
     if (auto s = r.string(f->get("results"), "results"))
       spec.results_dir = normalize(base_dir / expand_home(*s));

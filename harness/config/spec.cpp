@@ -57,6 +57,7 @@ json limits_spec::to_json() const {
 
 json network_spec::to_json() const {
   if (mode == mode_kind::none) return "none";
+  if (mode == mode_kind::host) return "host";
   return json{{"allow", allow}};
 }
 
@@ -70,6 +71,8 @@ std::string_view to_string(check_kind kind) noexcept {
       return "git";
     case check_kind::transcript:
       return "transcript";
+    case check_kind::verifier:
+      return "verifier";
   }
   return "unknown";
 }
@@ -163,6 +166,9 @@ json check_spec::to_json() const {
       j["transcript"] = t;
       break;
     }
+    case check_kind::verifier:
+      j["verifier"] = "bash /tests/test.sh";
+      break;
   }
   return j;
 }

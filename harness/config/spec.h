@@ -59,9 +59,10 @@ struct limits_spec {
   [[nodiscard]] json to_json() const;  // set fields only, in ms / bytes / count
 };
 
-// YAML `none`, or `{allow: [host:port, ...]}`.
+// YAML `none`, or `{allow: [host:port, ...]}`. `host` (the host's network, recorded as unsafe)
+// is never written in YAML: a Harbor task whose internet is allowed asks for it (harbor.h).
 struct network_spec {
-  enum class mode_kind { none, allow };
+  enum class mode_kind { none, allow, host };
   mode_kind mode = mode_kind::none;
   std::vector<std::string> allow;  // "host:port", port 1..65535
 
@@ -77,13 +78,20 @@ struct environment_spec {
   std::string image_ref;
   std::optional<std::string> workdir;  // absolute, inside the image; fixtures without workspace/
   source_location where;               // of `environment:`
+  // Harbor tasks (harness/fixture/harbor.h): the image as task.toml names it — a registry
+  // reference (`docker_image`) or an environment/ directory with a Dockerfile — which becomes
+  // `image_ref` only when resolved (the suite's `images:`, --image, a local podman store, a
+  // build) before anything runs; `image` then says what was resolved.
+  std::string registry_ref;
+  std::filesystem::path build_context;
   source_location image_where;
   source_location workdir_where;
 
   [[nodiscard]] json to_json() const;  // {image (resolved), workdir}
 };
 
-enum class check_kind { shell, file, git, transcript };
+// `verifier`: a Harbor task's tests/test.sh and its reward (never written in fixture.yaml).
+enum class check_kind { shell, file, git, transcript, verifier };
 std::string_view to_string(check_kind kind) noexcept;
 
 // file: {path, exists | absent | equals | contains | matches | json: {pointer, equals}}
@@ -134,6 +142,19 @@ struct check_spec {
   [[nodiscard]] json to_json() const;
 };
 
+// What a Harbor task directory (task.toml + instruction.md) adds to its fixture: the verifier's
+// contract (docs/harbor.md). Set only for Harbor tasks.
+struct harbor_spec {
+  std::string name;                                 // [task] name, else the directory's name
+  std::filesystem::path tests_dir;                  // tests/: at /tests while grading only
+  std::optional<uint64_t> verifier_wall_ms;         // [verifier] timeout_sec
+  std::map<std::string, std::string> verifier_env;  // [verifier] env
+  std::optional<uint64_t> agent_wall_ms;            // [agent] timeout_sec
+  bool internet = true;                             // allow_internet / network_mode (default: on)
+  std::optional<double> cpus;                       // [environment] cpus
+  json metadata = json::object();                   // [metadata], kept for records
+};
+
 struct fixture_spec {
   std::filesystem::path dir;  // the fixture directory (absolute)
   std::string id;             // [a-z0-9][a-z0-9._-]*
@@ -147,13 +168,14 @@ struct fixture_spec {
   // host's allow-listed root.
   std::optional<environment_spec> environment;
   bool environment_from_suite = false;
-  std::vector<check_spec> checks;  // at least one
-  double threshold = 1.0;          // passed when the weighted share of passing checks >= this
-  bool has_grader = false;         // grader/ exists
-  bool has_solution = false;       // solution/solve.sh exists
-  bool has_bin = false;            // bin/ exists
-  bool has_workspace = false;      // workspace/ exists (required unless an environment is set)
-  std::string digest;              // tree_digest of the whole fixture directory
+  std::vector<check_spec> checks;     // at least one
+  double threshold = 1.0;             // passed when the weighted share of passing checks >= this
+  bool has_grader = false;            // grader/ exists
+  bool has_solution = false;          // solution/solve.sh exists
+  bool has_bin = false;               // bin/ exists
+  bool has_workspace = false;         // workspace/ exists (required unless an environment is set)
+  std::string digest;                 // tree_digest of the whole fixture directory
+  std::optional<harbor_spec> harbor;  // a Harbor task directory (harness/fixture/harbor.h)
 
   [[nodiscard]] std::filesystem::path workspace_dir() const { return dir / "workspace"; }
   [[nodiscard]] std::filesystem::path grader_dir() const { return dir / "grader"; }
@@ -217,6 +239,11 @@ struct suite_spec {
   std::optional<std::string> baseline;                  // a candidate id
   std::map<std::string, price_spec> prices;             // model or candidate id -> price
   std::filesystem::path results_dir;  // default "results/<name>" (relative to cwd)
+  // Harbor tasks: `images: {REF: SOURCE}` — a registry reference a task.toml names → an image
+  // evalbox reads (oci:, oci-archive:, docker-archive:, rootfs:; paths made absolute against
+  // the suite file); and the reward a run must reach (`harbor: {threshold:}`, default 1.0).
+  std::map<std::string, std::string> images;
+  std::optional<double> harbor_threshold;
 
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
 };

@@ -1,6 +1,9 @@
 // Check evaluation and the verdict (see grading.h).
 #include "harness/grading/grading.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
@@ -48,6 +51,34 @@ void inject_fault(const check_spec& c) {
     throw std::runtime_error(fmt::format("fault injected by EVALBOX_FAULT={}", f));
 }
 
+// A Harbor task's verifier: passes when its reward reaches the fixture's threshold; its score is
+// the reward (cut to 0..1), so that a reward of 0.75 counts as three quarters of the task.
+check_result evaluate_verifier(const check_spec& c, const grading_inputs& in) {
+  check_result r{c.id, c.kind, c.weight, false, ""};
+  auto out = in.run_verifier ? in.run_verifier(c)
+                             : result<verifier_outcome>(
+                                   make_error(error_kind::internal, "no sandbox for the verifier"));
+  if (!out) {
+    r.error = out.error().message;
+    return r;
+  }
+  if (out->rewards.empty()) {
+    r.error = fmt::format("{} holds no reward", out->source);
+    return r;
+  }
+  const double reward = run_reward(out->rewards);
+  r.rewards = out->rewards;
+  r.score = std::clamp(reward, 0.0, 1.0);
+  r.passed = reward + 1e-12 >= in.fixture.threshold;
+  std::string all;
+  for (const auto& [k, v] : out->rewards)
+    all += fmt::format("{}{} {}", all.empty() ? "" : ", ", k, v);
+  r.detail =
+      fmt::format("{}: {}{}", out->source, all,
+                  r.passed ? "" : fmt::format(" (below the threshold {})", in.fixture.threshold));
+  return r;
+}
+
 // One check, evaluated in-process or through the shell-check sandbox.
 check_result evaluate(const check_spec& c, const grading_inputs& in) {
   inject_fault(c);
@@ -58,6 +89,8 @@ check_result evaluate(const check_spec& c, const grading_inputs& in) {
       return evaluate_git_check(c, in.before, in.after);
     case check_kind::transcript:
       return evaluate_transcript_check(c, in.transcript_);
+    case check_kind::verifier:
+      return evaluate_verifier(c, in);
     case check_kind::shell:
       break;
   }
@@ -325,6 +358,64 @@ check_result evaluate_transcript_check(const check_spec& c, const transcript& t)
   return r;
 }
 
+namespace {
+
+std::optional<double> parse_reward_number(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  if (text.empty() || text.size() > 64) return std::nullopt;
+  std::string s(text);
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+result<verifier_outcome> read_reward(const std::optional<std::string>& reward_txt,
+                                     const std::optional<std::string>& reward_json) {
+  verifier_outcome out;
+  if (reward_txt) {
+    out.source = "reward.txt";
+    auto v = parse_reward_number(*reward_txt);
+    if (!v)
+      return make_error(error_kind::invalid_argument,
+                        "/logs/verifier/reward.txt holds \"{}\", not one number",
+                        shorten(*reward_txt, 60));
+    out.rewards["reward"] = *v;
+    return out;
+  }
+  if (!reward_json)
+    return make_error(error_kind::not_found,
+                      "the verifier wrote neither /logs/verifier/reward.txt nor reward.json");
+  out.source = "reward.json";
+  json doc =
+      json_too_deep(*reward_json) ? json(nullptr) : json::parse(*reward_json, nullptr, false);
+  if (!doc.is_object() || doc.empty() || doc.size() > 256)
+    return make_error(error_kind::invalid_argument,
+                      "/logs/verifier/reward.json is not an object of numbers (it holds \"{}\")",
+                      shorten(*reward_json, 60));
+  for (const auto& [k, v] : doc.items()) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      return make_error(error_kind::invalid_argument,
+                        "/logs/verifier/reward.json: \"{}\" is {}, not a number", shorten(k, 60),
+                        shorten(v.dump(), 60));
+    out.rewards[k] = v.get<double>();
+  }
+  return out;
+}
+
+double run_reward(const std::map<std::string, double>& rewards) {
+  if (auto it = rewards.find("reward"); it != rewards.end()) return it->second;
+  double sum = 0;
+  for (const auto& [k, v] : rewards) sum += v;
+  return rewards.empty() ? 0 : sum / static_cast<double>(rewards.size());
+}
+
 grading_result grade(const grading_inputs& in) {
   grading_result g;
   double total = 0, passed = 0;
@@ -348,27 +439,44 @@ grading_result grade(const grading_inputs& in) {
       g.ok = false;
     }
     total += c.weight;
-    if (r.passed) passed += c.weight;
+    if (r.score)
+      passed += c.weight * *r.score;
+    else if (r.passed)
+      passed += c.weight;
     g.checks.push_back(std::move(r));
   }
   g.score = total > 0 ? passed / total : 0;
   g.passed = g.ok && g.score + 1e-12 >= in.fixture.threshold;
+  for (const auto& c : g.checks)
+    if (c.kind == check_kind::verifier && c.error.empty() && !c.rewards.empty()) {
+      // The reward may exceed 1 (or be negative): the verdict is the verifier's, not the
+      // score's, which is cut to 0..1.
+      g.passed = g.ok && c.passed;
+      g.rewards = c.rewards;
+      g.reward = run_reward(c.rewards);
+    }
   return g;
 }
 
 json grading_result::to_json(double threshold) const {
   json checks_json = json::array();
-  for (const auto& c : checks)
+  for (const auto& c : checks) {
     checks_json.push_back({{"id", c.id},
                            {"kind", std::string(harness::to_string(c.kind))},
                            {"weight", c.weight},
                            {"passed", c.passed},
                            {"detail", c.detail}});
+    if (c.score) checks_json.back()["score"] = *c.score;
+  }
   json j = {{"status", ok ? "completed" : "error"},
             {"checks", checks_json},
             {"score", score},
             {"threshold", threshold}};
   j["error"] = ok ? json(nullptr) : json(error);
+  if (!rewards.empty()) {
+    j["rewards"] = rewards;
+    j["reward"] = reward ? json(*reward) : json(nullptr);
+  }
   return j;
 }
 

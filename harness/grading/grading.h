@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ struct check_result {
   double weight = 1;
   bool passed = false;
   std::string detail;  // why it failed (or what it saw), one line
+  // Partial credit in 0..1 (a Harbor verifier's reward): counts instead of passed's 0 or 1.
+  std::optional<double> score;
+  std::map<std::string, double> rewards;  // a verifier's numbers, as it wrote them
   // Set when the check could not be evaluated (a shell check's sandbox failed, an evaluator
   // threw): the run's grading is then an error, not a failed check.
   std::string error;
@@ -38,12 +43,34 @@ struct shell_check_outcome {
 
 using shell_check_runner = std::function<result<shell_check_outcome>(const check_spec&)>;
 
+// What a Harbor task's verifier (tests/test.sh) reported: its reward file's numbers. A verifier
+// that wrote no reward, an unreadable one or timed out is an error of the callback (a grader
+// error, not a failed task).
+struct verifier_outcome {
+  std::map<std::string, double> rewards;  // reward.txt: {"reward": x}; reward.json: as named
+  std::string source;                     // "reward.txt" or "reward.json"
+};
+
+using verifier_runner = std::function<result<verifier_outcome>(const check_spec&)>;
+
+// A verifier's reward from the files it left in /logs/verifier (nullopt: the file is not there):
+// reward.txt holds one number; else reward.json is an object of numbers (`{"reward": 0.75}`, or
+// several named ones). Neither, an empty object, or anything that does not parse is an error
+// saying what was found.
+result<verifier_outcome> read_reward(const std::optional<std::string>& reward_txt,
+                                     const std::optional<std::string>& reward_json);
+
+// The reward a run is judged by: `reward` when the verifier named one, else the mean of the
+// numbers it wrote. Requires a non-empty map.
+double run_reward(const std::map<std::string, double>& rewards);
+
 struct grading_inputs {
   const fixture_spec& fixture;
   const transcript& transcript_;
   std::filesystem::path before;  // the workspace as it was after setup (read-only view)
   std::filesystem::path after;   // the workspace as the agent left it (read-only view)
   shell_check_runner run_shell;
+  verifier_runner run_verifier;  // Harbor tasks only
 };
 
 struct grading_result {
@@ -52,6 +79,9 @@ struct grading_result {
   std::vector<check_result> checks;
   double score = 0;     // weighted share of passing checks
   bool passed = false;  // score >= threshold (and ok)
+  // Harbor tasks: what the verifier reported and the reward the run is judged by.
+  std::map<std::string, double> rewards;
+  std::optional<double> reward;
 
   [[nodiscard]] json to_json(double threshold) const;
 };

@@ -35,6 +35,11 @@ bool glob_match(std::string_view p, std::string_view t) {
 }
 
 std::string suite_environment_key(const fixture_spec& fixture) {
+  // A Harbor task's image comes from outside its directory (the suite's images:, --image, a
+  // podman store: `image` names which, with the image id or build digest where evalbox knows
+  // it) and so does the reward it must reach: both are part of its runs' identity.
+  if (fixture.harbor && fixture.environment)
+    return fmt::format("harbor\n{}\n{}", fixture.environment->image, fixture.threshold);
   if (!fixture.environment || !fixture.environment_from_suite) return {};
   return fmt::format("{}\n{}", fixture.environment->image,
                      fixture.environment->workdir.value_or(""));

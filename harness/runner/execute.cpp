@@ -10,6 +10,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
 #include "sandbox/base/log.h"
+#include "sandbox/base/units.h"
 
 namespace evalbox::harness {
 
@@ -69,7 +70,50 @@ sandbox::network_policy to_policy(const network_spec& n) {
   p.mode = n.mode == network_spec::mode_kind::allow ? sandbox::network_mode::allow
                                                     : sandbox::network_mode::none;
   p.allow = n.allow;
+  // Only a Harbor task whose internet is allowed asks for the host's network (harbor.h): its
+  // own task.toml is the opt-in, and the run record says "host (unsafe)".
+  if (n.mode == network_spec::mode_kind::host) {
+    p.mode = sandbox::network_mode::host;
+    p.unsafe_host_network = true;
+  }
   return p;
+}
+
+// What a Harbor verifier may leave in /logs/verifier that is kept under the run directory: it
+// ran over what the agent left, so its files are bounded like any agent-influenced data.
+constexpr size_t max_verifier_files = 64;
+constexpr size_t max_verifier_file_bytes = 8u << 20;
+constexpr size_t max_verifier_bytes = 32u << 20;
+constexpr size_t max_reward_bytes = 64u << 10;
+
+// Copies the regular files below `from` (a tree the verifier wrote: symlinks are never
+// followed) into `to`, within the bounds above; says what was left out.
+std::vector<std::string> keep_verifier_files(const fs::path& from, const fs::path& to) {
+  std::vector<std::string> skipped;
+  auto files = list_beneath(from, ".", max_verifier_files);
+  if (!files) return {fmt::format("/logs/verifier: {}", files.error().message)};
+  size_t total = 0;
+  for (const auto& f : *files) {
+    auto e = lookup_beneath(from, f, false, false);
+    if (!e || e->type != beneath_entry::type_kind::regular) {
+      skipped.push_back(fmt::format("{} (not a regular file)", f));
+      continue;
+    }
+    if (e->size > max_verifier_file_bytes || total + e->size > max_verifier_bytes) {
+      skipped.push_back(fmt::format("{} ({} bytes: past what evalbox keeps)", f, e->size));
+      continue;
+    }
+    e = lookup_beneath(from, f, false, true, max_verifier_file_bytes);
+    if (!e) {
+      skipped.push_back(fmt::format("{} ({})", f, e.error().message));
+      continue;
+    }
+    total += e->content.size();
+    const fs::path dest = to / f;
+    if (!make_dirs(dest.parent_path()) || !write_file(dest, e->content))
+      skipped.push_back(fmt::format("{} (could not be written)", f));
+  }
+  return skipped;
 }
 
 // A launch for the harness's own commands (setup, diff, checks): the run's environment without
@@ -238,6 +282,10 @@ class attempt {
           {"layers", image_->layers},
           {"workdir", session_->workspace_target().string()},
           {"from_suite", fixture_.environment_from_suite}};
+    if (image_ && fixture_.harbor)
+      st_.environment["harbor"] = {{"task", fixture_.harbor->name},
+                                   {"source", fixture_.environment->image},
+                                   {"network", fixture_.harbor->internet ? "host" : "none"}};
     return true;
   }
 
@@ -391,9 +439,73 @@ class attempt {
                                std::string(to_string(rec.outcome)), out};
   }
 
+  // A Harbor task's verifier (docs/harbor.md): `bash /tests/test.sh` in the run's own root as
+  // the agent left it, from the workspace (the image's working directory), with tests/ at
+  // /tests and an empty /logs/verifier — both mounted only now, over whatever the agent put
+  // there, so nothing it planted counts — the task's [verifier] env, its timeout as the wall
+  // limit, and the task's network. Its output and the files it leaves are kept (bounded) under
+  // runs/<id>/verifier/.
+  result<verifier_outcome> run_verifier(const check_spec&) {
+    const harbor_spec& h = *fixture_.harbor;
+    const fs::path keep = run_dir_ / "verifier";
+    EB_TRY(make_dirs(keep));
+    const fs::path logs = EB_TRY_CTX(session_->scratch_dir("verifier-logs"), "/logs/verifier");
+    auto env = launch_env_;
+    for (const auto& [k, v] : h.verifier_env) env[k] = v;
+    auto o = harness_launch("verifier", "", std::move(env));
+    o.argv = {"bash", "/tests/test.sh"};
+    o.extra_mounts.push_back({h.tests_dir, "/tests", false, false});
+    o.extra_mounts.push_back({logs, "/logs/verifier", true, false});
+    o.network_override = to_policy(fixture_.network);
+    sandbox::resource_limits limits = request_.limits;
+    if (h.verifier_wall_ms) limits.wall_ms = *h.verifier_wall_ms;
+    o.limits_override = limits;
+    o.stdout_path = keep / "stdout.txt";
+    o.stderr_path = keep / "stderr.txt";
+    auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+    st_.records[o.label] = rec.to_json();
+    const std::vector<std::string> skipped = keep_verifier_files(logs, keep / "logs");
+    if (!skipped.empty())
+      (void)write_file(keep / "skipped.txt", fmt::format("{}\n", fmt::join(skipped, "\n")));
+    if (!rec.ok()) {
+      if (rec.error_step.starts_with("execve"))
+        return make_error(error_kind::invalid_argument,
+                          "the verifier could not start: {} (the task's image needs bash)",
+                          rec.error);
+      return make_error(error_kind::io, "verifier sandbox: {}", rec.error);
+    }
+    if (rec.outcome == sandbox::outcome_kind::cancelled)
+      return make_error(error_kind::cancelled, "cancelled");
+    if (rec.outcome == sandbox::outcome_kind::timed_out)
+      return make_error(error_kind::expired,
+                        "the verifier timed out after {} (verifier.timeout_sec); see "
+                        "runs/{}/verifier/",
+                        format_duration_ms(limits.wall_ms), r_.run_id);
+    auto read = [&](const char* name) -> result<std::optional<std::string>> {
+      auto e = lookup_beneath(logs, name, false, false);
+      if (!e) return std::unexpected(std::move(e).error());
+      if (e->type == beneath_entry::type_kind::missing) return std::optional<std::string>{};
+      if (e->type != beneath_entry::type_kind::regular || e->size > max_reward_bytes)
+        return make_error(error_kind::invalid_argument,
+                          "/logs/verifier/{} is not a regular file of at most {}", name,
+                          format_bytes(max_reward_bytes));
+      e = lookup_beneath(logs, name, false, true, max_reward_bytes);
+      if (!e) return std::unexpected(std::move(e).error());
+      return std::optional<std::string>(std::move(e->content));
+    };
+    auto txt = EB_TRY(read("reward.txt"));
+    auto js = EB_TRY(read("reward.json"));
+    auto out = read_reward(txt, js);
+    if (!out)
+      return make_error(out.error().kind, "{} (the verifier {} {}; see runs/{}/verifier/)",
+                        out.error().message, to_string(rec.outcome), rec.exit_code, r_.run_id);
+    return out;
+  }
+
   void grade(clock_type::time_point t0) {
     grading_result g = harness::grade({fixture_, transcript_, before_.view, after_.view,
-                                       [this](const check_spec& c) { return run_shell_check(c); }});
+                                       [this](const check_spec& c) { return run_shell_check(c); },
+                                       [this](const check_spec& c) { return run_verifier(c); }});
     st_.timings["grading_ms"] = ms_since(t0);
     if (x_.options.cancel && x_.options.cancel->requested.load()) {
       cancelled();
@@ -490,6 +602,7 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
   req.host_binds = in.plan.host_binds;
   req.protected_roots = in.protected_roots;
   if (fixture.has_grader) req.protected_roots.push_back(fixture.grader_dir());
+  if (fixture.harbor) req.protected_roots.push_back(fixture.harbor->tests_dir);
   if (!in.plan.runs_fixture_solution && fixture.has_solution)
     req.protected_roots.push_back(fixture.solution_script().parent_path());
   req.network = to_policy(cand.network ? *cand.network : fixture.network);

@@ -1,0 +1,2 @@
+#!/bin/bash
+tr a-z A-Z < /app/greeting.txt > /app/answer.txt

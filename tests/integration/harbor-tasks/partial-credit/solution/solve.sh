@@ -1,0 +1,3 @@
+#!/bin/bash
+echo a > a.txt
+echo b > b.txt

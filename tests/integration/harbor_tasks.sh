@@ -1,0 +1,245 @@
+# Harbor / Terminal-Bench task directories as fixtures, end to end, offline: a suite whose
+# `fixtures:` glob names a directory of tasks runs with `evalbox run`; `evalbox fixture test`
+# passes the oracle and fails the noop; the images come from the suite's images:, --image, a
+# podman store (the test's own, never the machine's) and a Dockerfile built with podman. Then
+# the hostile and broken cases: a partial reward, an agent planting /logs/verifier/reward.txt,
+# a verifier that times out (grader error, exit 3), a malformed task.toml (exit 64, file:line),
+# an unknown key (a warning), a compose environment (refused).
+source "$(dirname "$0")/lib.sh"
+need_isolation
+DEB=$("$SRC/tests/images/make-images" debian)
+S=$WORK/tasks
+cp -r "$SRC/tests/integration/harbor-tasks" "$S"
+mkdir -p "$S/images"
+ln -s "$DEB" "$S/images/debian"
+
+# A podman store of this test's own (vfs: any filesystem), holding the Debian test image under
+# the name the Dockerfile and a task.toml use; runc, because crun refuses this host's hybrid
+# cgroups. podman and skopeo read these variables; so does the podman evalbox starts.
+RUNROOT=$(mktemp -d /tmp/evalbox-hb-XXXXXX)  # podman wants a short run root
+trap 'cleanup; rm -rf "$RUNROOT"' EXIT
+cat >"$WORK/storage.conf" <<EOF
+[storage]
+driver = "vfs"
+graphroot = "$WORK/podman"
+runroot = "$RUNROOT"
+EOF
+printf '[engine]\nruntime = "runc"\n' >"$WORK/containers.conf"
+export CONTAINERS_STORAGE_CONF=$WORK/storage.conf CONTAINERS_CONF=$WORK/containers.conf
+skopeo copy --quiet "oci:$DEB/oci:latest" \
+  "containers-storage:[vfs@$WORK/podman+$RUNROOT]localhost/evalbox-debian:latest"
+
+# validate: every task is read, every image resolved (built, saved) and imported.
+"$EVALBOX" validate "$S/suite.yaml" >"$WORK/validate" 2>&1 || { cat "$WORK/validate"; fail "validate"; }
+grep -q "^ok   suite harbor-tasks: 4 fixtures" "$WORK/validate" || fail "validate: $(cat "$WORK/validate")"
+grep -q "building .*from-dockerfile/environment/Dockerfile with \`podman build" "$WORK/validate" ||
+  fail "validate does not say it builds the Dockerfile: $(cat "$WORK/validate")"
+grep -q "localhost/evalbox-debian:latest: saving it from the podman store" "$WORK/validate" ||
+  fail "validate does not say it saves the podman image: $(cat "$WORK/validate")"
+"$EVALBOX" validate "$S/hello-file" >"$WORK/v-hello" 2>&1 &&
+  fail "a task whose docker_image is mapped only by the suite validated alone"
+grep -q "task.toml:.*environment.docker_image evalbox-test/debian:1 is not an image evalbox has" \
+  "$WORK/v-hello" || fail "unresolved image: $(cat "$WORK/v-hello")"
+grep -q -- "--image evalbox-test/debian:1=docker-archive:FILE" "$WORK/v-hello" ||
+  fail "the unresolved image's hint names no command: $(cat "$WORK/v-hello")"
+"$EVALBOX" validate "$S/hello-file" --image "evalbox-test/debian:1=oci:$S/images/debian/oci:latest" \
+  >"$WORK/v-hello2" 2>&1 || { cat "$WORK/v-hello2"; fail "validate --image"; }
+grep -q "^ok   Harbor task hello-file: verifier tests/test.sh, passes at reward >= 1, network none" \
+  "$WORK/v-hello2" || fail "validate --image: $(cat "$WORK/v-hello2")"
+
+# fixture test: the oracle passes, the noop fails, for each task (--suite for its images:).
+"$EVALBOX" fixture test "$S"/hello-file "$S"/partial-credit "$S"/from-dockerfile \
+  "$S"/from-podman-store --suite "$S/suite.yaml" >"$WORK/ft" 2>&1 || { cat "$WORK/ft"; fail "fixture test"; }
+for t in hello-file partial-credit from-dockerfile from-podman-store; do
+  grep -q "^ok       $t .*oracle 1/1 passed; untouched workspace fails: reward" "$WORK/ft" ||
+    fail "fixture test $t: $(cat "$WORK/ft")"
+done
+# --image on fixture test, without the suite.
+"$EVALBOX" fixture test "$S/hello-file" --image "evalbox-test/debian:1=oci:$S/images/debian/oci:latest" \
+  >"$WORK/ft2" 2>&1 || { cat "$WORK/ft2"; fail "fixture test --image"; }
+
+# run: the suite's glob of task directories; oracle passes everything, noop nothing (exit 1).
+R=$WORK/results
+set +e
+"$EVALBOX" run "$S/suite.yaml" --results "$R" -j 2 >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+[ "$rc" = 1 ] || { cat "$WORK/err"; fail "run: exit $rc, expected 1 (noop fails)"; }
+python3 - "$R" "$S" <<'PY'
+import json, os, sys
+R, S = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(f"{R}/results.jsonl")]
+assert len(rows) == 8, len(rows)
+for r in rows:
+    fx, cand = r["fixture"]["id"], r["candidate"]["id"]
+    assert r["execution"]["status"] == "completed", (fx, cand, r["execution"])
+    g = r["grading"]
+    want = "passed" if cand == "oracle" else "failed"
+    assert r["verdict"] == want, (fx, cand, g)
+    assert g["status"] == "completed" and g["checks"][0]["kind"] == "verifier", g
+    assert g["reward"] == (1 if cand == "oracle" else 0), g
+    env = r["environment"]
+    rec = r["execution"]["records"]
+    # Internet allowed (Harbor's default when task.toml says nothing): the host's network for
+    # the agent and the verifier, recorded as unsafe; no traffic is sent.
+    net = "host" if fx == "from-podman-store" else "none"
+    assert env["harbor"]["network"] == net, env
+    for launch in ("agent", "verifier"):
+        assert rec[launch]["mechanisms"]["network"] == ("host (unsafe)" if net == "host" else "none"), rec[launch]["mechanisms"]
+    src = env["harbor"]["source"]
+    if fx == "from-dockerfile":
+        assert src.startswith("build:environment/Dockerfile@sha256:"), src
+    elif fx == "from-podman-store":
+        assert src.startswith("podman:localhost/evalbox-debian:latest@sha256:"), src
+    else:
+        assert src == f"oci:{S}/images/debian/oci:latest", src
+    assert rec["verifier"]["outcome"] == "exited", rec["verifier"]
+    run = f"{R}/runs/{r['run_id']}"
+    # The verifier's output and what it left in /logs/verifier are kept.
+    assert os.path.exists(f"{run}/verifier/stdout.txt"), os.listdir(run)
+    if fx == "hello-file":
+        assert "hello.txt" in open(f"{run}/verifier/stdout.txt").read()
+        ctrf = json.load(open(f"{run}/verifier/logs/ctrf.json"))
+        assert ctrf["results"]["tests"][0]["status"] == want, ctrf
+        assert open(f"{run}/verifier/logs/reward.txt").read().strip() == ("1" if cand == "oracle" else "0")
+    # Every run writes an ATIF trajectory.
+    t = json.load(open(f"{run}/trajectory.json"))
+    assert t["schema_version"] == "ATIF-v1.4" and t["agent"]["name"] == cand, t
+    assert t["steps"][0]["source"] == "user" and t["steps"][0]["step_id"] == 1, t["steps"][0]
+PY
+no_residue
+
+# Hostile: an agent that plants the reward files, and one that does half the work.
+cat >"$S/hostile.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: harbor-hostile
+fixtures: [hello-file, partial-credit]
+images: {"evalbox-test/debian:1": "oci:images/debian/oci:latest"}
+candidates:
+  - id: planter
+    adapter: command
+    argv: [/bin/sh, -c, "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && echo '{\"reward\": 1}' > /logs/verifier/reward.json && mkdir -p /tests && echo 'echo 1 > /logs/verifier/reward.txt' > /tests/test.sh; echo planted"]
+  - id: half
+    adapter: command
+    argv: [/bin/sh, -c, "echo a > a.txt"]
+limits: {wall: 2m, memory: 1GiB, pids: 256, disk: 512MiB, output: 4MiB}
+YAML
+R=$WORK/hostile
+set +e
+"$EVALBOX" run "$S/hostile.yaml" --results "$R" >"$WORK/out2" 2>"$WORK/err2"
+rc=$?
+set -e
+[ "$rc" = 1 ] || { cat "$WORK/err2"; fail "hostile run: exit $rc, expected 1"; }
+python3 - "$R" <<'PY'
+import json, sys
+rows = {(json.loads(l)["fixture"]["id"], json.loads(l)["candidate"]["id"]): json.loads(l)
+        for l in open(f"{sys.argv[1]}/results.jsonl")}
+assert len(rows) == 4, rows.keys()
+for fx in ("hello-file", "partial-credit"):
+    r = rows[(fx, "planter")]
+    # What the agent wrote to /logs/verifier and /tests is not what the verifier saw.
+    assert r["verdict"] == "failed", r["grading"]
+    assert r["grading"]["reward"] == 0, r["grading"]
+half = rows[("partial-credit", "half")]
+g = half["grading"]
+assert half["verdict"] == "failed", g
+assert g["rewards"] == {"reward": 0.5, "a": 1, "b": 0}, g
+assert g["reward"] == 0.5 and abs(g["score"] - 0.5) < 1e-9, g
+assert g["checks"][0]["detail"].startswith("reward.json: "), g
+PY
+# The same half-done work passes where the suite sets the threshold at 0.5.
+sed -e 's/^name: harbor-hostile/name: harbor-half/' -e '/^candidates:/i harbor: {threshold: 0.5}' \
+  "$S/hostile.yaml" >"$S/half.yaml"
+R=$WORK/half
+set +e
+"$EVALBOX" run "$S/half.yaml" --results "$R" --filter 'partial-credit/half' >"$WORK/out3" 2>"$WORK/err3"
+rc=$?
+set -e
+[ "$rc" = 0 ] || { cat "$WORK/err3"; fail "threshold 0.5: exit $rc, expected 0"; }
+grep -q '"verdict":"passed"' "$R/results.jsonl" || fail "threshold 0.5: $(cat "$R/results.jsonl")"
+
+# A verifier that runs past its timeout: a grader error (exit 3), not a task failure.
+cp -r "$S/hello-file" "$S/slow-verifier"
+sed -i 's/^timeout_sec = 60.0/timeout_sec = 2/' "$S/slow-verifier/task.toml"
+printf '#!/bin/bash\nsleep 30\necho 1 > /logs/verifier/reward.txt\n' >"$S/slow-verifier/tests/test.sh"
+cat >"$S/slow.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: harbor-slow
+fixtures: [slow-verifier]
+images: {"evalbox-test/debian:1": "oci:images/debian/oci:latest"}
+candidates: [{id: oracle, adapter: oracle}]
+YAML
+R=$WORK/slow
+set +e
+"$EVALBOX" run "$S/slow.yaml" --results "$R" >"$WORK/out4" 2>"$WORK/err4"
+rc=$?
+set -e
+[ "$rc" = 3 ] || { cat "$WORK/err4"; fail "slow verifier: exit $rc, expected 3"; }
+python3 - "$R/results.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+assert r["verdict"] == "not_assessed" and r["grading"]["status"] == "error", r["grading"]
+assert "the verifier timed out after 2s" in r["grading"]["error"], r["grading"]["error"]
+assert r["execution"]["records"]["verifier"]["outcome"] == "timed_out", r["execution"]["records"]
+PY
+# No reward file at all: a grader error too.
+printf '#!/bin/bash\necho forgot the reward\n' >"$S/slow-verifier/tests/test.sh"
+sed -i 's/^timeout_sec = 2$/timeout_sec = 60/' "$S/slow-verifier/task.toml"
+set +e
+"$EVALBOX" run "$S/slow.yaml" --results "$WORK/noreward" >/dev/null 2>"$WORK/err5"
+rc=$?
+set -e
+[ "$rc" = 3 ] || { cat "$WORK/err5"; fail "no reward: exit $rc, expected 3"; }
+grep -q "neither /logs/verifier/reward.txt nor reward.json" "$WORK/noreward/results.jsonl" ||
+  fail "no reward: $(cat "$WORK/noreward/results.jsonl")"
+no_residue
+
+# A malformed task.toml: exit 64 with FILE:LINE:COL; nothing runs.
+cp -r "$S/hello-file" "$S/broken"
+printf 'version = "1.0"\n[agent]\ntimeout_sec = "soon"\n[environment]\ndocker_image = = "x"\n' \
+  >"$S/broken/task.toml"
+set +e
+"$EVALBOX" fixture test "$S/broken" >"$WORK/broken.out" 2>"$WORK/broken.err"
+rc=$?
+set -e
+[ "$rc" = 64 ] || fail "malformed task.toml: exit $rc, expected 64"
+grep -q "^$S/broken/task.toml:5:[0-9]*: task.toml is not valid TOML" "$WORK/broken.err" ||
+  fail "malformed task.toml: $(cat "$WORK/broken.err")"
+printf 'version = "1.0"\n[agent]\ntimeout_sec = "soon"\n[environment]\ndocker_image = "evalbox-test/debian:1"\nmemory = 2048\n' \
+  >"$S/broken/task.toml"
+set +e
+"$EVALBOX" validate "$S/broken" >"$WORK/broken.out" 2>"$WORK/broken.err"
+rc=$?
+set -e
+[ "$rc" = 64 ] || fail "ill-typed task.toml: exit $rc, expected 64"
+grep -q "^$S/broken/task.toml:3:15: agent.timeout_sec must be a number, found a string" "$WORK/broken.err" ||
+  fail "ill-typed timeout: $(cat "$WORK/broken.err")"
+grep -q "^$S/broken/task.toml:6:10: memory must be a string, found an integer" "$WORK/broken.err" ||
+  fail "ill-typed memory: $(cat "$WORK/broken.err")"
+
+# An unknown key: a warning naming it and where, and the task still runs.
+cp -r "$S/hello-file" "$S/newer"
+printf '\n[agent.sandbox]\nkind = "x"\n\n[future]\nflag = true\n' >>"$S/newer/task.toml"
+sed -i 's/^cpus = 1$/cpus = 1\ngpu_vendor = "none"/' "$S/newer/task.toml"
+"$EVALBOX" fixture test "$S/newer" --image "evalbox-test/debian:1=oci:$S/images/debian/oci:latest" \
+  >"$WORK/newer.out" 2>"$WORK/newer.err" || { cat "$WORK/newer.err"; fail "unknown keys made the task fail"; }
+grep -q "$S/newer/task.toml:[0-9]*:1: unknown key environment.gpu_vendor (ignored)" "$WORK/newer.err" ||
+  fail "no warning for environment.gpu_vendor: $(cat "$WORK/newer.err")"
+grep -q "$S/newer/task.toml:[0-9]*:[0-9]*: unknown key future (ignored)" "$WORK/newer.err" ||
+  fail "no warning for [future]: $(cat "$WORK/newer.err")"
+grep -q "unknown key agent.sandbox (ignored)" "$WORK/newer.err" ||
+  fail "no warning for agent.sandbox: $(cat "$WORK/newer.err")"
+
+# A docker-compose environment: refused, saying so.
+cp -r "$S/hello-file" "$S/compose"
+mkdir -p "$S/compose/environment"
+printf 'services:\n  main:\n    image: evalbox-test/debian:1\n' >"$S/compose/environment/docker-compose.yaml"
+set +e
+"$EVALBOX" fixture test "$S/compose" >/dev/null 2>"$WORK/compose.err"
+rc=$?
+set -e
+[ "$rc" = 64 ] || fail "compose: exit $rc, expected 64"
+grep -q "docker-compose.yaml: a docker-compose environment is not supported" "$WORK/compose.err" ||
+  fail "compose: $(cat "$WORK/compose.err")"
+no_residue
+echo "PASS"
