@@ -124,6 +124,11 @@ seed("run_record", json.dumps(dict(base, outcome="output_limit", output_truncate
                                    connections=[{"target": "127.0.0.1:80", "allowed": False,
                                                  "via": "relay", "detail": "refused"}])),
      "connections")
+seed("run_record", json.dumps(dict(base, outcome="oom_killed", exit_code=None, oom_kills=2,
+                                   disk_limit_hit=True,
+                                   mechanisms=dict(base["mechanisms"], root={
+                                       "kind": "image", "image": "sha256:" + "ab" * 32}))),
+     "oom-disk-image")
 
 # YAML: the example fixtures and suites, and the config error cases.
 for f in sorted(glob.glob(os.path.join(ROOT, "fixtures/examples/*/fixture.yaml"))):
