@@ -63,16 +63,16 @@ void unpack_once(std::string_view bytes, bool flatten) {
   writer_options o;
   o.owner_uid = ::getuid();
   o.owner_gid = ::getgid();
-  o.whiteout = flatten ? evalbox::sys::whiteout_form::copy
-                       : evalbox::sys::whiteout_form::user_xattr;
+  o.whiteout =
+      flatten ? evalbox::sys::whiteout_form::copy : evalbox::sys::whiteout_form::user_xattr;
   o.flatten = flatten;
   o.limits.max_bytes = 8u << 20;
   o.limits.max_entries = 4096;
   if (auto w = tree_writer::open(root, o)) {
     memory_source src(bytes);
     layer_expect expect;
-    expect.diff_id = compressed(bytes) ? "sha256:" + std::string(64, '0')
-                                       : "sha256:" + sha256_hex(bytes);
+    expect.diff_id =
+        compressed(bytes) ? "sha256:" + std::string(64, '0') : "sha256:" + sha256_hex(bytes);
     if (unpack_layer(src, expect, *w, {})) (void)w->finish();
   }
   remove_tree(root);
