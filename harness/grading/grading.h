@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/config/spec.h"
+#include "harness/grading/test_report.h"
 #include "harness/transcript/transcript.h"
 #include "sandbox/base/error.h"
 #include "sandbox/base/json_fwd.h"
@@ -25,6 +27,11 @@ struct check_result {
   // Set when the check could not be evaluated (a shell check's sandbox failed, an evaluator
   // threw): the run's grading is then an error, not a failed check.
   std::string error;
+  // tests checks: the share of the check's weight earned (tests_grade::score; a passing check
+  // of another kind earns all of it), and each listed test's status.
+  double fraction = 0;
+  std::optional<tests_grade> tests;
+  std::string patch;  // tests checks: "applied", "failed" or "none" (no patch)
 };
 
 // What a shell check's sandbox did: passed on exit 0. An infrastructure failure is an error
@@ -38,12 +45,28 @@ struct shell_check_outcome {
 
 using shell_check_runner = std::function<result<shell_check_outcome>(const check_spec&)>;
 
+// What a tests check's sandbox produced: whether the patch applied, and the report's text
+// (the command's output for pytest, the XML file for junit), read bounded by the runner.
+// An infrastructure failure is an error of the callback, as for shell checks.
+struct tests_check_outcome {
+  bool patch_applied = true;  // true also when the check has no patch
+  std::string patch_output;   // git apply's output's tail when it did not apply
+  bool exited = true;
+  int exit_code = 0;
+  std::string outcome;       // "exited", "timed_out", ...
+  std::string report;        // the report's text
+  std::string report_error;  // the report could not be read (absent, too large): why
+};
+
+using tests_check_runner = std::function<result<tests_check_outcome>(const check_spec&)>;
+
 struct grading_inputs {
   const fixture_spec& fixture;
   const transcript& transcript_;
   std::filesystem::path before;  // the workspace as it was after setup (read-only view)
   std::filesystem::path after;   // the workspace as the agent left it (read-only view)
   shell_check_runner run_shell;
+  tests_check_runner run_tests = {};
 };
 
 struct grading_result {
@@ -65,5 +88,6 @@ check_result evaluate_file_check(const check_spec& c, const std::filesystem::pat
 check_result evaluate_git_check(const check_spec& c, const std::filesystem::path& before,
                                 const std::filesystem::path& after);
 check_result evaluate_transcript_check(const check_spec& c, const transcript& t);
+check_result evaluate_tests_check(const check_spec& c, const tests_check_outcome& out);
 
 }  // namespace evalbox::harness

@@ -140,6 +140,13 @@ for f in ["fixtures/examples/suite.yaml", "fixtures/examples/noisy-suite.yaml"]:
 for f in sorted(glob.glob(os.path.join(ROOT, "tests/data/config/suite/*.yaml"))):
     seed("suite_yaml", read(f), os.path.basename(f)[:-5])
 
+# Test reports a tests: check reads (pytest -rA and -v output, JUnit XML), from a real pytest run.
+for f in sorted(glob.glob(os.path.join(ROOT, "tests/harness/grading/data/*"))):
+    seed("test_report", read(f), os.path.basename(f))
+seed("test_report", b'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY x "y">]><testsuites><testsuite>'
+     b'<testcase classname="a.b" name="c[x y]"><skipped/></testcase></testsuite></testsuites>',
+     "entities")
+
 # Dictionaries: the keys and type names of each format, taken from the seeds (raw bytes).
 def json_tokens(blobs):
     toks = set()
@@ -184,8 +191,14 @@ for target, seeds in sorted(corpora.items()):
     for name, data in sorted(seeds.items()):
         with open(os.path.join(OUT, target, name), "wb") as f:
             f.write(data)
-    toks = yaml_tokens(seeds.values()) if target.endswith("_yaml") else \
-        json_tokens(seeds.values())
+    if target == "test_report":
+        toks = {b"PASSED ", b"FAILED ", b"ERROR ", b"SKIPPED ", b"XFAIL ", b"XPASS ", b"::",
+                b" - ", b"\x1b[32m", b"\x1b[0m", b"[ 50%]", b"<testcase", b"<testsuite>",
+                b"classname=", b"name=", b"<failure/>", b"<error>", b"<skipped/>", b"/>",
+                b"</testcase>", b"<!ENTITY", b"<!DOCTYPE", b"&amp;", b"<![CDATA["}
+    else:
+        toks = yaml_tokens(seeds.values()) if target.endswith("_yaml") else \
+            json_tokens(seeds.values())
     if target == "codex_stream":
         toks.add(b"\0")  # the separator between the stream and the rollout
     with open(os.path.join(DICT, target + ".dict"), "wb") as f:
