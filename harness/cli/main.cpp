@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   register_validate(app, selected);  // fixtures and suites, checked without running
   register_fixture(app, selected);   // fixture authoring: new (and test)
   register_image(app, selected);     // the image store: import, ls, rm
+  register_import(app, selected);    // benchmarks in other formats, as fixtures
 
   // Hidden: the reference docs/cli.md embeds, generated from the definitions above so that the
   // page cannot drift (scripts/check-docs compares the two; --fix rewrites the page).
