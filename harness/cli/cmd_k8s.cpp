@@ -30,15 +30,8 @@ struct k8s_args {
 };
 
 int k8s_command(const k8s_args& a) {
-  auto suite = harness::load_suite(a.suite, make_registry().ids());
-  if (!suite) {
-    fmt::print(stderr, "{}\n", suite.error().message);
-    return suite.error().kind == error_kind::io ? exit_internal : exit_usage;
-  }
-  if (auto problems = validate_candidates(*suite); !problems.empty()) {
-    fmt::print(stderr, "{}\n", harness::join_messages(problems));
-    return exit_usage;
-  }
+  auto suite = load_runnable_suite(a.suite);
+  if (!suite) return suite.error();
   harness::scale::k8s_options o;
   o.suite_name = suite->name;
   std::error_code ec;

@@ -38,19 +38,8 @@ int exit_status(const planned_outcomes& planned) {
 }
 
 int run_command(const run_args& a) {
-  auto suite = harness::load_suite(a.suite, make_registry().ids());
-  if (!suite) {
-    fmt::print(stderr, "{}\n", suite.error().message);
-    return suite.error().kind == error_kind::invalid_argument ||
-                   suite.error().kind == error_kind::not_found
-               ? exit_usage
-               : exit_internal;
-  }
-  auto problems = validate_candidates(*suite);
-  if (!problems.empty()) {
-    fmt::print(stderr, "{}\n", harness::join_messages(problems));
-    return exit_usage;
-  }
+  auto suite = load_runnable_suite(a.suite);
+  if (!suite) return suite.error();
   harness::plan_options po;
   po.trials = a.trials;
   po.filter = a.filter;

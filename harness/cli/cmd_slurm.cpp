@@ -82,15 +82,8 @@ std::filesystem::path absolute_path(const std::filesystem::path& p) {
 }
 
 int slurm_command(const slurm_args& a) {
-  auto suite = harness::load_suite(a.suite, make_registry().ids());
-  if (!suite) {
-    fmt::print(stderr, "{}\n", suite.error().message);
-    return suite.error().kind == error_kind::io ? exit_internal : exit_usage;
-  }
-  if (auto problems = validate_candidates(*suite); !problems.empty()) {
-    fmt::print(stderr, "{}\n", harness::join_messages(problems));
-    return exit_usage;
-  }
+  auto suite = load_runnable_suite(a.suite);
+  if (!suite) return suite.error();
   harness::scale::slurm_options o;
   o.suite_name = suite->name;
   o.suite = absolute_path(a.suite);

@@ -11,7 +11,9 @@
 #include <string_view>
 #include <thread>
 
+#include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
+#include "harness/fixture/load.h"
 #include "harness/results/results.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
@@ -62,6 +64,22 @@ class signal_watch {
 };
 
 }  // namespace
+
+std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& path) {
+  auto suite = harness::load_suite(path, make_registry().ids());
+  if (!suite) {
+    fmt::print(stderr, "{}\n", suite.error().message);
+    return std::unexpected(suite.error().kind == error_kind::invalid_argument ||
+                                   suite.error().kind == error_kind::not_found
+                               ? exit_usage
+                               : exit_internal);
+  }
+  if (auto problems = validate_candidates(*suite); !problems.empty()) {
+    fmt::print(stderr, "{}\n", harness::join_messages(problems));
+    return std::unexpected(exit_usage);
+  }
+  return std::move(*suite);
+}
 
 std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite) {
   auto registry = make_registry();

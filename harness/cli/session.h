@@ -3,6 +3,7 @@
 // writing its reports.
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,5 +47,10 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
 // Adapter-level validation of every candidate (its settings), as config errors. The adapter
 // names themselves were checked by load_suite against this same registry.
 std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite);
+
+// The suite at `path`, loaded and its candidates validated, for a command that plans runs
+// (run, slurm, k8s). On a problem it prints the messages and returns the exit code:
+// exit_usage for a suite that is wrong or missing, exit_internal for one that cannot be read.
+std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& path);
 
 }  // namespace evalbox::cli

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora and dictionaries of tests/fuzz from the repository's golden files:
 real Codex, Claude Code and Gemini CLI captures, evalbox.events.v1 and transcript.jsonl
-samples, example fixtures and suites, a synthetic results.jsonl and run records.
+samples, example fixtures and suites, a synthetic results.jsonl and run records, image
+metadata and layer tars.
 
   tests/fuzz/make_corpus.py        (from the repository root; rewrites corpus/ and dict/)
 
@@ -9,13 +10,16 @@ Seeds are kept small (long base instructions in Codex rollouts are cut) so that 
 corpus stays a few hundred KiB. Inputs found by fuzzing live in regressions/, not here.
 """
 import glob
+import gzip
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -124,6 +128,100 @@ seed("run_record", json.dumps(dict(base, outcome="output_limit", output_truncate
                                    connections=[{"target": "127.0.0.1:80", "allowed": False,
                                                  "via": "relay", "detail": "refused"}])),
      "connections")
+seed("run_record", json.dumps(dict(base, outcome="oom_killed", exit_code=None, oom_kills=2,
+                                   disk_limit_hit=True,
+                                   mechanisms=dict(base["mechanisms"], root={
+                                       "kind": "image", "image": "sha256:" + "ab" * 32}))),
+     "oom-disk-image")
+
+# Image metadata (sandbox/image/oci.h): an OCI index, manifest and config, a Docker v2 manifest
+# and docker-archive's manifest.json, and a few refused forms.
+D = "sha256:" + "ab" * 32
+E = "sha256:" + "cd" * 32
+seed("oci_json", json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                             "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                            "digest": D, "size": 400,
+                                            "platform": {"os": "linux", "architecture": "amd64"},
+                                            "annotations": {"org.opencontainers.image.ref.name": "latest"}},
+                                           {"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                            "digest": E, "size": 400,
+                                            "platform": {"os": "linux", "architecture": "arm64",
+                                                         "variant": "v8"}}]}), "index")
+seed("oci_json", json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                             "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                                        "digest": D, "size": 700},
+                             "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                                         "digest": E, "size": 1234},
+                                        {"mediaType": "application/vnd.oci.image.layer.v1.tar+zstd",
+                                         "digest": D, "size": 99}]}), "manifest")
+seed("oci_json", json.dumps({"schemaVersion": 2,
+                             "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                             "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                                        "digest": D, "size": 700},
+                             "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                                         "digest": E, "size": 1234}]}), "docker-manifest")
+seed("oci_json", json.dumps({"architecture": "amd64", "os": "linux",
+                             "config": {"Env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"],
+                                        "Entrypoint": ["/bin/sh"], "Cmd": ["-c", "true"],
+                                        "WorkingDir": "/app", "User": "1000:1000"},
+                             "rootfs": {"type": "layers", "diff_ids": [D, E]},
+                             "history": [{"created_by": "RUN true"}]}), "config")
+seed("oci_json", json.dumps([{"Config": "abc.json", "RepoTags": ["localhost/app:latest"],
+                              "Layers": ["abc/layer.tar", "def/layer.tar"]}]), "docker-archive")
+seed("oci_json", json.dumps({"architecture": "amd64", "os": "linux",
+                             "rootfs": {"type": "layers", "diff_ids": ["md5:00"]}}), "bad-digest")
+seed("oci_json", '{"manifests": [{"digest": "' + D + '", "size": -1}]}', "negative-size")
+
+# Layer blobs (sandbox/image/layer.h): tars with every entry type the writer handles, the
+# whiteout and opaque markers, and the hostile forms it must refuse; gzip and zstd forms.
+def make_tar(items):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for name, kind, arg in items:
+            ti = tarfile.TarInfo(name)
+            ti.mtime = 1700000000
+            ti.uid = ti.gid = 0
+            data = None
+            if kind == "f":
+                data = arg.encode()
+                ti.size = len(data)
+                ti.mode = 0o644
+            elif kind == "d":
+                ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            elif kind == "l":
+                ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, arg, 0o777
+            elif kind == "h":
+                ti.type, ti.linkname = tarfile.LNKTYPE, arg
+            elif kind == "p":
+                ti.type = tarfile.FIFOTYPE
+            elif kind == "c":
+                ti.type, ti.devmajor, ti.devminor = tarfile.CHRTYPE, 1, 3
+            elif kind == "x":  # setuid file with a file capability xattr
+                data = b"#!/bin/sh\n"
+                ti.size, ti.mode = len(data), 0o4755
+                ti.pax_headers = {"SCHILY.xattr.security.capability": "\x01\x00\x00\x02",
+                                  "SCHILY.xattr.user.note": "kept"}
+            t.addfile(ti, io.BytesIO(data) if data is not None else None)
+    return buf.getvalue()
+
+
+base_layer = make_tar([("etc/", "d", None), ("etc/os-release", "f", "ID=fuzz\n"),
+                       ("usr/", "d", None), ("usr/bin/", "d", None),
+                       ("usr/bin/tool", "x", None), ("bin", "l", "usr/bin"),
+                       ("usr/bin/alias", "h", "usr/bin/tool"), ("run/fifo", "p", None),
+                       ("opt/data/", "d", None), ("opt/data/a", "f", "a")])
+seed("layer_tar", base_layer, "base")
+seed("layer_tar", make_tar([("etc/.wh.os-release", "f", ""), ("opt/data/.wh..wh..opq", "f", ""),
+                            ("opt/data/b", "f", "b"), ("dev/null", "c", None)]), "whiteouts")
+seed("layer_tar", gzip.compress(base_layer, mtime=0), "base.gz")
+seed("layer_tar", subprocess.run(["zstd", "-q", "-c"], input=base_layer, check=True,
+                                 stdout=subprocess.PIPE).stdout, "base.zst")
+seed("layer_tar", make_tar([("../escape", "f", "x")]), "dotdot")
+seed("layer_tar", make_tar([("/abs", "f", "x")]), "absolute")
+seed("layer_tar", make_tar([("link", "l", "../beside"), ("link/planted", "f", "x")]),
+     "through-symlink")
+seed("layer_tar", make_tar([("out", "h", "../../etc/passwd")]), "hardlink-out")
+seed("layer_tar", gzip.compress(base_layer, mtime=0)[:200], "truncated.gz")
 
 # YAML: the example fixtures and suites, and the config error cases.
 for f in sorted(glob.glob(os.path.join(ROOT, "fixtures/examples/*/fixture.yaml"))):
@@ -191,6 +289,8 @@ for target, seeds in sorted(corpora.items()):
     for name, data in sorted(seeds.items()):
         with open(os.path.join(OUT, target, name), "wb") as f:
             f.write(data)
+    if target == "layer_tar":
+        continue  # binary: libFuzzer's own comparisons find the tar fields, no dictionary
     if target == "test_report":
         toks = {b"PASSED ", b"FAILED ", b"ERROR ", b"SKIPPED ", b"XFAIL ", b"XPASS ", b"::",
                 b" - ", b"\x1b[32m", b"\x1b[0m", b"[ 50%]", b"<testcase", b"<testsuite>",
