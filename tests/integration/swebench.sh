@@ -136,6 +136,24 @@ sed -i 's/abs(a) + abs(b)/a + b/' calc.py
 printf 'def test_sub():\n    pass\n' > tests/test_calc.py
 SH
 chmod +x "$WORK/suite/agents/"*.sh
+# The same instance graded from a JUnit XML report instead of pytest's output.
+mkdir -p "$WORK/suite/calc-junit/grader"
+cp "$fx/grader/test.patch" "$WORK/suite/calc-junit/grader/"
+cp -r "$fx/solution" "$WORK/suite/calc-junit/"
+cat > "$WORK/suite/calc-junit/fixture.yaml" <<YAML
+schema: evalbox.fixture.v1
+id: calc-junit
+prompt: add() is wrong when a number is negative.
+workspace: {git: ../../repos/acme/calc, commit: $base}
+checks:
+  - id: tests
+    tests:
+      patch: grader/test.patch
+      command: python3 -m pytest -p no:cacheprovider --junitxml=.reports/junit.xml tests
+      report: {junit: .reports/junit.xml}
+      fail_to_pass: [tests.test_calc::test_add_negative, tests.test_calc.test_add_mixed]
+      pass_to_pass: [tests.test_calc::test_sub]
+YAML
 python3 - "$WORK/suite/suite.yaml" <<'PY'
 import sys
 p = sys.argv[1]
@@ -150,8 +168,18 @@ rc=0
 [ "$rc" = 1 ] || { cat "$WORK/run.out" "$WORK/err"; fail "run exited $rc, not 1 (a task failed)"; }
 python3 - "$R" <<'PY'
 import json, sys
-recs = {r["candidate"]["id"]: r for r in map(json.loads, open(sys.argv[1] + "/results.jsonl"))}
-assert set(recs) == {"gold", "noop", "half", "cheat"}, sorted(recs)
+all_recs = list(map(json.loads, open(sys.argv[1] + "/results.jsonl")))
+assert len(all_recs) == 8, len(all_recs)
+junit = {r["candidate"]["id"]: r for r in all_recs if r["fixture"]["id"] == "calc-junit"}
+recs = {r["candidate"]["id"]: r for r in all_recs if r["fixture"]["id"] == "acme__calc-7"}
+assert set(recs) == set(junit) == {"gold", "noop", "half", "cheat"}, sorted(recs)
+# JUnit: the same verdicts and resolutions as from pytest's output.
+for c, (verdict, resolution, score) in {"gold": ("passed", "full", 1), "noop": ("failed", "none", 0),
+                                        "half": ("failed", "partial", 0.5),
+                                        "cheat": ("passed", "full", 1)}.items():
+    t = junit[c]["grading"]["checks"][0]
+    assert junit[c]["verdict"] == verdict and t["tests"]["resolution"] == resolution, (c, t)
+    assert junit[c]["grading"]["score"] == score, (c, junit[c]["grading"])
 def check(c):
     g = recs[c]["grading"]
     assert g["status"] == "completed", (c, g)
