@@ -928,7 +928,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
              checks.IsSequence()
                  ? std::string("checks must not be empty")
                  : fmt::format("checks must be a list, found {}", type_name(checks)),
-             "add at least one check: shell, file, git or transcript");
+             "add at least one check: shell, file, git, transcript or tests");
     } else {
       std::map<std::string, source_location> ids;
       double total = 0;

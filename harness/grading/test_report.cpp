@@ -3,13 +3,11 @@
 
 #include "sandbox/base/fs.h"
 
-#include <libxml/parser.h>
-#include <libxml/tree.h>
+#include <expat.h>
 
 #include <algorithm>
 #include <climits>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 namespace evalbox::harness {
@@ -53,21 +51,59 @@ void record(test_report& r, std::string id, test_status s) {
   r.tests[std::move(id)] = s;
 }
 
-struct xml_doc_free {
-  void operator()(xmlDoc* d) const noexcept { xmlFreeDoc(d); }
+struct xml_parser_free {
+  void operator()(XML_Parser p) const noexcept { XML_ParserFree(p); }
 };
 
-std::string prop(xmlNode* n, const char* name) {
-  xmlChar* v = xmlGetProp(n, reinterpret_cast<const xmlChar*>(name));
-  if (!v) return {};
-  std::string s(reinterpret_cast<const char*>(v));
-  xmlFree(v);
-  return s;
+// What the SAX callbacks build: every <testcase> at any depth, and the status its direct
+// <failure>, <error> or <skipped> child gives it.
+struct junit_state {
+  test_report report;
+  int depth = 0;
+  int case_depth = -1;  // depth of the open <testcase>, -1 outside one
+  std::string cls, name;
+  test_status status = test_status::passed;
+};
+
+std::string attribute(const XML_Char** atts, std::string_view key) {
+  for (size_t i = 0; atts && atts[i] && atts[i + 1]; i += 2)
+    if (key == atts[i]) return atts[i + 1];
+  return {};
 }
 
-bool named(xmlNode* n, const char* name) {
-  return n->type == XML_ELEMENT_NODE &&
-         xmlStrcmp(n->name, reinterpret_cast<const xmlChar*>(name)) == 0;
+void XMLCALL junit_start(void* data, const XML_Char* el, const XML_Char** atts) {
+  auto& st = *static_cast<junit_state*>(data);
+  ++st.depth;
+  const std::string_view name(el);
+  if (st.case_depth < 0 && name == "testcase") {
+    st.case_depth = st.depth;
+    st.cls = attribute(atts, "classname");
+    st.name = attribute(atts, "name");
+    st.status = test_status::passed;
+  } else if (st.case_depth >= 0 && st.depth == st.case_depth + 1) {
+    if (name == "failure")
+      st.status = test_status::failed;
+    else if (name == "error" && st.status != test_status::failed)
+      st.status = test_status::error;
+    else if (name == "skipped" && st.status == test_status::passed)
+      st.status = test_status::skipped;
+  }
+}
+
+void XMLCALL junit_end(void* data, const XML_Char*) {
+  auto& st = *static_cast<junit_state*>(data);
+  if (st.depth == st.case_depth) {
+    st.case_depth = -1;
+    if (!st.name.empty()) {
+      std::string id = st.cls.empty() ? st.name : st.cls + "::" + st.name;
+      if (!st.cls.empty()) {
+        st.report.aliases[st.cls + "." + st.name] = id;
+        st.report.aliases.emplace(st.name, id);
+      }
+      st.report.tests[std::move(id)] = st.status;
+    }
+  }
+  --st.depth;
 }
 
 }  // namespace
@@ -142,55 +178,21 @@ test_report parse_pytest_log(std::string_view log) {
 result<test_report> parse_junit_xml(std::string_view xml) {
   if (xml.size() > static_cast<size_t>(INT_MAX))
     return make_error(error_kind::invalid_argument, "the JUnit report is too large");
-  // No network, no external DTD, no entity substitution (XML_PARSE_NOENT is not given): the
-  // report is the agent's, and entities are how XML documents attack their reader. libxml2
-  // keeps its own depth and entity-amplification limits (XML_PARSE_HUGE is not given).
-  const int options = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
-                      XML_PARSE_NOBLANKS | XML_PARSE_NOCDATA;
-  // Once, before any thread parses (libxml2's global state).
-  static std::once_flag init;
-  std::call_once(init, [] { xmlInitParser(); });
-  std::unique_ptr<xmlDoc, xml_doc_free> doc(
-      xmlReadMemory(xml.data(), static_cast<int>(xml.size()), "report.xml", nullptr, options));
-  if (!doc) {
-    const xmlError* e = xmlGetLastError();
-    std::string why = e && e->message ? e->message : "not well-formed";
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    xmlResetLastError();
-    return make_error(error_kind::invalid_argument, "the JUnit report is not XML: {}", why);
-  }
-  test_report r;
-  xmlNode* root = xmlDocGetRootElement(doc.get());
-  // Depth-first without recursion: a deep document costs no stack.
-  std::vector<xmlNode*> stack;
-  if (root) stack.push_back(root);
-  while (!stack.empty()) {
-    xmlNode* n = stack.back();
-    stack.pop_back();
-    if (named(n, "testcase")) {
-      const std::string cls = prop(n, "classname"), name = prop(n, "name");
-      if (name.empty()) continue;
-      test_status s = test_status::passed;
-      for (xmlNode* c = n->children; c; c = c->next) {
-        if (named(c, "failure"))
-          s = test_status::failed;
-        else if (named(c, "error") && s != test_status::failed)
-          s = test_status::error;
-        else if (named(c, "skipped") && s == test_status::passed)
-          s = test_status::skipped;
-      }
-      std::string id = cls.empty() ? name : cls + "::" + name;
-      if (!cls.empty()) {
-        r.aliases[cls + "." + name] = id;
-        r.aliases.emplace(name, id);
-      }
-      r.tests[std::move(id)] = s;
-      continue;
-    }
-    for (xmlNode* c = n->last; c; c = c->prev)
-      if (c->type == XML_ELEMENT_NODE) stack.push_back(c);
-  }
-  return r;
+  std::unique_ptr<XML_ParserStruct, xml_parser_free> parser(XML_ParserCreate(nullptr));
+  if (!parser) return make_error(error_kind::internal, "XML_ParserCreate: out of memory");
+  // The report is the agent's: no external entity or DTD is ever read (no handler for them,
+  // parameter entities off), and expat (>= 2.4) refuses documents whose internal entities
+  // amplify the input ("billion laughs"). Element nesting costs heap, not stack.
+  XML_SetParamEntityParsing(parser.get(), XML_PARAM_ENTITY_PARSING_NEVER);
+  junit_state st;
+  XML_SetUserData(parser.get(), &st);
+  XML_SetElementHandler(parser.get(), junit_start, junit_end);
+  if (XML_Parse(parser.get(), xml.data(), static_cast<int>(xml.size()), XML_TRUE) ==
+      XML_STATUS_ERROR)
+    return make_error(error_kind::invalid_argument, "the JUnit report is not XML: {} at line {}",
+                      XML_ErrorString(XML_GetErrorCode(parser.get())),
+                      XML_GetCurrentLineNumber(parser.get()));
+  return std::move(st.report);
 }
 
 std::vector<std::string> patch_files(std::string_view patch) {

@@ -38,8 +38,8 @@ test_report parse_pytest_log(std::string_view log);
 
 // A JUnit XML report (pytest --junitxml, Maven Surefire, go-junit-report...): every
 // <testcase> at any depth, passed unless it holds <failure>, <error> or <skipped>. Its id is
-// "classname::name" (or "name" without a classname). Parsed with libxml2 without network,
-// DTD loading or entity substitution. A document that is not XML is an invalid_argument error.
+// "classname::name" (or "name" without a classname). Parsed with expat (SAX), never reading an
+// external entity or DTD. A document that is not XML is an invalid_argument error.
 result<test_report> parse_junit_xml(std::string_view xml);
 
 struct graded_test {
