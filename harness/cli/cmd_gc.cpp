@@ -5,6 +5,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
+#include "harness/fixture/git_source.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/log.h"
 #include "sandbox/base/units.h"
@@ -17,7 +18,9 @@ void register_gc(CLI::App& app, action& out) {
       "gc",
       "Reclaim stale runs: every run directory whose lock is free (its process died) has its "
       "mounts unmounted, its cgroups removed and its files deleted. Live runs are left alone; "
-      "credential leases are kept. With --images, also the image store: partial layers a "
+      "credential leases are kept. Partial git mirrors and checkouts a crashed fetch left "
+      "(<state>/git) are removed; whole ones are kept. With --images, also the image store: "
+      "partial layers a "
       "crashed import left, layers no image names, and (with --max-size) least recently used "
       "images until the store fits — never an image a live run holds.");
   auto json_out = std::make_shared<bool>(false);
@@ -51,6 +54,7 @@ void register_gc(CLI::App& app, action& out) {
         log::error("gc {}: {}", options.state_root.string(), report.error().message);
         return exit_execution_failed;
       }
+      const auto git = harness::collect_git_store(options.state_root / "git");
       std::optional<sandbox::image::gc_report> image_report;
       if (*images) {
         auto store = open_image_store(options.state_root.string());
@@ -69,6 +73,10 @@ void register_gc(CLI::App& app, action& out) {
                {"mounts_unmounted", report->mounts_unmounted},
                {"cgroups_removed", report->cgroups_removed},
                {"errors", report->errors}};
+        j["git"] = {{"temporaries_removed", git.temporaries_removed},
+                    {"mirrors", git.mirrors},
+                    {"trees", git.trees},
+                    {"errors", git.errors}};
         if (image_report)
           j["images"] = {{"images_removed", image_report->images_removed},
                          {"layers_removed", image_report->layers_removed},
@@ -85,6 +93,10 @@ void register_gc(CLI::App& app, action& out) {
             options.state_root.string(), report->runs_reclaimed, report->mounts_unmounted,
             report->cgroups_removed);
         for (const auto& e : report->errors) fmt::print("  error: {}\n", e);
+        fmt::print(
+            "git: {} partial fetch(es) or checkout(s) removed; {} mirror(s), {} tree(s) kept\n",
+            git.temporaries_removed, git.mirrors, git.trees);
+        for (const auto& e : git.errors) fmt::print("  error: {}\n", e);
         if (image_report) {
           fmt::print(
               "images: {} image(s) and {} layer(s) removed, {} partial layer(s) cleaned, "
@@ -98,7 +110,8 @@ void register_gc(CLI::App& app, action& out) {
           for (const auto& e : image_report->errors) fmt::print("  error: {}\n", e);
         }
       }
-      bool clean = report->errors.empty() && (!image_report || image_report->errors.empty());
+      bool clean = report->errors.empty() && git.errors.empty() &&
+                   (!image_report || image_report->errors.empty());
       return clean ? exit_ok : exit_execution_failed;
     };
   });

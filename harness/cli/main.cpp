@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
       "  evalbox fixture new NAME        scaffold a fixture to edit\n"
       "  evalbox sandbox exec -- CMD     run CMD in a throwaway sandbox over --workspace DIR\n"
       "  evalbox sandbox shell           an interactive shell in one, to look around\n"
-      "  evalbox image import REF        unpack an OCI/docker image into the image store\n",
+      "  evalbox image import REF        unpack an OCI/docker image into the image store\n"
+      "  evalbox import swebench FILE    SWE-bench-style instances -> fixtures and a suite\n",
       "evalbox"};
   app.footer("Each command explains itself with --help; docs/cli.md is the whole reference.");
   app.require_subcommand(1);
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   register_validate(app, selected);  // fixtures and suites, checked without running
   register_fixture(app, selected);   // fixture authoring: new (and test)
   register_image(app, selected);     // the image store: import, ls, rm
+  register_import(app, selected);    // benchmarks in other formats, as fixtures
 
   // Hidden: the reference docs/cli.md embeds, generated from the definitions above so that the
   // page cannot drift (scripts/check-docs compares the two; --fix rewrites the page).

@@ -531,9 +531,64 @@ void parse_transcript_check(reader& r, const YAML::Node& n, const std::string& w
   if (auto re = r.regex(v, name)) out.regex = std::move(*re);
 }
 
+// tests: {command, patch, report: pytest | {junit: PATH}, fail_to_pass: [...], pass_to_pass}
+void parse_tests_check(reader& r, const YAML::Node& n, const std::string& what, tests_check& out) {
+  static constexpr std::string_view known[] = {"command", "patch", "report", "fail_to_pass",
+                                               "pass_to_pass"};
+  static constexpr std::string_view required[] = {"command"};
+  auto f = r.mapping(n, what, known, required);
+  if (!f) return;
+  if (f->has("command")) {
+    if (auto s = r.string(f->get("command"), what + ".command")) out.command = *s;
+  }
+  if (f->has("patch")) {
+    YAML::Node p = f->get("patch");
+    if (auto s = r.string(p, what + ".patch")) {
+      // The patch is the grader's: under grader/, which the agent never sees.
+      fs::path rel(*s);
+      auto it = rel.begin();
+      if (it == rel.end() || *it != "grader" || !is_safe_relative(rel) ||
+          rel.lexically_normal() == "grader")
+        r.fail(p, fmt::format("{}.patch '{}' must be a file under grader/", what, *s),
+               "put the patch in the fixture's grader/ directory (hidden from the agent) and "
+               "write e.g. `patch: grader/test.patch`");
+      else
+        out.patch = rel.lexically_relative("grader").generic_string();
+    }
+  }
+  if (f->has("report")) {
+    YAML::Node rep = f->get("report");
+    if (rep.IsScalar() && rep.Scalar() == "pytest") {
+      out.report = tests_check::report_kind::pytest;
+    } else if (rep.IsMap()) {
+      static constexpr std::string_view junit_keys[] = {"junit"};
+      if (auto jf = r.mapping(rep, what + ".report", junit_keys, junit_keys);
+          jf && jf->has("junit"))
+        if (auto p = r.relative_path(jf->get("junit"), what + ".report.junit")) {
+          out.report = tests_check::report_kind::junit;
+          out.junit_path = *p;
+        }
+    } else {
+      r.fail(rep, fmt::format("{}.report must be `pytest` or `{{junit: PATH}}`", what),
+             "pytest reads the command's output (run pytest with -rA); junit reads the XML "
+             "report the command writes at PATH (relative to /workspace)");
+    }
+  }
+  auto names = [&](const char* key, std::vector<std::string>& into) {
+    if (!f->has(key)) return;
+    if (auto l = r.string_list(f->get(key), fmt::format("{}.{}", what, key), true)) into = *l;
+  };
+  names("fail_to_pass", out.fail_to_pass);
+  names("pass_to_pass", out.pass_to_pass);
+  if (out.fail_to_pass.empty() && out.pass_to_pass.empty() && f->has("command"))
+    r.fail(n, fmt::format("{} names no test", what),
+           "list the tests the change must make pass in fail_to_pass (and those that must keep "
+           "passing in pass_to_pass)");
+}
+
 std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t index) {
-  static constexpr std::string_view known[] = {"id",   "weight", "shell",
-                                               "file", "git",    "transcript"};
+  static constexpr std::string_view known[] = {"id",  "weight",     "shell", "file",
+                                               "git", "transcript", "tests"};
   static constexpr std::string_view required[] = {"id"};
   std::string what = fmt::format("checks[{}]", index);
   auto f = r.mapping(n, what, known, required);
@@ -566,7 +621,7 @@ std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t ind
            kinds.empty() ? fmt::format("{} says nothing to check", what)
                          : fmt::format("{} has {} kinds ({}); it needs exactly one", what,
                                        kinds.size(), fmt::join(kinds, ", ")),
-           "give exactly one of shell, file, git, transcript");
+           "give exactly one of shell, file, git, transcript, tests");
     return c;
   }
   const std::string& k = kinds.front();
@@ -580,11 +635,54 @@ std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t ind
   } else if (k == "git") {
     c.kind = check_kind::git;
     parse_git_check(r, v, what + ".git", c.git);
+  } else if (k == "tests") {
+    c.kind = check_kind::tests;
+    parse_tests_check(r, v, what + ".tests", c.tests);
   } else {
     c.kind = check_kind::transcript;
     parse_transcript_check(r, v, what + ".transcript", c.transcript);
   }
   return c;
+}
+
+// workspace: {git: URL-or-PATH, commit: SHA}. The source is untrusted text handed to git:
+// harness/fixture/git_source.cpp refuses what git would read as an option or a transport
+// helper; here only the form is checked.
+std::optional<git_workspace_spec> parse_git_workspace(reader& r, const YAML::Node& n) {
+  static constexpr std::string_view known[] = {"git", "commit"};
+  auto f = r.mapping(n, "workspace", known, known);
+  if (!f) return std::nullopt;
+  git_workspace_spec g;
+  g.where = r.at(n);
+  bool ok = f->has("git") && f->has("commit");
+  if (f->has("git")) {
+    g.source_where = r.at(f->get("git"));
+    if (auto s = r.string(f->get("git"), "workspace.git"))
+      g.source = *s;
+    else
+      ok = false;
+  }
+  if (f->has("commit")) {
+    YAML::Node c = f->get("commit");
+    g.commit_where = r.at(c);
+    if (auto s = r.string(c, "workspace.commit")) {
+      g.commit = *s;
+      bool hex =
+          s->size() >= 7 && s->size() <= 64 && std::all_of(s->begin(), s->end(), [](char ch) {
+            return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+          });
+      if (!hex) {
+        r.fail(c, fmt::format("workspace.commit '{}' is not a commit id", *s),
+               "give the commit's hexadecimal id (lowercase, 7 to 64 digits; the full 40 is "
+               "best), not a branch or tag name, so that every run starts from the same tree");
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return g;
 }
 
 // fixtures: [path or glob, ...] as written; harness/fixture resolves them (load_suite).
@@ -803,9 +901,9 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   fixture_spec spec;
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;
-  static constexpr std::string_view known[] = {"schema",    "id",        "description", "prompt",
-                                               "follow_up", "setup",     "limits",      "network",
-                                               "checks",    "threshold", "environment"};
+  static constexpr std::string_view known[] = {
+      "schema", "id",      "description", "prompt",    "follow_up",   "setup",
+      "limits", "network", "checks",      "threshold", "environment", "workspace"};
   static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
   if (root.IsNull()) {
     r.fail(source_location{r.file(), 0, 0}, "the file is empty",
@@ -839,6 +937,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   if (f->has("limits")) spec.limits = parse_limits(r, f->get("limits"), "limits");
   if (f->has("network")) spec.network = parse_network(r, f->get("network"), "network");
   if (f->has("environment")) spec.environment = parse_environment(r, f->get("environment"));
+  if (f->has("workspace")) spec.git_workspace = parse_git_workspace(r, f->get("workspace"));
   if (f->has("threshold")) {
     if (auto t = r.number(f->get("threshold"), "threshold")) {
       if (*t < 0 || *t > 1)
@@ -854,7 +953,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
              checks.IsSequence()
                  ? std::string("checks must not be empty")
                  : fmt::format("checks must be a list, found {}", type_name(checks)),
-             "add at least one check: shell, file, git or transcript");
+             "add at least one check: shell, file, git, transcript or tests");
     } else {
       std::map<std::string, source_location> ids;
       double total = 0;

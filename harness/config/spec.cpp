@@ -73,6 +73,8 @@ std::string_view to_string(check_kind kind) noexcept {
       return "transcript";
     case check_kind::verifier:
       return "verifier";
+    case check_kind::tests:
+      return "tests";
   }
   return "unknown";
 }
@@ -169,6 +171,18 @@ json check_spec::to_json() const {
     case check_kind::verifier:
       j["verifier"] = "bash /tests/test.sh";
       break;
+    case check_kind::tests: {
+      json t{{"command", tests.command},
+             {"fail_to_pass", tests.fail_to_pass},
+             {"pass_to_pass", tests.pass_to_pass}};
+      if (!tests.patch.empty()) t["patch"] = tests.patch;
+      if (tests.report == tests_check::report_kind::junit)
+        t["report"] = {{"junit", tests.junit_path}};
+      else
+        t["report"] = "pytest";
+      j["tests"] = t;
+      break;
+    }
   }
   return j;
 }

@@ -90,8 +90,9 @@ struct environment_spec {
   [[nodiscard]] json to_json() const;  // {image (resolved), workdir}
 };
 
-// `verifier`: a Harbor task's tests/test.sh and its reward (never written in fixture.yaml).
-enum class check_kind { shell, file, git, transcript, verifier };
+// `verifier`: a Harbor task's tests/test.sh and its reward (never written in fixture.yaml);
+// `tests`: a command whose test report is graded FAIL_TO_PASS / PASS_TO_PASS (docs/swebench.md).
+enum class check_kind { shell, file, git, transcript, verifier, tests };
 std::string_view to_string(check_kind kind) noexcept;
 
 // file: {path, exists | absent | equals | contains | matches | json: {pointer, equals}}
@@ -129,6 +130,19 @@ struct transcript_check {
 };
 std::string_view to_string(transcript_check::predicate_kind kind) noexcept;
 
+// tests: {command, patch?, report?, fail_to_pass, pass_to_pass} — a test suite run in the
+// grading sandbox after `patch` (a file of grader/) is applied to the final workspace, its
+// report parsed and the listed tests graded as SWE-bench does (docs/swebench.md).
+struct tests_check {
+  enum class report_kind { pytest, junit };
+  std::string command;  // run by /bin/sh -c in /workspace
+  std::string patch;    // "" or a path relative to grader/ (mounted at /grader)
+  report_kind report = report_kind::pytest;
+  std::string junit_path;                 // report junit: relative to /workspace
+  std::vector<std::string> fail_to_pass;  // must pass after the change (and failed before)
+  std::vector<std::string> pass_to_pass;  // must still pass
+};
+
 struct check_spec {
   std::string id;  // unique within its fixture
   double weight = 1;
@@ -137,6 +151,7 @@ struct check_spec {
   file_check file;
   git_check git;
   transcript_check transcript;
+  tests_check tests;
   source_location where;
 
   [[nodiscard]] json to_json() const;
@@ -155,6 +170,14 @@ struct harbor_spec {
   json metadata = json::object();                   // [metadata], kept for records
 };
 
+// workspace: {git: URL-or-PATH, commit: SHA} — the workspace is that commit of a repository,
+// checked out once into a content-addressed tree (harness/fixture/git_source.h).
+struct git_workspace_spec {
+  std::string source;  // as written: a URL (https, http, ssh, git, file) or a local path
+  std::string commit;  // 7 to 64 hex digits as written
+  source_location where, source_where, commit_where;
+};
+
 struct fixture_spec {
   std::filesystem::path dir;  // the fixture directory (absolute)
   std::string id;             // [a-z0-9][a-z0-9._-]*
@@ -168,16 +191,23 @@ struct fixture_spec {
   // host's allow-listed root.
   std::optional<environment_spec> environment;
   bool environment_from_suite = false;
-  std::vector<check_spec> checks;     // at least one
-  double threshold = 1.0;             // passed when the weighted share of passing checks >= this
-  bool has_grader = false;            // grader/ exists
-  bool has_solution = false;          // solution/solve.sh exists
-  bool has_bin = false;               // bin/ exists
-  bool has_workspace = false;         // workspace/ exists (required unless an environment is set)
-  std::string digest;                 // tree_digest of the whole fixture directory
+  std::vector<check_spec> checks;  // at least one
+  double threshold = 1.0;          // passed when the weighted share of passing checks >= this
+  bool has_grader = false;         // grader/ exists
+  bool has_solution = false;       // solution/solve.sh exists
+  bool has_bin = false;            // bin/ exists
+  bool has_workspace = false;      // workspace/ exists (required unless an environment is set)
+  // A workspace from git instead of workspace/ (then has_workspace is true and git_tree is
+  // the checked-out tree, set when the fixture is loaded).
+  std::optional<git_workspace_spec> git_workspace;
+  std::filesystem::path git_tree;
+  std::string git_commit;  // the full commit id git_tree holds
+  std::string digest;      // tree_digest of the whole fixture directory
   std::optional<harbor_spec> harbor;  // a Harbor task directory (harness/fixture/harbor.h)
 
-  [[nodiscard]] std::filesystem::path workspace_dir() const { return dir / "workspace"; }
+  [[nodiscard]] std::filesystem::path workspace_dir() const {
+    return git_workspace ? git_tree : dir / "workspace";
+  }
   [[nodiscard]] std::filesystem::path grader_dir() const { return dir / "grader"; }
   [[nodiscard]] std::filesystem::path solution_script() const {
     return dir / "solution" / "solve.sh";

@@ -91,6 +91,17 @@ check_result evaluate(const check_spec& c, const grading_inputs& in) {
       return evaluate_transcript_check(c, in.transcript_);
     case check_kind::verifier:
       return evaluate_verifier(c, in);
+    case check_kind::tests: {
+      auto out = in.run_tests ? in.run_tests(c)
+                              : result<tests_check_outcome>(make_error(
+                                    error_kind::internal, "no sandbox for tests checks"));
+      if (!out) {
+        check_result r{c.id, c.kind, c.weight, false, ""};
+        r.error = out.error().message;
+        return r;
+      }
+      return evaluate_tests_check(c, *out);
+    }
     case check_kind::shell:
       break;
   }
@@ -416,6 +427,51 @@ double run_reward(const std::map<std::string, double>& rewards) {
   return rewards.empty() ? 0 : sum / static_cast<double>(rewards.size());
 }
 
+check_result evaluate_tests_check(const check_spec& c, const tests_check_outcome& out) {
+  check_result r{c.id, c.kind, c.weight, false, ""};
+  const auto& t = c.tests;
+  r.patch = t.patch.empty() ? "none" : out.patch_applied ? "applied" : "failed";
+  test_report report;
+  std::string problem;
+  if (!out.patch_applied) {
+    // The agent's workspace no longer takes the tests (the fixture's own untouched workspace
+    // does: `evalbox fixture test` checks it), so this is the task's failure: every listed
+    // test counts as missing.
+    problem = fmt::format("the test patch does not apply to the final workspace: {}",
+                          shorten(out.patch_output, 300));
+  } else if (!out.report_error.empty()) {
+    problem = out.report_error;
+  } else if (t.report == tests_check::report_kind::junit) {
+    auto parsed = parse_junit_xml(out.report);
+    if (parsed)
+      report = std::move(*parsed);
+    else
+      problem = fmt::format("{}: {}", t.junit_path, parsed.error().message);
+  } else {
+    report = parse_pytest_log(out.report);
+  }
+  tests_grade g = grade_tests(report, t.fail_to_pass, t.pass_to_pass);
+  r.passed = g.resolution == "full";
+  r.score = g.score;
+  if (!r.passed) {
+    std::string failing;
+    size_t shown = 0;
+    for (const auto* list : {&g.fail_to_pass, &g.pass_to_pass})
+      for (const auto& x : *list)
+        if (!x.ok && shown++ < 3)
+          failing += fmt::format("{}{} {}", failing.empty() ? "" : ", ", x.id, x.status);
+    r.detail =
+        fmt::format("{}: fail_to_pass {}/{} pass, pass_to_pass {}/{} pass", g.resolution,
+                    g.f2p_passed, t.fail_to_pass.size(), g.p2p_passed, t.pass_to_pass.size());
+    if (!failing.empty())
+      r.detail += fmt::format("; not passing: {}{}", failing, shown > 3 ? ", ..." : "");
+    if (!out.exited) r.detail += fmt::format("; the test command ended: {}", out.outcome);
+    if (!problem.empty()) r.detail = problem + "; " + r.detail;
+  }
+  r.tests = std::move(g);
+  return r;
+}
+
 grading_result grade(const grading_inputs& in) {
   grading_result g;
   double total = 0, passed = 0;
@@ -461,12 +517,26 @@ grading_result grade(const grading_inputs& in) {
 json grading_result::to_json(double threshold) const {
   json checks_json = json::array();
   for (const auto& c : checks) {
-    checks_json.push_back({{"id", c.id},
-                           {"kind", std::string(harness::to_string(c.kind))},
-                           {"weight", c.weight},
-                           {"passed", c.passed},
-                           {"detail", c.detail}});
-    if (c.score) checks_json.back()["score"] = *c.score;
+    json j{{"id", c.id},
+           {"kind", std::string(harness::to_string(c.kind))},
+           {"weight", c.weight},
+           {"passed", c.passed},
+           {"detail", c.detail}};
+    if (c.score) j["score"] = *c.score;
+    if (c.kind == check_kind::tests) {
+      j["patch"] = c.patch;
+      if (c.tests) {
+        auto list = [](const std::vector<graded_test>& v) {
+          json a = json::array();
+          for (const auto& t : v) a.push_back({{"id", t.id}, {"status", t.status}, {"ok", t.ok}});
+          return a;
+        };
+        j["tests"] = {{"resolution", c.tests->resolution},
+                      {"fail_to_pass", list(c.tests->fail_to_pass)},
+                      {"pass_to_pass", list(c.tests->pass_to_pass)}};
+      }
+    }
+    checks_json.push_back(std::move(j));
   }
   json j = {{"status", ok ? "completed" : "error"},
             {"checks", checks_json},

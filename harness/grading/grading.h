@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/config/spec.h"
+#include "harness/grading/test_report.h"
 #include "harness/transcript/transcript.h"
 #include "sandbox/base/error.h"
 #include "sandbox/base/json_fwd.h"
@@ -24,12 +25,15 @@ struct check_result {
   double weight = 1;
   bool passed = false;
   std::string detail;  // why it failed (or what it saw), one line
-  // Partial credit in 0..1 (a Harbor verifier's reward): counts instead of passed's 0 or 1.
+  // Partial credit in 0..1 (a Harbor verifier's reward, a tests check's tests_grade::score):
+  // counts instead of passed's 0 or 1.
   std::optional<double> score;
   std::map<std::string, double> rewards;  // a verifier's numbers, as it wrote them
   // Set when the check could not be evaluated (a shell check's sandbox failed, an evaluator
   // threw): the run's grading is then an error, not a failed check.
   std::string error;
+  std::optional<tests_grade> tests;  // tests checks: each listed test's status
+  std::string patch;  // tests checks: "applied", "failed" or "none" (no patch)
 };
 
 // What a shell check's sandbox did: passed on exit 0. An infrastructure failure is an error
@@ -63,6 +67,20 @@ result<verifier_outcome> read_reward(const std::optional<std::string>& reward_tx
 // The reward a run is judged by: `reward` when the verifier named one, else the mean of the
 // numbers it wrote. Requires a non-empty map.
 double run_reward(const std::map<std::string, double>& rewards);
+// What a tests check's sandbox produced: whether the patch applied, and the report's text
+// (the command's output for pytest, the XML file for junit), read bounded by the runner.
+// An infrastructure failure is an error of the callback, as for shell checks.
+struct tests_check_outcome {
+  bool patch_applied = true;  // true also when the check has no patch
+  std::string patch_output;   // git apply's output's tail when it did not apply
+  bool exited = true;
+  int exit_code = 0;
+  std::string outcome;       // "exited", "timed_out", ...
+  std::string report;        // the report's text
+  std::string report_error;  // the report could not be read (absent, too large): why
+};
+
+using tests_check_runner = std::function<result<tests_check_outcome>(const check_spec&)>;
 
 struct grading_inputs {
   const fixture_spec& fixture;
@@ -70,7 +88,8 @@ struct grading_inputs {
   std::filesystem::path before;  // the workspace as it was after setup (read-only view)
   std::filesystem::path after;   // the workspace as the agent left it (read-only view)
   shell_check_runner run_shell;
-  verifier_runner run_verifier;  // Harbor tasks only
+  verifier_runner run_verifier = {};  // Harbor tasks only
+  tests_check_runner run_tests = {};
 };
 
 struct grading_result {
@@ -95,5 +114,6 @@ check_result evaluate_file_check(const check_spec& c, const std::filesystem::pat
 check_result evaluate_git_check(const check_spec& c, const std::filesystem::path& before,
                                 const std::filesystem::path& after);
 check_result evaluate_transcript_check(const check_spec& c, const transcript& t);
+check_result evaluate_tests_check(const check_spec& c, const tests_check_outcome& out);
 
 }  // namespace evalbox::harness

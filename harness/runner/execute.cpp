@@ -7,6 +7,7 @@
 #include "harness/agent/host_client.h"
 #include "harness/grading/grading.h"
 #include "harness/transcript/atif.h"
+#include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
 #include "sandbox/base/log.h"
@@ -502,10 +503,104 @@ class attempt {
     return out;
   }
 
+
+  // A tests check: the patch applied to the final workspace (evalbox's own step, on the host's
+  // root so that it needs no git in the image), then the command in the run's root, then its
+  // report read back, bounded (docs/swebench.md).
+  result<tests_check_outcome> run_tests_check(const check_spec& c) {
+    tests_check_outcome out;
+    const int n = check_index_++;
+    const fs::path logs = run_dir_ / "checks";
+    EB_TRY(make_dirs(logs));
+    auto finish = [&](const sandbox::run_record& rec) -> status {
+      if (!rec.ok()) return make_error(error_kind::io, "grading sandbox: {}", rec.error);
+      if (rec.outcome == sandbox::outcome_kind::cancelled)
+        return make_error(error_kind::cancelled, "cancelled");
+      return {};
+    };
+    if (!c.tests.patch.empty()) {
+      const fs::path patch = fixture_.grader_dir() / c.tests.patch;
+      auto text = EB_TRY(read_file(patch, 256u << 20));
+      auto o =
+          harness_launch(fmt::format("grade-{}-patch", n),
+                         test_patch_script(text, "/grader/" + c.tests.patch), base_environment());
+      o.host_root = true;
+      o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
+      const fs::path log = logs / (c.id + ".patch.log");
+      o.stdout_path = log;
+      o.stderr_path = log;
+      auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+      EB_TRY(finish(rec));
+      if (rec.outcome != sandbox::outcome_kind::exited || rec.exit_code != 0) {
+        out.patch_applied = false;
+        out.patch_output = read_file(log, 1u << 20).value_or("");
+        if (out.patch_output.size() > 600)
+          out.patch_output = out.patch_output.substr(out.patch_output.size() - 600);
+        return out;
+      }
+    }
+    auto o = harness_launch(fmt::format("grade-{}", n), c.tests.command, launch_env_);
+    if (fixture_.has_grader)
+      o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
+    o.extra_mounts.push_back({transcript_path(), "/evalbox/transcript.jsonl", false, true});
+    const fs::path log = logs / (c.id + ".log");
+    o.stdout_path = log;
+    o.stderr_path = log;
+    auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+    EB_TRY(finish(rec));
+    out.exited = rec.outcome == sandbox::outcome_kind::exited;
+    out.exit_code = rec.exit_code;
+    out.outcome = std::string(to_string(rec.outcome));
+    if (c.tests.report == tests_check::report_kind::pytest) {
+      auto text = read_file(log, max_test_report_bytes);
+      if (text)
+        out.report = std::move(*text);
+      else
+        out.report_error = fmt::format(
+            "the test output is larger than {} bytes, which evalbox "
+            "reads at most of a report",
+            max_test_report_bytes);
+    } else {
+      // The command (code the agent wrote) made this file: looked up beneath the workspace,
+      // never following a link out of it, and read bounded.
+      auto e = lookup_beneath(session_->workspace_dir(), c.tests.junit_path, true, true,
+                              max_test_report_bytes);
+      if (!e)
+        out.report_error = fmt::format("{}: {}", c.tests.junit_path, e.error().message);
+      else if (e->type != beneath_entry::type_kind::regular)
+        out.report_error =
+            fmt::format("the test command wrote no report at {}", c.tests.junit_path);
+      else
+        out.report = std::move(e->content);
+    }
+    return out;
+  }
+
+  // The script that applies a tests check's patch in the workspace: the files it touches are
+  // first put back as they were at the fixture's commit (an agent's edit of a test file must
+  // not keep the real tests from applying, as in SWE-bench's harness), then `git apply`, and
+  // if that refuses, `patch` with some fuzz, as SWE-bench falls back to it.
+  std::string test_patch_script(const std::string& patch_text, const std::string& patch_path) {
+    std::string script = "p_file=" + shell_quote(patch_path) + "\n";
+    if (!fixture_.git_commit.empty()) {
+      for (const auto& f : patch_files(patch_text)) {
+        script += shell_assign(f) + "\n";
+        script += "git checkout -q " + fixture_.git_commit +
+                  " -- \"$p\" 2>/dev/null || rm -f -- \"$p\"\n";
+      }
+    }
+    script +=
+        "git apply --verbose --whitespace=nowarn \"$p_file\" && exit 0\n"
+        "echo 'evalbox: git apply refused the patch; trying patch --fuzz=5' >&2\n"
+        "patch --batch --fuzz=5 -p1 -i \"$p_file\"\n";
+    return script;
+  }
+
   void grade(clock_type::time_point t0) {
     grading_result g = harness::grade({fixture_, transcript_, before_.view, after_.view,
                                        [this](const check_spec& c) { return run_shell_check(c); },
-                                       [this](const check_spec& c) { return run_verifier(c); }});
+                                       [this](const check_spec& c) { return run_verifier(c); },
+                                       [this](const check_spec& c) { return run_tests_check(c); }});
     st_.timings["grading_ms"] = ms_since(t0);
     if (x_.options.cancel && x_.options.cancel->requested.load()) {
       cancelled();

@@ -30,4 +30,8 @@ inline constexpr size_t max_git_check_files = 100000;
 // Harbor-style rewards.
 inline constexpr size_t max_reward_file_bytes = 1u << 20;
 
+// A `tests:` check's report: the test command's output (pytest) or the JUnit XML file it
+// wrote. Past it the check fails saying so.
+inline constexpr size_t max_test_report_bytes = 64u << 20;
+
 }  // namespace evalbox::harness

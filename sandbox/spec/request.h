@@ -40,6 +40,14 @@ struct workspace_spec {
   std::string digest;
 };
 
+// <state>/workspace-sources: trees the harness materializes once and shares read-only as
+// runs' workspace sources (a fixture's git commit, checked out: harness/fixture/git_source.h).
+// The one place inside the state root a workspace source may lie: it holds no run's state, no
+// lease and no result, only content-addressed copies of what fixtures name.
+inline std::filesystem::path workspace_sources_dir(const std::filesystem::path& state_root) {
+  return state_root / "workspace-sources";
+}
+
 struct home_file {
   std::filesystem::path path;  // relative to the home
   std::string content;

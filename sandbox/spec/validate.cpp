@@ -220,7 +220,8 @@ status check_no_symlink(const fs::path& base, const fs::path& rel, std::string_v
   return {};
 }
 
-status check_workspace(const session_request& r, const std::vector<fs::path>& roots) {
+status check_workspace(const session_request& r, std::vector<fs::path> roots,
+                       const fs::path& state_root) {
   const fs::path& src = r.workspace.source;
   if (!r.workspace.image_dir.empty()) return {};  // from the image (check_image)
   if (src.empty() || !src.is_absolute())
@@ -228,6 +229,18 @@ status check_workspace(const session_request& r, const std::vector<fs::path>& ro
         fmt::format("workspace source '{}' is not an absolute path: give the "
                     "fixture workspace directory's host path",
                     src.string()));
+  // A tree of <state>/workspace-sources (request.h) is inside the state root but exposes
+  // nothing of it: the state root itself does not count for it (every other root still does).
+  // Resolved too: a link there must not lead elsewhere in the state root.
+  if (!state_root.empty()) {
+    std::error_code ec1, ec2;
+    const fs::path shared = fs::canonical(workspace_sources_dir(state_root), ec1);
+    const fs::path real = fs::canonical(src, ec2);
+    if (!ec1 && !ec2 && is_within(src, workspace_sources_dir(state_root)) &&
+        is_within(real, shared) && real != shared)
+      std::erase_if(roots,
+                    [&](const fs::path& p) { return normalize(p) == normalize(state_root); });
+  }
   EB_TRY(check_not_protected("workspace source", src, roots, true));
   struct stat st {};
   if (::stat(src.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -470,7 +483,7 @@ status validate(const session_request& r, const validation_context& ctx) {
                       "'=' or a NUL byte",
                       k));
   EB_TRY(check_image(r));
-  EB_TRY(check_workspace(r, roots));
+  EB_TRY(check_workspace(r, roots, ctx.state_root));
   for (const auto& s : r.secrets) EB_TRY(check_secret(s, roots));
   for (const auto& p : r.readonly_paths) {
     if (!p.is_absolute())

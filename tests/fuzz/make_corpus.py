@@ -238,6 +238,20 @@ for f in ["fixtures/examples/suite.yaml", "fixtures/examples/noisy-suite.yaml"]:
 for f in sorted(glob.glob(os.path.join(ROOT, "tests/data/config/suite/*.yaml"))):
     seed("suite_yaml", read(f), os.path.basename(f)[:-5])
 
+# Test reports a tests: check reads (pytest -rA and -v output, JUnit XML), from a real pytest run.
+for f in sorted(glob.glob(os.path.join(ROOT, "tests/harness/grading/data/*"))):
+    seed("test_report", read(f), os.path.basename(f))
+seed("test_report", b'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY x "y">]><testsuites><testsuite>'
+     b'<testcase classname="a.b" name="c[x y]"><skipped/></testcase></testsuite></testsuites>',
+     "entities")
+
+# Harbor task.toml files: the integration test's tasks and the hand-written seeds in
+# tests/fuzz/seeds/task_toml/ (both layouts, wrong types, unknown keys, a syntax error).
+for f in sorted(glob.glob(os.path.join(ROOT, "tests/integration/harbor-tasks/*/task.toml"))):
+    seed("task_toml", read(f), "it-" + os.path.basename(os.path.dirname(f)))
+for f in sorted(glob.glob(os.path.join(ROOT, "tests/fuzz/seeds/task_toml/*"))):
+    seed("task_toml", read(f), os.path.basename(f))
+
 # Dictionaries: the keys and type names of each format, taken from the seeds (raw bytes).
 def json_tokens(blobs):
     toks = set()
@@ -258,7 +272,9 @@ def yaml_tokens(blobs):
             toks.add(m.group(1) + b":")
     return toks | {b"evalbox.fixture.v1", b"evalbox.suite.v1", b"- ", b": ", b"{", b"}", b"[",
                    b"]", b"|\n", b"&a ", b"*a", b"!!str ", b"~", b"null", b"true", b"1GiB",
-                   b"10m", b"\n  "}
+                   b"10m", b"\n  ",
+                   # suite keys no seed holds yet: Harbor task images and threshold
+                   b"images:", b"harbor:", b"threshold:"}
 
 
 def dict_entry(token):
@@ -284,8 +300,22 @@ for target, seeds in sorted(corpora.items()):
             f.write(data)
     if target == "layer_tar":
         continue  # binary: libFuzzer's own comparisons find the tar fields, no dictionary
-    toks = yaml_tokens(seeds.values()) if target.endswith("_yaml") else \
-        json_tokens(seeds.values())
+    if target == "test_report":
+        toks = {b"PASSED ", b"FAILED ", b"ERROR ", b"SKIPPED ", b"XFAIL ", b"XPASS ", b"::",
+                b" - ", b"\x1b[32m", b"\x1b[0m", b"[ 50%]", b"<testcase", b"<testsuite>",
+                b"classname=", b"name=", b"<failure/>", b"<error>", b"<skipped/>", b"/>",
+                b"</testcase>", b"<!ENTITY", b"<!DOCTYPE", b"&amp;", b"<![CDATA["}
+    elif target == "task_toml":
+        toks = {b"version", b"schema_version", b"[metadata]", b"[task]", b"[verifier]",
+                b"[agent]", b"[solution]", b"[environment]", b"[[steps]]", b"name",
+                b"timeout_sec", b"env", b"docker_image", b"build_timeout_sec", b"cpus",
+                b"memory", b"memory_mb", b"storage", b"storage_mb", b"gpus", b"allow_internet",
+                b"network_mode", b'"no-network"', b'"public"', b'"2G"', b'"512M"', b"= true",
+                b"= false", b"= {", b"= [", b'"""', b"'''", b"1e400", b"-1",
+                b"9223372036854775808", b"inf", b"nan", b"1979-05-27T07:32:00Z"}
+    else:
+        toks = yaml_tokens(seeds.values()) if target.endswith("_yaml") else \
+            json_tokens(seeds.values())
     if target == "codex_stream":
         toks.add(b"\0")  # the separator between the stream and the rollout
     with open(os.path.join(DICT, target + ".dict"), "wb") as f:

@@ -113,6 +113,65 @@ checks:
   EXPECT_EQ(spec.checks[12].transcript.max_steps, 40u);
 }
 
+TEST(fixture_parse, workspace_from_git_and_a_tests_check) {
+  auto spec = parse_ok(R"y(schema: evalbox.fixture.v1
+id: swe
+prompt: fix it
+workspace: {git: ../repos/calc, commit: 3f2a9c1e0b7d4a6f8e2c1b0a9d8e7f6a5b4c3d2e}
+checks:
+  - id: tests
+    weight: 2
+    tests:
+      patch: grader/sub/test.patch
+      command: python3 -m pytest -rA
+      report: {junit: out/report.xml}
+      fail_to_pass: ["t.py::test_a[x y]"]
+      pass_to_pass: []
+)y");
+  ASSERT_TRUE(spec.git_workspace);
+  EXPECT_EQ(spec.git_workspace->source, "../repos/calc");
+  EXPECT_EQ(spec.git_workspace->commit, "3f2a9c1e0b7d4a6f8e2c1b0a9d8e7f6a5b4c3d2e");
+  EXPECT_EQ(spec.git_workspace->commit_where.line, 4);
+  ASSERT_EQ(spec.checks.size(), 1u);
+  const auto& t = spec.checks[0].tests;
+  EXPECT_EQ(spec.checks[0].kind, check_kind::tests);
+  EXPECT_EQ(t.patch, "sub/test.patch");  // relative to grader/, mounted at /grader
+  EXPECT_EQ(t.command, "python3 -m pytest -rA");
+  EXPECT_EQ(t.report, tests_check::report_kind::junit);
+  EXPECT_EQ(t.junit_path, "out/report.xml");
+  EXPECT_EQ(t.fail_to_pass, std::vector<std::string>{"t.py::test_a[x y]"});
+  EXPECT_TRUE(t.pass_to_pass.empty());
+  EXPECT_EQ(spec.checks[0].to_json()["tests"]["report"]["junit"], "out/report.xml");
+}
+
+TEST(fixture_parse, bad_git_workspaces_and_tests_checks_are_reported_where_they_are) {
+  auto errors = fixture_errors(R"y(schema: evalbox.fixture.v1
+id: swe
+prompt: fix it
+workspace: {git: ../repos/calc, commit: main}
+checks:
+  - id: a
+    tests: {patch: ../test.patch, command: pytest, report: xml, fail_to_pass: [x]}
+  - id: b
+    tests: {command: pytest}
+  - id: c
+    tests: {patch: grader/t.patch, fail_to_pass: [x]}
+)y");
+  std::string all = join_messages(errors);
+  EXPECT_NE(all.find("fixture.yaml:4:41: workspace.commit 'main' is not a commit id"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("checks.a.tests.patch '../test.patch' must be a file under grader/"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("checks.a.tests.report must be `pytest` or `{junit: PATH}`"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("checks.b.tests names no test"), std::string::npos) << all;
+  EXPECT_NE(all.find("checks.c.tests is missing 'command'"), std::string::npos) << all;
+  EXPECT_EQ(errors.size(), 5u) << all;
+}
+
 TEST(fixture_parse, unknown_key_points_at_the_key_with_a_suggestion) {
   auto errors = fixture_errors(std::string(kMinimal) + "treshold: 0.5\n");
   ASSERT_EQ(errors.size(), 1u);

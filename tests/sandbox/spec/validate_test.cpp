@@ -157,6 +157,28 @@ TEST_F(Validate, RejectsWorkspaceInsideStateRoot) {
   expect_rejected(r, error_kind::permission, "protected root");
 }
 
+// A fixture's git commit, checked out under <state>/workspace-sources, is a workspace source;
+// the rest of the state root is not, nor a link from there into it, nor the directory itself.
+TEST_F(Validate, AcceptsAWorkspaceSourceTreeOfTheStateRootAndNothingElseThere) {
+  const fs::path trees = workspace_sources_dir(env.state) / "git";
+  ASSERT_TRUE(make_dirs(trees / "0123abcd", 0755));
+  ASSERT_TRUE(write_file(trees / "0123abcd" / "README.md", "hi\n"));
+  auto r = env.request();
+  r.workspace.source = trees / "0123abcd";
+  EXPECT_TRUE(validate(r, {env.state})) << validate(r, {env.state}).error().message;
+
+  ASSERT_EQ(::symlink((env.state / "runs" / "other-run").c_str(), (trees / "link").c_str()), 0);
+  before = env.state_fingerprint();
+  r.workspace.source = trees / "link";
+  expect_rejected(r, error_kind::permission, "protected root");
+  r.workspace.source = workspace_sources_dir(env.state);
+  expect_rejected(r, error_kind::permission, "protected root");
+  // The other roots still count there.
+  r.workspace.source = trees / "0123abcd";
+  r.protected_roots.push_back(trees);
+  expect_rejected(r, error_kind::permission, "protected root");
+}
+
 TEST_F(Validate, RejectsWorkspaceContainingCredentialSource) {
   auto r = env.request();
   ASSERT_TRUE(write_file(env.source / "token", "secret-value-123", 0600));
