@@ -1,9 +1,18 @@
 // run_host_program with Boost.Process (see host_program.h).
 #include "sandbox/launch/host_program.h"
 
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <istream>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include <boost/process.hpp>
 
@@ -34,22 +43,77 @@ result<host_program_result> run_host_program(const host_program& program) {
     return make_error(error_kind::not_found, "{} is not installed (not found on PATH)",
                       program.argv[0]);
   std::vector<std::string> args(program.argv.begin() + 1, program.argv.end());
+  // The input in a memory file, read by the program as a regular file.
+  std::unique_ptr<FILE, int (*)(FILE*)> input(nullptr, &std::fclose);
+  if (program.input) {
+    const int fd = memfd_create("evalbox-stdin", MFD_CLOEXEC);
+    if (fd < 0) return make_error(error_kind::io, "memfd_create: {}", std::strerror(errno));
+    input.reset(fdopen(fd, "w+"));
+    if (!input) {
+      ::close(fd);
+      return make_error(error_kind::io, "fdopen: {}", std::strerror(errno));
+    }
+    if (std::fwrite(program.input->data(), 1, program.input->size(), input.get()) !=
+            program.input->size() ||
+        std::fflush(input.get()) != 0 || std::fseek(input.get(), 0, SEEK_SET) != 0)
+      return make_error(error_kind::io, "write the input of {}: {}", exe.string(),
+                        std::strerror(errno));
+  }
   host_program_result out;
   try {
     std::error_code ec;
     bp::ipstream pipe;
+    bp::group group;
     const std::string cwd =
         program.cwd.empty() ? std::filesystem::current_path().string() : program.cwd.string();
-    bp::child c(exe, bp::args(args), env, bp::start_dir(cwd),
-                bp::std_in<bp::null, (bp::std_out & bp::std_err)> pipe, ec);
+    // Boost.Process takes its redirections as types: one call per combination.
+    auto start = [&](auto&&... redirections) {
+      return bp::child(exe, bp::args(args), env, bp::start_dir(cwd), group, redirections..., ec);
+    };
+    bp::child c =
+        input ? (program.stdout_only
+                     ? start(bp::std_in<input.get(), bp::std_out> pipe, bp::std_err > bp::null)
+                     : start(bp::std_in<input.get(), (bp::std_out & bp::std_err)> pipe))
+              : (program.stdout_only
+                     ? start(bp::std_in<bp::null, bp::std_out> pipe, bp::std_err > bp::null)
+                     : start(bp::std_in<bp::null, (bp::std_out & bp::std_err)> pipe));
     if (ec) return make_error(error_kind::io, "start {}: {}", exe.string(), ec.message());
+    // The timeout: a watcher kills the whole group, which also closes the pipe's far end.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    std::thread watcher;
+    if (program.timeout)
+      watcher = std::thread([&] {
+        std::unique_lock lock(mu);
+        if (!cv.wait_for(lock, *program.timeout, [&] { return finished; })) {
+          out.timed_out = true;
+          std::error_code kill_ec;
+          group.terminate(kill_ec);
+        }
+      });
+    auto stop_watcher = [&] {
+      if (!watcher.joinable()) return;
+      {
+        std::lock_guard lock(mu);
+        finished = true;
+      }
+      cv.notify_all();
+      watcher.join();
+    };
     char buf[8192];
-    while (pipe.read(buf, sizeof buf) || pipe.gcount() > 0) {
-      out.output.append(buf, static_cast<size_t>(pipe.gcount()));
-      if (out.output.size() > 2 * program.max_output)
-        out.output.erase(0, out.output.size() - program.max_output);
+    try {
+      while (pipe.read(buf, sizeof buf) || pipe.gcount() > 0) {
+        out.output.append(buf, static_cast<size_t>(pipe.gcount()));
+        if (out.output.size() > 2 * program.max_output)
+          out.output.erase(0, out.output.size() - program.max_output);
+      }
+      c.wait(ec);
+    } catch (...) {
+      stop_watcher();
+      throw;
     }
-    c.wait(ec);
+    stop_watcher();
     if (out.output.size() > program.max_output)
       out.output.erase(0, out.output.size() - program.max_output);
     const int native = c.native_exit_code();
