@@ -14,6 +14,7 @@
 #include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
+#include "harness/config/judges.h"
 #include "harness/fixture/load.h"
 #include "harness/fixture/scaffold.h"
 #include "harness/results/results.h"
@@ -87,6 +88,9 @@ int fixture_test(const fixture_test_args& a) {
     suite.default_environment = parent->default_environment;
     suite.images = parent->images;
     suite.harbor_threshold = parent->harbor_threshold;
+    // Judge checks are graded by the suite's judges (and priced by its prices).
+    suite.judges = parent->judges;
+    suite.prices = parent->prices;
   }
   for (const auto& d : a.dirs) {
     auto f = harness::load_fixture(
@@ -102,6 +106,16 @@ int fixture_test(const fixture_test_args& a) {
   }
   if (suite.fixtures.empty()) {
     fmt::print(stderr, "no fixtures given\n");
+    return exit_usage;
+  }
+  // A judge check needs a judge: from --suite, or the fixture cannot be tested.
+  if (auto judge_errors = harness::check_judges(suite.judges, suite.fixtures);
+      !judge_errors.empty()) {
+    fmt::print(stderr, "{}\n", harness::join_messages(judge_errors));
+    if (a.suite.empty())
+      fmt::print(stderr,
+                 "evalbox: a fixture with judge checks is tested with --suite SUITE, whose "
+                 "`judges:` grade them\n");
     return exit_usage;
   }
   if (int rc = resolve_suite_images(suite, a.images); rc != exit_ok) return rc;
@@ -217,7 +231,7 @@ void add_fixture_test(CLI::App& fixture, action& out) {
       ->required();
   cmd->add_option("--suite", a->suite,
                   "a suite whose defaults the fixtures take (its environment for those without "
-                  "their own, its limits)");
+                  "their own, its limits, and the judges and prices of judge checks)");
   cmd->add_option("--trials", a->trials, "oracle and noop trials per fixture")
       ->capture_default_str();
   cmd->add_option("--results", a->results, "keep results here (default: a temporary directory)");

@@ -6,6 +6,7 @@
 #include "harness/config/parse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -586,9 +587,77 @@ void parse_tests_check(reader& r, const YAML::Node& n, const std::string& what, 
            "passing in pass_to_pass)");
 }
 
+// judge: {propositions: [...], evidence: [final_message | diff | commands | "file:PATH"],
+// judge: NAME}. Whether NAME is one of the suite's judges is checked with the suite
+// (check_judges in judges.h): a fixture alone does not know them.
+void parse_judge_check(reader& r, const YAML::Node& n, const std::string& what, judge_check& out) {
+  static constexpr std::string_view known[] = {"propositions", "evidence", "judge"};
+  static constexpr std::string_view required[] = {"propositions"};
+  auto f = r.mapping(n, what, known, required);
+  if (!f) return;
+  out.judge_where = r.at(n);
+  if (f->has("propositions")) {
+    YAML::Node p = f->get("propositions");
+    if (auto l = r.string_list(p, what + ".propositions")) {
+      out.propositions = *l;
+      if (l->size() > max_judge_propositions)
+        r.fail(p,
+               fmt::format("{}.propositions has {} entries; at most {}", what, l->size(),
+                           max_judge_propositions),
+               "split them into several judge checks");
+      for (size_t i = 0; i < l->size(); ++i)
+        if ((*l)[i].size() > max_judge_proposition_bytes)
+          r.fail(p[i], fmt::format("{}.propositions[{}] is longer than {} bytes", what, i,
+                                   max_judge_proposition_bytes));
+    }
+  }
+  if (f->has("evidence")) {
+    YAML::Node e = f->get("evidence");
+    if (auto l = r.string_list(e, what + ".evidence", true)) {
+      std::set<std::string> seen;
+      for (size_t i = 0; i < l->size(); ++i) {
+        const std::string& s = (*l)[i];
+        judge_check::evidence_spec item;
+        using ek = judge_check::evidence_kind;
+        if (s == "final_message") {
+          item.kind = ek::final_message;
+        } else if (s == "diff") {
+          item.kind = ek::diff;
+        } else if (s == "commands") {
+          item.kind = ek::commands;
+        } else if (s.starts_with("file:")) {
+          item.kind = ek::file;
+          item.path = s.substr(5);
+          if (item.path.empty() || !is_safe_relative(fs::path(item.path))) {
+            r.fail(e[i],
+                   fmt::format("{}.evidence[{}] '{}' must name a relative path without "
+                               "'..'",
+                               what, i, s),
+                   "paths are relative to /workspace, e.g. file:NOTES.md");
+            continue;
+          }
+        } else {
+          r.fail(e[i], fmt::format("{}.evidence[{}] '{}' is not a kind of evidence", what, i, s),
+                 "use final_message, diff, commands or file:PATH");
+          continue;
+        }
+        if (!seen.insert(item.label()).second) {
+          r.fail(e[i], fmt::format("{}.evidence names '{}' twice", what, s), "keep one");
+          continue;
+        }
+        out.evidence.push_back(std::move(item));
+      }
+    }
+  }
+  if (f->has("judge")) {
+    out.judge_where = r.at(f->get("judge"));
+    if (auto s = r.string(f->get("judge"), what + ".judge")) out.judge = *s;
+  }
+}
+
 std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t index) {
   static constexpr std::string_view known[] = {"id",  "weight",     "shell", "file",
-                                               "git", "transcript", "tests"};
+                                               "git", "transcript", "tests", "judge"};
   static constexpr std::string_view required[] = {"id"};
   std::string what = fmt::format("checks[{}]", index);
   auto f = r.mapping(n, what, known, required);
@@ -621,7 +690,7 @@ std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t ind
            kinds.empty() ? fmt::format("{} says nothing to check", what)
                          : fmt::format("{} has {} kinds ({}); it needs exactly one", what,
                                        kinds.size(), fmt::join(kinds, ", ")),
-           "give exactly one of shell, file, git, transcript, tests");
+           "give exactly one of shell, file, git, transcript, tests, judge");
     return c;
   }
   const std::string& k = kinds.front();
@@ -638,6 +707,9 @@ std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t ind
   } else if (k == "tests") {
     c.kind = check_kind::tests;
     parse_tests_check(r, v, what + ".tests", c.tests);
+  } else if (k == "judge") {
+    c.kind = check_kind::judge;
+    parse_judge_check(r, v, what + ".judge", c.judge);
   } else {
     c.kind = check_kind::transcript;
     parse_transcript_check(r, v, what + ".transcript", c.transcript);
@@ -893,6 +965,141 @@ void parse_harbor(reader& r, const YAML::Node& n, suite_spec& spec) {
   if (auto t = r.number(m->get("threshold"), "harbor.threshold")) spec.harbor_threshold = *t;
 }
 
+// judges: {NAME: {adapter, model, base_url, api_key_env, argv, votes, timeout, retries,
+// max_evidence, max_output_tokens}} (docs/suite-format.md).
+void parse_judges(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
+  auto m = r.mapping(n, "judges", {}, {}, true);
+  if (!m) return;
+  static constexpr std::string_view known[] = {
+      "adapter", "model",   "base_url", "api_key_env",  "argv",
+      "votes",   "timeout", "retries",  "max_evidence", "max_output_tokens"};
+  static constexpr std::string_view required[] = {"adapter"};
+  for (const auto& [name, v] : m->entries) {
+    const std::string what = fmt::format("judges.{}", name);
+    if (!is_valid_id(name, true)) {
+      r.fail(v, fmt::format("judge name '{}' is not a valid name", name),
+             "use letters, digits, '.', '_' and '-'");
+      continue;
+    }
+    auto f = r.mapping(v, what, known, required);
+    if (!f) continue;
+    const size_t before = r.error_count();
+    judge_spec j;
+    j.name = name;
+    j.where = r.at(v);
+    using ak = judge_spec::adapter_kind;
+    if (f->has("adapter")) {
+      if (auto a = r.string(f->get("adapter"), what + ".adapter")) {
+        if (*a == "openai-responses")
+          j.adapter = ak::openai_responses;
+        else if (*a == "anthropic-messages")
+          j.adapter = ak::anthropic_messages;
+        else if (*a == "command")
+          j.adapter = ak::command;
+        else
+          r.fail(f->get("adapter"), fmt::format("{}.adapter '{}' is not a judge adapter", what, *a),
+                 "use openai-responses, anthropic-messages or command");
+      }
+    }
+    const bool http = j.adapter != ak::command;
+    if (f->has("model")) {
+      if (auto s = r.string(f->get("model"), what + ".model")) j.model = *s;
+    } else if (http) {
+      r.fail(v, fmt::format("{} is missing 'model'", what), "add `model: ...`");
+    }
+    if (f->has("argv")) {
+      if (!http) {
+        if (auto l = r.string_list(f->get("argv"), what + ".argv")) {
+          j.argv = *l;
+          // Like a command candidate's program: relative to the suite file when it names a path.
+          if (j.argv[0].find('/') != std::string::npos && !fs::path(j.argv[0]).is_absolute())
+            j.argv[0] = normalize(base_dir / j.argv[0]).string();
+        }
+      } else {
+        r.fail(f->get("argv"), fmt::format("{}.argv is for `adapter: command`", what));
+      }
+    } else if (!http) {
+      r.fail(v, fmt::format("{} is missing 'argv'", what),
+             "give the program that reads the request JSON on stdin, e.g. argv: [./judge.sh]");
+    }
+    if (f->has("base_url")) {
+      YAML::Node b = f->get("base_url");
+      if (auto s = r.string(b, what + ".base_url")) {
+        if (!http)
+          r.fail(b, fmt::format("{}.base_url is for the HTTP adapters", what));
+        else if (!s->starts_with("http://") && !s->starts_with("https://"))
+          r.fail(b, fmt::format("{}.base_url '{}' must start with http:// or https://", what, *s),
+                 "e.g. https://api.openai.com");
+        else
+          j.base_url = *s;
+      }
+    } else if (http) {
+      j.base_url = j.adapter == ak::openai_responses ? "https://api.openai.com"
+                                                     : "https://api.anthropic.com";
+    }
+    while (j.base_url.ends_with('/')) j.base_url.pop_back();
+    if (f->has("api_key_env")) {
+      YAML::Node k = f->get("api_key_env");
+      if (auto s = r.string(k, what + ".api_key_env")) {
+        const bool valid = std::all_of(s->begin(), s->end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        });
+        if (!valid || std::isdigit(static_cast<unsigned char>(s->front())))
+          r.fail(k, fmt::format("{}.api_key_env '{}' is not a variable name", what, *s),
+                 "name the variable that holds the key, e.g. OPENAI_API_KEY (never the key)");
+        else
+          j.api_key_env = *s;
+      }
+    } else if (http) {
+      j.api_key_env = j.adapter == ak::openai_responses ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+    }
+    if (f->has("votes")) {
+      if (auto c = r.positive_integer(f->get("votes"), what + ".votes")) {
+        if (*c > max_judge_votes)
+          r.fail(f->get("votes"), fmt::format("{}.votes is more than {}", what, max_judge_votes));
+        else
+          j.votes = static_cast<int>(*c);
+      }
+    }
+    if (f->has("retries")) {
+      YAML::Node rn = f->get("retries");
+      if (rn.IsScalar() && rn.Scalar() == "0") {
+        j.retries = 0;
+      } else if (auto c = r.positive_integer(rn, what + ".retries")) {
+        if (*c > 10)
+          r.fail(rn, fmt::format("{}.retries is more than 10", what));
+        else
+          j.retries = static_cast<int>(*c);
+      }
+    }
+    if (f->has("timeout")) {
+      YAML::Node t = f->get("timeout");
+      auto ms = t.IsScalar()
+                    ? parse_duration_ms(t.Scalar())
+                    : result<uint64_t>(make_error(error_kind::invalid_argument, "not a duration"));
+      if (!ms || *ms == 0)
+        r.fail(t, fmt::format("{}.timeout must be a duration like 60s or 2m", what));
+      else
+        j.timeout_ms = *ms;
+    }
+    if (f->has("max_evidence")) {
+      YAML::Node t = f->get("max_evidence");
+      auto b = t.IsScalar()
+                   ? parse_bytes(t.Scalar())
+                   : result<uint64_t>(make_error(error_kind::invalid_argument, "not a size"));
+      if (!b || *b == 0 || *b > (1u << 20))
+        r.fail(t, fmt::format("{}.max_evidence must be a size from 1B to 1MiB, e.g. 32KiB", what));
+      else
+        j.max_evidence_bytes = *b;
+    }
+    if (f->has("max_output_tokens")) {
+      if (auto c = r.positive_integer(f->get("max_output_tokens"), what + ".max_output_tokens"))
+        j.max_output_tokens = *c;
+    }
+    if (r.error_count() == before) spec.judges[name] = std::move(j);
+  }
+}
+
 }  // namespace
 
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
@@ -953,7 +1160,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
              checks.IsSequence()
                  ? std::string("checks must not be empty")
                  : fmt::format("checks must be a list, found {}", type_name(checks)),
-             "add at least one check: shell, file, git, transcript or tests");
+             "add at least one check: shell, file, git, transcript, tests or judge");
     } else {
       std::map<std::string, source_location> ids;
       double total = 0;
@@ -987,9 +1194,9 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   YAML::Node root = load_yaml(r, text);
   if (!root.IsDefined()) return spec;
   static constexpr std::string_view known[] = {
-      "schema", "name",        "description", "fixtures", "candidates",
-      "trials", "concurrency", "credentials", "limits",   "baseline",
-      "prices", "results",     "environment", "images",   "harbor"};
+      "schema",      "name",        "description", "fixtures", "candidates", "trials",
+      "concurrency", "credentials", "limits",      "baseline", "prices",     "results",
+      "environment", "images",      "harbor",      "judges"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   if (root.IsNull()) {
     r.fail(source_location{r.file(), 0, 0}, "the file is empty",
@@ -1035,6 +1242,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("prices")) parse_prices(r, f->get("prices"), spec);
   if (f->has("images")) parse_images(r, f->get("images"), base_dir, spec);
   if (f->has("harbor")) parse_harbor(r, f->get("harbor"), spec);
+  if (f->has("judges")) parse_judges(r, f->get("judges"), base_dir, spec);
   if (f->has("results")) {
     if (auto s = r.string(f->get("results"), "results"))
       spec.results_dir = normalize(base_dir / expand_home(*s));

@@ -75,8 +75,52 @@ std::string_view to_string(check_kind kind) noexcept {
       return "verifier";
     case check_kind::tests:
       return "tests";
+    case check_kind::judge:
+      return "judge";
   }
   return "unknown";
+}
+
+std::string judge_check::evidence_spec::label() const {
+  switch (kind) {
+    case evidence_kind::final_message:
+      return "final_message";
+    case evidence_kind::diff:
+      return "diff";
+    case evidence_kind::commands:
+      return "commands";
+    case evidence_kind::file:
+      return "file:" + path;
+  }
+  return "unknown";
+}
+
+std::string proposition_id(size_t index) { return fmt::format("p{}", index + 1); }
+
+std::string_view to_string(judge_spec::adapter_kind kind) noexcept {
+  switch (kind) {
+    case judge_spec::adapter_kind::openai_responses:
+      return "openai-responses";
+    case judge_spec::adapter_kind::anthropic_messages:
+      return "anthropic-messages";
+    case judge_spec::adapter_kind::command:
+      return "command";
+  }
+  return "unknown";
+}
+
+json judge_spec::to_json() const {
+  json j{{"name", name},
+         {"adapter", std::string(harness::to_string(adapter))},
+         {"model", model},
+         {"votes", votes},
+         {"timeout_ms", timeout_ms},
+         {"retries", retries}};
+  if (adapter == adapter_kind::command)
+    j["argv"] = argv;
+  else
+    j["base_url"] = base_url;
+  return j;
 }
 
 std::string_view to_string(file_check::predicate_kind kind) noexcept {
@@ -181,6 +225,12 @@ json check_spec::to_json() const {
       else
         t["report"] = "pytest";
       j["tests"] = t;
+      break;
+    }
+    case check_kind::judge: {
+      json ev = json::array();
+      for (const auto& e : judge.evidence) ev.push_back(e.label());
+      j["judge"] = {{"propositions", judge.propositions}, {"evidence", ev}, {"judge", judge.judge}};
       break;
     }
   }

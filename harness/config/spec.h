@@ -91,8 +91,9 @@ struct environment_spec {
 };
 
 // `verifier`: a Harbor task's tests/test.sh and its reward (never written in fixture.yaml);
-// `tests`: a command whose test report is graded FAIL_TO_PASS / PASS_TO_PASS (docs/swebench.md).
-enum class check_kind { shell, file, git, transcript, verifier, tests };
+// `tests`: a command whose test report is graded FAIL_TO_PASS / PASS_TO_PASS (docs/swebench.md);
+// `judge`: propositions a model grades from chosen evidence (docs/fixture-format.md).
+enum class check_kind { shell, file, git, transcript, verifier, tests, judge };
 std::string_view to_string(check_kind kind) noexcept;
 
 // file: {path, exists | absent | equals | contains | matches | json: {pointer, equals}}
@@ -143,6 +144,28 @@ struct tests_check {
   std::vector<std::string> pass_to_pass;  // must still pass
 };
 
+// judge: {propositions: [...], evidence: [...], judge: NAME} — each proposition graded pass or
+// fail by the suite's judge NAME (a model) from the evidence; the propositions' ids are p1, p2,
+// ... in order (what the judge's answer must name).
+struct judge_check {
+  enum class evidence_kind { final_message, diff, file, commands };
+  struct evidence_spec {
+    evidence_kind kind = evidence_kind::final_message;
+    std::string path;                         // file: relative to /workspace, no ".."
+    [[nodiscard]] std::string label() const;  // "final_message", "file:NOTES.md", ...
+  };
+  std::vector<std::string> propositions;  // at least one
+  std::vector<evidence_spec> evidence;    // may be empty: the propositions alone
+  std::string judge = "default";          // a key of the suite's `judges:`
+  source_location judge_where;            // of `judge:` (or of the check when not written)
+};
+// Bounds of a judge check and a judge (what one prompt and one answer may hold).
+inline constexpr size_t max_judge_propositions = 32;
+inline constexpr size_t max_judge_proposition_bytes = 2000;
+inline constexpr uint64_t max_judge_votes = 9;
+// "p1", "p2", ...: the id of proposition `index` (0-based).
+std::string proposition_id(size_t index);
+
 struct check_spec {
   std::string id;  // unique within its fixture
   double weight = 1;
@@ -152,6 +175,7 @@ struct check_spec {
   git_check git;
   transcript_check transcript;
   tests_check tests;
+  judge_check judge;
   source_location where;
 
   [[nodiscard]] json to_json() const;
@@ -201,8 +225,8 @@ struct fixture_spec {
   // the checked-out tree, set when the fixture is loaded).
   std::optional<git_workspace_spec> git_workspace;
   std::filesystem::path git_tree;
-  std::string git_commit;  // the full commit id git_tree holds
-  std::string digest;      // tree_digest of the whole fixture directory
+  std::string git_commit;             // the full commit id git_tree holds
+  std::string digest;                 // tree_digest of the whole fixture directory
   std::optional<harbor_spec> harbor;  // a Harbor task directory (harness/fixture/harbor.h)
 
   [[nodiscard]] std::filesystem::path workspace_dir() const {
@@ -241,6 +265,28 @@ struct candidate_spec {
   [[nodiscard]] json to_json() const;
 };
 
+// A suite's `judges: {NAME: ...}` entry: the model that grades judge checks, and how to reach
+// it. The judge runs from the host process (it executes nothing the agent wrote); its API key
+// is read from `api_key_env` on the host when a request is made and is never recorded.
+struct judge_spec {
+  enum class adapter_kind { openai_responses, anthropic_messages, command };
+  std::string name;
+  adapter_kind adapter = adapter_kind::openai_responses;
+  std::string model;        // required for the HTTP adapters; told to a command in its request
+  std::string base_url;     // HTTP: scheme://host[:port][/prefix]; default the vendor's API
+  std::string api_key_env;  // HTTP: default OPENAI_API_KEY / ANTHROPIC_API_KEY
+  std::vector<std::string> argv;  // command: the program (relative to the suite file) and args
+  int votes = 1;                  // independent answers; each proposition's majority wins
+  uint64_t timeout_ms = 120'000;  // per request
+  int retries = 2;                // after a transport error, a timeout, HTTP 429 or 5xx
+  uint64_t max_evidence_bytes = 32u << 10;  // per evidence item, the rest cut with a note
+  uint64_t max_output_tokens = 2048;        // asked of the model
+  source_location where;
+
+  [[nodiscard]] json to_json() const;  // what defines the judge (never the key's value)
+};
+std::string_view to_string(judge_spec::adapter_kind kind) noexcept;
+
 struct price_spec {
   double input_per_mtok = 0;   // currency units per million input tokens
   double output_per_mtok = 0;  // per million output tokens
@@ -274,6 +320,7 @@ struct suite_spec {
   // the suite file); and the reward a run must reach (`harbor: {threshold:}`, default 1.0).
   std::map<std::string, std::string> images;
   std::optional<double> harbor_threshold;
+  std::map<std::string, judge_spec> judges;  // `judges: {NAME: ...}` (judge checks)
 
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <set>
 #include <stdexcept>
 
 #include "harness/plan/plan.h"
@@ -83,6 +84,8 @@ check_result evaluate_verifier(const check_spec& c, const grading_inputs& in) {
 check_result evaluate(const check_spec& c, const grading_inputs& in) {
   inject_fault(c);
   switch (c.kind) {
+    case check_kind::judge:
+      return evaluate_judge_check(c, in);
     case check_kind::file:
       return evaluate_file_check(c, in.after);
     case check_kind::git:
@@ -472,6 +475,158 @@ check_result evaluate_tests_check(const check_spec& c, const tests_check_outcome
   return r;
 }
 
+namespace {
+
+// What the record keeps of one raw answer.
+constexpr size_t max_recorded_answer_bytes = 16u << 10;
+
+json tokens_json(const usage& u) {
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  return {{"input_tokens", opt(u.input_tokens)},
+          {"output_tokens", opt(u.output_tokens)},
+          {"cached_input_tokens", opt(u.cached_input_tokens)},
+          {"reasoning_tokens", opt(u.reasoning_tokens)}};
+}
+
+}  // namespace
+
+std::vector<evidence_item> gather_evidence(const judge_check& j, const grading_inputs& in,
+                                           size_t max_bytes) {
+  std::vector<evidence_item> out;
+  using ek = judge_check::evidence_kind;
+  for (const auto& e : j.evidence) {
+    std::string text;
+    switch (e.kind) {
+      case ek::final_message: {
+        auto m = final_message(in.transcript_);
+        text = m ? *m : "(the agent gave no final message)";
+        break;
+      }
+      case ek::diff:
+        text = in.diff.empty() ? "(the agent changed no file)" : in.diff;
+        break;
+      case ek::commands: {
+        for (const auto& cmd : commands(in.transcript_)) {
+          text += "$ " + cmd + "\n";
+          if (text.size() > max_bytes) break;  // bound_evidence cuts it and says so
+        }
+        if (text.empty()) text = "(the agent ran no command)";
+        break;
+      }
+      case ek::file: {
+        // Read beneath the final workspace only (symlinks never lead out of it), bounded.
+        auto found = lookup_beneath(in.after, e.path, false, false);
+        if (!found || found->type == type_kind::missing) {
+          text = "(the file does not exist)";
+        } else if (found->type != type_kind::regular) {
+          text = "(not a regular file)";
+        } else if (found->size > max_checked_file_bytes) {
+          text = fmt::format("(the file is {} bytes: too large to show)", found->size);
+        } else {
+          auto read = lookup_beneath(in.after, e.path, false, true, max_checked_file_bytes);
+          text =
+              read ? read->content : fmt::format("(could not be read: {})", read.error().message);
+        }
+        break;
+      }
+    }
+    out.push_back({e.label(), bound_evidence(text, max_bytes)});
+  }
+  return out;
+}
+
+check_result evaluate_judge_check(const check_spec& c, const grading_inputs& in) {
+  check_result r{c.id, c.kind, c.weight, false, ""};
+  const judge_check& jc = c.judge;
+  const judge_spec* judge = nullptr;
+  if (in.judges)
+    if (auto it = in.judges->find(jc.judge); it != in.judges->end()) judge = &it->second;
+  if (!judge) {
+    r.error = fmt::format("no judge named '{}' (give the suite's judges:)", jc.judge);
+    return r;
+  }
+  r.judge_model = judge->model;
+  const auto evidence = gather_evidence(jc, in, judge->max_evidence_bytes);
+  json record{{"judge", judge->name},   {"adapter", std::string(to_string(judge->adapter))},
+              {"model", judge->model},  {"evidence", json::array()},
+              {"votes", json::array()}, {"propositions", json::array()}};
+  for (const auto& e : evidence)
+    record["evidence"].push_back({{"label", e.label}, {"bytes", e.text.size()}});
+  std::vector<std::vector<judge_verdict>> votes;
+  std::vector<std::string> ids;
+  for (int v = 0; v < judge->votes; ++v) {
+    // Each vote is its own request with its own nonce: independent answers.
+    const judge_prompt prompt = build_judge_prompt(jc.propositions, evidence, make_nonce());
+    ids = prompt.ids;
+    json vote{{"nonce", prompt.nonce}, {"answer", nullptr}, {"error", nullptr}};
+    auto answer = in.ask_judge ? in.ask_judge(*judge, prompt)
+                               : result<judge_exchange>(make_error(
+                                     error_kind::internal, "no judge client for judge checks"));
+    if (!answer) {
+      vote["error"] = answer.error().message;
+      record["votes"].push_back(std::move(vote));
+      r.error = fmt::format("judge {} (vote {} of {}): {}", judge->name, v + 1, judge->votes,
+                            answer.error().message);
+      break;
+    }
+    r.judge_tokens += answer->tokens;
+    r.judge_requests += answer->attempts;
+    vote["answer"] = bound_evidence(answer->text, max_recorded_answer_bytes);
+    vote["attempts"] = answer->attempts;
+    vote["retried"] = answer->retried;
+    vote["usage"] = tokens_json(answer->tokens);
+    auto parsed = parse_judge_answer(answer->text, prompt.ids);
+    if (!parsed) {
+      vote["error"] = parsed.error().message;
+      record["votes"].push_back(std::move(vote));
+      // Never a pass and never the task's failure: the run is not assessed.
+      r.error = fmt::format("judge {} (vote {} of {}): {}", judge->name, v + 1, judge->votes,
+                            parsed.error().message);
+      break;
+    }
+    json verdicts = json::array();
+    for (const auto& x : *parsed)
+      verdicts.push_back({{"id", x.id}, {"verdict", x.pass ? "pass" : "fail"}});
+    vote["verdicts"] = std::move(verdicts);
+    record["votes"].push_back(std::move(vote));
+    votes.push_back(std::move(*parsed));
+  }
+  record["usage"] = tokens_json(r.judge_tokens);
+  record["requests"] = r.judge_requests;
+  if (r.error.empty()) {
+    const auto tally = judge_majority(votes, ids);
+    size_t passing = 0;
+    std::string failing;
+    for (size_t i = 0; i < tally.size(); ++i) {
+      const auto& t = tally[i];
+      record["propositions"].push_back({{"id", t.id},
+                                        {"text", jc.propositions[i]},
+                                        {"passed", t.passed},
+                                        {"pass_votes", t.pass},
+                                        {"fail_votes", t.fail},
+                                        {"reasons", t.reasons}});
+      if (t.passed) {
+        ++passing;
+      } else if (failing.size() < 400) {
+        std::string reason;
+        for (size_t k = 0; k < votes.size(); ++k)
+          if (!votes[k][i].pass) {
+            reason = votes[k][i].reason;
+            break;
+          }
+        failing += fmt::format("{}{} failed ({} of {} votes pass): {}", failing.empty() ? "" : "; ",
+                               t.id, t.pass, t.pass + t.fail, shorten(reason, 120));
+      }
+    }
+    r.passed = passing == tally.size();
+    r.score = tally.empty() ? 0.0 : static_cast<double>(passing) / tally.size();
+    r.detail =
+        r.passed ? fmt::format("the judge passes all {} propositions", tally.size()) : failing;
+  }
+  r.judge = std::move(record);
+  return r;
+}
+
 grading_result grade(const grading_inputs& in) {
   grading_result g;
   double total = 0, passed = 0;
@@ -503,6 +658,26 @@ grading_result grade(const grading_inputs& in) {
   }
   g.score = total > 0 ? passed / total : 0;
   g.passed = g.ok && g.score + 1e-12 >= in.fixture.threshold;
+  // The judge's usage, apart from the candidate's; priced per check by the judge's model.
+  bool cost_known = true;
+  double cost = 0;
+  for (const auto& c : g.checks) {
+    if (c.kind != check_kind::judge || c.judge.is_null()) continue;
+    g.judged = true;
+    g.judge_tokens += c.judge_tokens;
+    g.judge_requests += c.judge_requests;
+    const price_spec* price = nullptr;
+    if (in.prices)
+      if (auto it = in.prices->find(c.judge_model); it != in.prices->end()) price = &it->second;
+    if (!price || !c.judge_tokens.input_tokens || !c.judge_tokens.output_tokens) {
+      cost_known = c.judge_requests == 0 && cost_known;
+      continue;
+    }
+    cost += (static_cast<double>(*c.judge_tokens.input_tokens) * price->input_per_mtok +
+             static_cast<double>(*c.judge_tokens.output_tokens) * price->output_per_mtok) /
+            1e6;
+  }
+  if (g.judged && cost_known) g.judge_cost_usd = cost;
   for (const auto& c : g.checks)
     if (c.kind == check_kind::verifier && c.error.empty() && !c.rewards.empty()) {
       // The reward may exceed 1 (or be negative): the verdict is the verifier's, not the
@@ -536,6 +711,7 @@ json grading_result::to_json(double threshold) const {
                       {"pass_to_pass", list(c.tests->pass_to_pass)}};
       }
     }
+    if (c.kind == check_kind::judge && !c.judge.is_null()) j["judge"] = c.judge;
     checks_json.push_back(std::move(j));
   }
   json j = {{"status", ok ? "completed" : "error"},
@@ -548,6 +724,22 @@ json grading_result::to_json(double threshold) const {
     j["reward"] = reward ? json(*reward) : json(nullptr);
   }
   return j;
+}
+
+json grading_result::judge_usage_json() const {
+  if (!judged) return nullptr;
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  std::set<std::string> models;
+  for (const auto& c : checks)
+    if (c.kind == check_kind::judge && !c.judge_model.empty()) models.insert(c.judge_model);
+  return {{"input_tokens", opt(judge_tokens.input_tokens)},
+          {"output_tokens", opt(judge_tokens.output_tokens)},
+          {"cached_input_tokens", opt(judge_tokens.cached_input_tokens)},
+          {"reasoning_tokens", opt(judge_tokens.reasoning_tokens)},
+          {"cost_usd", opt(judge_cost_usd)},
+          {"cost_source", judge_cost_usd ? json("price_table") : json(nullptr)},
+          {"requests", judge_requests},
+          {"models", models}};
 }
 
 }  // namespace evalbox::harness

@@ -13,6 +13,8 @@
 
 #include "harness/config/spec.h"
 #include "harness/grading/test_report.h"
+#include "harness/judge/answer.h"
+#include "harness/judge/prompt.h"
 #include "harness/transcript/transcript.h"
 #include "sandbox/base/error.h"
 #include "sandbox/base/json_fwd.h"
@@ -33,7 +35,13 @@ struct check_result {
   // threw): the run's grading is then an error, not a failed check.
   std::string error;
   std::optional<tests_grade> tests;  // tests checks: each listed test's status
-  std::string patch;  // tests checks: "applied", "failed" or "none" (no patch)
+  std::string patch;                 // tests checks: "applied", "failed" or "none" (no patch)
+  // judge checks: the record (judge, model, nonce, every vote's raw answer, tally, reasons,
+  // usage) and the tokens its requests used.
+  json judge = nullptr;
+  usage judge_tokens;
+  std::string judge_model;
+  int judge_requests = 0;
 };
 
 // What a shell check's sandbox did: passed on exit 0. An infrastructure failure is an error
@@ -82,6 +90,10 @@ struct tests_check_outcome {
 
 using tests_check_runner = std::function<result<tests_check_outcome>(const check_spec&)>;
 
+// Sends one prompt to a judge and returns its answer (harness/judge/client.h: ask_judge). An
+// error (the judge could not be reached, kept failing) is a grader error.
+using judge_asker = std::function<result<judge_exchange>(const judge_spec&, const judge_prompt&)>;
+
 struct grading_inputs {
   const fixture_spec& fixture;
   const transcript& transcript_;
@@ -90,6 +102,12 @@ struct grading_inputs {
   shell_check_runner run_shell;
   verifier_runner run_verifier = {};  // Harbor tasks only
   tests_check_runner run_tests = {};
+  // Judge checks: the suite's judges and prices (null: none), the asker, and the workspace's
+  // diff as the runner wrote it (bounded again per piece of evidence).
+  const std::map<std::string, judge_spec>* judges = nullptr;
+  judge_asker ask_judge = {};
+  std::string diff;
+  const std::map<std::string, price_spec>* prices = nullptr;
 };
 
 struct grading_result {
@@ -101,8 +119,18 @@ struct grading_result {
   // Harbor tasks: what the verifier reported and the reward the run is judged by.
   std::map<std::string, double> rewards;
   std::optional<double> reward;
+  // Judge checks: the judge's own usage and cost, kept apart from the candidate's. Cost is
+  // priced per check from the suite's prices by the judge's model; unknown (null) when any
+  // judge check's tokens or price are.
+  bool judged = false;
+  usage judge_tokens;
+  std::optional<double> judge_cost_usd;
+  int judge_requests = 0;
 
   [[nodiscard]] json to_json(double threshold) const;
+  // run.json's judge_usage: {input_tokens, output_tokens, cached_input_tokens,
+  // reasoning_tokens, cost_usd, cost_source, requests, models}; null when nothing was judged.
+  [[nodiscard]] json judge_usage_json() const;
 };
 
 // Every check, each evaluated on its own: an error or exception in one makes the result's
@@ -115,5 +143,9 @@ check_result evaluate_git_check(const check_spec& c, const std::filesystem::path
                                 const std::filesystem::path& after);
 check_result evaluate_transcript_check(const check_spec& c, const transcript& t);
 check_result evaluate_tests_check(const check_spec& c, const tests_check_outcome& out);
+// The evidence a judge check asks for, each piece bounded by the judge's max_evidence_bytes.
+std::vector<evidence_item> gather_evidence(const judge_check& j, const grading_inputs& in,
+                                           size_t max_bytes);
+check_result evaluate_judge_check(const check_spec& c, const grading_inputs& in);
 
 }  // namespace evalbox::harness

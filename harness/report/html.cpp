@@ -327,6 +327,22 @@ void write_usage(std::ostream& h, const stats::summary& s) {
   for (const auto& c : s.candidates) usage_row(c.candidate, c.use);
   usage_row("all", s.overall);
   h << "</table>\n";
+  if (s.overall.judge.runs == 0) return;
+  // The judges of judge checks: their own tokens and cost, never in the candidate's above.
+  h << "<h3 id=\"judge-usage\">Judge usage</h3>\n<p class=\"note\">The judges of judge "
+       "checks, over the judged runs; not included in the candidates' usage above.</p>\n"
+       "<table id=\"table-judge-usage\"><tr><th>candidate</th><th>judged runs</th>"
+       "<th>judge input tokens</th><th>judge output tokens</th><th>judge cost (USD)</th></tr>\n";
+  auto judge_row = [&](const std::string& who, const stats::judge_usage& j) {
+    h << fmt::format(
+        "<tr class=\"judge-usage\"><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
+        "<td class=\"cost\">{}</td></tr>\n",
+        escape(who), j.runs, tokens(j.input_tokens), tokens(j.output_tokens),
+        escape(report_text::cost(j.cost)));
+  };
+  for (const auto& c : s.candidates) judge_row(c.candidate, c.use.judge);
+  judge_row("all", s.overall.judge);
+  h << "</table>\n";
 }
 
 // One run's drill-down data: its checks, and its workspace diff and transcript within the

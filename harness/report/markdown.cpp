@@ -217,6 +217,19 @@ void write_usage(std::ostream& out, const stats::summary& s) {
   };
   for (const auto& c : s.candidates) usage_row(c.candidate, c.use);
   usage_row("all", s.overall);
+  if (s.overall.judge.runs == 0) return;
+  // The judges of judge checks: their own tokens and cost, never in the candidate's above.
+  out << "\n### Judge usage\n\nThe judges of judge checks, over the judged runs; not included "
+         "in the candidates' usage above.\n\n"
+         "| candidate | judged runs | judge input tokens | judge output tokens | judge cost (USD) "
+         "|\n|---|---|---|---|---|\n";
+  auto judge_row = [&](const std::string& who, const stats::judge_usage& j) {
+    out << fmt::format("| {} | {} | {} | {} | {} |\n", md_cell(who), j.runs,
+                       tokens_text(j.input_tokens), tokens_text(j.output_tokens),
+                       report_text::cost(j.cost));
+  };
+  for (const auto& c : s.candidates) judge_row(c.candidate, c.use.judge);
+  judge_row("all", s.overall.judge);
 }
 
 // The one section that needs the records: each failed run's failed checks, read back in turn.

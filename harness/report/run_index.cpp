@@ -44,6 +44,15 @@ stats::run_outcome outcome_of(const json& r) {
   if (field(u, "output_tokens").is_number_unsigned())
     o.output_tokens = u["output_tokens"].get<uint64_t>();
   if (field(u, "cost_usd").is_number()) o.cost_usd = u["cost_usd"].get<double>();
+  const json& ju = field(r, "judge_usage");
+  if (ju.is_object()) {
+    o.judged = true;
+    if (field(ju, "input_tokens").is_number_unsigned())
+      o.judge_input_tokens = ju["input_tokens"].get<uint64_t>();
+    if (field(ju, "output_tokens").is_number_unsigned())
+      o.judge_output_tokens = ju["output_tokens"].get<uint64_t>();
+    if (field(ju, "cost_usd").is_number()) o.judge_cost_usd = ju["cost_usd"].get<double>();
+  }
   return o;
 }
 

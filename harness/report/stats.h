@@ -36,6 +36,10 @@ struct run_outcome {
   std::optional<double> wall_ms;
   std::optional<uint64_t> input_tokens, output_tokens;
   std::optional<double> cost_usd;  // reported by the client or priced from the suite's table
+  // The judge's usage (judge checks), apart from the candidate's: set when the run was judged.
+  bool judged = false;
+  std::optional<uint64_t> judge_input_tokens, judge_output_tokens;
+  std::optional<double> judge_cost_usd;  // priced from the suite's table by the judge's model
 };
 
 struct interval {
@@ -124,11 +128,20 @@ struct cost_total {
   std::optional<double> known_usd;  // sum over known runs; nullopt when none is known
 };
 
+// What the judges of judge checks used over the judged runs of a set (never added to the
+// candidate's usage).
+struct judge_usage {
+  uint64_t runs = 0;  // judged runs
+  distribution input_tokens, output_tokens;
+  cost_total cost;
+};
+
 // Resources used by a set of runs, errored runs included (they consumed them too).
 struct usage {
   uint64_t runs = 0;
   distribution input_tokens, output_tokens, wall_ms;
   cost_total cost;
+  judge_usage judge;
 };
 
 struct candidate_summary {

@@ -84,7 +84,8 @@ result<std::vector<cell>> tabulate(std::span<const run_outcome> outcomes, double
                         "duplicate run outcome: candidate {}, fixture {}, trial {}", o.candidate,
                         o.fixture, o.trial);
     }
-    if (!valid_quantity(o.wall_ms) || !valid_quantity(o.cost_usd)) {
+    if (!valid_quantity(o.wall_ms) || !valid_quantity(o.cost_usd) ||
+        !valid_quantity(o.judge_cost_usd)) {
       return make_error(error_kind::invalid_argument,
                         "negative or non-finite wall time or cost: candidate {}, fixture {}, "
                         "trial {}",
@@ -243,6 +244,24 @@ usage usage_of(std::span<const run_outcome> outcomes, std::optional<std::string_
     }
   }
   if (u.cost.known > 0) u.cost.known_usd = cost;
+  // The judge's, over the judged runs only.
+  std::vector<double> jin, jout;
+  double jcost = 0.0;
+  for (const run_outcome& o : outcomes) {
+    if ((candidate && o.candidate != *candidate) || !o.judged) continue;
+    ++u.judge.runs;
+    if (o.judge_input_tokens) jin.push_back(static_cast<double>(*o.judge_input_tokens));
+    if (o.judge_output_tokens) jout.push_back(static_cast<double>(*o.judge_output_tokens));
+    if (o.judge_cost_usd) {
+      ++u.judge.cost.known;
+      jcost += *o.judge_cost_usd;
+    } else {
+      ++u.judge.cost.unknown;
+    }
+  }
+  if (u.judge.cost.known > 0) u.judge.cost.known_usd = jcost;
+  u.judge.input_tokens = describe(std::move(jin), u.judge.runs - jin.size());
+  u.judge.output_tokens = describe(std::move(jout), u.judge.runs - jout.size());
   u.input_tokens = describe(std::move(in), u.runs - in.size());
   u.output_tokens = describe(std::move(out), u.runs - out.size());
   u.wall_ms = describe(std::move(wall), u.runs - wall.size());

@@ -37,7 +37,16 @@ json to_json(const usage& u) {
           {"cost_usd",
            {{"known_total", opt(u.cost.known_usd)},
             {"known", u.cost.known},
-            {"unknown", u.cost.unknown}}}};
+            {"unknown", u.cost.unknown}}},
+          // The judge's usage over the judged runs, apart from the candidate's.
+          {"judge",
+           {{"runs", u.judge.runs},
+            {"input_tokens", to_json(u.judge.input_tokens, true)},
+            {"output_tokens", to_json(u.judge.output_tokens, true)},
+            {"cost_usd",
+             {{"known_total", opt(u.judge.cost.known_usd)},
+              {"known", u.judge.cost.known},
+              {"unknown", u.judge.cost.unknown}}}}}};
 }
 
 json to_json(const k_estimate& k) { return {{"k", k.k}, {"value", k.value}, {"n", k.fixtures}}; }

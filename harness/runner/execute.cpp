@@ -1,11 +1,13 @@
 // One attempt at one run, phase by phase (see execute.h).
 #include "harness/runner/execute.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <random>
 
 #include "harness/agent/host_client.h"
 #include "harness/grading/grading.h"
+#include "harness/judge/client.h"
 #include "harness/transcript/atif.h"
 #include "harness/transcript/read_limits.h"
 #include "sandbox/base/fs.h"
@@ -115,6 +117,24 @@ std::vector<std::string> keep_verifier_files(const fs::path& from, const fs::pat
       skipped.push_back(fmt::format("{} (could not be written)", f));
   }
   return skipped;
+}
+
+// How much of workspace.diff a judge check reads (its evidence is bounded below that).
+constexpr size_t max_judge_diff_bytes = 4u << 20;
+
+// A judge check's request, from the host process (it executes nothing the agent wrote): the
+// key is read from the host's environment now, and goes only into the request.
+result<judge_exchange> ask_judge_from_host(const judge_spec& judge, const judge_prompt& prompt) {
+  std::string key;
+  if (!judge.api_key_env.empty()) {
+    const char* value = std::getenv(judge.api_key_env.c_str());
+    if (!value || !*value)
+      return make_error(error_kind::invalid_argument,
+                        "judge {}: the key variable {} is not set in evalbox's environment",
+                        judge.name, judge.api_key_env);
+    key = value;
+  }
+  return ask_judge(judge, prompt, key);
 }
 
 // A launch for the harness's own commands (setup, diff, checks): the run's environment without
@@ -503,7 +523,6 @@ class attempt {
     return out;
   }
 
-
   // A tests check: the patch applied to the final workspace (evalbox's own step, on the host's
   // root so that it needs no git in the image), then the command in the run's root, then its
   // report read back, bounded (docs/swebench.md).
@@ -597,11 +616,27 @@ class attempt {
   }
 
   void grade(clock_type::time_point t0) {
-    grading_result g = harness::grade({fixture_, transcript_, before_.view, after_.view,
-                                       [this](const check_spec& c) { return run_shell_check(c); },
-                                       [this](const check_spec& c) { return run_verifier(c); },
-                                       [this](const check_spec& c) { return run_tests_check(c); }});
+    grading_inputs in{fixture_,
+                      transcript_,
+                      before_.view,
+                      after_.view,
+                      [this](const check_spec& c) { return run_shell_check(c); },
+                      [this](const check_spec& c) { return run_verifier(c); },
+                      [this](const check_spec& c) { return run_tests_check(c); }};
+    in.judges = &x_.suite.judges;
+    in.prices = &x_.suite.prices;
+    in.ask_judge = ask_judge_from_host;
+    for (const auto& c : fixture_.checks)
+      if (c.kind == check_kind::judge) {
+        // The diff the judge may be shown, as written above (bounded again per evidence).
+        auto d = read_file(run_dir_ / "workspace.diff", max_judge_diff_bytes);
+        in.diff =
+            d ? std::move(*d) : fmt::format("(the diff could not be read: {})", d.error().message);
+        break;
+      }
+    grading_result g = harness::grade(in);
     st_.timings["grading_ms"] = ms_since(t0);
+    st_.judge_usage = g.judge_usage_json();
     if (x_.options.cancel && x_.options.cancel->requested.load()) {
       cancelled();
       return;

@@ -114,6 +114,8 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st
                                       : st.grading;
   j["verdict"] = to_string(st.verdict);
   j["usage"] = st.usage.is_null() ? usage_json({}, c, "", {}) : st.usage;
+  // The judge's tokens and cost, never added to the candidate's (docs/results.md).
+  j["judge_usage"] = st.judge_usage;
   json timings = st.timings;
   timings["started_at"] = timing.started_at;
   timings["finished_at"] = timing.finished_at;

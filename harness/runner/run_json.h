@@ -41,6 +41,7 @@ struct run_state {
   json grading = nullptr;      // grading_result::to_json; null: not graded
   run_verdict verdict = run_verdict::not_assessed;
   json usage = nullptr;           // usage_json(); null when the client reported none
+  json judge_usage = nullptr;     // grading_result::judge_usage_json(); null: nothing judged
   json timings = json::object();  // "<phase>_ms" -> milliseconds
   bool cancelled = false;         // stopped by a signal: recorded nowhere
   bool lease_busy = false;        // another evalbox process holds a credential lease

@@ -245,6 +245,26 @@ seed("test_report", b'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY x "y">]><testsu
      b'<testcase classname="a.b" name="c[x y]"><skipped/></testcase></testsuite></testsuites>',
      "entities")
 
+# A judge's answers (ids p1..p3): valid raw JSON and fenced blocks, and each malformed shape
+# the reader refuses (missing, extra and repeated ids, wrong types, prose, two fences).
+def judge_answer(checks, fence=None):
+    text = json.dumps({"checks": checks})
+    return text if fence is None else "```" + fence + "\n" + text + "\n```"
+
+
+ok3 = [{"id": f"p{i}", "verdict": v, "reason": f"reason {i}"}
+       for i, v in ((1, "pass"), (2, "fail"), (3, "pass"))]
+seed("judge_answer", judge_answer(ok3), "raw")
+seed("judge_answer", judge_answer(ok3, "json"), "fenced-json")
+seed("judge_answer", judge_answer(ok3, ""), "fenced")
+seed("judge_answer", judge_answer(ok3[:2]), "missing")
+seed("judge_answer", judge_answer(ok3 + [dict(ok3[0], id="p4")]), "extra")
+seed("judge_answer", judge_answer(ok3 + [ok3[0]]), "repeated")
+seed("judge_answer", judge_answer([dict(ok3[0], verdict=True)] + ok3[1:]), "wrong-type")
+seed("judge_answer", judge_answer([dict(ok3[0], reason="")] + ok3[1:]), "empty-reason")
+seed("judge_answer", "Everything passes.", "prose")
+seed("judge_answer", judge_answer(ok3, "json") + "\n" + judge_answer(ok3, "json"), "two-fences")
+
 # Harbor task.toml files: the integration test's tasks and the hand-written seeds in
 # tests/fuzz/seeds/task_toml/ (both layouts, wrong types, unknown keys, a syntax error).
 for f in sorted(glob.glob(os.path.join(ROOT, "tests/integration/harbor-tasks/*/task.toml"))):
