@@ -162,7 +162,7 @@ TEST(judge_parse, check_judges_finds_unknown_judges_and_unset_keys) {
   std::map<std::string, judge_spec> judges;
   judge_spec j;
   j.name = "default";
-  j.api_key_env = "EVALBOX_TEST_UNSET_KEY";
+  j.api_key_env = "TEST_JUDGE_UNSET_KEY";
   j.where = {"suite.yaml", 6, 3};
   judges["default"] = j;
   const std::vector<fixture_spec> fixtures{f};
@@ -174,13 +174,13 @@ TEST(judge_parse, check_judges_finds_unknown_judges_and_unset_keys) {
                      "does not define (hint: the suite's judges are: default)"),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("suite.yaml:6:3: judge default: the key variable EVALBOX_TEST_UNSET_KEY is "
+  EXPECT_NE(all.find("suite.yaml:6:3: judge default: the key variable TEST_JUDGE_UNSET_KEY is "
                      "not set"),
             std::string::npos)
       << all;
   // Set: no problem, and the value never appears anywhere.
   auto set = [](const char* name) -> const char* {
-    return std::strcmp(name, "EVALBOX_TEST_UNSET_KEY") == 0 ? "sk-very-secret" : nullptr;
+    return std::strcmp(name, "TEST_JUDGE_UNSET_KEY") == 0 ? "sk-very-secret" : nullptr;
   };
   f.checks[0].judge.judge = "default";
   const std::vector<fixture_spec> ok{f};

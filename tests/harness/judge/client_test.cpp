@@ -231,7 +231,7 @@ TEST(JudgeClient, RefusedConnectionIsAnError) {
 }
 
 TEST(JudgeClient, CommandReadsTheRequestOnStdinWithAMinimalEnvironment) {
-  ::setenv("EVALBOX_TEST_OTHER_SECRET", "must-not-leak", 1);
+  ::setenv("TEST_JUDGE_OTHER_SECRET", "must-not-leak", 1);
   judge_spec j;
   j.name = "cmd";
   j.adapter = judge_spec::adapter_kind::command;
@@ -239,7 +239,7 @@ TEST(JudgeClient, CommandReadsTheRequestOnStdinWithAMinimalEnvironment) {
   j.api_key_env = "TEST_JUDGE_KEY";
   j.argv = {"/bin/sh", "-c",
             "test \"$TEST_JUDGE_KEY\" = '" + key +
-                "' || exit 9; test -z \"$EVALBOX_TEST_OTHER_SECRET\" || exit 8; echo noise >&2; "
+                "' || exit 9; test -z \"$TEST_JUDGE_OTHER_SECRET\" || exit 8; echo noise >&2; "
                 "cat"};
   auto p = prompt();
   auto x = ask_judge(j, p, key);
