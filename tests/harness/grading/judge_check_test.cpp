@@ -140,8 +140,8 @@ TEST_F(JudgeCheck, MajorityOfThreeWithFreshNonces) {
 }
 
 TEST_F(JudgeCheck, MalformedAnswerIsAGraderErrorNeverAPass) {
-  for (const std::string bad : {std::string("PASS"), std::string(R"({"checks":[]})"),
-                                answer("pass", "maybe"), "Sure:\n" + answer("pass", "pass")}) {
+  for (const std::string& bad : {std::string("PASS"), std::string(R"({"checks":[]})"),
+                                 answer("pass", "maybe"), "Sure:\n" + answer("pass", "pass")}) {
     prompts_.clear();
     auto g = run(scripted({bad}));
     EXPECT_FALSE(g.ok) << bad;
