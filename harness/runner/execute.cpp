@@ -2,6 +2,7 @@
 #include "harness/runner/execute.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <random>
 
@@ -121,6 +122,22 @@ std::vector<std::string> keep_verifier_files(const fs::path& from, const fs::pat
 
 // How much of workspace.diff a judge check reads (its evidence is bounded below that).
 constexpr size_t max_judge_diff_bytes = 4u << 20;
+
+// The first `max` bytes of `path` (a diff of any size), with a line saying how large it is
+// when that is not all of it.
+std::string diff_head(const fs::path& path, size_t max) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "(the diff could not be read)";
+  std::string text(max, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(max));
+  text.resize(static_cast<size_t>(in.gcount()));
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && size > text.size())
+    text += fmt::format("\n[evalbox: workspace.diff is {} bytes; its first {} are shown]", size,
+                        text.size());
+  return text;
+}
 
 // A judge check's request, from the host process (it executes nothing the agent wrote): the
 // key is read from the host's environment now, and goes only into the request.
@@ -628,10 +645,9 @@ class attempt {
     in.ask_judge = ask_judge_from_host;
     for (const auto& c : fixture_.checks)
       if (c.kind == check_kind::judge) {
-        // The diff the judge may be shown, as written above (bounded again per evidence).
-        auto d = read_file(run_dir_ / "workspace.diff", max_judge_diff_bytes);
-        in.diff =
-            d ? std::move(*d) : fmt::format("(the diff could not be read: {})", d.error().message);
+        // The diff the judge may be shown: its head, as written above (bounded again per
+        // evidence, which says how much there was).
+        in.diff = diff_head(run_dir_ / "workspace.diff", max_judge_diff_bytes);
         break;
       }
     grading_result g = harness::grade(in);

@@ -42,7 +42,9 @@ assert len(r) == 1 and r[0]["verdict"] == "passed", r
 assert set(r[0]["execution"]["records"]) >= {"agent", "follow-up"}, r[0]["execution"]["records"].keys()
 # The evalbox.run.v1 contract (docs/results.md): these keys, no more, no fewer.
 assert set(r[0]) == {"schema", "run_id", "suite", "fixture", "candidate", "trial", "attempts",
-                     "environment", "execution", "grading", "verdict", "usage", "timings"}, sorted(r[0])
+                     "environment", "execution", "grading", "verdict", "usage", "judge_usage",
+                     "timings"}, sorted(r[0])
+assert r[0]["judge_usage"] is None, r[0]["judge_usage"]  # no judge check: nothing judged
 assert r[0]["environment"] is None, r[0]["environment"]  # no image: the host's root
 assert set(r[0]["execution"]) == {"status", "error", "error_kind", "session", "outcome", "exit_code",
                                       "records"}
