@@ -186,8 +186,12 @@ class TestsCheck : public ::testing::Test {
   }
 
   grading_result run(tests_check_outcome out) {
-    return grade({fixture_, transcript_, "/nonexistent", "/nonexistent",
-                  [](const check_spec&) { return result<shell_check_outcome>(); }, {},
+    return grade({fixture_,
+                  transcript_,
+                  "/nonexistent",
+                  "/nonexistent",
+                  [](const check_spec&) { return result<shell_check_outcome>(); },
+                  {},
                   [out](const check_spec&) { return result<tests_check_outcome>(out); }});
   }
 
@@ -255,8 +259,12 @@ TEST_F(TestsCheck, AnUnreadableReportFailsTheCheckSayingWhy) {
 }
 
 TEST_F(TestsCheck, ASandboxFailureIsAGraderError) {
-  auto g = grade({fixture_, transcript_, "/nonexistent", "/nonexistent",
-                  [](const check_spec&) { return result<shell_check_outcome>(); }, {},
+  auto g = grade({fixture_,
+                  transcript_,
+                  "/nonexistent",
+                  "/nonexistent",
+                  [](const check_spec&) { return result<shell_check_outcome>(); },
+                  {},
                   [](const check_spec&) -> result<tests_check_outcome> {
                     return make_error(error_kind::io, "grading sandbox: clone3: EPERM");
                   }});
