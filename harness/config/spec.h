@@ -201,8 +201,8 @@ struct fixture_spec {
   // the checked-out tree, set when the fixture is loaded).
   std::optional<git_workspace_spec> git_workspace;
   std::filesystem::path git_tree;
-  std::string git_commit;  // the full commit id git_tree holds
-  std::string digest;      // tree_digest of the whole fixture directory
+  std::string git_commit;             // the full commit id git_tree holds
+  std::string digest;                 // tree_digest of the whole fixture directory
   std::optional<harbor_spec> harbor;  // a Harbor task directory (harness/fixture/harbor.h)
 
   [[nodiscard]] std::filesystem::path workspace_dir() const {

@@ -33,7 +33,7 @@ struct check_result {
   // threw): the run's grading is then an error, not a failed check.
   std::string error;
   std::optional<tests_grade> tests;  // tests checks: each listed test's status
-  std::string patch;  // tests checks: "applied", "failed" or "none" (no patch)
+  std::string patch;                 // tests checks: "applied", "failed" or "none" (no patch)
 };
 
 // What a shell check's sandbox did: passed on exit 0. An infrastructure failure is an error

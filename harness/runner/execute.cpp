@@ -503,7 +503,6 @@ class attempt {
     return out;
   }
 
-
   // A tests check: the patch applied to the final workspace (evalbox's own step, on the host's
   // root so that it needs no git in the image), then the command in the run's root, then its
   // report read back, bounded (docs/swebench.md).
