@@ -60,11 +60,7 @@ done
 
 # run: the suite's glob of task directories; oracle passes everything, noop nothing (exit 1).
 R=$WORK/results
-set +e
-"$EVALBOX" run "$S/suite.yaml" --results "$R" -j 2 >"$WORK/out" 2>"$WORK/err"
-rc=$?
-set -e
-[ "$rc" = 1 ] || { cat "$WORK/err"; fail "run: exit $rc, expected 1 (noop fails)"; }
+expect_exit 1 "run" "$WORK/out" "$WORK/err" "$EVALBOX" run "$S/suite.yaml" --results "$R" -j 2
 python3 - "$R" "$S" <<'PY'
 import json, os, sys
 R, S = sys.argv[1], sys.argv[2]
@@ -125,11 +121,8 @@ candidates:
 limits: {wall: 2m, memory: 1GiB, pids: 256, disk: 512MiB, output: 4MiB}
 YAML
 R=$WORK/hostile
-set +e
-"$EVALBOX" run "$S/hostile.yaml" --results "$R" >"$WORK/out2" 2>"$WORK/err2"
-rc=$?
-set -e
-[ "$rc" = 1 ] || { cat "$WORK/err2"; fail "hostile run: exit $rc, expected 1"; }
+expect_exit 1 "hostile run" "$WORK/out2" "$WORK/err2" \
+  "$EVALBOX" run "$S/hostile.yaml" --results "$R"
 python3 - "$R" <<'PY'
 import json, sys
 rows = {(json.loads(l)["fixture"]["id"], json.loads(l)["candidate"]["id"]): json.loads(l)
@@ -151,11 +144,8 @@ PY
 sed -e 's/^name: harbor-hostile/name: harbor-half/' -e '/^candidates:/i harbor: {threshold: 0.5}' \
   "$S/hostile.yaml" >"$S/half.yaml"
 R=$WORK/half
-set +e
-"$EVALBOX" run "$S/half.yaml" --results "$R" --filter 'partial-credit/half' >"$WORK/out3" 2>"$WORK/err3"
-rc=$?
-set -e
-[ "$rc" = 0 ] || { cat "$WORK/err3"; fail "threshold 0.5: exit $rc, expected 0"; }
+expect_exit 0 "threshold 0.5" "$WORK/out3" "$WORK/err3" \
+  "$EVALBOX" run "$S/half.yaml" --results "$R" --filter 'partial-credit/half'
 grep -q '"verdict":"passed"' "$R/results.jsonl" || fail "threshold 0.5: $(cat "$R/results.jsonl")"
 
 # A verifier that runs past its timeout: a grader error (exit 3), not a task failure.
@@ -170,11 +160,7 @@ images: {"evalbox-test/debian:1": "oci:images/debian/oci:latest"}
 candidates: [{id: oracle, adapter: oracle}]
 YAML
 R=$WORK/slow
-set +e
-"$EVALBOX" run "$S/slow.yaml" --results "$R" >"$WORK/out4" 2>"$WORK/err4"
-rc=$?
-set -e
-[ "$rc" = 3 ] || { cat "$WORK/err4"; fail "slow verifier: exit $rc, expected 3"; }
+expect_exit 3 "slow verifier" "$WORK/out4" "$WORK/err4" "$EVALBOX" run "$S/slow.yaml" --results "$R"
 python3 - "$R/results.jsonl" <<'PY'
 import json, sys
 r = json.loads(open(sys.argv[1]).readline())
@@ -185,11 +171,8 @@ PY
 # No reward file at all: a grader error too.
 printf '#!/bin/bash\necho forgot the reward\n' >"$S/slow-verifier/tests/test.sh"
 sed -i 's/^timeout_sec = 2$/timeout_sec = 60/' "$S/slow-verifier/task.toml"
-set +e
-"$EVALBOX" run "$S/slow.yaml" --results "$WORK/noreward" >/dev/null 2>"$WORK/err5"
-rc=$?
-set -e
-[ "$rc" = 3 ] || { cat "$WORK/err5"; fail "no reward: exit $rc, expected 3"; }
+expect_exit 3 "no reward" /dev/null "$WORK/err5" \
+  "$EVALBOX" run "$S/slow.yaml" --results "$WORK/noreward"
 grep -q "neither /logs/verifier/reward.txt nor reward.json" "$WORK/noreward/results.jsonl" ||
   fail "no reward: $(cat "$WORK/noreward/results.jsonl")"
 no_residue
@@ -198,20 +181,14 @@ no_residue
 cp -r "$S/hello-file" "$S/broken"
 printf 'version = "1.0"\n[agent]\ntimeout_sec = "soon"\n[environment]\ndocker_image = = "x"\n' \
   >"$S/broken/task.toml"
-set +e
-"$EVALBOX" fixture test "$S/broken" >"$WORK/broken.out" 2>"$WORK/broken.err"
-rc=$?
-set -e
-[ "$rc" = 64 ] || fail "malformed task.toml: exit $rc, expected 64"
+expect_exit 64 "malformed task.toml" "$WORK/broken.out" "$WORK/broken.err" \
+  "$EVALBOX" fixture test "$S/broken"
 grep -q "^$S/broken/task.toml:5:[0-9]*: task.toml is not valid TOML" "$WORK/broken.err" ||
   fail "malformed task.toml: $(cat "$WORK/broken.err")"
 printf 'version = "1.0"\n[agent]\ntimeout_sec = "soon"\n[environment]\ndocker_image = "evalbox-test/debian:1"\nmemory = 2048\n' \
   >"$S/broken/task.toml"
-set +e
-"$EVALBOX" validate "$S/broken" >"$WORK/broken.out" 2>"$WORK/broken.err"
-rc=$?
-set -e
-[ "$rc" = 64 ] || fail "ill-typed task.toml: exit $rc, expected 64"
+expect_exit 64 "ill-typed task.toml" "$WORK/broken.out" "$WORK/broken.err" \
+  "$EVALBOX" validate "$S/broken"
 grep -q "^$S/broken/task.toml:3:15: agent.timeout_sec must be a number, found a string" "$WORK/broken.err" ||
   fail "ill-typed timeout: $(cat "$WORK/broken.err")"
 grep -q "^$S/broken/task.toml:6:10: memory must be a string, found an integer" "$WORK/broken.err" ||
@@ -234,11 +211,7 @@ grep -q "unknown key agent.sandbox (ignored)" "$WORK/newer.err" ||
 cp -r "$S/hello-file" "$S/compose"
 mkdir -p "$S/compose/environment"
 printf 'services:\n  main:\n    image: evalbox-test/debian:1\n' >"$S/compose/environment/docker-compose.yaml"
-set +e
-"$EVALBOX" fixture test "$S/compose" >/dev/null 2>"$WORK/compose.err"
-rc=$?
-set -e
-[ "$rc" = 64 ] || fail "compose: exit $rc, expected 64"
+expect_exit 64 "compose" /dev/null "$WORK/compose.err" "$EVALBOX" fixture test "$S/compose"
 grep -q "docker-compose.yaml: a docker-compose environment is not supported" "$WORK/compose.err" ||
   fail "compose: $(cat "$WORK/compose.err")"
 no_residue

@@ -16,6 +16,14 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect_exit CODE WHAT OUT ERR CMD...: runs CMD, its stdout to OUT and stderr to ERR, and fails
+# (showing ERR) unless it exits CODE.
+expect_exit() {
+  local want=$1 what=$2 out=$3 err=$4 rc=0
+  shift 4
+  "$@" >"$out" 2>"$err" || rc=$?
+  [ "$rc" = "$want" ] || { cat "$err" >&2; fail "$what: exit $rc, expected $want"; }
+}
 need_isolation() {
   if ! "$EVALBOX" doctor >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
     [ "${EVALBOX_REQUIRE_ISOLATION:-}" = 1 ] && fail "the sandbox cannot run here (evalbox doctor)"
