@@ -58,6 +58,21 @@ stats::run_outcome outcome_of(const json& r) {
 
 }  // namespace
 
+const record_fields& report_fields() {
+  // What outcome_of, the renderers (report_text, markdown.cpp, junit.cpp, html.cpp) and the
+  // index's visitors (compare's fixture digests, a run's planned-runs tally) read.
+  static const record_fields fields{
+      "schema",           "run_id",           "suite",
+      "verdict",          "trial",            "candidate.id",
+      "fixture.id",       "fixture.digest",   "timings.wall_ms",
+      "usage.input_tokens", "usage.output_tokens", "usage.cost_usd",
+      "judge_usage.input_tokens", "judge_usage.output_tokens", "judge_usage.cost_usd",
+      "execution.status", "execution.error",  "execution.error_kind",
+      "grading.status",   "grading.error",    "grading.score",
+      "grading.checks[].id", "grading.checks[].passed", "grading.checks[].detail"};
+  return fields;
+}
+
 // Indexes records one at a time: each becomes a compact entry, and an entry of the same
 // (candidate, fixture, trial) seen before is marked superseded (latest_records' rule).
 class run_index::builder {
@@ -126,7 +141,7 @@ result<run_index> run_index::of_results(const results_dir& dir, const record_vis
     b.add(record, where);
     return {};
   };
-  EB_TRY(dir.for_each_record(add));
+  EB_TRY(dir.for_each_record(report_fields(), add));
   b.finish();
   if (!index.empty()) index.reader_ = EB_TRY(record_reader::open(dir.results_file()));
   return index;
@@ -147,7 +162,7 @@ std::string run_index::suite_name(std::string fallback) const {
 
 result<json> run_index::read(size_t run) const {
   ++reads_;
-  if (reader_) return reader_->read(where_[run]);
+  if (reader_) return reader_->read(where_[run], &report_fields());
   return memory_[static_cast<size_t>(where_[run].offset)];
 }
 
