@@ -61,15 +61,30 @@ stats::run_outcome outcome_of(const json& r) {
 const record_fields& report_fields() {
   // What outcome_of, the renderers (report_text, markdown.cpp, junit.cpp, html.cpp) and the
   // index's visitors (compare's fixture digests, a run's planned-runs tally) read.
-  static const record_fields fields{
-      "schema",           "run_id",           "suite",
-      "verdict",          "trial",            "candidate.id",
-      "fixture.id",       "fixture.digest",   "timings.wall_ms",
-      "usage.input_tokens", "usage.output_tokens", "usage.cost_usd",
-      "judge_usage.input_tokens", "judge_usage.output_tokens", "judge_usage.cost_usd",
-      "execution.status", "execution.error",  "execution.error_kind",
-      "grading.status",   "grading.error",    "grading.score",
-      "grading.checks[].id", "grading.checks[].passed", "grading.checks[].detail"};
+  static const record_fields fields{"schema",
+                                    "run_id",
+                                    "suite",
+                                    "verdict",
+                                    "trial",
+                                    "candidate.id",
+                                    "fixture.id",
+                                    "fixture.digest",
+                                    "timings.wall_ms",
+                                    "usage.input_tokens",
+                                    "usage.output_tokens",
+                                    "usage.cost_usd",
+                                    "judge_usage.input_tokens",
+                                    "judge_usage.output_tokens",
+                                    "judge_usage.cost_usd",
+                                    "execution.status",
+                                    "execution.error",
+                                    "execution.error_kind",
+                                    "grading.status",
+                                    "grading.error",
+                                    "grading.score",
+                                    "grading.checks[].id",
+                                    "grading.checks[].passed",
+                                    "grading.checks[].detail"};
   return fields;
 }
 

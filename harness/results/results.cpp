@@ -130,7 +130,8 @@ class field_builder final : public nlohmann::json_sax<json> {
     *to = json(type);
     // An object is read into when fields of it are asked for, an array when its elements are;
     // otherwise it stays empty, of its type.
-    const bool into = type == json::value_t::object ? !spec->keys.empty() : spec->elements != nullptr;
+    const bool into =
+        type == json::value_t::object ? !spec->keys.empty() : spec->elements != nullptr;
     if (!into) {
       frames_.push_back({});
       return true;

@@ -95,8 +95,7 @@ class record_reader {
  public:
   static result<record_reader> open(const std::filesystem::path& results_file);
   // The record at `where` (as for_each_record reported it), with only `keep`'s fields if given.
-  [[nodiscard]] result<json> read(record_location where,
-                                  const record_fields* keep = nullptr) const;
+  [[nodiscard]] result<json> read(record_location where, const record_fields* keep = nullptr) const;
 
  private:
   explicit record_reader(unique_fd fd, std::filesystem::path path)

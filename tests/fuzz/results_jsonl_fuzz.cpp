@@ -45,8 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ostringstream md, junit, html;
     fuzz::check(harness::write_markdown(md, *summary, *runs, suite).has_value(), "report.md");
     fuzz::check(harness::write_junit(junit, *runs, suite).has_value(), "junit.xml");
-    fuzz::check(harness::write_html(html, *summary, *runs, suite, root).has_value(),
-                "report.html");
+    fuzz::check(harness::write_html(html, *summary, *runs, suite, root).has_value(), "report.html");
     (void)harness::render_terminal_summary(*summary);
     // The index parses only the fields the reports read (report_fields): the reports must be
     // those of the whole records, whatever their shape.

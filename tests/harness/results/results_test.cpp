@@ -165,10 +165,9 @@ TEST(RecordFields, KeepsTheNamedFieldsAndDropsTheRest) {
 // on the kept fields.
 TEST(RecordFields, UnexpectedShapesKeepTheirType) {
   record_fields keep{"execution.error", "grading.checks[].id", "usage.cost_usd"};
-  json got = parsed(
-      R"({"schema":"evalbox.run.v1","execution":{"error":{"deep":[1,2,{"x":1}]}},)"
-      R"("grading":{"checks":[1,"two",null,[3],{"id":4,"other":5}]},"usage":[1,2]})",
-      keep);
+  json got = parsed(R"({"schema":"evalbox.run.v1","execution":{"error":{"deep":[1,2,{"x":1}]}},)"
+                    R"("grading":{"checks":[1,"two",null,[3],{"id":4,"other":5}]},"usage":[1,2]})",
+                    keep);
   EXPECT_TRUE(got["execution"]["error"].is_object());  // a leaf that is an object: empty
   EXPECT_TRUE(got["execution"]["error"].empty());
   EXPECT_EQ(got["grading"]["checks"], json::parse(R"([1,"two",null,[],{"id":4}])"));
@@ -201,7 +200,7 @@ TEST(RecordFields, RefusesWhatAFullParseRefuses) {
   for (std::string text :
        {std::string(R"({"schema":"other.v1","run_id":"x"})"), std::string(R"({"run_id":"x"})"),
         std::string(R"([{"schema":"evalbox.run.v1"}])"), std::string("\"evalbox.run.v1\""),
-        std::string(R"({"schema":"evalbox.run.v1","run_id":"x")"),  // torn
+        std::string(R"({"schema":"evalbox.run.v1","run_id":"x")"),           // torn
         std::string("{\"schema\":\"evalbox.run.v1\",\"run_id\":\"\xff\"}"),  // not UTF-8
         std::string(R"({"schema":"evalbox.run.v1"} trailing)"), std::string()}) {
     EXPECT_TRUE(parse_record(text).is_null()) << text;
