@@ -87,6 +87,10 @@ class run_index {
   std::vector<stats::run_outcome> outcomes_;
   std::vector<std::string> run_ids_;
   std::vector<record_location> where_;  // in results.jsonl; for records in memory, offset = index
+  // The report_fields() of each run, set aside while indexing (record_spill) so that reading a
+  // run back parses a few hundred bytes, not its whole record; empty when they could not be.
+  std::vector<record_location> aside_;
+  std::optional<record_reader> aside_reader_;
   size_t seen_ = 0;
   std::string suite_;
   std::span<const json> memory_;  // the records in memory; empty when read from reader_

@@ -289,4 +289,47 @@ result<json> record_reader::read(record_location where, const record_fields* kee
   return record;
 }
 
+result<record_spill> record_spill::create() {
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path(ec);
+  if (ec) return make_error(error_kind::io, "no temporary directory: {}", ec.message());
+  unique_fd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd) {
+    // A filesystem without O_TMPFILE: a named file, unlinked at once.
+    std::string name = (dir / ("evalbox-records-" + random_suffix())).string();
+    fd = unique_fd(::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) return sys_error(errno, "create a temporary file in {}", dir.string());
+    ::unlink(name.c_str());
+  }
+  return record_spill(std::move(fd), dir / "(records set aside)");
+}
+
+result<record_location> record_spill::add(const json& record) {
+  record_location at{written_ + buffer_.size(), 0};
+  buffer_ += record.dump();
+  at.size = written_ + buffer_.size() - at.offset;
+  buffer_ += '\n';
+  if (buffer_.size() >= (1u << 20)) EB_TRY(flush());
+  return at;
+}
+
+status record_spill::flush() {
+  size_t done = 0;
+  while (done < buffer_.size()) {
+    ssize_t n = ::pwrite(fd_.get(), buffer_.data() + done, buffer_.size() - done,
+                         static_cast<off_t>(written_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error(errno, "write {}", shown_.string());
+    done += static_cast<size_t>(n);
+  }
+  written_ += buffer_.size();
+  buffer_.clear();
+  return {};
+}
+
+result<record_reader> record_spill::finish() && {
+  EB_TRY(flush());
+  return record_reader::of(std::move(fd_), std::move(shown_));
+}
+
 }  // namespace evalbox::harness

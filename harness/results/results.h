@@ -94,6 +94,10 @@ class results_dir {
 class record_reader {
  public:
   static result<record_reader> open(const std::filesystem::path& results_file);
+  // A reader of records in an open file (`shown` names it in errors).
+  static record_reader of(unique_fd fd, std::filesystem::path shown) {
+    return record_reader(std::move(fd), std::move(shown));
+  }
   // The record at `where` (as for_each_record reported it), with only `keep`'s fields if given.
   [[nodiscard]] result<json> read(record_location where, const record_fields* keep = nullptr) const;
 
@@ -105,6 +109,28 @@ class record_reader {
   // The line being read, kept between reads: a fresh buffer of a few kilobytes per record
   // made glibc consolidate its free lists on every read (a read is not thread-safe).
   mutable std::string line_;
+};
+
+// Records written aside, one per line, into an unlinked temporary file (under TMPDIR, else
+// /tmp; gone when the last descriptor closes, a crash included), to be read back by their
+// location: a reader that needs a few fields of each record several times keeps them here
+// rather than in memory or parsing the whole record again.
+class record_spill {
+ public:
+  static result<record_spill> create();
+  // Appends `record` (buffered); where to read it back once finish() has flushed.
+  result<record_location> add(const json& record);
+  // Flushes what is buffered; the reader of every record added.
+  result<record_reader> finish() &&;
+
+ private:
+  explicit record_spill(unique_fd fd, std::filesystem::path shown)
+      : fd_(std::move(fd)), shown_(std::move(shown)) {}
+  status flush();
+  unique_fd fd_;
+  std::filesystem::path shown_;
+  std::string buffer_;
+  uint64_t written_ = 0;  // bytes in the file, before buffer_
 };
 
 }  // namespace evalbox::harness

@@ -3,7 +3,9 @@
 // and the lazily rendered drill-down data embedded in report.html.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
@@ -478,6 +480,47 @@ TEST(ReportIndex, ReportsFromTheFileAreTheReportsOfTheRecords) {
   EXPECT_EQ(entries, 6u);  // results.jsonl, runs/ and the four reports
 }
 
+// results.jsonl of `dir` indexed while TMPDIR names no directory: nothing can be set aside, so
+// runs are read back from results.jsonl.
+result<run_index> index_without_a_temporary_directory(const std::filesystem::path& dir) {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", (dir / "no-such-directory").c_str(), 1);
+  auto index = run_index::of_results(results_dir(dir));
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  return index;
+}
+
+// The fields read back are set aside in a temporary file while indexing; without a usable
+// temporary directory the index reads them from results.jsonl instead, with the same reports.
+TEST(ReportIndex, ReadsBackTheSameWithOrWithoutATemporaryFile) {
+  evalbox::temp_dir dir;
+  auto recs = with_reruns();
+  write_results(dir.path(), recs);
+  auto report_of = [&](const run_index& runs) {
+    std::ostringstream md, junit;
+    auto s = summarize_runs(runs, std::string("base"));
+    EXPECT_TRUE(s);
+    EXPECT_TRUE(write_markdown(md, *s, runs, "unit"));
+    EXPECT_TRUE(write_junit(junit, runs, "unit"));
+    return md.str() + junit.str();
+  };
+  auto aside = run_index::of_results(results_dir(dir.path()));
+  ASSERT_TRUE(aside) << aside.error().message;
+  auto direct = index_without_a_temporary_directory(dir.path());
+  ASSERT_TRUE(direct) << direct.error().message;
+  const std::string expected = report_of(*direct);
+  EXPECT_EQ(report_of(*aside), expected);
+  for (size_t i = 0; i < aside->size(); ++i) EXPECT_EQ(*aside->read(i), *direct->read(i)) << i;
+  // Set aside, the reports no longer need results.jsonl as it was.
+  ASSERT_TRUE(write_file(dir.path() / "results.jsonl", ""));
+  EXPECT_EQ(report_of(*aside), expected);
+  EXPECT_FALSE(direct->read(0)) << "read back from a results.jsonl that was emptied";
+}
+
 // The reports parse only the fields they show (report_fields); records of every odd shape a
 // results.jsonl may hold report exactly as their whole records rendered in memory do.
 TEST(ReportIndex, OddRecordsReportAsTheirWholeRecordsDo) {
@@ -561,7 +604,7 @@ TEST(ReportIndex, EachReportReadsARunsRecordAtMostOnce) {
 TEST(ReportIndex, ARecordThatCannotBeReadBackFailsTheReportNotTheProcess) {
   evalbox::temp_dir dir;
   write_results(dir.path(), example());
-  auto runs = run_index::of_results(results_dir(dir.path()));
+  auto runs = index_without_a_temporary_directory(dir.path());
   ASSERT_TRUE(runs);
   // results.jsonl replaced (not appended to) after indexing: the locations no longer hold runs.
   ASSERT_TRUE(write_file(dir.path() / "results.jsonl", std::string(100, 'x')));
