@@ -54,23 +54,25 @@ class field_builder final : public nlohmann::json_sax<json> {
   json result;
   std::string schema;  // the top-level "schema", whichever fields are kept
 
-  bool null() override { return scalar(json(nullptr)); }
-  bool boolean(bool v) override { return scalar(json(v)); }
-  bool number_integer(number_integer_t v) override { return scalar(json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return scalar(json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return scalar(json(v)); }
+  bool null() override { return scalar(nullptr); }
+  bool boolean(bool v) override { return scalar(v); }
+  bool number_integer(number_integer_t v) override { return scalar(v); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(v); }
+  bool number_float(number_float_t v, const string_t&) override { return scalar(v); }
   bool binary(binary_t&) override { return false; }  // not in JSON text
   bool string(string_t& v) override {
-    if (depth_ == 1 && key_ == "schema") schema = v;
-    return scalar(json(std::move(v)));
+    if (depth_ == 1 && top_schema_) schema = v;
+    return scalar(std::move(v));
   }
   bool start_object(std::size_t) override { return open(json::value_t::object); }
   bool start_array(std::size_t) override { return open(json::value_t::array); }
   bool end_object() override { return close(); }
   bool end_array() override { return close(); }
   bool key(string_t& k) override {
-    if (depth_ == 1 && k == "schema") schema.clear();  // a repeated key: the last one counts
-    if (depth_ == 1) key_ = k;
+    if (depth_ == 1) {
+      top_schema_ = k == "schema";
+      if (top_schema_) schema.clear();  // a repeated key: the last one counts
+    }
     frame& f = frames_.back();
     if (!f.target) return true;
     auto it = f.spec->keys.find(k);
@@ -108,9 +110,11 @@ class field_builder final : public nlohmann::json_sax<json> {
     return {&(*f.target)[f.key], spec};
   }
 
-  bool scalar(json v) {
+  // A value is built only where it is kept: most of a record's values are dropped unbuilt.
+  template <class T>
+  bool scalar(T&& v) {
     if (depth_ == 0) return false;  // a top-level scalar is no record
-    if (auto [to, spec] = slot(); to) *to = std::move(v);
+    if (auto [to, spec] = slot(); to) *to = json(std::forward<T>(v));
     return true;
   }
 
@@ -150,7 +154,7 @@ class field_builder final : public nlohmann::json_sax<json> {
   const record_fields::node& root_;
   std::vector<frame> frames_;
   size_t depth_ = 0;
-  std::string key_;  // the last top-level key
+  bool top_schema_ = false;  // the last top-level key is "schema"
 };
 
 // results_dir::for_each_record of `file`, with or without `keep`.
