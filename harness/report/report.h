@@ -45,9 +45,14 @@ std::vector<json> latest_records(const std::vector<json>& records);
 // the statistics need, its run id, and where its full record is. Renderers read one record
 // back at a time (read) while they write that run, so writing reports takes memory in
 // proportion to runs × this small entry, not to the records themselves.
+// The fields of a record the reports read (run_index.cpp lists them): a run_index built from
+// results.jsonl parses only these, and its visitor and read() see records holding only these.
+const record_fields& report_fields();
+
 class run_index {
  public:
-  // Called with each record while results.jsonl is indexed (superseded ones too).
+  // Called with each record while results.jsonl is indexed (superseded ones too), holding
+  // report_fields() only.
   using record_visitor = std::function<status(const json& record)>;
 
   // results.jsonl of `dir` in one pass, keeping the newest record of each (candidate,
@@ -69,7 +74,8 @@ class run_index {
   // The first record's "suite" (superseded records included), or `fallback`.
   [[nodiscard]] std::string suite_name(std::string fallback) const;
 
-  // The full record of `run`, read back (from results.jsonl, or a copy of the one in memory).
+  // The record of `run`, read back: from results.jsonl with report_fields() only, or a copy of
+  // the one in memory.
   [[nodiscard]] result<json> read(size_t run) const;
   // How many records read() has returned: each renderer reads a run's record at most once.
   [[nodiscard]] size_t reads() const noexcept { return reads_; }
@@ -81,6 +87,10 @@ class run_index {
   std::vector<stats::run_outcome> outcomes_;
   std::vector<std::string> run_ids_;
   std::vector<record_location> where_;  // in results.jsonl; for records in memory, offset = index
+  // The report_fields() of each run, set aside while indexing (record_spill) so that reading a
+  // run back parses a few hundred bytes, not its whole record; empty when they could not be.
+  std::vector<record_location> aside_;
+  std::optional<record_reader> aside_reader_;
   size_t seen_ = 0;
   std::string suite_;
   std::span<const json> memory_;  // the records in memory; empty when read from reader_

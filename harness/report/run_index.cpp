@@ -58,6 +58,36 @@ stats::run_outcome outcome_of(const json& r) {
 
 }  // namespace
 
+const record_fields& report_fields() {
+  // What outcome_of, the renderers (report_text, markdown.cpp, junit.cpp, html.cpp) and the
+  // index's visitors (compare's fixture digests, a run's planned-runs tally) read.
+  static const record_fields fields{"schema",
+                                    "run_id",
+                                    "suite",
+                                    "verdict",
+                                    "trial",
+                                    "candidate.id",
+                                    "fixture.id",
+                                    "fixture.digest",
+                                    "timings.wall_ms",
+                                    "usage.input_tokens",
+                                    "usage.output_tokens",
+                                    "usage.cost_usd",
+                                    "judge_usage.input_tokens",
+                                    "judge_usage.output_tokens",
+                                    "judge_usage.cost_usd",
+                                    "execution.status",
+                                    "execution.error",
+                                    "execution.error_kind",
+                                    "grading.status",
+                                    "grading.error",
+                                    "grading.score",
+                                    "grading.checks[].id",
+                                    "grading.checks[].passed",
+                                    "grading.checks[].detail"};
+  return fields;
+}
+
 // Indexes records one at a time: each becomes a compact entry, and an entry of the same
 // (candidate, fixture, trial) seen before is marked superseded (latest_records' rule).
 class run_index::builder {
@@ -65,12 +95,14 @@ class run_index::builder {
   builder(run_index& index, bool newest_only)
       : index_(index), newest_only_(newest_only), newest_(trial_less{&index.outcomes_}) {}
 
-  void add(const json& record, record_location where) {
+  void add(const json& record, record_location where,
+           std::optional<record_location> aside = std::nullopt) {
     ++index_.seen_;
     if (index_.suite_.empty()) index_.suite_ = str(record, "suite");
     index_.outcomes_.push_back(outcome_of(record));
     index_.run_ids_.push_back(str(record, "run_id"));
     index_.where_.push_back(where);
+    if (aside) index_.aside_.push_back(*aside);
     superseded_.push_back(false);
     if (!newest_only_) return;
     const size_t i = index_.outcomes_.size() - 1;
@@ -92,12 +124,14 @@ class run_index::builder {
         index_.outcomes_[kept] = std::move(index_.outcomes_[i]);
         index_.run_ids_[kept] = std::move(index_.run_ids_[i]);
         index_.where_[kept] = index_.where_[i];
+        if (!index_.aside_.empty()) index_.aside_[kept] = index_.aside_[i];
       }
       ++kept;
     }
     index_.outcomes_.resize(kept);
     index_.run_ids_.resize(kept);
     index_.where_.resize(kept);
+    if (!index_.aside_.empty()) index_.aside_.resize(kept);
     superseded_.clear();
   }
 
@@ -121,12 +155,28 @@ class run_index::builder {
 result<run_index> run_index::of_results(const results_dir& dir, const record_visitor& visit) {
   run_index index;
   builder b(index, /*newest_only=*/true);
+  // The fields read back are set aside as they are parsed; without a temporary file (or once
+  // writing it failed) runs are read back from results.jsonl, which only costs more time.
+  auto spill = record_spill::create();
   auto add = [&](const json& record, record_location where) -> status {
     if (visit) EB_TRY(visit(record));
-    b.add(record, where);
+    std::optional<record_location> aside;
+    if (spill) {
+      auto at = spill->add(record);
+      if (at)
+        aside = *at;
+      else
+        spill = std::unexpected(std::move(at).error());
+    }
+    b.add(record, where, aside);
     return {};
   };
-  EB_TRY(dir.for_each_record(add));
+  EB_TRY(dir.for_each_record(report_fields(), add));
+  if (spill && index.aside_.size() == index.seen_) {
+    auto reader = std::move(*spill).finish();
+    if (reader) index.aside_reader_ = std::move(*reader);
+  }
+  if (!index.aside_reader_) index.aside_.clear();
   b.finish();
   if (!index.empty()) index.reader_ = EB_TRY(record_reader::open(dir.results_file()));
   return index;
@@ -147,7 +197,11 @@ std::string run_index::suite_name(std::string fallback) const {
 
 result<json> run_index::read(size_t run) const {
   ++reads_;
-  if (reader_) return reader_->read(where_[run]);
+  if (aside_reader_) {
+    auto r = aside_reader_->read(aside_[run]);
+    if (r) return r;
+  }
+  if (reader_) return reader_->read(where_[run], &report_fields());
   return memory_[static_cast<size_t>(where_[run].offset)];
 }
 

@@ -5,6 +5,8 @@
 #include <sys/file.h>
 
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
@@ -13,20 +15,170 @@ namespace evalbox::harness {
 
 namespace fs = std::filesystem;
 
+struct record_fields::node {
+  std::map<std::string, node, std::less<>> keys;  // an object's fields, by key
+  std::unique_ptr<node> elements;                 // every element of an array
+};
+
+record_fields::record_fields(std::initializer_list<std::string_view> paths)
+    : root_(std::make_unique<node>()) {
+  for (std::string_view path : paths) {
+    node* at = root_.get();
+    while (!path.empty()) {
+      const size_t dot = path.find('.');
+      std::string_view part = path.substr(0, dot);
+      path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+      const bool each = part.ends_with("[]");
+      if (each) part.remove_suffix(2);
+      at = &at->keys.try_emplace(std::string(part)).first->second;
+      if (each) {
+        if (!at->elements) at->elements = std::make_unique<node>();
+        at = at->elements.get();
+      }
+    }
+  }
+}
+record_fields::record_fields(record_fields&&) noexcept = default;
+record_fields& record_fields::operator=(record_fields&&) noexcept = default;
+record_fields::~record_fields() = default;
+
 namespace {
 
-// One line of results.jsonl as a run record, or null when it is something else (a line from a
-// future schema, a blank line, garbage): readers skip those.
-json parse_record(std::string_view line) {
-  if (json_too_deep(line)) return nullptr;  // no record nests that deep; reports would overflow
-  json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return nullptr;
-  auto schema = j.find("schema");
-  if (schema == j.end() || !schema->is_string() || *schema != run_schema) return nullptr;
-  return j;
-}
+// Builds the fields of a record that a record_fields names, from nlohmann's SAX events: the
+// document is lexed whole (it must be valid JSON, nested at most max_json_depth deep), but
+// values nobody asked for are dropped as they are read.
+class field_builder final : public nlohmann::json_sax<json> {
+ public:
+  explicit field_builder(const record_fields::node& root) : root_(root) {}
+
+  json result;
+  std::string schema;  // the top-level "schema", whichever fields are kept
+
+  bool null() override { return scalar(nullptr); }
+  bool boolean(bool v) override { return scalar(v); }
+  bool number_integer(number_integer_t v) override { return scalar(v); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(v); }
+  bool number_float(number_float_t v, const string_t&) override { return scalar(v); }
+  bool binary(binary_t&) override { return false; }  // not in JSON text
+  bool string(string_t& v) override {
+    if (depth_ == 1 && top_schema_) schema = v;
+    return scalar(std::move(v));
+  }
+  bool start_object(std::size_t) override { return open(json::value_t::object); }
+  bool start_array(std::size_t) override { return open(json::value_t::array); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      top_schema_ = k == "schema";
+      if (top_schema_) schema.clear();  // a repeated key: the last one counts
+    }
+    frame& f = frames_.back();
+    if (!f.target) return true;
+    auto it = f.spec->keys.find(k);
+    f.next = it == f.spec->keys.end() ? nullptr : &it->second;
+    if (f.next) f.key = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  // A container being read: where its kept values go (null: nothing of it is kept), what of it
+  // is kept, and, in an object, the kept key whose value comes next.
+  struct frame {
+    json* target = nullptr;
+    const record_fields::node* spec = nullptr;
+    const record_fields::node* next = nullptr;
+    std::string key;
+  };
+
+  // Where a value read now goes, and what of it is kept (null: dropped).
+  std::pair<json*, const record_fields::node*> slot() {
+    if (frames_.empty()) return {nullptr, nullptr};
+    frame& f = frames_.back();
+    if (!f.target) return {nullptr, nullptr};
+    if (f.target->is_array()) {
+      if (!f.spec) return {nullptr, nullptr};
+      f.target->push_back(nullptr);
+      return {&f.target->back(), f.spec};
+    }
+    if (!f.next) return {nullptr, nullptr};
+    const record_fields::node* spec = f.next;
+    f.next = nullptr;
+    return {&(*f.target)[f.key], spec};
+  }
+
+  // A value is built only where it is kept: most of a record's values are dropped unbuilt.
+  template <class T>
+  bool scalar(T&& v) {
+    if (depth_ == 0) return false;  // a top-level scalar is no record
+    if (auto [to, spec] = slot(); to) *to = json(std::forward<T>(v));
+    return true;
+  }
+
+  bool open(json::value_t type) {
+    if (++depth_ > max_json_depth) return false;
+    if (depth_ == 1) {
+      if (type != json::value_t::object) return false;
+      result = json::object();
+      frames_.push_back({&result, &root_});
+      return true;
+    }
+    auto [to, spec] = slot();
+    if (!to) {
+      frames_.push_back({});
+      return true;
+    }
+    *to = json(type);
+    // An object is read into when fields of it are asked for, an array when its elements are;
+    // otherwise it stays empty, of its type.
+    const bool into =
+        type == json::value_t::object ? !spec->keys.empty() : spec->elements != nullptr;
+    if (!into) {
+      frames_.push_back({});
+      return true;
+    }
+    frames_.push_back(
+        {to, type == json::value_t::object ? spec : spec->elements.get(), nullptr, {}});
+    return true;
+  }
+
+  bool close() {
+    --depth_;
+    frames_.pop_back();
+    return true;
+  }
+
+  const record_fields::node& root_;
+  std::vector<frame> frames_;
+  size_t depth_ = 0;
+  bool top_schema_ = false;  // the last top-level key is "schema"
+};
+
+// results_dir::for_each_record of `file`, with or without `keep`.
+status for_each_record_of(
+    const fs::path& file, const record_fields* keep,
+    const std::function<status(const json& record, record_location where)>& visit);
 
 }  // namespace
+
+json parse_record(std::string_view line, const record_fields* keep) {
+  if (!keep) {
+    if (json_too_deep(line)) return nullptr;  // no record nests that deep; reports would overflow
+    json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return nullptr;
+    auto schema = j.find("schema");
+    if (schema == j.end() || !schema->is_string() || *schema != run_schema) return nullptr;
+    return j;
+  }
+  field_builder b(keep->root());
+  if (!json::sax_parse(line.begin(), line.end(), &b, json::input_format_t::json, /*strict=*/true))
+    return nullptr;
+  if (b.schema != run_schema) return nullptr;
+  return std::move(b.result);
+}
 
 fs::path results_dir::run_dir(const std::string& run_id) const { return root_ / "runs" / run_id; }
 
@@ -34,7 +186,20 @@ status results_dir::create() const { return make_dirs(root_ / "runs"); }
 
 status results_dir::for_each_record(
     const std::function<status(const json& record, record_location where)>& visit) const {
-  const fs::path file = results_file();
+  return for_each_record_of(results_file(), nullptr, visit);
+}
+
+status results_dir::for_each_record(
+    const record_fields& keep,
+    const std::function<status(const json& record, record_location where)>& visit) const {
+  return for_each_record_of(results_file(), &keep, visit);
+}
+
+namespace {
+
+status for_each_record_of(
+    const fs::path& file, const record_fields* keep,
+    const std::function<status(const json& record, record_location where)>& visit) {
   unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) return {};
@@ -66,7 +231,7 @@ status results_dir::for_each_record(
       line_offset += line.size() + 1;
       start = stop + 1;
       if (!line.empty()) {
-        json record = parse_record(line);
+        json record = parse_record(line, keep);
         if (!record.is_null()) EB_TRY(visit(record, where));
       }
       partial.clear();
@@ -74,6 +239,8 @@ status results_dir::for_each_record(
   }
   return {};
 }
+
+}  // namespace
 
 result<std::vector<json>> results_dir::read_records() const {
   std::vector<json> out;
@@ -107,7 +274,7 @@ result<record_reader> record_reader::open(const fs::path& results_file) {
   return record_reader(std::move(fd), results_file);
 }
 
-result<json> record_reader::read(record_location where) const {
+result<json> record_reader::read(record_location where, const record_fields* keep) const {
   std::string& line = line_;
   line.resize(static_cast<size_t>(where.size));
   size_t done = 0;
@@ -119,11 +286,54 @@ result<json> record_reader::read(record_location where) const {
     if (n == 0) break;
     done += static_cast<size_t>(n);
   }
-  json record = done == line.size() ? parse_record(line) : json();
+  json record = done == line.size() ? parse_record(line, keep) : json();
   if (record.is_null())
     return make_error(error_kind::io, "{}: no run record at byte {} any more (was it rewritten?)",
                       path_.string(), where.offset);
   return record;
+}
+
+result<record_spill> record_spill::create() {
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path(ec);
+  if (ec) return make_error(error_kind::io, "no temporary directory: {}", ec.message());
+  unique_fd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd) {
+    // A filesystem without O_TMPFILE: a named file, unlinked at once.
+    std::string name = (dir / ("evalbox-records-" + random_suffix())).string();
+    fd = unique_fd(::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) return sys_error(errno, "create a temporary file in {}", dir.string());
+    ::unlink(name.c_str());
+  }
+  return record_spill(std::move(fd), dir / "(records set aside)");
+}
+
+result<record_location> record_spill::add(const json& record) {
+  record_location at{written_ + buffer_.size(), 0};
+  buffer_ += record.dump();
+  at.size = written_ + buffer_.size() - at.offset;
+  buffer_ += '\n';
+  if (buffer_.size() >= (1u << 20)) EB_TRY(flush());
+  return at;
+}
+
+status record_spill::flush() {
+  size_t done = 0;
+  while (done < buffer_.size()) {
+    ssize_t n = ::pwrite(fd_.get(), buffer_.data() + done, buffer_.size() - done,
+                         static_cast<off_t>(written_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error(errno, "write {}", shown_.string());
+    done += static_cast<size_t>(n);
+  }
+  written_ += buffer_.size();
+  buffer_.clear();
+  return {};
+}
+
+result<record_reader> record_spill::finish() && {
+  EB_TRY(flush());
+  return record_reader::of(std::move(fd_), std::move(shown_));
 }
 
 }  // namespace evalbox::harness

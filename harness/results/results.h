@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +32,32 @@ struct record_location {
   uint64_t size = 0;
 };
 
+// The fields of a record a reader uses, as dotted paths: "grading.checks[].id" is the "id" of
+// every element of the array "grading.checks". A record parsed with them holds only those
+// fields (so reading a few fields of a record of several kilobytes builds a few values, not
+// the whole document): a value found where a path leads is kept whole when it is a scalar, and
+// as an empty object or array of its type otherwise, so a reader's type tests (is_string,
+// is_object, is_array) answer as they would on the full record. Repeated keys keep the last
+// value, as a full parse does.
+class record_fields {
+ public:
+  explicit record_fields(std::initializer_list<std::string_view> paths);
+  record_fields(record_fields&&) noexcept;
+  record_fields& operator=(record_fields&&) noexcept;
+  ~record_fields();
+
+  struct node;  // results.cpp
+  [[nodiscard]] const node& root() const noexcept { return *root_; }
+
+ private:
+  std::unique_ptr<node> root_;
+};
+
+// One line of results.jsonl as an evalbox.run.v1 record (only `keep`'s fields of it, when
+// given), or null when it is something else: a line from a future schema, a blank line,
+// garbage, a document nested deeper than max_json_depth. Readers skip those.
+json parse_record(std::string_view line, const record_fields* keep = nullptr);
+
 class results_dir {
  public:
   explicit results_dir(std::filesystem::path root) : root_(std::move(root)) {}
@@ -43,6 +71,10 @@ class results_dir {
   // record are skipped, and so is a torn last line (a crash mid-append). A missing file has no
   // records. An error from `visit` stops the walk and is returned.
   status for_each_record(
+      const std::function<status(const json& record, record_location where)>& visit) const;
+  // The same, each record parsed with only `keep`'s fields (parse_record).
+  status for_each_record(
+      const record_fields& keep,
       const std::function<status(const json& record, record_location where)>& visit) const;
   // Every complete record in results.jsonl, in memory (for small directories; reports use
   // for_each_record).
@@ -62,8 +94,12 @@ class results_dir {
 class record_reader {
  public:
   static result<record_reader> open(const std::filesystem::path& results_file);
-  // The record at `where` (as for_each_record reported it).
-  [[nodiscard]] result<json> read(record_location where) const;
+  // A reader of records in an open file (`shown` names it in errors).
+  static record_reader of(unique_fd fd, std::filesystem::path shown) {
+    return record_reader(std::move(fd), std::move(shown));
+  }
+  // The record at `where` (as for_each_record reported it), with only `keep`'s fields if given.
+  [[nodiscard]] result<json> read(record_location where, const record_fields* keep = nullptr) const;
 
  private:
   explicit record_reader(unique_fd fd, std::filesystem::path path)
@@ -73,6 +109,28 @@ class record_reader {
   // The line being read, kept between reads: a fresh buffer of a few kilobytes per record
   // made glibc consolidate its free lists on every read (a read is not thread-safe).
   mutable std::string line_;
+};
+
+// Records written aside, one per line, into an unlinked temporary file (under TMPDIR, else
+// /tmp; gone when the last descriptor closes, a crash included), to be read back by their
+// location: a reader that needs a few fields of each record several times keeps them here
+// rather than in memory or parsing the whole record again.
+class record_spill {
+ public:
+  static result<record_spill> create();
+  // Appends `record` (buffered); where to read it back once finish() has flushed.
+  result<record_location> add(const json& record);
+  // Flushes what is buffered; the reader of every record added.
+  result<record_reader> finish() &&;
+
+ private:
+  explicit record_spill(unique_fd fd, std::filesystem::path shown)
+      : fd_(std::move(fd)), shown_(std::move(shown)) {}
+  status flush();
+  unique_fd fd_;
+  std::filesystem::path shown_;
+  std::string buffer_;
+  uint64_t written_ = 0;  // bytes in the file, before buffer_
 };
 
 }  // namespace evalbox::harness

@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <ostream>
@@ -186,16 +187,28 @@ status append_durable(const fs::path& path, std::string_view data) {
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return sys_error(errno, "stat {}", path.string());
-  const off_t size = st.st_size;
-  // A torn last line (a crash or a full disk mid-append) gets the newline that ends it: it
-  // stays one unreadable line rather than swallowing the start of this one.
-  std::string line;
-  char last = '\n';
-  if (size > 0 && ::pread(fd.get(), &last, 1, size - 1) != 1)
-    return sys_error(errno, "read {}", path.string());
-  if (last != '\n') line += '\n';
-  line.append(data);
-  if (auto w = write_all(fd.get(), line, path); !w) {
+  // A torn last line (a crash or a full disk mid-append, or only its newline missing) is no
+  // line to any reader of the file: it is cut off, so that it can neither swallow the start of
+  // this one nor, completed by a newline, become a line after its readers moved on (a record
+  // counted as missing and written again would be there twice).
+  off_t size = st.st_size;
+  char buf[4096];
+  for (off_t end = size; end > 0;) {
+    const off_t from = std::max<off_t>(0, end - static_cast<off_t>(sizeof buf));
+    const auto want = static_cast<size_t>(end - from);
+    if (::pread(fd.get(), buf, want, from) != static_cast<ssize_t>(want))
+      return sys_error(errno, "read {}", path.string());
+    const void* nl = ::memrchr(buf, '\n', want);
+    if (nl) {
+      size = from + (static_cast<const char*>(nl) - buf) + 1;
+      break;
+    }
+    end = from;
+    if (end == 0) size = 0;
+  }
+  if (size != st.st_size && ::ftruncate(fd.get(), size) != 0)
+    return sys_error(errno, "truncate the torn last line of {}", path.string());
+  if (auto w = write_all(fd.get(), data, path); !w) {
     // Never leave a partial line of ours (ENOSPC after some bytes): cut it back off.
     (void)!::ftruncate(fd.get(), size);
     return w;

@@ -43,10 +43,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto summary = harness::summarize_runs(*runs, baseline);
     if (!summary) continue;  // an error that says why is a fine answer to a hostile file
     std::ostringstream md, junit, html;
-    (void)harness::write_markdown(md, *summary, *runs, suite);
-    (void)harness::write_junit(junit, *runs, suite);
-    (void)harness::write_html(html, *summary, *runs, suite, root);
+    fuzz::check(harness::write_markdown(md, *summary, *runs, suite).has_value(), "report.md");
+    fuzz::check(harness::write_junit(junit, *runs, suite).has_value(), "junit.xml");
+    fuzz::check(harness::write_html(html, *summary, *runs, suite, root).has_value(), "report.html");
     (void)harness::render_terminal_summary(*summary);
+    // The index parses only the fields the reports read (report_fields): the reports must be
+    // those of the whole records, whatever their shape.
+    auto all = dir.read_records();
+    fuzz::check(all.has_value(), "read_records reads any results.jsonl");
+    auto current = harness::latest_records(*all);
+    auto whole = harness::summarize_records(current, baseline);
+    fuzz::check(whole.has_value(), "the whole records summarize as the index does");
+    fuzz::check(md.str() == harness::render_markdown(*whole, current, suite),
+                "report.md from the index is the whole records' report.md");
+    fuzz::check(junit.str() == harness::render_junit(current, suite),
+                "junit.xml from the index is the whole records' junit.xml");
+    fuzz::check(html.str() == harness::render_html(*whole, current, suite, root),
+                "report.html from the index is the whole records' report.html");
   }
   return 0;
 }

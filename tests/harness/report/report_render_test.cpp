@@ -3,7 +3,9 @@
 // and the lazily rendered drill-down data embedded in report.html.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
@@ -409,9 +411,12 @@ TEST(ReportIndex, KeepsTheNewestRecordOfEachTrialInRecordOrder) {
   for (size_t i = 0; i < current.size(); ++i) {
     EXPECT_EQ(runs->run_id(i), current[i]["run_id"]) << i;
     EXPECT_EQ(runs->outcome(i).candidate, current[i]["candidate"]["id"]) << i;
+    // Read back with the fields the reports use, and nothing else.
     auto back = runs->read(i);
     ASSERT_TRUE(back) << back.error().message;
-    EXPECT_EQ(*back, current[i]);
+    EXPECT_EQ(*back, parse_record(canonical_json(current[i]), &report_fields()));
+    EXPECT_EQ((*back)["grading"]["checks"], current[i]["grading"]["checks"]);
+    EXPECT_EQ((*back)["verdict"], current[i]["verdict"]);
   }
   EXPECT_EQ(runs->records_seen(), recs.size());
   EXPECT_EQ(runs->superseded(), 2u);
@@ -475,6 +480,101 @@ TEST(ReportIndex, ReportsFromTheFileAreTheReportsOfTheRecords) {
   EXPECT_EQ(entries, 6u);  // results.jsonl, runs/ and the four reports
 }
 
+// results.jsonl of `dir` indexed while TMPDIR names no directory: nothing can be set aside, so
+// runs are read back from results.jsonl.
+result<run_index> index_without_a_temporary_directory(const std::filesystem::path& dir) {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", (dir / "no-such-directory").c_str(), 1);
+  auto index = run_index::of_results(results_dir(dir));
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  return index;
+}
+
+// The fields read back are set aside in a temporary file while indexing; without a usable
+// temporary directory the index reads them from results.jsonl instead, with the same reports.
+TEST(ReportIndex, ReadsBackTheSameWithOrWithoutATemporaryFile) {
+  evalbox::temp_dir dir;
+  auto recs = with_reruns();
+  write_results(dir.path(), recs);
+  auto report_of = [&](const run_index& runs) {
+    std::ostringstream md, junit;
+    auto s = summarize_runs(runs, std::string("base"));
+    EXPECT_TRUE(s);
+    EXPECT_TRUE(write_markdown(md, *s, runs, "unit"));
+    EXPECT_TRUE(write_junit(junit, runs, "unit"));
+    return md.str() + junit.str();
+  };
+  auto aside = run_index::of_results(results_dir(dir.path()));
+  ASSERT_TRUE(aside) << aside.error().message;
+  auto direct = index_without_a_temporary_directory(dir.path());
+  ASSERT_TRUE(direct) << direct.error().message;
+  const std::string expected = report_of(*direct);
+  EXPECT_EQ(report_of(*aside), expected);
+  for (size_t i = 0; i < aside->size(); ++i) EXPECT_EQ(*aside->read(i), *direct->read(i)) << i;
+  // Set aside, the reports no longer need results.jsonl as it was.
+  ASSERT_TRUE(write_file(dir.path() / "results.jsonl", ""));
+  EXPECT_EQ(report_of(*aside), expected);
+  EXPECT_FALSE(direct->read(0)) << "read back from a results.jsonl that was emptied";
+}
+
+// The reports parse only the fields they show (report_fields); records of every odd shape a
+// results.jsonl may hold report exactly as their whole records rendered in memory do.
+TEST(ReportIndex, OddRecordsReportAsTheirWholeRecordsDo) {
+  evalbox::temp_dir dir;
+  const char* head = R"({"schema":"evalbox.run.v1","suite":"odd","candidate":{"id":"c"},)";
+  std::vector<std::string> lines = {
+      // checks of every shape, a detail that is not a string, a score that is a string
+      R"("fixture":{"id":"f1"},"trial":1,"run_id":"r1","verdict":"failed","grading":{"checks":)"
+      R"([1,{"id":["x"],"passed":"yes"},{"id":"b","passed":false,"detail":{"a":1}},)"
+      R"({"id":"c","passed":false,"detail":"why"}],"score":"0.5"},"timings":{"wall_ms":"fast"}})",
+      // errors as objects and arrays, an error kind that is a number
+      R"("fixture":{"id":"f2"},"trial":1,"run_id":"r2","verdict":"not_assessed","execution":)"
+      R"({"status":"error","error":{"why":"x"},"error_kind":7},"grading":{"error":["g"]}})",
+      R"("fixture":{"id":"f3"},"trial":1,"run_id":"r3","verdict":"error","execution":"boom",)"
+      R"("grading":{"status":"error","error":"grader broke","checks":{"id":"x"}}})",
+      // repeated keys: the last one counts, in the index and in every renderer
+      R"("fixture":{"id":"f4"},"trial":1,"run_id":"r4","verdict":"passed","verdict":"failed",)"
+      R"("grading":{"checks":[{"id":"a","passed":true}]},"grading":{"checks":[{"id":"z"}]}})",
+      // usage and judge usage of odd types, extra fields everywhere
+      R"("fixture":{"id":"f5","digest":"d"},"trial":2,"run_id":"r5","verdict":"passed",)"
+      R"("usage":{"input_tokens":-1,"output_tokens":1.5,"cost_usd":"1"},"judge_usage":[],)"
+      R"("agent":{"mechanisms":{"x":[[[]]]}},"grading":{"checks":[{"id":"ok","passed":true,)"
+      R"("detail":"","weight":2}],"score":1}})",
+      R"("fixture":{"id":"f6"},"trial":1,"run_id":"r6","verdict":"passed","judge_usage":)"
+      R"({"input_tokens":3,"output_tokens":4,"cost_usd":0.25}})",
+  };
+  std::string text;
+  for (const auto& l : lines) text += head + l + "\n";
+  ASSERT_TRUE(write_file(dir.path() / "results.jsonl", text));
+  auto runs = run_index::of_results(results_dir(dir.path()));
+  ASSERT_TRUE(runs) << runs.error().message;
+  ASSERT_EQ(runs->size(), lines.size());
+  auto s = write_reports(dir.path(), *runs, "odd", std::nullopt);
+  ASSERT_TRUE(s) << s.error().message;
+
+  auto all = results_dir(dir.path()).read_records();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), lines.size());
+  auto current = latest_records(*all);
+  auto expected = summarize(current, std::nullopt);
+  auto file = [&](const char* name) {
+    auto t = read_file(dir.path() / name);
+    EXPECT_TRUE(t) << name;
+    return t ? *t : std::string();
+  };
+  EXPECT_EQ(file("summary.json"), pretty_json(stats::to_json(expected)));
+  EXPECT_EQ(file("report.md"), render_markdown(expected, current, "odd"));
+  EXPECT_EQ(file("junit.xml"), render_junit(current, "odd"));
+  EXPECT_EQ(file("report.html"), render_html(expected, current, "odd", dir.path()));
+  // What the odd shapes render as: the last verdict, and the reasons that are text.
+  EXPECT_NE(file("report.md").find("c / f4 #1 (runs/r4): z"), std::string::npos);
+  EXPECT_NE(file("junit.xml").find("grader: grader broke"), std::string::npos);
+}
+
 // Memory stays O(runs × a small entry) because no renderer needs more than the record of the
 // run it is writing: junit.xml and report.html read each run's record once, report.md only
 // those of failed runs, summary.json none.
@@ -504,7 +604,7 @@ TEST(ReportIndex, EachReportReadsARunsRecordAtMostOnce) {
 TEST(ReportIndex, ARecordThatCannotBeReadBackFailsTheReportNotTheProcess) {
   evalbox::temp_dir dir;
   write_results(dir.path(), example());
-  auto runs = run_index::of_results(results_dir(dir.path()));
+  auto runs = index_without_a_temporary_directory(dir.path());
   ASSERT_TRUE(runs);
   // results.jsonl replaced (not appended to) after indexing: the locations no longer hold runs.
   ASSERT_TRUE(write_file(dir.path() / "results.jsonl", std::string(100, 'x')));

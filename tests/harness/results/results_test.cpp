@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_checks.h"
 
 namespace evalbox::harness {
 namespace {
@@ -137,6 +138,106 @@ TEST(ResultsRecords, AFailedVisitStopsTheWalk) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().message, "stop here");
   EXPECT_EQ(seen, 2);
+}
+
+// ---- records parsed with only some of their fields ----
+
+json parsed(std::string_view text, const record_fields& keep) { return parse_record(text, &keep); }
+
+TEST(RecordFields, KeepsTheNamedFieldsAndDropsTheRest) {
+  record_fields keep{"run_id", "grading.score", "grading.checks[].id"};
+  json r = {{"schema", "evalbox.run.v1"},
+            {"run_id", "r1"},
+            {"agent", {{"mechanisms", {{"seccomp", true}}}}},
+            {"grading",
+             {{"score", 0.5},
+              {"status", "completed"},
+              {"checks", {{{"id", "a"}, {"detail", "x"}}, {{"id", "b"}, {"passed", true}}}}}}};
+  json got = parsed(canonical_json(r), keep);
+  // "schema" is always checked, not kept unless named.
+  EXPECT_EQ(got, json({{"run_id", "r1"},
+                       {"grading", {{"score", 0.5}, {"checks", {{{"id", "a"}}, {{"id", "b"}}}}}}}));
+  // Without fields: the whole record.
+  EXPECT_EQ(parse_record(canonical_json(r)), r);
+}
+
+// A hostile record's shapes: whatever a reader's type tests see on the whole record, they see
+// on the kept fields.
+TEST(RecordFields, UnexpectedShapesKeepTheirType) {
+  record_fields keep{"execution.error", "grading.checks[].id", "usage.cost_usd"};
+  json got = parsed(R"({"schema":"evalbox.run.v1","execution":{"error":{"deep":[1,2,{"x":1}]}},)"
+                    R"("grading":{"checks":[1,"two",null,[3],{"id":4,"other":5}]},"usage":[1,2]})",
+                    keep);
+  EXPECT_TRUE(got["execution"]["error"].is_object());  // a leaf that is an object: empty
+  EXPECT_TRUE(got["execution"]["error"].empty());
+  EXPECT_EQ(got["grading"]["checks"], json::parse(R"([1,"two",null,[],{"id":4}])"));
+  EXPECT_TRUE(got["usage"].is_array());  // an array where an object was expected: empty
+  EXPECT_TRUE(got["usage"].empty());
+  // A scalar where an object was expected is kept as it is.
+  json scalar = parsed(R"({"schema":"evalbox.run.v1","execution":"boom","grading":7})", keep);
+  EXPECT_EQ(scalar["execution"], "boom");
+  EXPECT_EQ(scalar["grading"], 7);
+}
+
+TEST(RecordFields, ARepeatedKeyKeepsTheLastValueAsAFullParseDoes) {
+  record_fields keep{"verdict", "grading.checks[].id"};
+  std::string text =
+      R"({"schema":"evalbox.run.v1","verdict":"failed","grading":{"checks":[{"id":"a"}]},)"
+      R"("verdict":"passed","grading":{"checks":"none"}})";
+  json full = parse_record(text);
+  json got = parsed(text, keep);
+  EXPECT_EQ(got["verdict"], full["verdict"]);
+  EXPECT_EQ(got["grading"]["checks"], full["grading"]["checks"]);
+  EXPECT_EQ(got["verdict"], "passed");
+  // The schema too: the last one counts.
+  EXPECT_TRUE(parsed(R"({"schema":"evalbox.run.v1","schema":"other.v9"})", keep).is_null());
+  EXPECT_TRUE(parsed(R"({"schema":"other.v9","schema":"evalbox.run.v1"})", keep).is_object());
+  EXPECT_TRUE(parsed(R"({"schema":"evalbox.run.v1","schema":1})", keep).is_null());
+}
+
+TEST(RecordFields, RefusesWhatAFullParseRefuses) {
+  record_fields keep{"run_id"};
+  for (std::string text :
+       {std::string(R"({"schema":"other.v1","run_id":"x"})"), std::string(R"({"run_id":"x"})"),
+        std::string(R"([{"schema":"evalbox.run.v1"}])"), std::string("\"evalbox.run.v1\""),
+        std::string(R"({"schema":"evalbox.run.v1","run_id":"x")"),           // torn
+        std::string("{\"schema\":\"evalbox.run.v1\",\"run_id\":\"\xff\"}"),  // not UTF-8
+        std::string(R"({"schema":"evalbox.run.v1"} trailing)"), std::string()}) {
+    EXPECT_TRUE(parse_record(text).is_null()) << text;
+    EXPECT_TRUE(parsed(text, keep).is_null()) << text;
+  }
+  // Nesting: as deep as a full parse takes, and no deeper (in a dropped field too).
+  auto nested = [](size_t depth) {
+    return R"({"schema":"evalbox.run.v1","x":)" + std::string(depth - 1, '[') +
+           std::string(depth - 1, ']') + "}";
+  };
+  EXPECT_TRUE(parsed(nested(max_json_depth), keep).is_object());
+  EXPECT_FALSE(parse_record(nested(max_json_depth)).is_null());
+  EXPECT_TRUE(parsed(nested(max_json_depth + 1), keep).is_null());
+  EXPECT_TRUE(parse_record(nested(max_json_depth + 1)).is_null());
+}
+
+TEST(RecordFields, TheWalkAndTheReaderParseOnlyTheNamedFields) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path());
+  ASSERT_TRUE(dir.create());
+  ASSERT_TRUE(record(dir, run("a", "first")));
+  ASSERT_TRUE(record(dir, run("b", "second")));
+  record_fields keep{"run_id"};
+  std::vector<record_location> where;
+  auto s = dir.for_each_record(keep, [&](const json& r, record_location at) -> status {
+    EXPECT_EQ(r.size(), 1u);
+    EXPECT_FALSE(r.contains("grading"));
+    where.push_back(at);
+    return {};
+  });
+  ASSERT_TRUE(s) << s.error().message;
+  ASSERT_EQ(where.size(), 2u);
+  auto reader = record_reader::open(dir.results_file());
+  ASSERT_TRUE(reader);
+  auto back = reader->read(where[1], &keep);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, json({{"run_id", "b"}}));
 }
 
 }  // namespace
