@@ -1,10 +1,12 @@
 // Harness throughput: `evalbox run` of N noop runs (each an agent sandbox, a grading sandbox
-// and an fsynced result) at concurrency 1 and 2, the runner's peak RSS at 100 vs 1,000 runs,
-// and the sandbox work of one such run done in-process (the bare cost the harness adds to).
+// and an fsynced result) at concurrency 1 and 2, its scaling with concurrency 1, 2 and 4 (runs
+// interleaved, with the CPU time per run), the runner's peak RSS at 100 vs 1,000 runs, and the
+// sandbox work of one such run done in-process (the bare cost the harness adds to).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bench/bench_support.h"
 #include "sandbox/base/unique_fd.h"
@@ -96,59 +99,129 @@ class line_counter {
   int lines_ = 0;
 };
 
+// One `evalbox run` of the noop suite, measured from outside.
+struct suite_run {
+  double secs = 0;
+  double cpu_secs = 0;  // user + system of the runner and every helper it waited for
+  uint64_t hwm_kb = 0;
+  uint64_t hwm_running_kb = 0;
+  long tree_maxrss_kb = 0;
+};
+
+double load_average() {
+  double la = 0;
+  if (auto text = read_file("/proc/loadavg")) la = std::strtod(text->c_str(), nullptr);
+  return la;
+}
+
+// Runs `evalbox run` of `suite` (`runs` runs) to completion in a fresh state and results root.
+result<suite_run> run_suite_once(const fs::path& suite, int runs) {
+  const fs::path work = env().dir() / next_run_id("harness");
+  (void)make_dirs(work, 0755);
+  const std::string results = (work / "results").string();
+  const std::string state_env = "EVALBOX_STATE_DIR=" + (work / "state").string();
+  const std::string helper_env = std::string("EVALBOX_HELPER=") + EVALBOX_BENCH_HELPER;
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::putenv(const_cast<char*>(state_env.c_str()));
+    ::putenv(const_cast<char*>(helper_env.c_str()));
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(EVALBOX_BENCH_EVALBOX, "evalbox", "run", suite.c_str(), "--results", results.c_str(),
+            nullptr);
+    ::_exit(127);
+  }
+  // VmHWM only grows; polled until exit, it is the runner's own peak (children excluded).
+  // The peak while runs are still being recorded is kept apart from the overall peak, which
+  // includes writing the reports after the last run.
+  suite_run out;
+  bool all_recorded = false;
+  line_counter recorded(work / "results" / "results.jsonl");
+  int st = 0;
+  rusage ru{};
+  while (::wait4(pid, &st, WNOHANG, &ru) == 0) {
+    out.hwm_kb = std::max(out.hwm_kb, vm_hwm_kb(pid));
+    if (!all_recorded) {
+      all_recorded = recorded.count() >= runs;
+      if (!all_recorded) out.hwm_running_kb = out.hwm_kb;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  out.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.cpu_secs = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  out.tree_maxrss_kb = ru.ru_maxrss;
+  (void)sandbox::mount::unmount_all_under(work);
+  (void)remove_tree(work);
+  // 0: every run passed, 1: some task failed; anything else is a harness failure.
+  if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
+    return make_error(error_kind::internal, "evalbox run exited with status {:#x}", st);
+  return out;
+}
+
 // Runs `evalbox run` to completion; sets the manual time and the counters.
 void bm_run(benchmark::State& state, int runs, int concurrency) {
   auto suite = write_suite(runs, concurrency);
   if (!suite) return state.SkipWithError(suite.error().message.c_str());
   for (auto _ : state) {
-    const fs::path work = env().dir() / next_run_id("harness");
-    (void)make_dirs(work, 0755);
-    const std::string results = (work / "results").string();
-    const std::string state_env = "EVALBOX_STATE_DIR=" + (work / "state").string();
-    const std::string helper_env = std::string("EVALBOX_HELPER=") + EVALBOX_BENCH_HELPER;
-    const auto t0 = std::chrono::steady_clock::now();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::putenv(const_cast<char*>(state_env.c_str()));
-      ::putenv(const_cast<char*>(helper_env.c_str()));
-      const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-      ::dup2(null, 0);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      ::execl(EVALBOX_BENCH_EVALBOX, "evalbox", "run", suite->c_str(), "--results", results.c_str(),
-              nullptr);
-      ::_exit(127);
-    }
-    // VmHWM only grows; polled until exit, it is the runner's own peak (children excluded).
-    // The peak while runs are still being recorded is kept apart from the overall peak, which
-    // includes writing the reports after the last run.
-    uint64_t hwm = 0;
-    uint64_t hwm_running = 0;
-    bool all_recorded = false;
-    line_counter recorded(work / "results" / "results.jsonl");
-    int st = 0;
-    rusage ru{};
-    while (::wait4(pid, &st, WNOHANG, &ru) == 0) {
-      hwm = std::max(hwm, vm_hwm_kb(pid));
-      if (!all_recorded) {
-        all_recorded = recorded.count() >= runs;
-        if (!all_recorded) hwm_running = hwm;
+    auto r = run_suite_once(*suite, runs);
+    if (!r) return state.SkipWithError(r.error().message.c_str());
+    state.SetIterationTime(r->secs);
+    state.counters["runs_per_s"] = runs / r->secs;
+    state.counters["ms_per_run"] = r->secs * 1000.0 / runs;
+    state.counters["cpu_ms_per_run"] = r->cpu_secs * 1000.0 / runs;
+    state.counters["peak_rss_kb"] = static_cast<double>(r->hwm_kb);
+    state.counters["runs_rss_kb"] = static_cast<double>(r->hwm_running_kb);
+    state.counters["tree_maxrss_kb"] = static_cast<double>(r->tree_maxrss_kb);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Throughput against cores: rounds of `evalbox run` at concurrency 1, 2 and 4 in turn (so a
+// change in the machine's load hits every concurrency alike), medians of the rounds. Per
+// concurrency C: runs/s (c<C>_runs_per_s), CPU time of the process tree per run
+// (c<C>_cpu_ms_per_run: what a run costs a machine, for sizing one), and the speed-up over
+// concurrency 1 (c<C>_speedup, each round's ratio, then the median); the load average before
+// the first and after the last round (load_before/load_after): a scaling figure means little
+// on a machine busy with other work.
+void bm_scaling(benchmark::State& state, int runs, int rounds) {
+  const std::vector<int> levels = {1, 2, 4};
+  std::vector<fs::path> suites;
+  for (int c : levels) {
+    auto suite = write_suite(runs, c);
+    if (!suite) return state.SkipWithError(suite.error().message.c_str());
+    suites.push_back(*suite);
+  }
+  for (auto _ : state) {
+    state.counters["load_before"] = load_average();
+    std::vector<std::vector<double>> rate(levels.size()), cpu(levels.size()),
+        speedup(levels.size());
+    double total = 0;
+    for (int round = 0; round < rounds; ++round) {
+      for (size_t i = 0; i < levels.size(); ++i) {
+        auto r = run_suite_once(suites[i], runs);
+        if (!r) return state.SkipWithError(r.error().message.c_str());
+        total += r->secs;
+        rate[i].push_back(runs / r->secs);
+        cpu[i].push_back(r->cpu_secs * 1000.0 / runs);
+        speedup[i].push_back(rate[i].back() / rate[0].back());
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    state.SetIterationTime(secs);
-    // 0: every run passed, 1: some task failed; anything else is a harness failure.
-    if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
-      return state.SkipWithError(fmt::format("evalbox run exited with status {:#x}", st).c_str());
-    state.counters["runs_per_s"] = runs / secs;
-    state.counters["ms_per_run"] = secs * 1000.0 / runs;
-    state.counters["peak_rss_kb"] = static_cast<double>(hwm);
-    state.counters["runs_rss_kb"] = static_cast<double>(hwm_running);
-    state.counters["tree_maxrss_kb"] = static_cast<double>(ru.ru_maxrss);
-    (void)sandbox::mount::unmount_all_under(work);
-    (void)remove_tree(work);
+    state.SetIterationTime(total);
+    state.counters["load_after"] = load_average();
+    for (size_t i = 0; i < levels.size(); ++i) {
+      const std::string c = fmt::format("c{}_", levels[i]);
+      state.counters[c + "runs_per_s"] = median(rate[i]);
+      state.counters[c + "cpu_ms_per_run"] = median(cpu[i]);
+      if (i > 0) state.counters[c + "speedup"] = median(speedup[i]);
+    }
   }
 }
 
@@ -195,6 +268,15 @@ void register_all() {
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
   }
+  const int rounds = std::getenv("EVALBOX_BENCH_SCALING_ROUNDS")
+                         ? std::atoi(std::getenv("EVALBOX_BENCH_SCALING_ROUNDS"))
+                         : 3;
+  benchmark::RegisterBenchmark(
+      fmt::format("harness/scaling/runs:{}/rounds:{}", runs, rounds).c_str(),
+      [runs, rounds](benchmark::State& st) { bm_scaling(st, runs, rounds); })
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace

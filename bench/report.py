@@ -32,7 +32,8 @@ def load(paths):
             scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
             row = {"time_ms": b["real_time"] * scale, "binary": Path(path).stem}
             for k, v in b.items():
-                counter = k.endswith(("_per_s", "_kb", "_per_run", "_tree", "files"))
+                counter = k.endswith(("_per_s", "_kb", "_per_run", "_tree", "files", "_speedup"))
+                counter = counter or k.startswith("load_")
                 if counter and isinstance(v, (int, float)):
                     row[k] = v
             rows[name] = row
@@ -107,11 +108,29 @@ def main():
         label = f"{sizes[-1]} ÷ {sizes[0]} runs" if sizes else ""
         target(f"runner peak RSS {what}, {label}", hi / lo if lo and hi else None, "≤ 1.10",
                lambda v: v <= 1.10)
+    # harness/scaling/runs:N/rounds:R: concurrency 1, 2 and 4 interleaved, medians of rounds.
+    scaling = next((r for name, r in rows.items()
+                    if name.startswith("harness/scaling/") and "time_ms" in r), None)
+    if scaling:
+        speedup = scaling.get("c2_speedup")
+        target("harness noop runs/s, concurrency 2 ÷ concurrency 1 (interleaved rounds, load "
+               f"{scaling.get('load_before', 0):.1f} → {scaling.get('load_after', 0):.1f})",
+               speedup, "≥ 1.7", lambda v: v >= 1.7, "×")
     per_run = runs[(n, 1)].get("ms_per_run") if n else None
     bare = t("harness/bare_agent_plus_grading")
     if per_run and bare:
         print(f"| harness overhead per run (concurrency 1) over the bare sandboxes "
               f"({fmt_ms(bare)} ms) | {per_run - bare:.2f} ms | — | — |")
+    if scaling:
+        print()
+        print("| concurrency | runs/s | × concurrency 1 | CPU ms per run (runner + helpers) |")
+        print("|---:|---:|---:|---:|")
+        for c in (1, 2, 4):
+            rate, cpu = scaling.get(f"c{c}_runs_per_s"), scaling.get(f"c{c}_cpu_ms_per_run")
+            if rate is None:
+                continue
+            up = scaling.get(f"c{c}_speedup", 1.0)
+            print(f"| {c} | {rate:.1f} | {up:.2f} | {cpu:.2f} |")
 
 
 if __name__ == "__main__":

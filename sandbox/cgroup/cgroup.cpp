@@ -1,6 +1,7 @@
 // Both cgroup implementations (v1 and v2) and the choice between them for this host.
 #include "sandbox/cgroup/cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
@@ -127,7 +128,6 @@ class v2_cgroup final : public run_cgroup {
       kill_tasks(leaf_ / "cgroup.procs");
       EB_TRY(remove_dir(leaf_));
     }
-    ::rmdir(leaf_.parent_path().c_str());  // the run's directory, when no other launch uses it
     return {};
   }
   std::vector<fs::path> paths() const override { return {leaf_}; }
@@ -178,7 +178,6 @@ class v1_cgroup final : public run_cgroup {
       if (!fs::exists(dir)) continue;
       kill_tasks(dir / "cgroup.procs");
       if (auto s = remove_dir(dir); !s && first) first = s;
-      ::rmdir(dir.parent_path().c_str());
     }
     return first;
   }
@@ -214,13 +213,10 @@ result<std::unique_ptr<run_cgroup>> create_v2(const fs::path& root, const std::s
     if (!want.empty()) (void)write_value(dir / "cgroup.subtree_control", want);
   };
   const fs::path base = root / "evalbox";
-  const fs::path run = base / run_id;
-  const fs::path dir = run / leaf;
+  const fs::path dir = base / launch_cgroup_name(run_id, leaf);
   enable(root);
   EB_TRY(make_dir(base));
   enable(base);
-  EB_TRY(make_dir(run));
-  enable(run);
   if (::mkdir(dir.c_str(), 0755) != 0) return sys_error(errno, "mkdir({})", dir.string());
   unique_fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return sys_error(errno, "open({})", dir.string());
@@ -239,10 +235,14 @@ result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::pa
   std::map<std::string, fs::path> leaves;
   for (const auto& [ctl, mnt] : mounts) {
     if (mnt.empty()) continue;
-    const fs::path dir = mnt / "evalbox" / run_id / leaf;
-    EB_TRY(make_dir(mnt / "evalbox"));
-    EB_TRY(make_dir(mnt / "evalbox" / run_id));
-    if (::mkdir(dir.c_str(), 0755) != 0) {
+    const fs::path dir = mnt / "evalbox" / launch_cgroup_name(run_id, leaf);
+    // <mount>/evalbox exists after the first launch on this host: made only when missing.
+    int rc = ::mkdir(dir.c_str(), 0755);
+    if (rc != 0 && errno == ENOENT) {
+      EB_TRY(make_dir(mnt / "evalbox"));
+      rc = ::mkdir(dir.c_str(), 0755);
+    }
+    if (rc != 0) {
       int err = errno;
       v1_cgroup partial(std::move(leaves));
       return sys_error(err, "mkdir({})", dir.string());
@@ -262,6 +262,24 @@ result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::pa
     EB_TRY(write_value(it->second / "pids.max", std::to_string(lim.pids)));
   }
   return cg;
+}
+
+std::string launch_cgroup_name(std::string_view run_id, std::string_view leaf) {
+  return fmt::format("{}@{}", run_id, leaf);
+}
+
+std::vector<fs::path> run_cgroups_in(const fs::path& parent, std::string_view run_id) {
+  std::vector<fs::path> out;
+  const std::string prefix = fmt::format("{}@", run_id);
+  unique_dir d(::opendir(parent.c_str()));
+  if (!d) return out;
+  while (dirent* e = ::readdir(d.get())) {
+    const std::string_view name = e->d_name;
+    if ((name.starts_with(prefix) || name == run_id) &&
+        (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN))
+      out.push_back(parent / name);
+  }
+  return out;
 }
 
 result<std::unique_ptr<run_cgroup>> adopt(const json& d) {

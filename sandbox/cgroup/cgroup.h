@@ -3,10 +3,15 @@
 // v2 (one directory under the unified root, entered with CLONE_INTO_CGROUP) and cgroup v1 (one
 // directory per controller: memory, pids, cpuacct; entered by writing the pid).
 //
-// Naming: <root>/evalbox/<run_id>/<leaf> (v2) and <controller mount>/evalbox/<run_id>/<leaf>
-// (v1), leaf = "<label>-<seq>". The preparer's reclaim removes <...>/evalbox/<run_id> of stale
-// runs. Lifecycle: create → add the child (before it runs anything) → read_usage while it runs
-// → destroy (kills leftovers, removes the directories; also done by the destructor).
+// Naming, one level: <root>/evalbox/<run_id>@<leaf> (v2) and <controller mount>/evalbox/
+// <run_id>@<leaf> (v1), leaf = "<label>-<seq>". One level, not a directory per run with a leaf
+// per launch in it: each cgroup mkdir and rmdir takes the kernel's one cgroup mutex, so a
+// launch that makes and removes one directory per hierarchy instead of two holds it half as
+// often. '@' because a run id may hold '.', '-' and '_' but never '@': "<run_id>@" names one
+// run's cgroups and no other's. The preparer's reclaim removes <...>/evalbox/<run_id>@* of
+// stale runs (and <...>/evalbox/<run_id>, the two-level name of earlier versions).
+// Lifecycle: create → add the child (before it runs anything) → read_usage while it runs →
+// destroy (kills leftovers, removes the directories; also done by the destructor).
 #pragma once
 
 #include <sys/types.h>
@@ -53,6 +58,14 @@ class run_cgroup {
   // teardown, does).
   virtual void release() noexcept = 0;
 };
+
+// A launch's cgroup directory name below <...>/evalbox: "<run_id>@<leaf>".
+std::string launch_cgroup_name(std::string_view run_id, std::string_view leaf);
+
+// The cgroups of run `run_id` directly below `parent` (a <...>/evalbox directory): every
+// "<run_id>@..." and the two-level "<run_id>" directory of earlier versions, whichever exist.
+std::vector<std::filesystem::path> run_cgroups_in(const std::filesystem::path& parent,
+                                                  std::string_view run_id);
 
 // Takes over a cgroup that another process created (run_cgroup::describe()): the launcher
 // creates the run's cgroup while the helper starts, and hands it over.

@@ -29,7 +29,7 @@ struct plan_image {
 };
 
 struct launch_plan {
-  std::string run_id;  // names the cgroup <...>/evalbox/<run_id>/<label>-<seq>
+  std::string run_id;  // names the cgroup <...>/evalbox/<run_id>@<label>-<seq>
   std::string label = "agent";
   int seq = 0;
   // Host ids that the sandbox's uid/gid 0 map to (the session's sandbox_uid/gid). When the

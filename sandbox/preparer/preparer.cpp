@@ -161,6 +161,11 @@ status build(prepared_session::state& s, const fs::path& runs) {
 
   s.lock = EB_TRY(run_state::create_run_dir(runs, r.run_id));
   s.run_dir = s.lock.dir();
+  // As root the run directory is a mount of its own (a bind on itself, private like the runs
+  // tmpfs below it), so that teardown detaches everything the run mounted in one umount2:
+  // each unmount waits for an expedited RCU grace period, which the kernel serializes across
+  // every CPU, and the run mounts four or five things (docs/performance.md, "Scaling").
+  if (root) EB_TRY_CTX(mount::bind(s.run_dir, s.run_dir, false), "run directory");
 
   // The disk: the quota holds for the workspace's writes and the home together.
   bool tmpfs = root && strategy != workspace_strategy::reflink;

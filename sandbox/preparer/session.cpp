@@ -21,9 +21,14 @@ status prepared_session::state::teardown() {
   for (auto& l : leases) l.release();
   run_state::reclaim_counts counts;
   if (!run_dir.empty()) {
-    // What build() mounted, innermost first; a partly built run may hold fewer.
-    std::vector<fs::path> mounted;
-    if (workspace) mounted = workspace->mount_points();
+    // What build() mounted: first the run directory itself (as root: one detach takes every
+    // mount below it along), then, for a run without it, each mount innermost first; a partly
+    // built run may hold fewer.
+    std::vector<fs::path> mounted{run_dir};
+    if (workspace) {
+      auto points = workspace->mount_points();
+      mounted.insert(mounted.end(), points.begin(), points.end());
+    }
     for (const char* point : {"workspace", "lower", "disk"}) mounted.push_back(run_dir / point);
     EB_TRY_CTX(run_state::remove_own_run(run_dir, request.run_id, mounted, counts),
                fmt::format("tear down run {}", request.run_id));

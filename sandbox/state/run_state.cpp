@@ -127,7 +127,8 @@ std::vector<fs::path> run_cgroup_dirs(const std::string& run_id) {
   for (const auto& m : *table) {
     if (m.fstype != "cgroup" && m.fstype != "cgroup2") continue;
     if (!seen.insert(m.mount_point).second) continue;
-    out.push_back(m.mount_point / "evalbox" / run_id);
+    for (auto& dir : cgroup::run_cgroups_in(m.mount_point / "evalbox", run_id))
+      out.push_back(std::move(dir));
   }
   return out;
 }
@@ -201,10 +202,8 @@ status remove_own_run(const fs::path& run_dir, const std::string& run_id,
                       const std::vector<fs::path>& known_mounts, reclaim_counts& counts) {
   counts.mounts += EB_TRY(mount::unmount_each(known_mounts));
   std::vector<fs::path> tops;
-  for (const auto& parent : cgroup::run_cgroup_parents()) {
-    fs::path top = parent / run_id;
-    if (::access(top.c_str(), F_OK) == 0) tops.push_back(std::move(top));
-  }
+  for (const auto& parent : cgroup::run_cgroup_parents())
+    for (auto& dir : cgroup::run_cgroups_in(parent, run_id)) tops.push_back(std::move(dir));
   counts.cgroups += EB_TRY(remove_cgroup_trees(tops));
   // remove_tree stops at anything still mounted below (a mount the owner did not list):
   // then the thorough way, which reads the mount table.

@@ -65,9 +65,10 @@ status remove_own_run(const std::filesystem::path& run_dir, const std::string& r
 // counts.errors and do not stop the others.
 result<reclaim_counts> reclaim_stale(const std::filesystem::path& runs);
 
-// The cgroup directories named for a run: <v1 controller mount>/evalbox/<run_id> for each
-// mounted v1 hierarchy and <v2 root>/evalbox/<run_id>. The launcher creates its cgroups
-// below these.
+// The cgroup directories of a run that exist, in every mounted hierarchy (one read of the
+// mount table): <v1 controller mount>/evalbox/<run_id>@<leaf> and <v2 root>/evalbox/
+// <run_id>@<leaf>, one per launch (cgroup.h), and <...>/evalbox/<run_id> left by an earlier
+// version, which made each launch's cgroup below such a directory.
 std::vector<std::filesystem::path> run_cgroup_dirs(const std::string& run_id);
 // Kills every task in those cgroups (and below) and removes them bottom-up. Returns how many
 // directories were removed.

@@ -99,7 +99,10 @@ no_residue
 sessions=$(sort -u "$WORK/sessions" 2>/dev/null | wc -l)
 for sid in $(sort -u "$WORK/sessions" 2>/dev/null); do
   for c in memory pids cpuacct; do
-    [ ! -e "/sys/fs/cgroup/$c/evalbox/$sid" ] || fail "cgroup $c/evalbox/$sid left"
+    # One level (<sid>@<launch>), and the two-level <sid> directory of earlier versions.
+    for d in "/sys/fs/cgroup/$c/evalbox/$sid" "/sys/fs/cgroup/$c/evalbox/$sid"@*; do
+      [ ! -e "$d" ] || fail "cgroup $d left"
+    done
   done
 done
 echo "crash drill: $sessions sessions of killed runners checked for cgroups"

@@ -53,7 +53,9 @@ for line in open(sys.argv[1], "rb"):
     except ValueError:
         pass' "$R/results.jsonl"); do
       for c in memory pids; do
-        [ -e "/sys/fs/cgroup/$c/evalbox/$sid" ] && fail "cgroup of session $sid left"
+        for d in "/sys/fs/cgroup/$c/evalbox/$sid" "/sys/fs/cgroup/$c/evalbox/$sid"@*; do
+          [ -e "$d" ] && fail "cgroup $d of session $sid left"
+        done
       done
     done
   fi

@@ -20,7 +20,7 @@ class CgroupV1Fake : public ::testing::Test {
             {"cpuacct", dir_.path() / "cpuacct"}};
   }
   std::filesystem::path leaf(const char* controller) const {
-    return dir_.path() / controller / "evalbox" / "run1" / "agent-1";
+    return dir_.path() / controller / "evalbox" / "run1@agent-1";
   }
   temp_dir dir_{"evalbox-fake-cgroup-v1"};
 };

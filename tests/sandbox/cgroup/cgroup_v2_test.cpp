@@ -2,6 +2,10 @@
 // controller delegation, usage parsing and removal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 #include "sandbox/base/fs.h"
 #include "sandbox/cgroup/cgroup.h"
 
@@ -18,19 +22,19 @@ class CgroupV2Fake : public ::testing::Test {
   temp_dir dir_{"evalbox-fake-cgroup"};
 };
 
-TEST_F(CgroupV2Fake, CreatesTheLeafUnderEvalboxRunId) {
+TEST_F(CgroupV2Fake, CreatesOneLevelRunAtLeafUnderEvalbox) {
   auto cg = create_v2(root(), "run1", "agent-1", {64 << 20, 64});
   ASSERT_TRUE(cg) << cg.error().message;
   EXPECT_EQ((*cg)->version(), "v2");
   ASSERT_EQ((*cg)->paths().size(), 1u);
-  EXPECT_EQ((*cg)->paths()[0], root() / "evalbox" / "run1" / "agent-1");
+  EXPECT_EQ((*cg)->paths()[0], root() / "evalbox" / "run1@agent-1");
   EXPECT_GE((*cg)->clone_into_fd(), 0);
 }
 
 TEST_F(CgroupV2Fake, WritesMemorySwapAndPidsLimits) {
   auto cg = create_v2(root(), "run1", "agent-1", {64 << 20, 64});
   ASSERT_TRUE(cg);
-  const auto leaf = root() / "evalbox" / "run1" / "agent-1";
+  const auto leaf = root() / "evalbox" / "run1@agent-1";
   EXPECT_EQ(read_file(leaf / "memory.max").value_or(""), std::to_string(64 << 20));
   EXPECT_EQ(read_file(leaf / "memory.swap.max").value_or(""), "0");
   EXPECT_EQ(read_file(leaf / "pids.max").value_or(""), "64");
@@ -45,7 +49,7 @@ TEST_F(CgroupV2Fake, DelegatesOfferedControllersDownTheTree) {
 TEST_F(CgroupV2Fake, ReadsUsageFromCpuStatMemoryPeakAndEvents) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(cg);
-  const auto leaf = root() / "evalbox" / "run1" / "agent-1";
+  const auto leaf = root() / "evalbox" / "run1@agent-1";
   ASSERT_TRUE(write_file(leaf / "cpu.stat", "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n"));
   ASSERT_TRUE(write_file(leaf / "memory.peak", "1048576\n"));
   ASSERT_TRUE(write_file(leaf / "memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"));
@@ -63,7 +67,7 @@ TEST_F(CgroupV2Fake, ReadsUsageFromCpuStatMemoryPeakAndEvents) {
 TEST_F(CgroupV2Fake, CountsEveryOomKillInTheCgroup) {
   auto cg = create_v2(root(), "run1", "agent-1", {64 << 20, 0});
   ASSERT_TRUE(cg);
-  const auto leaf = root() / "evalbox" / "run1" / "agent-1";
+  const auto leaf = root() / "evalbox" / "run1@agent-1";
   ASSERT_TRUE(write_file(leaf / "memory.events", "low 0\nhigh 0\nmax 40\noom 3\noom_kill 3\n"));
   auto u = (*cg)->read_usage();
   ASSERT_TRUE(u);
@@ -76,15 +80,37 @@ TEST_F(CgroupV2Fake, AddPidWritesCgroupProcs) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
   ASSERT_TRUE(cg);
   ASSERT_TRUE((*cg)->add_pid(4242));
-  EXPECT_EQ(read_file(root() / "evalbox/run1/agent-1/cgroup.procs").value_or(""), "4242");
+  EXPECT_EQ(read_file(root() / "evalbox/run1@agent-1/cgroup.procs").value_or(""), "4242");
 }
 
-TEST_F(CgroupV2Fake, DestroyRemovesTheLeafAndTheRunDirectory) {
+TEST_F(CgroupV2Fake, DestroyRemovesTheLeafOnlyAndLeavesOtherLaunchesAlone) {
   auto cg = create_v2(root(), "run1", "agent-1", {});
+  auto other = create_v2(root(), "run1", "grade-2", {});
   ASSERT_TRUE(cg);
+  ASSERT_TRUE(other);
   ASSERT_TRUE((*cg)->destroy());
-  EXPECT_FALSE(std::filesystem::exists(root() / "evalbox" / "run1"));
+  EXPECT_FALSE(std::filesystem::exists(root() / "evalbox" / "run1@agent-1"));
+  EXPECT_TRUE(std::filesystem::exists(root() / "evalbox" / "run1@grade-2"));
   EXPECT_TRUE(std::filesystem::exists(root() / "evalbox"));
+}
+
+// Teardown and reclaim find a run's cgroups by name: run "a"'s must never include those of a
+// run whose id merely starts with "a" (ids may hold '.', '-' and '_', never '@').
+TEST_F(CgroupV2Fake, ARunsCgroupsAreItsOwnNotThoseOfALookAlikeRunId) {
+  std::vector<std::unique_ptr<run_cgroup>> live;
+  for (const char* id : {"a", "a.b", "a-b", "a_b", "ab"}) {
+    auto cg = create_v2(root(), id, "agent-1", {});
+    ASSERT_TRUE(cg) << cg.error().message;
+    live.push_back(std::move(*cg));
+  }
+  ASSERT_TRUE(make_dirs(root() / "evalbox" / "a" / "agent-0"));  // an earlier version's
+  auto found = run_cgroups_in(root() / "evalbox", "a");
+  std::sort(found.begin(), found.end());
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0], root() / "evalbox" / "a");
+  EXPECT_EQ(found[1], root() / "evalbox" / "a@agent-1");
+  EXPECT_TRUE(run_cgroups_in(root() / "evalbox", "a.").empty());
+  EXPECT_TRUE(run_cgroups_in(root() / "missing", "a").empty());
 }
 
 TEST_F(CgroupV2Fake, ASecondLaunchOfTheSameLabelAndSeqIsRefused) {

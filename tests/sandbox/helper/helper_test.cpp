@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sandbox/base/unique_fd.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "tests/support/helper_env.h"
 #include "tests/support/isolation.h"
 
@@ -162,8 +163,8 @@ TEST_F(Helper, SigtermToTheHelperCancelsTheRun) {
 
 TEST_F(Helper, AKilledHelperTakesItsRunWithIt) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root (a cgroup to watch the run in)");
-  const auto leaf =
-      std::filesystem::path("/sys/fs/cgroup/pids/evalbox") / env_.plan.run_id / "agent-0";
+  const auto leaf = std::filesystem::path("/sys/fs/cgroup/pids/evalbox") /
+                    cgroup::launch_cgroup_name(env_.plan.run_id, "agent-0");
   std::string before, after;
   env_.run({"/bin/sleep", "30"}, [&](pid_t helper) {
     for (int i = 0; i < 100 && before.empty(); ++i) {
@@ -181,11 +182,10 @@ TEST_F(Helper, AKilledHelperTakesItsRunWithIt) {
   EXPECT_FALSE(before.empty());
   EXPECT_EQ(after, "");
   // What the killed helper could not remove is the preparer's reclaim's job; here, the test's.
-  for (const char* ctl : {"memory", "pids", "cpu", "cpuacct"}) {
-    const auto run = std::filesystem::path("/sys/fs/cgroup") / ctl / "evalbox" / env_.plan.run_id;
-    ::rmdir((run / "agent-0").c_str());
-    ::rmdir(run.c_str());
-  }
+  for (const char* ctl : {"memory", "pids", "cpu", "cpuacct"})
+    for (const auto& dir : cgroup::run_cgroups_in(
+             std::filesystem::path("/sys/fs/cgroup") / ctl / "evalbox", env_.plan.run_id))
+      ::rmdir(dir.c_str());
 }
 
 // Processes whose command line names `needle` (the helper, and pid 1 of its run: a clone of
@@ -236,9 +236,11 @@ TEST_F(Helper, APid1WhoseHelperDiesBeforeReleasingItExits) {
   }
   EXPECT_TRUE(found.empty()) << "pid 1 outlived its helper: " << found.front();
   for (pid_t p : found) ::kill(p, SIGKILL);
-  // The launcher made no cgroup here; the helper may have made the run's directory: gone too.
+  // The launcher made no cgroup here; the helper may have made the launch's: gone too.
   for (const char* ctl : {"memory", "pids", "cpuacct"})
-    ::rmdir((std::filesystem::path("/sys/fs/cgroup") / ctl / "evalbox" / env_.plan.run_id).c_str());
+    for (const auto& dir : cgroup::run_cgroups_in(
+             std::filesystem::path("/sys/fs/cgroup") / ctl / "evalbox", env_.plan.run_id))
+      ::rmdir(dir.c_str());
 }
 
 TEST_F(Helper, LeavesNoCgroupBehind) {
@@ -246,7 +248,7 @@ TEST_F(Helper, LeavesNoCgroupBehind) {
   ASSERT_EQ(r.error, "");
   for (const char* base : {"/sys/fs/cgroup/memory/evalbox", "/sys/fs/cgroup/pids/evalbox",
                            "/sys/fs/cgroup/unified/evalbox"}) {
-    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(base) / env_.plan.run_id)) << base;
+    EXPECT_TRUE(cgroup::run_cgroups_in(base, env_.plan.run_id).empty()) << base;
   }
 }
 
@@ -259,7 +261,7 @@ TEST_F(Helper, EntersACgroupV2LeafWithCloneIntoCgroup) {
   env_.plan.limits.memory_bytes = 0;
   env_.plan.limits.pids = 0;
   ::setenv("EVALBOX_CGROUP_V2_ROOT", unified.c_str(), 1);
-  const auto leaf = unified / "evalbox" / env_.plan.run_id / "agent-0";
+  const auto leaf = unified / "evalbox" / cgroup::launch_cgroup_name(env_.plan.run_id, "agent-0");
   std::string procs;
   auto r = env_.run({"/bin/sleep", "1"}, [&](pid_t) {
     for (int i = 0; i < 100 && procs.empty(); ++i) {
@@ -271,7 +273,7 @@ TEST_F(Helper, EntersACgroupV2LeafWithCloneIntoCgroup) {
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.mechanisms["cgroup"], "v2");
   EXPECT_FALSE(procs.empty());  // pid 1 and the program were in the leaf
-  EXPECT_FALSE(std::filesystem::exists(leaf.parent_path()));
+  EXPECT_FALSE(std::filesystem::exists(leaf));
 }
 
 TEST_F(Helper, NestedUserNamespacesCanMountWhenLandlockIsOff) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/spec/system_paths.h"
 #include "tests/support/isolation.h"
 #include "tests/support/prep_env.h"
@@ -198,7 +199,7 @@ TEST_F(Launcher, EverySystemPathIsMountedByTheHelperAlone) {
 
 // The launcher makes the run's cgroup while the helper starts and hands it over: the program
 // runs in it, with the request's limits, and nothing of it is left after the launch.
-// `cgroup_root` is where the run's cgroups go (<root>/evalbox/<run id>/<label>-<seq>).
+// `cgroup_root` is where the run's cgroups go (<root>/evalbox/<run id>@<label>-<seq>).
 void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem::path& root,
                                             const char* limit_file, const std::string& limit) {
   namespace fs = std::filesystem;
@@ -208,16 +209,14 @@ void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem
   req.limits.pids = 64;
   auto session = prep.prepare(req);
   ASSERT_TRUE(session) << session.error().message;
-  const fs::path run = root / "evalbox" / req.run_id;
+  const fs::path parent = root / "evalbox";
   std::string procs, seen_limit;
   std::thread watcher([&] {
     for (int i = 0; i < 200 && procs.empty(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      std::error_code ec;
-      for (fs::directory_iterator it(run, ec), end; !ec && it != end; it.increment(ec)) {
-        if (!it->is_directory(ec)) continue;
-        procs = read_file(it->path() / "cgroup.procs").value_or("");
-        if (limit_file) seen_limit = read_file(it->path() / limit_file).value_or("");
+      for (const auto& dir : cgroup::run_cgroups_in(parent, req.run_id)) {
+        procs = read_file(dir / "cgroup.procs").value_or("");
+        if (limit_file) seen_limit = read_file(dir / limit_file).value_or("");
       }
     }
   });
@@ -233,11 +232,12 @@ void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
   EXPECT_EQ(rec->outcome, outcome_kind::exited);
-  EXPECT_FALSE(procs.empty()) << "no task of the run was seen in " << run;
+  EXPECT_FALSE(procs.empty()) << "no task of the run was seen in " << parent;
   if (limit_file) {
     EXPECT_EQ(seen_limit, limit + "\n");
   }
-  EXPECT_FALSE(fs::exists(run)) << "left behind: " << run;
+  const auto left = cgroup::run_cgroups_in(parent, req.run_id);
+  EXPECT_TRUE(left.empty()) << "left behind: " << left.front();
 }
 
 TEST_F(Launcher, TheRunIsInTheCgroupTheLauncherMadeWithItsLimits) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/state/run_state.h"
 
@@ -31,10 +32,11 @@ int main(int argc, char** argv) {
   }
   (void)write_file(s->workspace_dir() / "written-by-victim", "x");
   (void)s->snapshot_workspace();
-  // A cgroup below the run's, with this process in it.
-  for (const auto& dir : state::run_cgroup_dirs(r.run_id)) {
-    if (!make_dirs(dir / "launch-0", 0755)) continue;
-    (void)write_file(dir / "launch-0" / "cgroup.procs", std::to_string(::getpid()));
+  // A launch's cgroup of the run, with this process in it.
+  for (const auto& parent : cgroup::run_cgroup_parents()) {
+    const auto dir = parent / cgroup::launch_cgroup_name(r.run_id, "launch-0");
+    if (!make_dirs(dir, 0755)) continue;
+    (void)write_file(dir / "cgroup.procs", std::to_string(::getpid()));
   }
   std::printf("ready\n");
   std::fflush(stdout);
