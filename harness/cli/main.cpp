@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   register_slurm(app, selected);     // a Slurm job array of shards, and its merge
   register_k8s(app, selected);       // a Kubernetes Indexed Job of shards, and its merge
   register_validate(app, selected);  // fixtures and suites, checked without running
-  register_fixture(app, selected);   // fixture authoring: new (and test)
+  register_fixture(app, selected);   // fixture authoring: new, shell, test
+  register_runs(app, selected);      // finished runs: a shell on a kept workspace
   register_image(app, selected);     // the image store: import, ls, rm
   register_import(app, selected);    // benchmarks in other formats, as fixtures
 
