@@ -66,7 +66,8 @@ result<sandbox::run_record> launch_interactive(const sandbox::prepared_session& 
   // sets one.
   if (options.env) {
     for (const char* k : {"TERM", "COLORTERM", "LANG", "LC_ALL"}) {
-      const bool terminal_type = std::string_view(k) == "TERM" || std::string_view(k) == "COLORTERM";
+      const bool terminal_type =
+          std::string_view(k) == "TERM" || std::string_view(k) == "COLORTERM";
       if (const char* v = std::getenv(k); v && *v && (terminal_type || !options.env->contains(k)))
         (*options.env)[k] = v;
     }

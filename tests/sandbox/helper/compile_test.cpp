@@ -65,6 +65,8 @@ const char* op_name(op kind) {
       return "close_range";
     case op::new_session:
       return "new_session";
+    case op::terminal:
+      return "terminal";
     case op::stdio:
       return "stdio";
     case op::close_fds:
