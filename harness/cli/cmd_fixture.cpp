@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <set>
@@ -14,6 +15,7 @@
 #include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
+#include "harness/cli/shell_session.h"
 #include "harness/config/judges.h"
 #include "harness/fixture/load.h"
 #include "harness/fixture/scaffold.h"
@@ -47,7 +49,8 @@ void add_fixture_new(CLI::App& fixture, action& out) {
           "  workspace/          the files the agent starts from (/workspace)\n"
           "  grader/check.sh     hidden from the agent; at /grader while checks run\n"
           "  solution/solve.sh   the reference solution (the oracle)\n"
-          "next: edit them, then `evalbox validate {0}` and `evalbox fixture test {0}`\n",
+          "next: edit them, then `evalbox validate {0}`, `evalbox fixture shell {0}` (solve it\n"
+          "by hand as the agent would start) and `evalbox fixture test {0}`\n",
           made->string());
       return exit_ok;
     };
@@ -66,22 +69,25 @@ struct fixture_test_args {
   std::vector<std::string> images;  // --image REF=SOURCE
 };
 
-// A fixture is trusted when the oracle passes every trial and the untouched workspace (noop)
-// fails at least one check; says which check broke that.
-int fixture_test(const fixture_test_args& a) {
+// The suite `fixture test` and `fixture shell` run: the fixtures at `dirs` with the defaults of
+// the suite at `suite_file` (when given; also returned as `parent`), their images resolved, no
+// candidates yet. On a problem it prints the messages and returns the exit code.
+std::expected<harness::suite_spec, int> fixture_suite(const std::vector<std::string>& dirs,
+                                                      const std::string& suite_file,
+                                                      const std::vector<std::string>& images,
+                                                      std::optional<harness::suite_spec>& parent) {
   harness::suite_spec suite;
   suite.name = "fixture-test";
   suite.file = std::filesystem::current_path() / "fixture-test";
   std::vector<harness::config_error> errors;
   // A fixture of a suite runs with the suite's defaults: its environment (when the fixture has
   // none of its own) and its limits.
-  std::optional<harness::suite_spec> parent;
-  if (!a.suite.empty()) {
-    auto s = harness::load_suite(a.suite, make_registry().ids(), &errors);
+  if (!suite_file.empty()) {
+    auto s = harness::load_suite(suite_file, make_registry().ids(), &errors);
     if (!s) {
       fmt::print(stderr, "{}\n",
                  errors.empty() ? s.error().message : harness::join_messages(errors));
-      return exit_usage;
+      return std::unexpected(exit_usage);
     }
     parent = std::move(*s);
     suite.default_limits = parent->default_limits;
@@ -92,7 +98,7 @@ int fixture_test(const fixture_test_args& a) {
     suite.judges = parent->judges;
     suite.prices = parent->prices;
   }
-  for (const auto& d : a.dirs) {
+  for (const auto& d : dirs) {
     auto f = harness::load_fixture(
         d, suite.default_environment ? &*suite.default_environment : nullptr, &errors);
     if (f) {
@@ -102,24 +108,34 @@ int fixture_test(const fixture_test_args& a) {
   }
   if (!errors.empty()) {
     fmt::print(stderr, "{}\n", harness::join_messages(errors));
-    return exit_usage;
+    return std::unexpected(exit_usage);
   }
   if (suite.fixtures.empty()) {
     fmt::print(stderr, "no fixtures given\n");
-    return exit_usage;
+    return std::unexpected(exit_usage);
   }
   // A judge check needs a judge: from --suite, or the fixture cannot be tested.
   if (auto judge_errors = harness::check_judges(suite.judges, suite.fixtures);
       !judge_errors.empty()) {
     fmt::print(stderr, "{}\n", harness::join_messages(judge_errors));
-    if (a.suite.empty())
+    if (suite_file.empty())
       fmt::print(stderr,
                  "evalbox: a fixture with judge checks is tested with --suite SUITE, whose "
                  "`judges:` grade them\n");
-    return exit_usage;
+    return std::unexpected(exit_usage);
   }
-  if (int rc = resolve_suite_images(suite, a.images); rc != exit_ok) return rc;
+  if (int rc = resolve_suite_images(suite, images); rc != exit_ok) return std::unexpected(rc);
   for (const auto& f : suite.fixtures) suite.fixture_dirs.push_back(f.dir);
+  return suite;
+}
+
+// A fixture is trusted when the oracle passes every trial and the untouched workspace (noop)
+// fails at least one check; says which check broke that.
+int fixture_test(const fixture_test_args& a) {
+  std::optional<harness::suite_spec> parent;
+  auto made = fixture_suite(a.dirs, a.suite, a.images, parent);
+  if (!made) return made.error();
+  harness::suite_spec suite = std::move(*made);
   for (const char* id : {"oracle", "noop"}) {
     harness::candidate_spec c;
     c.id = id;
@@ -242,13 +258,88 @@ void add_fixture_test(CLI::App& fixture, action& out) {
   cmd->callback([&out, a] { out = [a] { return fixture_test(*a); }; });
 }
 
+// ---- evalbox fixture shell DIR [--candidate ID --suite FILE] --------------------------------
+// The fixture as its agent would start it, with a person at the terminal; then its grading.
+
+struct fixture_shell_args {
+  std::string dir;
+  std::string suite;
+  std::string candidate;
+  std::vector<std::string> images;
+};
+
+int fixture_shell(const fixture_shell_args& a) {
+  if (!a.candidate.empty() && a.suite.empty()) {
+    fmt::print(stderr, "evalbox fixture shell: --candidate {} needs --suite FILE (where it is)\n",
+               a.candidate);
+    return exit_usage;
+  }
+  std::optional<harness::suite_spec> parent;
+  auto made = fixture_suite({a.dir}, a.suite, a.images, parent);
+  if (!made) return made.error();
+  harness::suite_spec suite = std::move(*made);
+  suite.name = "fixture-shell";
+  harness::candidate_spec c;
+  if (!a.candidate.empty()) {
+    auto it = std::find_if(parent->candidates.begin(), parent->candidates.end(),
+                           [&](const harness::candidate_spec& x) { return x.id == a.candidate; });
+    if (it == parent->candidates.end()) {
+      std::string ids;
+      for (const auto& x : parent->candidates) ids += (ids.empty() ? "" : ", ") + x.id;
+      fmt::print(stderr, "evalbox fixture shell: {} has no candidate '{}' (it has: {})\n", a.suite,
+                 a.candidate, ids);
+      return exit_usage;
+    }
+    c = *it;
+    suite.credentials = parent->credentials;  // the candidate's logins, leased as in a run
+  } else {
+    // No candidate: an empty managed home, as the untouched-workspace run of `fixture test`.
+    c.id = "shell";
+    c.adapter = "noop";
+    c.where = {suite.file.string(), 0, 0};
+  }
+  suite.candidates = {std::move(c)};
+  suite.trials = 1;
+  fmt::print(stderr,
+             "evalbox fixture shell: {}: the setup runs first; exit the shell to see what "
+             "`evalbox fixture test` would grade on what you left\n",
+             suite.fixtures.front().id);
+  return run_shell_session(suite, {"fixture shell", false, {}});
+}
+
+void add_fixture_shell(CLI::App& fixture, action& out) {
+  auto a = std::make_shared<fixture_shell_args>();
+  auto* cmd = fixture.add_subcommand(
+      "shell",
+      "Enter a fixture as its agent would start: its setup commands already run, its "
+      "environment (image), bin/ on PATH, limits and network, the managed home of --candidate "
+      "(its credentials leased as in a run; without one, an empty home), and no /grader. Exit "
+      "the shell (its exit status does not matter) to see each check pass or fail on what you "
+      "left and the verdict, as `evalbox fixture test` grades. With a terminal on stdin the "
+      "shell has a pseudo-terminal of its own.\n\n"
+      "Exit status: 0 the checks pass, 1 they do not, 2 the run could not be carried out "
+      "(e.g. the setup failed), 3 it could not be graded.\n\n"
+      "Example: evalbox fixture shell fixtures/examples/off-by-one");
+  cmd->add_option("dir", a->dir, "the fixture directory")->required();
+  cmd->add_option("--suite", a->suite,
+                  "a suite whose defaults the fixture takes (as for fixture test) and where "
+                  "--candidate is");
+  cmd->add_option("--candidate", a->candidate,
+                  "the suite's candidate whose managed home (and credential lease) the shell "
+                  "gets");
+  cmd->add_option("--image", a->images,
+                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable)");
+  cmd->callback([&out, a] { out = [a] { return fixture_shell(*a); }; });
+}
+
 }  // namespace
 
 void register_fixture(CLI::App& app, action& out) {
-  auto* fixture = app.add_subcommand("fixture", "Author fixtures: scaffold and test them.");
+  auto* fixture = app.add_subcommand("fixture", "Author fixtures: scaffold, enter and test them.");
   fixture->require_subcommand(1);
   add_fixture_new(*fixture, out);
   add_fixture_test(*fixture, out);
+  add_fixture_shell(*fixture, out);
 }
 
 }  // namespace evalbox::cli

@@ -6,6 +6,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
 #include "harness/fixture/git_source.h"
+#include "harness/runner/keep_workspace.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/log.h"
 #include "sandbox/base/units.h"
@@ -22,7 +23,9 @@ void register_gc(CLI::App& app, action& out) {
       "(<state>/git) are removed; whole ones are kept. With --images, also the image store: "
       "partial layers a "
       "crashed import left, layers no image names, and (with --max-size) least recently used "
-      "images until the store fits — never an image a live run holds.");
+      "images until the store fits — never an image a live run holds. With --results, also "
+      "counts the workspaces `evalbox run --keep-workspaces` kept there (they are evidence: "
+      "gc does not remove them; rm -r RESULTS/runs/*/workspace does).");
   auto json_out = std::make_shared<bool>(false);
   auto state = std::make_shared<std::string>();
   cmd->add_flag("--json", *json_out, "print evalbox.gc.v1 JSON instead of a summary");
@@ -31,11 +34,14 @@ void register_gc(CLI::App& app, action& out) {
   auto images = std::make_shared<bool>(false);
   auto max_size = std::make_shared<std::string>();
   cmd->add_flag("--images", *images, "also collect the image store (<state>/images)");
+  auto results = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--results", *results,
+                  "a results directory whose kept workspaces to count (repeatable)");
   cmd->add_option("--max-size", *max_size,
                   "with --images: remove least recently used images until the store's layers "
                   "take at most SIZE (e.g. 20GiB)");
-  cmd->callback([&out, json_out, state, images, max_size] {
-    out = [json_out, state, images, max_size] {
+  cmd->callback([&out, json_out, state, images, max_size, results] {
+    out = [json_out, state, images, max_size, results] {
       std::optional<uint64_t> limit;
       if (!max_size->empty()) {
         auto bytes = parse_bytes(*max_size);
@@ -85,6 +91,13 @@ void register_gc(CLI::App& app, action& out) {
                          {"bytes_freed", image_report->bytes_freed},
                          {"bytes_after", image_report->bytes_after},
                          {"errors", image_report->errors}};
+        if (!results->empty()) {
+          j["kept_workspaces"] = json::array();
+          for (const auto& r : *results) {
+            const auto k = harness::count_kept(r);
+            j["kept_workspaces"].push_back({{"results", r}, {"runs", k.runs}, {"bytes", k.bytes}});
+          }
+        }
         fmt::print("{}", pretty_json(j));
       } else {
         fmt::print(
@@ -108,6 +121,10 @@ void register_gc(CLI::App& app, action& out) {
                   ? fmt::format(" ({} image(s) kept: in use by a run)", image_report->images_in_use)
                   : "");
           for (const auto& e : image_report->errors) fmt::print("  error: {}\n", e);
+        }
+        for (const auto& r : *results) {
+          const auto k = harness::count_kept(r);
+          fmt::print("kept workspaces: {}: {} run(s), {}\n", r, k.runs, format_bytes(k.bytes));
         }
       }
       bool clean = report->errors.empty() && git.errors.empty() &&

@@ -13,6 +13,7 @@
 #include "harness/plan/shard.h"
 #include "harness/results/results.h"
 #include "sandbox/base/log.h"
+#include "sandbox/base/units.h"
 
 namespace evalbox::cli {
 
@@ -28,6 +29,8 @@ struct run_args {
   bool no_resume = false;
   std::string shard;
   std::vector<std::string> images;  // --image REF=SOURCE (Harbor tasks' docker_image)
+  std::string keep_workspaces = "none";
+  std::string keep_workspace_size = "1GiB";
 };
 
 // Exit status from the recorded runs of this plan: execution errors first, then grader
@@ -40,6 +43,13 @@ int exit_status(const planned_outcomes& planned) {
 }
 
 int run_command(const run_args& a) {
+  auto keep = harness::parse_keep_policy(a.keep_workspaces);
+  auto keep_bytes = parse_bytes(a.keep_workspace_size);
+  if (!keep || !keep_bytes) {
+    log::error("{}", keep ? fmt::format("--keep-workspace-size: {}", keep_bytes.error().message)
+                          : keep.error().message);
+    return exit_usage;
+  }
   auto suite = load_runnable_suite(a.suite);
   if (!suite) return suite.error();
   if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
@@ -105,6 +115,8 @@ int run_command(const run_args& a) {
   o.concurrency = a.concurrency > 0 ? a.concurrency : suite->concurrency;
   o.retries = a.retries;
   o.resume = !a.no_resume;
+  o.keep_workspaces = *keep;
+  o.keep_workspace_bytes = *keep_bytes;
   fmt::print(stderr, "evalbox: {} runs ({} fixtures × {} candidates × {} trials) → {}\n",
              runs->size(), suite->fixtures.size(), suite->candidates.size(),
              a.trials > 0 ? a.trials : suite->trials, o.results_dir.string());
@@ -161,6 +173,17 @@ void register_run(CLI::App& app, action& out) {
                   "SLURM_ARRAY_TASK_ID (Slurm job array) or JOB_COMPLETION_INDEX (Kubernetes "
                   "Indexed Job), as EVALBOX_SHARDS=N does without --shard; evalbox merge joins "
                   "the shards");
+  cmd->add_option("--keep-workspaces", a->keep_workspaces,
+                  "keep the final workspace of failed runs (failed: a failed task, an execution "
+                  "or grading error), all runs, or none, under RESULTS/runs/<run_id>/workspace "
+                  "(run.json's kept_workspace says where); evalbox runs shell RESULTS RUN_ID "
+                  "opens one")
+      ->check(CLI::IsMember({"failed", "all", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--keep-workspace-size", a->keep_workspace_size,
+                  "the most one kept workspace may hold; a larger one is not kept at all "
+                  "(run.json says so)")
+      ->capture_default_str();
   cmd->callback([&out, a] { out = [a] { return run_command(*a); }; });
 }
 

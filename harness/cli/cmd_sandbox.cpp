@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/interactive.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/units.h"
@@ -147,7 +148,8 @@ int exit_code_for(const run_record& rec) {
   return exit_internal;
 }
 
-int run_exec(const exec_args& a) {
+// `interactive`: the shell (interactive.h: a pseudo-terminal when stdin is a terminal).
+int run_exec(const exec_args& a, bool interactive = false) {
   if (a.workspace.empty() && a.image.empty()) {
     fmt::print(stderr,
                "evalbox sandbox: give --workspace DIR (a host directory seen at /workspace), "
@@ -202,25 +204,31 @@ int run_exec(const exec_args& a) {
     fmt::print(stderr, "evalbox sandbox: prepare: {}\n", session.error().message);
     return session.error().kind == error_kind::invalid_argument ? exit_usage : exit_sandbox_error;
   }
-  cancel_token cancel;
-  g_cancel = &cancel;
-  // SIGINT from the terminal reaches the program itself (same foreground group); SIGTERM and
-  // SIGHUP stop the run through the helper so that teardown still happens.
-  struct sigaction sa {};
-  sa.sa_handler = on_terminate;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGHUP, &sa, nullptr);
-  struct sigaction ign {};
-  ign.sa_handler = SIG_IGN;
-  struct sigaction old_int {};
-  ::sigaction(SIGINT, &ign, &old_int);
   launch_options lo;
-  lo.label = "exec";
-  lo.inherit_stdio = true;
-  auto rec = launch(*session, lo, &cancel);
-  ::sigaction(SIGINT, &old_int, nullptr);
-  g_cancel = nullptr;
+  lo.label = interactive ? "shell" : "exec";
+  result<run_record> rec = std::unexpected(error{});
+  if (interactive) {
+    cancel_token cancel;
+    rec = launch_interactive(*session, lo, cancel);
+  } else {
+    cancel_token cancel;
+    g_cancel = &cancel;
+    // SIGINT from the terminal reaches the program itself (same foreground group); SIGTERM and
+    // SIGHUP stop the run through the helper so that teardown still happens.
+    struct sigaction sa {};
+    sa.sa_handler = on_terminate;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::sigaction(SIGHUP, &sa, nullptr);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    struct sigaction old_int {};
+    ::sigaction(SIGINT, &ign, &old_int);
+    lo.inherit_stdio = true;
+    rec = launch(*session, lo, &cancel);
+    ::sigaction(SIGINT, &old_int, nullptr);
+    g_cancel = nullptr;
+  }
   if (auto closed = session->close(); !closed) {
     fmt::print(stderr, "evalbox sandbox: teardown: {}\n", closed.error().message);
   }
@@ -321,8 +329,11 @@ void register_sandbox(CLI::App& app, action& out) {
   auto* shell = sb->add_subcommand(
       "shell",
       "An interactive shell (bash -i, else sh -i) in a throwaway sandbox over --workspace\n"
-      "(or in --image), with your terminal passed through: for looking around a fixture as\n"
-      "the agent would see it. Exit the shell to tear the sandbox down.\n"
+      "(or in --image): for looking around a fixture as the agent would see it. When stdin\n"
+      "is a terminal the shell gets a pseudo-terminal of its own (tty, job control, vi and\n"
+      "less work; the window size follows yours); otherwise stdin and stdout are passed\n"
+      "through as they are. Exit the shell to tear the sandbox down; its exit status is\n"
+      "evalbox's.\n"
       "\n"
       "Examples:\n"
       "  evalbox sandbox shell --workspace fixtures/examples/off-by-one/workspace\n"
@@ -331,9 +342,8 @@ void register_sandbox(CLI::App& app, action& out) {
   shell->callback([&out, sa] {
     out = [sa] {
       exec_args a = *sa;
-      // The sandbox's own shell: bash where the root has it (an image may not).
-      a.command = {"/bin/sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -i; exec sh -i"};
-      return run_exec(a);
+      a.command = interactive_shell_argv();
+      return run_exec(a, /*interactive=*/true);
     };
   });
 }

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       "  evalbox gc                      reclaim what crashed runs left behind\n"
       "  evalbox validate PATH...        check fixtures and suites without running them\n"
       "  evalbox run SUITE               run fixtures x candidates x trials, graded and reported\n"
+      "  evalbox runs shell RESULTS ID   a shell on a copy of a run's kept workspace\n"
       "  evalbox report RESULTS          regenerate the reports from results.jsonl\n"
       "  evalbox compare A [B]           paired comparison of candidates, with a verdict\n"
       "  evalbox merge SHARD... --into D join the results of shards into one report\n"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
       "  evalbox k8s SUITE --shards N    a Kubernetes Indexed Job of shards, and its merge\n"
       "  evalbox fixture test DIR...     is the fixture trustworthy? (oracle passes, noop fails)\n"
       "  evalbox fixture new NAME        scaffold a fixture to edit\n"
+      "  evalbox fixture shell DIR       enter it as its agent starts, solve it, see the verdict\n"
       "  evalbox sandbox exec -- CMD     run CMD in a throwaway sandbox over --workspace DIR\n"
       "  evalbox sandbox shell           an interactive shell in one, to look around\n"
       "  evalbox image import REF        unpack an OCI/docker image into the image store\n"
@@ -46,7 +48,8 @@ int main(int argc, char** argv) {
   register_slurm(app, selected);     // a Slurm job array of shards, and its merge
   register_k8s(app, selected);       // a Kubernetes Indexed Job of shards, and its merge
   register_validate(app, selected);  // fixtures and suites, checked without running
-  register_fixture(app, selected);   // fixture authoring: new (and test)
+  register_fixture(app, selected);   // fixture authoring: new, shell, test
+  register_runs(app, selected);      // finished runs: a shell on a kept workspace
   register_image(app, selected);     // the image store: import, ls, rm
   register_import(app, selected);    // benchmarks in other formats, as fixtures
 

@@ -108,6 +108,15 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
   ro.concurrency = options.concurrency;
   ro.retries = options.retries;
   ro.resume = options.resume;
+  ro.keep_workspaces = options.keep_workspaces;
+  ro.keep_workspace_bytes = options.keep_workspace_bytes;
+  if (options.interactive)
+    ro.interactive = [&options, &cancel](const sandbox::prepared_session& s,
+                                         sandbox::launch_options o) {
+      return options.interactive(s, std::move(o), cancel);
+    };
+  ro.interactive_grader = options.interactive_grader;
+  ro.workspace_override = options.workspace_override;
   ro.sandbox = sandbox::default_preparer_options();
   if (const char* home = std::getenv("HOME"); home && *home && std::string_view(home) != "/")
     ro.protected_roots.push_back(home);
@@ -131,6 +140,9 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
     roots.erase(std::remove_if(roots.begin(), roots.end(),
                                [&](const std::filesystem::path& r) {
                                  if (is_within(normalize(options.results_dir), r)) return true;
+                                 if (!options.workspace_override.empty() &&
+                                     is_within(normalize(options.workspace_override), r))
+                                   return true;
                                  for (const auto& f : suite.fixtures)
                                    if (is_within(f.dir, r)) return true;
                                  return is_within(suite.file, r);

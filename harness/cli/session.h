@@ -37,6 +37,15 @@ struct suite_run_options {
   int retries = 0;
   bool resume = true;
   bool quiet = false;  // no progress output
+  harness::keep_policy keep_workspaces = harness::keep_policy::none;
+  uint64_t keep_workspace_bytes = harness::default_keep_bytes;
+  // A person's shell instead of the agent (harness::runner_options::interactive), given the
+  // suite's cancel token, which SIGINT and SIGTERM set.
+  std::function<result<sandbox::run_record>(const sandbox::prepared_session&,
+                                            sandbox::launch_options, sandbox::cancel_token&)>
+      interactive;
+  bool interactive_grader = false;
+  std::filesystem::path workspace_override;
 };
 
 // Plans nothing: runs `runs` of `suite`, then writes the reports from results.jsonl.

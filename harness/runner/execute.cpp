@@ -225,13 +225,12 @@ class attempt {
     if (!fresh_run_dir()) return done();
     if (!plan()) return done();
     if (!prepare(number)) return done();
-    if (!setup()) return done();
-    if (!agent()) return done();
-    if (!record_transcript()) return done();
-    // Grading time, as run.json has always counted it, includes the diff.
-    auto t0 = clock_type::now();
-    if (!diff()) return done();
-    grade(t0);
+    if (setup() && agent() && record_transcript()) {
+      // Grading time, as run.json has always counted it, includes the diff.
+      auto t0 = clock_type::now();
+      if (diff()) grade(t0);
+    }
+    keep_workspace();
     return done();  // the session stays alive until the caller has recorded the result
   }
 
@@ -297,6 +296,11 @@ class attempt {
          fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
+    if (!x_.options.workspace_override.empty()) {
+      request_.workspace.source = x_.options.workspace_override;
+      request_.workspace.image_dir.clear();
+      request_.workspace.digest.clear();
+    }
 
     auto t0 = clock_type::now();
     auto prepared = x_.preparer.prepare(request_);
@@ -383,8 +387,32 @@ class attempt {
     return std::move(*rec);
   }
 
+  // A person instead of the agent (runner_options::interactive): a shell in the session with
+  // the agent's environment, at the caller's terminal.
+  bool interactive() {
+    auto t0 = clock_type::now();
+    sandbox::launch_options o;
+    o.label = "shell";
+    std::map<std::string, std::string> env = request_.env;
+    for (const auto& [k, v] : plan_.env) env[k] = v;
+    o.env = env;
+    if (x_.options.interactive_grader && fixture_.has_grader)
+      o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
+    auto rec = x_.options.interactive(*session_, o);
+    st_.timings["agent_ms"] = ms_since(t0);
+    if (!rec) return fail(run_error_kind::sandbox, rec.error().message);
+    st_.records["shell"] = rec->to_json();
+    if (!rec->ok()) return fail(run_error_kind::sandbox, rec->error);
+    if (rec->outcome == sandbox::outcome_kind::cancelled) return cancelled();
+    // No transcript: transcript checks see an empty one.
+    if (auto s = write_transcript(transcript_path(), transcript_); !s)
+      return fail(run_error_kind::host, s.error().message);
+    return true;
+  }
+
   // The agent, and its follow-up when the fixture has one and the agent exited.
   bool agent() {
+    if (x_.options.interactive) return interactive();
     auto t0 = clock_type::now();
     auto rec = launch_agent(plan_, "agent");
     if (!rec) return false;
@@ -408,6 +436,7 @@ class attempt {
 
   // transcript.jsonl and usage; then the agent's own failures, which end the run as errors.
   bool record_transcript() {
+    if (x_.options.interactive) return true;  // written by interactive()
     result<transcript> tr;
     try {  // an adapter reads what the agent wrote: whatever it throws ends this run only
       tr = adapter_->read_transcript(ctx_, outputs_);
@@ -661,6 +690,31 @@ class attempt {
     st_.verdict = !g.ok      ? run_verdict::not_assessed
                   : g.passed ? run_verdict::passed
                              : run_verdict::failed;
+  }
+
+  // --keep-workspaces: the final workspace copied out of the session before teardown — the
+  // state that was graded (the snapshot after the agent) when there is one, else the
+  // workspace as the run left it. Never the run's failure: run.json says what happened.
+  void keep_workspace() {
+    if (!session_ || !should_keep(x_.options.keep_workspaces, st_)) return;
+    const fs::path from = after_.view.empty() ? session_->workspace_dir() : after_.view;
+    const fs::path to = run_dir_ / kept_workspace_dir;
+    const uint64_t bound = x_.options.keep_workspace_bytes;
+    json k = {{"path", nullptr}, {"bound_bytes", bound}};
+    auto kept = keep_tree(from, to, bound);
+    if (!kept) {
+      k["skipped"] = kept.error().message;
+    } else {
+      k["bytes"] = kept->bytes;
+      k["entries"] = kept->entries;
+      if (kept->kept)
+        k["path"] = fmt::format("runs/{}/{}", r_.run_id, kept_workspace_dir);
+      else
+        k["skipped"] = kept->skipped;
+    }
+    k["target"] = session_->workspace_target().string();
+    k["fixture_dir"] = fixture_.dir.string();  // where `evalbox runs shell` finds the grader
+    st_.kept_workspace = std::move(k);
   }
 
   fs::path transcript_path() const { return run_dir_ / "transcript.jsonl"; }

@@ -121,6 +121,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st
   timings["finished_at"] = timing.finished_at;
   timings["wall_ms"] = timing.wall_ms;
   j["timings"] = timings;
+  if (!st.kept_workspace.is_null()) j["kept_workspace"] = st.kept_workspace;
   return j;
 }
 

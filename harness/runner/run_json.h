@@ -43,9 +43,12 @@ struct run_state {
   json usage = nullptr;           // usage_json(); null when the client reported none
   json judge_usage = nullptr;     // grading_result::judge_usage_json(); null: nothing judged
   json timings = json::object();  // "<phase>_ms" -> milliseconds
-  bool cancelled = false;         // stopped by a signal: recorded nowhere
-  bool lease_busy = false;        // another evalbox process holds a credential lease
-  bool retryable = true;  // false for a request the sandbox refused as invalid: it would again
+  // With --keep-workspaces, for a run the policy keeps: where its final workspace is (or why
+  // it is not there). null: not asked for, and run.json has no kept_workspace.
+  json kept_workspace = nullptr;
+  bool cancelled = false;   // stopped by a signal: recorded nowhere
+  bool lease_busy = false;  // another evalbox process holds a credential lease
+  bool retryable = true;    // false for a request the sandbox refused as invalid: it would again
 
   [[nodiscard]] bool failed() const { return error_kind.has_value(); }
   // A failure of the sandbox or host, which another attempt may not meet; an agent's or an

@@ -17,6 +17,7 @@
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
+#include "harness/runner/keep_workspace.h"
 #include "sandbox/base/error.h"
 #include "sandbox/launch/launcher.h"
 #include "sandbox/preparer/preparer.h"
@@ -47,6 +48,21 @@ struct runner_options {
   // Lines worth saying while nothing else moves (an image unpacked on its first use); unset:
   // logged at level info.
   std::function<void(const std::string&)> on_notice;
+  // Which runs keep their final workspace under runs/<run_id>/workspace (keep_workspace.h),
+  // each at most keep_workspace_bytes of files.
+  keep_policy keep_workspaces = keep_policy::none;
+  uint64_t keep_workspace_bytes = default_keep_bytes;
+  // Set for a person's session instead of an agent (`evalbox fixture shell`, `evalbox runs
+  // shell`): the agent's launch — the candidate's home, leases, environment, limits and
+  // network, after the setup — is this launch of a shell at the caller's terminal; no
+  // transcript is read; the diff and the grading follow as for any run.
+  std::function<result<sandbox::run_record>(const sandbox::prepared_session&,
+                                            sandbox::launch_options)>
+      interactive;
+  bool interactive_grader = false;  // the grader at /grader (read-only) in that launch too
+  // The workspace every run starts from instead of its fixture's (evalbox runs shell: a copy
+  // of a kept workspace; the directory itself is never written).
+  std::filesystem::path workspace_override;
 };
 
 struct run_totals {

@@ -221,6 +221,32 @@ int redirect_stdio(const child_context& ctx) noexcept {
   return 0;
 }
 
+// A pseudo-terminal from the sandbox's own devpts instance (ptmx inside, as crun's console
+// socket does): the slave becomes the program's stdio and controlling terminal (after
+// new_session), the master goes back to the helper, which relays it. A host pts would not
+// resolve inside, and binding one in would show the host's devpts.
+int open_terminal(const child_context& ctx) noexcept {
+  unique_fd master(::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master) return errno;
+  int unlock = 0;
+  if (::ioctl(master.get(), TIOCSPTLCK, &unlock) != 0) return errno;
+  unique_fd slave(::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!slave) return errno;
+  if (ctx.tty_rows && ctx.tty_cols) {
+    winsize ws{};
+    ws.ws_row = ctx.tty_rows;
+    ws.ws_col = ctx.tty_cols;
+    if (::ioctl(slave.get(), TIOCSWINSZ, &ws) != 0) return errno;
+  }
+  if (::ioctl(slave.get(), TIOCSCTTY, 0) != 0) return errno;
+  for (int i = 0; i < 3; ++i) {
+    if (::dup2(slave.get(), i) < 0) return errno;
+  }
+  const char tag = 't';
+  if (sys::send_fd(ctx.tty_fd, &tag, 1, master.get()) < 0) return errno;
+  return 0;
+}
+
 int close_fds(const child_context& ctx) noexcept {
   // Nothing the helper or pid 1 holds may reach the program: pipes, the plan, sockets.
   // The error pipe stays until exec (it is close-on-exec) so later steps can report.
@@ -317,6 +343,8 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       return parent_death_signal(ctx);
     case op::new_session:
       return ::setsid() >= 0 ? 0 : errno;
+    case op::terminal:
+      return open_terminal(ctx);
     case op::stdio:
       return redirect_stdio(ctx);
     case op::close_fds:
@@ -351,7 +379,7 @@ int run_step(const child_context& ctx, const step& s) noexcept {
 [[noreturn]] void run_init(const child_context& ctx, pid_t program) noexcept {
   // Pid 1 keeps only what it needs: the status pipe (and the error pipe, close-on-exec). These
   // are its copies of fds the helper owns; the program's process has its own.
-  for (int fd : {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.net_fd}) {
+  for (int fd : {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.net_fd, ctx.tty_fd}) {
     if (fd > 2) ::close(fd);
   }
   for (;;) {

@@ -48,6 +48,7 @@ enum class op : uint8_t {
                  // whose fd then names the new mount
   // program process
   new_session,
+  terminal,  // a pseudo-terminal from the sandbox's devpts as stdio and controlling terminal
   stdio,
   close_fds,
   oom_score,  // undo the helper's oom_score_adj protection of pid 1
@@ -91,7 +92,11 @@ struct child_context {
   // release from a helper killed between clone3 and release, outside any cgroup.
   int helper_ends[3] = {-1, -1, -1};
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // -1: keep 0/1/2 (inherit_stdio)
-  bool map_groups = true;                             // setgroups allowed (the helper is root)
+  // The terminal step: the socket the pseudo-terminal's master goes back to the helper over,
+  // and the window size the terminal starts with (0: left as the kernel makes it).
+  int tty_fd = -1;
+  unsigned short tty_rows = 0, tty_cols = 0;
+  bool map_groups = true;     // setgroups allowed (the helper is root)
   bool keep_setfcap = false;  // nested user namespaces that map root to ours (no Landlock)
   int cap_last = 40;
   char* const* argv = nullptr;

@@ -467,7 +467,10 @@ void add_program_steps(compiled& c, const launch_plan& plan) {
   // A new session detaches the program from any terminal of the caller. With the caller's
   // terminal passed through (sandbox shell) it stays in the caller's foreground group, so that
   // Ctrl-C reaches it; TIOCSTI/TIOCLINUX are denied by seccomp either way.
-  if (!plan.inherit_stdio) program("new session", op::new_session);
+  if (!plan.inherit_stdio || plan.terminal) program("new session", op::new_session);
+  // With a terminal: a pseudo-terminal of the sandbox's devpts is the new session's
+  // controlling terminal and the program's stdio (/dev/pts is mounted by now: pid 1's root).
+  if (plan.terminal) program("terminal /dev/pts/ptmx", op::terminal);
   program("stdio", op::stdio);
   program("chdir " + plan.cwd, op::change_dir, c.keep(plan.cwd));
   program("oom score", op::oom_score);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -62,12 +63,14 @@ struct supervisor::channels {
   pipe_pair status;                 // pid 1 writes the program's wait status
   unique_fd net_parent, net_child;  // listening sockets from pid 1 (network allow)
   unique_fd signals;                // signalfd: the helper's termination signals
+  unique_fd tty_parent, tty_child;  // the terminal's master from the program's process
 
   void close_child_ends() {
     sync.read.reset();
     errors.write.reset();
     status.write.reset();
     net_child.reset();
+    tty_child.reset();
     out_write.reset();
     err_write.reset();
     stdin_file.reset();
@@ -178,6 +181,20 @@ status supervisor::open_channels(channels& ch, compiled& c) {
   c.ctx.helper_ends[1] = ch.errors.read.get();
   c.ctx.helper_ends[2] = ch.status.read.get();
   c.ctx.net_fd = ch.net_child.get();
+  if (plan_.terminal) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      return sys_error(errno, "socketpair");
+    }
+    ch.tty_parent.reset(sv[0]);
+    ch.tty_child.reset(sv[1]);
+    c.ctx.tty_fd = ch.tty_child.get();
+    winsize ws{};
+    if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+      c.ctx.tty_rows = ws.ws_row;
+      c.ctx.tty_cols = ws.ws_col;
+    }
+  }
   c.ctx.map_groups = root_;
   return {};
 }
@@ -189,6 +206,7 @@ status supervisor::clone_child(compiled& c, channels& ch) {
   sigset_t mask;
   sigemptyset(&mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, sig);
+  if (plan_.terminal) sigaddset(&mask, SIGWINCH);  // forwarded to the run's terminal
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   ch.signals.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!ch.signals) return sys_error(errno, "signalfd");
@@ -261,6 +279,8 @@ result<supervisor::ending> supervisor::supervise(channels& ch, const net::allow_
         {ch.status.read ? ch.status.read.get() : -1, POLLIN, 0},
         {ch.errors.read ? ch.errors.read.get() : -1, POLLIN, 0},
         {ch.net_parent ? ch.net_parent.get() : -1, POLLIN, 0},
+        {ch.tty_parent ? ch.tty_parent.get() : -1, POLLIN, 0},
+        {tty_input_ ? STDIN_FILENO : -1, POLLIN, 0},
     };
     if (relay) relay->fill(fds);
     int n = ::poll(fds.data(), fds.size(), 25);
@@ -290,6 +310,8 @@ result<supervisor::ending> supervisor::supervise(channels& ch, const net::allow_
         ch.net_parent.reset();
       }
     }
+    if (fds[7].revents) on_terminal(ch);
+    if (fds[8].revents) on_input();
     if (relay) relay->handle(fds);
     if (!exited && (fds[0].revents & POLLIN) && on_exit(ch, end)) {
       exited = true;
@@ -309,10 +331,64 @@ void supervisor::on_signals(int signal_fd) {
   signalfd_siginfo si{};
   while (::read(signal_fd, &si, sizeof si) == sizeof si) {
     if (si.ssi_signo == SIGCHLD) continue;
+    if (si.ssi_signo == SIGWINCH) {
+      resize_terminal();
+      continue;
+    }
     // With a terminal passed through, Ctrl-C is the program's to handle.
     if (si.ssi_signo == SIGINT && plan_.inherit_stdio) continue;
     kill_run(outcome_kind::cancelled);
   }
+}
+
+// The terminal's master, from the program's process: its output is the run's output (under
+// the output cap, to the helper's stdout); the helper's stdin is its input.
+void supervisor::on_terminal(channels& ch) {
+  char tag = 0;
+  int fd = -1;
+  if (sys::recv_fd(ch.tty_parent.get(), &tag, 1, &fd) == 1 && fd >= 0) {
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    master_ = fd;
+    out_.pipe.reset(fd);
+    out_.file.reset(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
+    out_.open = true;
+    tty_input_ = true;
+    resize_terminal();  // a resize between the helper's start and now
+  }
+  ch.tty_parent.reset();
+}
+
+void supervisor::on_input() {
+  char buf[4096];
+  ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0 || !out_.open) {
+    tty_input_ = false;  // end of input: the program sees no more
+    return;
+  }
+  // Bounded: a program that reads nothing while its input buffer is full loses the keys typed
+  // meanwhile rather than stalling the supervision (limits, output).
+  for (ssize_t off = 0; off < n;) {
+    ssize_t w = ::write(master_, buf + off, static_cast<size_t>(n - off));
+    if (w > 0) {
+      off += w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) {
+      pollfd p{master_, POLLOUT, 0};
+      if (::poll(&p, 1, 100) == 1) continue;
+    }
+    return;
+  }
+}
+
+// The window size of the helper's terminal onto the run's (SIGWINCH reaches the program's
+// foreground job from there).
+void supervisor::resize_terminal() {
+  winsize ws{};
+  if (master_ >= 0 && ::ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+    (void)::ioctl(master_, TIOCSWINSZ, &ws);
 }
 
 void supervisor::on_output(stream& s) {
@@ -469,7 +545,8 @@ json supervisor::limits_by_mechanism() const {
        {{"value", l.cpu_ms}, {"by", by({cg.empty() ? "" : cg + " accounting", "RLIMIT_CPU"})}}},
       {"wall_ms", {{"value", l.wall_ms}, {"by", by({"helper"})}}},
       {"output_bytes",
-       {{"value", l.output_bytes}, {"by", by({plan_.inherit_stdio ? "" : "helper"})}}},
+       {{"value", l.output_bytes},
+        {"by", by({plan_.inherit_stdio && !plan_.terminal ? "" : "helper"})}}},
       {"disk_bytes",
        {{"value", l.disk_bytes},
         {"by", by({"RLIMIT_FSIZE", plan_.disk_quota ? "tmpfs size" : ""})}}},

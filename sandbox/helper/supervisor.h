@@ -54,6 +54,9 @@ class supervisor {
   // Parts of the supervision loop.
   void on_signals(int signal_fd);
   void on_output(stream& s);
+  void on_terminal(channels& ch);
+  void on_input();
+  void resize_terminal();
   bool on_exit(channels& ch, ending& end);
   void enforce_limits(std::chrono::steady_clock::time_point wall_deadline);
   void sample_disk(bool now);
@@ -78,7 +81,9 @@ class supervisor {
   std::optional<outcome_kind> forced_;  // why evalbox killed the run, if it did
   sys::owned_process child_;            // pid 1 of the run
   std::chrono::steady_clock::time_point started_;
-  stream out_, err_;
+  stream out_, err_;        // with a terminal, out_ reads its master
+  int master_ = -1;         // the terminal's master (owned by out_.pipe), or -1
+  bool tty_input_ = false;  // the helper's stdin is relayed into the master
   uint64_t kept_ = 0;
   bool truncated_ = false;
   bool disk_full_ = false;  // the run's disk had no free block at a sample

@@ -99,6 +99,7 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   p.tmp_bytes =
       std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30), 1ull << 30);
   p.inherit_stdio = options.inherit_stdio;
+  p.terminal = options.inherit_stdio && options.terminal;
   if (options.stdin_data) {
     p.stdin_path = base + ".stdin";
     EB_TRY(write_file(p.stdin_path, *options.stdin_data, 0600));

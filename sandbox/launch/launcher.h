@@ -42,6 +42,10 @@ struct launch_options {
   std::filesystem::path stderr_path;      // may equal stdout_path (merged, in order)
   std::optional<std::string> stdin_data;  // else stdin is /dev/null (unless inherit_stdio)
   bool inherit_stdio = false;
+  // With inherit_stdio, when the caller's stdin is a terminal: the program gets a
+  // pseudo-terminal of its own (sandbox shell), relayed by the helper; the caller puts its
+  // terminal in raw mode meanwhile (harness/cli/terminal.h).
+  bool terminal = false;
 };
 
 // Where the helper binary is: EVALBOX_HELPER, else beside the running executable, else the

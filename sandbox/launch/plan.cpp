@@ -66,6 +66,7 @@ json launch_plan::to_json() const {
       {"landlock", landlock},
       {"inherit_stdio", inherit_stdio},
       {"stdin_path", stdin_path},
+      {"terminal", terminal},
       {"stdout_path", stdout_path},
       {"stderr_path", stderr_path},
       {"binding_digest", binding_digest},
@@ -129,6 +130,8 @@ result<launch_plan> launch_plan::from_json(const json& j) {
   p.landlock = EB_TRY(get<bool>(j, "landlock"));
   p.inherit_stdio = EB_TRY(get<bool>(j, "inherit_stdio"));
   p.stdin_path = EB_TRY(get<std::string>(j, "stdin_path"));
+  p.terminal = j.is_object() && j.contains("terminal") && j["terminal"].is_boolean() &&
+               j["terminal"].get<bool>();
   p.stdout_path = EB_TRY(get<std::string>(j, "stdout_path"));
   p.stderr_path = EB_TRY(get<std::string>(j, "stderr_path"));
   p.binding_digest = EB_TRY(get<std::string>(j, "binding_digest"));

@@ -54,6 +54,10 @@ struct launch_plan {
   std::string stdin_path;   // empty: /dev/null
   std::string stdout_path;  // empty: discarded (still counted)
   std::string stderr_path;  // equal to stdout_path: one merged stream, in order
+  // With inherit_stdio: the program's stdio is a new pseudo-terminal of the sandbox's own devpts
+  // (its controlling terminal), which the helper relays to and from its fds 0 and 1
+  // (docs/sandbox.md, "A terminal").
+  bool terminal = false;
   std::string binding_digest;
   std::string hostname = "evalbox";
   std::optional<plan_image> image;  // unset: the allow-listed host root

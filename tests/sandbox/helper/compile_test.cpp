@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/base/json.h"
 #include "sandbox/helper/compile.h"
 #include "sandbox/spec/system_paths.h"
 #include "tests/support/golden.h"
@@ -64,6 +65,8 @@ const char* op_name(op kind) {
       return "close_range";
     case op::new_session:
       return "new_session";
+    case op::terminal:
+      return "terminal";
     case op::stdio:
       return "stdio";
     case op::close_fds:
@@ -342,6 +345,30 @@ TEST(CompilePlan, APassedThroughTerminalKeepsTheCallersSession) {
   compiled c;
   ASSERT_TRUE(compile(p, debian_host(), c));
   EXPECT_EQ(names(c.ctx.program).front(), "stdio");
+}
+
+// A terminal of its own: a new session first (a controlling terminal is only acquired by a
+// session leader), then the pseudo-terminal, before stdio and everything that drops privileges.
+TEST(CompilePlan, ATerminalOfItsOwnComesAfterANewSessionAndBeforeStdio) {
+  launch_plan p = representative_plan();
+  p.inherit_stdio = true;
+  p.terminal = true;
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  const auto program = names(c.ctx.program);
+  ASSERT_GE(program.size(), 3u);
+  EXPECT_EQ(program[0], "new session");
+  EXPECT_EQ(program[1], "terminal /dev/pts/ptmx");
+  EXPECT_EQ(program[2], "stdio");
+  // The plan carries it to the helper (and an older plan without the field has none).
+  auto back = launch_plan::from_json(p.to_json());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(back->terminal);
+  json old = p.to_json();
+  old.erase("terminal");
+  auto older = launch_plan::from_json(old);
+  ASSERT_TRUE(older) << older.error().message;
+  EXPECT_FALSE(older->terminal);
 }
 
 // look_at_host() describes this host as it is.
