@@ -7,6 +7,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/units.h"
+#include "sandbox/preparer/preparer.h"
 
 namespace evalbox::harness {
 namespace fs = std::filesystem;
@@ -85,30 +86,12 @@ result<kept_tree> keep_tree(const fs::path& from, const fs::path& to, uint64_t m
         format_bytes(max_bytes));
     return out;
   }
+  // The sandbox's own tree copy (sandbox::copy_out): a file the agent made setuid must not
+  // become one of root's on the host.
   EB_TRY(make_dirs(to, 0755));
-  auto copied =
-      walk(from, [&](const fs::directory_entry& e, const fs::path& rel, fs::file_status s) {
-        std::error_code ec;
-        const fs::path dest = to / rel;
-        if (fs::is_symlink(s)) {
-          fs::copy_symlink(e.path(), dest, ec);
-        } else if (fs::is_directory(s)) {
-          fs::create_directory(dest, ec);
-          if (!ec) fs::permissions(dest, s.permissions() | fs::perms::owner_all, ec);
-        } else if (fs::is_regular_file(s)) {
-          fs::copy_file(e.path(), dest, fs::copy_options::none, ec);
-        }
-        if (ec) {
-          out.skipped = fmt::format("copy {}: {}", rel.string(), ec.message());
-          return false;
-        }
-        return true;
-      });
-  if (!copied || !out.skipped.empty()) {
+  if (auto c = sandbox::copy_out(from, to); !c) {
     (void)remove_tree(to);
-    if (!copied)
-      return std::unexpected(std::move(copied.error()).with_context("keep the workspace"));
-    return make_error(error_kind::io, "keep the workspace: {}", out.skipped);
+    return std::unexpected(std::move(c).error().with_context("keep the workspace"));
   }
   out.kept = true;
   return out;

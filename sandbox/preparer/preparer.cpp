@@ -29,6 +29,7 @@
 #include "sandbox/spec/system_paths.h"
 #include "sandbox/spec/validate.h"
 #include "sandbox/workspace/layers.h"
+#include "sandbox/workspace/tree.h"
 
 namespace evalbox::sandbox {
 
@@ -461,6 +462,10 @@ result<reclaim_report> preparer::reclaim_stale() {
 preparer::~preparer() {
   if (impl_ && impl_->runs_lock)
     release_runs_tmpfs(std::move(impl_->runs_lock), run_state::runs_dir(impl_->options.state_root));
+}
+
+status copy_out(const std::filesystem::path& from, const std::filesystem::path& to) {
+  return workspace::copy_tree(from, to, workspace::copy_mode::copy, ::getuid(), ::getgid());
 }
 
 }  // namespace evalbox::sandbox

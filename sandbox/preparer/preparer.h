@@ -169,4 +169,10 @@ class preparer {
   std::unique_ptr<impl> impl_;
 };
 
+// Copies a tree a run left (its final workspace, as the host sees it) into the existing
+// directory `to`, to keep it beyond the run: links kept as links and never followed, special
+// files left out, setuid and setgid bits dropped, everything owned by the calling user — a
+// program the agent made setuid must not become one of evalbox's user on the host.
+status copy_out(const std::filesystem::path& from, const std::filesystem::path& to);
+
 }  // namespace evalbox::sandbox

@@ -80,6 +80,25 @@ TEST_F(KeepTree, CopiesFilesAndKeepsLinksAsLinksNeverFollowed) {
   EXPECT_EQ(read_file(from() / "src" / "a.py").value(), "print(1)\n");
 }
 
+// An agent may leave a setuid or setgid program in its workspace; kept by evalbox (root in
+// CI), it must not become a setuid program of evalbox's user on the host.
+TEST_F(KeepTree, KeptFilesLoseSetuidAndSetgidAndBelongToEvalboxsUser) {
+  ASSERT_TRUE(write_file(from() / "suid", "#!/bin/sh\n"));
+  ASSERT_EQ(::chmod((from() / "suid").c_str(), 06755), 0);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown((from() / "suid").c_str(), 60000, 60000), 0);
+    ASSERT_EQ(::chmod((from() / "suid").c_str(), 06755), 0);  // chown cleared the bits
+  }
+  auto k = keep_tree(from(), to(), 1u << 20);
+  ASSERT_TRUE(k) << k.error().message;
+  struct stat st {};
+  ASSERT_EQ(::stat((to() / "suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07000, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_EQ(st.st_uid, ::getuid());
+  EXPECT_EQ(st.st_gid, ::getgid());
+}
+
 TEST_F(KeepTree, AboveTheBoundNothingIsKeptAndTheReasonSaysHowMuch) {
   auto k = keep_tree(from(), to(), 1008);
   ASSERT_TRUE(k) << k.error().message;
