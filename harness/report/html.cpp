@@ -85,38 +85,61 @@ std::string unreadable(const std::string& rel) {
   return fmt::format("[evalbox: unreadable: {}]\n", rel);
 }
 
-// Reads runs/<id>/<name> for embedding, within the per-file cap and the remaining budget.
-// null when the run has no such file.
-json embed_file(const std::filesystem::path& dir, const std::string& run_id, const char* name,
-                bool at_line, const html_options& opt, size_t& budget) {
-  // Run ids are hex digests; anything else is not followed into the file system.
-  if (run_id.empty() || run_id.find_first_of("/\\") != std::string::npos || run_id[0] == '.')
-    return nullptr;
-  std::string rel = fmt::format("runs/{}/{}", run_id, name);
-  // One open and one fstat per file (a report of 100,000 runs embeds 200,000 of them); a FIFO
-  // or device planted there is not waited on (O_NONBLOCK) and not read (not a regular file).
-  const std::filesystem::path path = dir / rel;
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  struct stat st {};
-  if (!fd) return errno == ENOENT || errno == ENOTDIR ? json(nullptr) : json(unreadable(rel));
-  if (::fstat(fd.get(), &st) != 0) return unreadable(rel);
-  if (!S_ISREG(st.st_mode)) return nullptr;
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (budget == 0)
-    return fmt::format("[evalbox: not embedded: the report's size budget is spent; see {}]\n", rel);
-  size_t cap = std::min(opt.per_file_bytes, budget);
-  std::string head(static_cast<size_t>(std::min<uint64_t>(size, cap)), '\0');
-  size_t got = 0;
-  while (got < head.size()) {
-    ssize_t n = ::pread(fd.get(), head.data() + got, head.size() - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return unreadable(rel);  // an error, or the file shrank while it was read
-    got += static_cast<size_t>(n);
+// A run's directory, opened once for the files embedded from it. Neither it nor its files are
+// followed if they are symbolic links: a report shows what the run left, never a file a link
+// points to elsewhere (a report is read by people the results directory was not written by).
+class run_files {
+ public:
+  run_files(const std::filesystem::path& results_dir, const std::string& run_id,
+            const html_options& opt)
+      : id_(run_id) {
+    // Run ids are hex digests; anything else is not followed into the file system.
+    if (run_id.empty() || run_id.find_first_of("/\\") != std::string::npos || run_id[0] == '.')
+      return;
+    const std::filesystem::path dir =
+        opt.run_dir ? opt.run_dir(run_id) : results_dir / "runs" / run_id;
+    if (dir.empty()) return;
+    fd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd_ && errno != ENOENT && errno != ENOTDIR && errno != ELOOP) open_errno_ = errno;
   }
-  std::string text = cap_text(std::move(head), size, cap, at_line, rel);
-  budget -= std::min(budget, text.size());
-  return text;
-}
+
+  // runs/<id>/<name> for embedding, within the per-file cap and the remaining budget; null
+  // when the run has no such file. One open and one fstat per file (a report of 100,000 runs
+  // embeds 200,000 of them); a FIFO or device planted there is not waited on (O_NONBLOCK) and
+  // not read (not a regular file).
+  json embed(const char* name, bool at_line, const html_options& opt, size_t& budget) const {
+    const std::string rel = fmt::format("runs/{}/{}", id_, name);
+    if (open_errno_ != 0) return unreadable(rel);
+    if (!fd_) return nullptr;
+    unique_fd fd(
+        ::openat(fd_.get(), name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd) return errno == ENOENT || errno == ENOTDIR ? json(nullptr) : json(unreadable(rel));
+    if (::fstat(fd.get(), &st) != 0) return unreadable(rel);
+    if (!S_ISREG(st.st_mode)) return nullptr;
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (budget == 0)
+      return fmt::format("[evalbox: not embedded: the report's size budget is spent; see {}]\n",
+                         rel);
+    size_t cap = std::min(opt.per_file_bytes, budget);
+    std::string head(static_cast<size_t>(std::min<uint64_t>(size, cap)), '\0');
+    size_t got = 0;
+    while (got < head.size()) {
+      ssize_t n = ::pread(fd.get(), head.data() + got, head.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return unreadable(rel);  // an error, or the file shrank while it was read
+      got += static_cast<size_t>(n);
+    }
+    std::string text = cap_text(std::move(head), size, cap, at_line, rel);
+    budget -= std::min(budget, text.size());
+    return text;
+  }
+
+ private:
+  std::string id_;
+  unique_fd fd_;
+  int open_errno_ = 0;
+};
 
 std::string verdict_class(const std::string& v) {
   return v == "passed" ? "passed" : v == "failed" ? "failed" : "error";
@@ -367,6 +390,7 @@ json run_data(const json& r, const std::filesystem::path& results_dir, const htm
               size_t& budget) {
   std::string v = verdict_class(str(r, "verdict"));
   std::string id = str(r, "run_id");
+  const run_files files(results_dir, id, opt);
   json checks = json::array();
   const json& cs = field(field(r, "grading"), "checks");
   if (cs.is_array())
@@ -384,8 +408,8 @@ json run_data(const json& r, const std::filesystem::path& results_dir, const htm
           {"wall", wall.is_number() ? wall : json(nullptr)},
           {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
           {"checks", std::move(checks)},
-          {"diff", embed_file(results_dir, id, "workspace.diff", false, opt, budget)},
-          {"transcript", embed_file(results_dir, id, "transcript.jsonl", true, opt, budget)}};
+          {"diff", files.embed("workspace.diff", false, opt, budget)},
+          {"transcript", files.embed("transcript.jsonl", true, opt, budget)}};
 }
 
 // The runs' controls, and their data for the lazy drill-downs, in candidate, fixture, trial
@@ -410,12 +434,14 @@ status write_runs(std::ostream& h, const run_index& runs, const std::filesystem:
        "<button id=\"runs-next\" type=\"button\">next ›</button> <span id=\"runs-status\">"
        "</span></div>\n<noscript><p>The run drill-downs need JavaScript; everything above does "
        "not.</p></noscript>\n<div id=\"runs-list\"></div></div>\n";
-  std::vector<size_t> sorted(runs.size());
-  for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
-  std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
+  // 4 bytes a run, sorted in place (ties in record order, as a stable sort would leave them).
+  std::vector<uint32_t> sorted(runs.size());
+  for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = static_cast<uint32_t>(i);
+  std::sort(sorted.begin(), sorted.end(), [&](uint32_t a, uint32_t b) {
     const stats::run_outcome& x = runs.outcome(a);
     const stats::run_outcome& y = runs.outcome(b);
-    return std::tie(x.candidate, x.fixture, x.trial) < std::tie(y.candidate, y.fixture, y.trial);
+    return std::tie(x.candidate, x.fixture, x.trial, a) <
+           std::tie(y.candidate, y.fixture, y.trial, b);
   });
   // Keys of a JSON object are sorted: "runs" comes before "runs_per_page".
   h << "<script type=\"application/json\" id=\"evalbox-runs\">{\"runs\":[";

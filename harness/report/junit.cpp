@@ -36,27 +36,31 @@ std::string checks_text(const json& run) {
 
 status write_junit(std::ostream& out, const run_index& runs, const std::string& suite_name) {
   using verdict = stats::run_outcome::verdict;
-  // The totals head the file, so they come from the index; each testcase then reads its record.
-  std::map<std::string, std::vector<size_t>> by_candidate;
+  // The totals head the file, so they come from the index, as do each candidate's counts (in
+  // name order); each testcase then reads its record. A candidate's runs are found by a pass
+  // over the index, so that nothing here grows with the runs.
+  struct counts {
+    size_t tests = 0, failures = 0, errors = 0;
+  };
+  std::map<std::string, counts> by_candidate;
   size_t total_failures = 0, total_errors = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const stats::run_outcome& o = runs.outcome(i);
-    by_candidate[o.candidate].push_back(i);
+    counts& c = by_candidate[o.candidate];
+    ++c.tests;
+    c.failures += o.outcome == verdict::failed;
+    c.errors += o.outcome == verdict::error;
     total_failures += o.outcome == verdict::failed;
     total_errors += o.outcome == verdict::error;
   }
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << fmt::format("<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
                      xml_escape(suite_name), runs.size(), total_failures, total_errors);
-  for (const auto& [cand, members] : by_candidate) {
-    size_t failures = 0, errors = 0;
-    for (size_t i : members) {
-      failures += runs.outcome(i).outcome == verdict::failed;
-      errors += runs.outcome(i).outcome == verdict::error;
-    }
+  for (const auto& [cand, c] : by_candidate) {
     out << fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-                       xml_escape(cand), members.size(), failures, errors);
-    for (size_t i : members) {
+                       xml_escape(cand), c.tests, c.failures, c.errors);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (runs.outcome(i).candidate != cand) continue;
       const json r = EB_TRY(runs.read(i));
       const stats::run_outcome& o = runs.outcome(i);
       const json& wall = field(field(r, "timings"), "wall_ms");

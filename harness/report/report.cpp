@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <ostream>
+#include <thread>
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
@@ -179,8 +180,8 @@ result<stats::summary> write_reports(const std::filesystem::path& dir, const run
 
 status write_reports(const std::filesystem::path& dir, const stats::summary& s,
                      const run_index& runs, const std::string& suite_name,
-                     std::span<const report_format> formats) {
-  for (report_format f : formats) {
+                     std::span<const report_format> formats, const html_options& html) {
+  auto write = [&](report_format f) -> status {
     auto render = [&](std::ostream& out) -> status {
       switch (f) {
         case report_format::json:
@@ -189,7 +190,7 @@ status write_reports(const std::filesystem::path& dir, const stats::summary& s,
         case report_format::md:
           return write_markdown(out, s, runs, suite_name);
         case report_format::html:
-          return write_html(out, s, runs, suite_name, dir);
+          return write_html(out, s, runs, suite_name, dir, html);
         case report_format::junit:
           return write_junit(out, runs, suite_name);
       }
@@ -197,8 +198,23 @@ status write_reports(const std::filesystem::path& dir, const stats::summary& s,
     };
     EB_TRY_CTX(write_file_streamed(dir / report_file_name(f), render),
                fmt::format("write {}", report_file_name(f)));
+    return {};
+  };
+  // report.html costs about as much as the others together (it reads every run back and embeds
+  // its files): with a second CPU it is written on a thread of its own meanwhile.
+  const auto html_at = std::find(formats.begin(), formats.end(), report_format::html);
+  if (html_at == formats.end() || formats.size() == 1 || std::thread::hardware_concurrency() < 2) {
+    for (report_format f : formats) EB_TRY(write(f));
+    return {};
   }
-  return {};
+  status html_written;
+  std::thread html_thread([&] { html_written = write(report_format::html); });
+  status others;
+  for (report_format f : formats)
+    if (f != report_format::html && others) others = write(f);
+  html_thread.join();
+  if (!others) return others;
+  return html_written;
 }
 
 result<stats::summary> write_reports(const std::filesystem::path& dir,

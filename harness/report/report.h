@@ -7,10 +7,12 @@
 // write_reports; the statistics are stats.h.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -58,6 +60,25 @@ class run_index {
   // results.jsonl of `dir` in one pass, keeping the newest record of each (candidate,
   // fixture, trial) (latest_records). `visit`, when set, sees every record on the way.
   static result<run_index> of_results(const results_dir& dir, const record_visitor& visit = {});
+  // An index built from records handed over one at a time in results.jsonl's order, each with
+  // its place in `results_file`: once finished, the index of_results gives of the complete
+  // file. A merge indexes the lines it appends as it goes rather than lexing them all again;
+  // until the file is complete, the index's read() is safe only when reads_aside().
+  class incremental {
+   public:
+    explicit incremental(std::filesystem::path results_file);
+    incremental(incremental&&) noexcept;
+    ~incremental();
+    // A record holding report_fields() (as for_each_record with them gives it).
+    status add(const json& record, record_location where);
+    // A line of results.jsonl, parsed as for_each_record does (no record: skipped).
+    status add_line(std::string_view line, record_location where);
+    result<run_index> finish() &&;
+
+   private:
+    struct state;
+    std::unique_ptr<state> s_;
+  };
   // Records already in memory, which must outlive the index: every one of them as given, or
   // with `newest_only` the newest of each trial, as from results.jsonl.
   static run_index of_records(std::span<const json> records, bool newest_only = false);
@@ -77,8 +98,10 @@ class run_index {
   // The record of `run`, read back: from results.jsonl with report_fields() only, or a copy of
   // the one in memory.
   [[nodiscard]] result<json> read(size_t run) const;
+  // Whether read() reads the fields set aside while indexing, not results.jsonl.
+  [[nodiscard]] bool reads_aside() const noexcept { return aside_reader_.has_value(); }
   // How many records read() has returned: each renderer reads a run's record at most once.
-  [[nodiscard]] size_t reads() const noexcept { return reads_; }
+  [[nodiscard]] size_t reads() const noexcept { return reads_.n.load(); }
 
  private:
   class builder;  // indexes records one at a time, newest per trial (report.cpp)
@@ -95,7 +118,17 @@ class run_index {
   std::string suite_;
   std::span<const json> memory_;  // the records in memory; empty when read from reader_
   std::optional<record_reader> reader_;
-  mutable size_t reads_ = 0;
+  // Renderers may read at once (write_reports renders report.html beside the others).
+  struct counter {
+    counter() = default;
+    counter(const counter& o) : n(o.n.load()) {}
+    counter& operator=(const counter& o) {
+      n = o.n.load();
+      return *this;
+    }
+    std::atomic<size_t> n{0};
+  };
+  mutable counter reads_;
 };
 
 // The statistics of the indexed runs (a baseline that has no runs is dropped with a warning
@@ -120,10 +153,15 @@ struct html_options {
   size_t per_file_bytes = 16 * 1024;
   size_t total_bytes = 48u << 20;
   size_t runs_per_page = 100;  // rows of the run table the inline script renders at a time
+  // Where a run's files are read from, if not `results_dir`/runs/<id> (a merge renders its
+  // report while the run directories are still being brought in: it reads the shards' own).
+  // An empty path: the run has no directory.
+  std::function<std::filesystem::path(const std::string& run_id)> run_dir;
 };
 
 // report.html: one self-contained file. `results_dir` is read for runs/<id>/workspace.diff and
-// runs/<id>/transcript.jsonl (missing files are shown as missing, not as errors).
+// runs/<id>/transcript.jsonl (missing files are shown as missing, not as errors; symbolic links
+// are not followed, and are shown as unreadable).
 status write_html(std::ostream& out, const stats::summary& s, const run_index& runs,
                   const std::string& suite_name, const std::filesystem::path& results_dir,
                   const html_options& options = {});
@@ -143,10 +181,12 @@ result<stats::summary> write_reports(const std::filesystem::path& dir, const run
                                      std::optional<std::string> baseline,
                                      std::span<const report_format> formats = all_report_formats);
 
-// The same with the summary already made (e.g. a partial merge's, which says what is missing).
+// The same with the summary already made (e.g. a partial merge's, which says what is missing),
+// and report.html's options.
 status write_reports(const std::filesystem::path& dir, const stats::summary& s,
                      const run_index& runs, const std::string& suite_name,
-                     std::span<const report_format> formats = all_report_formats);
+                     std::span<const report_format> formats = all_report_formats,
+                     const html_options& html = {});
 
 // The same from records in memory, of which latest_records(records) are reported.
 result<stats::summary> write_reports(const std::filesystem::path& dir,

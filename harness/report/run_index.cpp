@@ -152,34 +152,61 @@ class run_index::builder {
   std::vector<bool> superseded_;
 };
 
-result<run_index> run_index::of_results(const results_dir& dir, const record_visitor& visit) {
+struct run_index::incremental::state {
+  explicit state(std::filesystem::path file)
+      : results_file(std::move(file)), b(index, /*newest_only=*/true) {}
+  std::filesystem::path results_file;
   run_index index;
-  builder b(index, /*newest_only=*/true);
+  builder b;
   // The fields read back are set aside as they are parsed; without a temporary file (or once
   // writing it failed) runs are read back from results.jsonl, which only costs more time.
-  auto spill = record_spill::create();
-  auto add = [&](const json& record, record_location where) -> status {
-    if (visit) EB_TRY(visit(record));
-    std::optional<record_location> aside;
-    if (spill) {
-      auto at = spill->add(record);
-      if (at)
-        aside = *at;
-      else
-        spill = std::unexpected(std::move(at).error());
-    }
-    b.add(record, where, aside);
-    return {};
-  };
-  EB_TRY(dir.for_each_record(report_fields(), add));
-  if (spill && index.aside_.size() == index.seen_) {
-    auto reader = std::move(*spill).finish();
+  result<record_spill> spill = record_spill::create();
+};
+
+run_index::incremental::incremental(std::filesystem::path results_file)
+    : s_(std::make_unique<state>(std::move(results_file))) {}
+run_index::incremental::incremental(incremental&&) noexcept = default;
+run_index::incremental::~incremental() = default;
+
+status run_index::incremental::add(const json& record, record_location where) {
+  std::optional<record_location> aside;
+  if (s_->spill) {
+    auto at = s_->spill->add(record);
+    if (at)
+      aside = *at;
+    else
+      s_->spill = std::unexpected(std::move(at).error());
+  }
+  s_->b.add(record, where, aside);
+  return {};
+}
+
+status run_index::incremental::add_line(std::string_view line, record_location where) {
+  if (line.empty()) return {};
+  json record = parse_record(line, &report_fields());
+  return record.is_null() ? status{} : add(record, where);
+}
+
+result<run_index> run_index::incremental::finish() && {
+  run_index& index = s_->index;
+  if (s_->spill && index.aside_.size() == index.seen_) {
+    auto reader = std::move(*s_->spill).finish();
     if (reader) index.aside_reader_ = std::move(*reader);
   }
   if (!index.aside_reader_) index.aside_.clear();
-  b.finish();
-  if (!index.empty()) index.reader_ = EB_TRY(record_reader::open(dir.results_file()));
-  return index;
+  s_->b.finish();
+  if (!index.empty()) index.reader_ = EB_TRY(record_reader::open(s_->results_file));
+  return std::move(index);
+}
+
+result<run_index> run_index::of_results(const results_dir& dir, const record_visitor& visit) {
+  incremental index(dir.results_file());
+  auto add = [&](const json& record, record_location where) -> status {
+    if (visit) EB_TRY(visit(record));
+    return index.add(record, where);
+  };
+  EB_TRY(dir.for_each_record(report_fields(), add));
+  return std::move(index).finish();
 }
 
 run_index run_index::of_records(std::span<const json> records, bool newest_only) {
@@ -196,7 +223,7 @@ std::string run_index::suite_name(std::string fallback) const {
 }
 
 result<json> run_index::read(size_t run) const {
-  ++reads_;
+  ++reads_.n;
   if (aside_reader_) {
     auto r = aside_reader_->read(aside_[run]);
     if (r) return r;

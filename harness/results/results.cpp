@@ -271,11 +271,13 @@ status results_dir::record(const json& run) const {
 result<record_reader> record_reader::open(const fs::path& results_file) {
   unique_fd fd(::open(results_file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return sys_error(errno, "open {}", results_file.string());
-  return record_reader(std::move(fd), results_file);
+  return record_reader(std::move(fd), results_file, encoding::json_lines);
 }
 
 result<json> record_reader::read(record_location where, const record_fields* keep) const {
-  std::string& line = line_;
+  // Kept between reads, one per thread: a fresh buffer of a few kilobytes per record made glibc
+  // consolidate its free lists on every read.
+  thread_local std::string line;
   line.resize(static_cast<size_t>(where.size));
   size_t done = 0;
   while (done < line.size()) {
@@ -286,7 +288,16 @@ result<json> record_reader::read(record_location where, const record_fields* kee
     if (n == 0) break;
     done += static_cast<size_t>(n);
   }
-  json record = done == line.size() ? parse_record(line, keep) : json();
+  json record;
+  if (done == line.size()) {
+    if (encoding_ == encoding::json_lines) {
+      record = parse_record(line, keep);
+    } else {
+      // Written by this process from a parsed record: what does not decode was damaged.
+      record = json::from_msgpack(line, /*strict=*/true, /*allow_exceptions=*/false);
+      if (record.is_discarded()) record = json();
+    }
+  }
   if (record.is_null())
     return make_error(error_kind::io, "{}: no run record at byte {} any more (was it rewritten?)",
                       path_.string(), where.offset);
@@ -310,10 +321,9 @@ result<record_spill> record_spill::create() {
 
 result<record_location> record_spill::add(const json& record) {
   record_location at{written_ + buffer_.size(), 0};
-  buffer_ += record.dump();
+  json::to_msgpack(record, buffer_);
   at.size = written_ + buffer_.size() - at.offset;
-  buffer_ += '\n';
-  if (buffer_.size() >= (1u << 20)) EB_TRY(flush());
+  if (buffer_.size() >= (64u << 10)) EB_TRY(flush());  // a buffer that does not grow with the runs
   return at;
 }
 
@@ -333,7 +343,7 @@ status record_spill::flush() {
 
 result<record_reader> record_spill::finish() && {
   EB_TRY(flush());
-  return record_reader::of(std::move(fd_), std::move(shown_));
+  return record_reader::of(std::move(fd_), std::move(shown_), record_reader::encoding::msgpack);
 }
 
 }  // namespace evalbox::harness

@@ -94,26 +94,30 @@ class results_dir {
 class record_reader {
  public:
   static result<record_reader> open(const std::filesystem::path& results_file);
+  // How the records of a file are written: JSON lines (results.jsonl) or MessagePack (what a
+  // record_spill writes: read back without lexing text).
+  enum class encoding { json_lines, msgpack };
   // A reader of records in an open file (`shown` names it in errors).
-  static record_reader of(unique_fd fd, std::filesystem::path shown) {
-    return record_reader(std::move(fd), std::move(shown));
+  static record_reader of(unique_fd fd, std::filesystem::path shown,
+                          encoding e = encoding::json_lines) {
+    return record_reader(std::move(fd), std::move(shown), e);
   }
-  // The record at `where` (as for_each_record reported it), with only `keep`'s fields if given.
+  // The record at `where` (as for_each_record reported it), with only `keep`'s fields if given
+  // (`keep` applies to JSON lines; a spill holds only what was set aside). Threads may read at
+  // once.
   [[nodiscard]] result<json> read(record_location where, const record_fields* keep = nullptr) const;
 
  private:
-  explicit record_reader(unique_fd fd, std::filesystem::path path)
-      : fd_(std::move(fd)), path_(std::move(path)) {}
+  explicit record_reader(unique_fd fd, std::filesystem::path path, encoding e)
+      : fd_(std::move(fd)), path_(std::move(path)), encoding_(e) {}
   unique_fd fd_;
   std::filesystem::path path_;
-  // The line being read, kept between reads: a fresh buffer of a few kilobytes per record
-  // made glibc consolidate its free lists on every read (a read is not thread-safe).
-  mutable std::string line_;
+  encoding encoding_;
 };
 
-// Records written aside, one per line, into an unlinked temporary file (under TMPDIR, else
-// /tmp; gone when the last descriptor closes, a crash included), to be read back by their
-// location: a reader that needs a few fields of each record several times keeps them here
+// Records written aside, one after another in MessagePack, into an unlinked temporary file (under
+// TMPDIR, else /tmp; gone when the last descriptor closes, a crash included), to be read back by
+// their location: a reader that needs a few fields of each record several times keeps them here
 // rather than in memory or parsing the whole record again.
 class record_spill {
  public:
