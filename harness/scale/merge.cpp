@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <system_error>
+#include <thread>
 
 #include <fmt/ranges.h>
 
@@ -410,51 +411,55 @@ status link_tree(unique_fd from_fd, int to, const fs::path& shown, bool copy, me
   if (depth > 64)
     return make_error(error_kind::invalid_argument, "{}: nested too deep", shown.string());
   const int from = from_fd.get();
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(from), ::closedir);
-  if (!dir) return sys_error(errno, "read {}", shown.string());
-  (void)from_fd.release();  // closed by closedir
   auto mode_of = [&](const char* name) -> result<mode_t> {
     struct stat st {};
     if (::fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
       return sys_error(errno, "stat {}", (shown / name).string());
     return st.st_mode;
   };
-  errno = 0;
-  while (dirent* e = ::readdir(dir.get())) {
-    const char* name = e->d_name;
-    if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
-    unsigned char type = e->d_type;
-    if (type == DT_UNKNOWN) type = IFTODT(EB_TRY(mode_of(name)));  // filesystems without d_type
-    if (type == DT_REG) {
-      if (!copy) {
-        if (::linkat(from, name, to, name, 0) == 0) {
-          ++out.linked;
-          continue;
+  // The entries straight from getdents64 (readdir's stream would add an fstat, an fcntl and an
+  // allocation to every run directory).
+  alignas(dirent64) char buf[4096];
+  for (;;) {
+    const ssize_t got = ::getdents64(from, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return sys_error(errno, "read {}", shown.string());
+    if (got == 0) return {};
+    for (ssize_t at = 0; at < got;) {
+      const auto* e = reinterpret_cast<const dirent64*>(buf + at);
+      at += e->d_reclen;
+      const char* name = e->d_name;
+      if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+      unsigned char type = e->d_type;
+      if (type == DT_UNKNOWN) type = IFTODT(EB_TRY(mode_of(name)));  // filesystems without d_type
+      if (type == DT_REG) {
+        if (!copy) {
+          if (::linkat(from, name, to, name, 0) == 0) {
+            ++out.linked;
+            continue;
+          }
+          if (errno != EXDEV && errno != EPERM && errno != EMLINK && errno != EACCES)
+            return sys_error(errno, "link {}", (shown / name).string());
         }
-        if (errno != EXDEV && errno != EPERM && errno != EMLINK && errno != EACCES)
-          return sys_error(errno, "link {}", (shown / name).string());
+        const mode_t mode = EB_TRY(mode_of(name));
+        EB_TRY(copy_at(from, to, name, mode, shown));
+        ++out.copied;
+      } else if (type == DT_DIR) {
+        const mode_t mode = EB_TRY(mode_of(name));
+        if (::mkdirat(to, name, mode & 07777) != 0) return sys_error(errno, "mkdir {}", name);
+        unique_fd sub_from(::openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        unique_fd sub_to(::openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!sub_from || !sub_to) return sys_error(errno, "open {}", (shown / name).string());
+        EB_TRY(link_tree(std::move(sub_from), sub_to.get(), shown / name, copy, out, depth + 1));
+      } else if (type == DT_LNK) {
+        std::string target(PATH_MAX, '\0');
+        ssize_t n = ::readlinkat(from, name, target.data(), target.size());
+        if (n < 0) return sys_error(errno, "readlink {}", (shown / name).string());
+        target.resize(static_cast<size_t>(n));
+        if (::symlinkat(target.c_str(), to, name) != 0) return sys_error(errno, "symlink {}", name);
       }
-      const mode_t mode = EB_TRY(mode_of(name));
-      EB_TRY(copy_at(from, to, name, mode, shown));
-      ++out.copied;
-    } else if (type == DT_DIR) {
-      const mode_t mode = EB_TRY(mode_of(name));
-      if (::mkdirat(to, name, mode & 07777) != 0) return sys_error(errno, "mkdir {}", name);
-      unique_fd sub_from(::openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      unique_fd sub_to(::openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!sub_from || !sub_to) return sys_error(errno, "open {}", (shown / name).string());
-      EB_TRY(link_tree(std::move(sub_from), sub_to.get(), shown / name, copy, out, depth + 1));
-    } else if (type == DT_LNK) {
-      std::string target(PATH_MAX, '\0');
-      ssize_t n = ::readlinkat(from, name, target.data(), target.size());
-      if (n < 0) return sys_error(errno, "readlink {}", (shown / name).string());
-      target.resize(static_cast<size_t>(n));
-      if (::symlinkat(target.c_str(), to, name) != 0) return sys_error(errno, "symlink {}", name);
     }
-    errno = 0;
   }
-  if (errno != 0) return sys_error(errno, "read {}", shown.string());
-  return {};
 }
 
 // Run directories brought from one source's runs/ into the output's (see link_tree). A
@@ -504,6 +509,19 @@ class run_dirs {
   fs::path from_path_, to_path_;
   bool copy_;
 };
+
+// Calls work(i) for every i < n, on as many threads as there are CPUs (this one included).
+void for_each_in_parallel(size_t n, const std::function<void(size_t)>& work) {
+  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < n;) work(i);
+  };
+  std::vector<std::thread> others;
+  for (size_t t = 1; t < threads; ++t) others.emplace_back(worker);
+  worker();
+  for (auto& t : others) t.join();
+}
 
 }  // namespace
 
@@ -564,28 +582,41 @@ result<merge_report> merge_shards(const merge_options& options) {
   out.planned = planned.size();
 
   // ---- pass 1: index every source; one record per run across them ----
-  std::vector<slot> slots(planned.size());  // by position in `planned`
-  // One source's records in file order (its reruns included), before its newest of each run is
-  // known: what a source holds is only compared with the others once it is read to the end.
-  std::vector<std::pair<uint32_t, slot>> seen;
-  for (uint32_t si = 0; si < sources.size(); ++si) {
-    const source& s = sources[si];
-    seen.clear();
-    auto walked = scan_records(
-        s.dir / "results.jsonl",
+  // Each source's records in file order (its reruns included), read on as many threads as
+  // there are CPUs (the lexing is most of a merge's CPU time); what a source holds is only
+  // compared with the others, in the order of the sources, once it is read to the end.
+  struct scanned {
+    std::vector<std::pair<uint32_t, slot>> seen;
+    uint64_t foreign = 0;
+    status walked;
+  };
+  std::vector<scanned> scans(sources.size());
+  for_each_in_parallel(sources.size(), [&](size_t i) {
+    const auto si = static_cast<uint32_t>(i);
+    scanned& sc = scans[si];
+    sc.walked = scan_records(
+        sources[si].dir / "results.jsonl",
         [&](std::string_view line, record_location where, std::string_view run_id) -> status {
           std::optional<uint64_t> id = id_number(run_id);
           std::optional<uint32_t> pos = id ? position_of(*id) : std::nullopt;
           if (!pos) {
-            ++out.foreign;
+            ++sc.foreign;
             return {};
           }
-          seen.emplace_back(*pos, slot{si, where, digest_of(line)});
+          sc.seen.emplace_back(*pos, slot{si, where, digest_of(line)});
           return {};
         });
-    if (!walked)
-      return std::unexpected(std::move(walked).error().with_context(
-          fmt::format("{} {}", s.is_output ? "--into" : "shard", s.dir.string())));
+  });
+  std::vector<slot> slots(planned.size());  // by position in `planned`
+  for (uint32_t si = 0; si < sources.size(); ++si) {
+    const source& s = sources[si];
+    if (!scans[si].walked)
+      return std::unexpected(std::move(scans[si].walked)
+                                 .error()
+                                 .with_context(fmt::format(
+                                     "{} {}", s.is_output ? "--into" : "shard", s.dir.string())));
+    out.foreign += scans[si].foreign;
+    std::vector<std::pair<uint32_t, slot>> seen = std::move(scans[si].seen);
     std::stable_sort(seen.begin(), seen.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t i = 0; i < seen.size(); ++i) {
@@ -614,7 +645,7 @@ result<merge_report> merge_shards(const merge_options& options) {
           line_at(s.dir / "results.jsonl", mine.where.offset), planned[pos].id);
     }
   }
-  seen = {};
+  scans = {};
 
   // ---- what is missing, by shard ----
   std::map<int, shard_gap> gaps;
@@ -651,9 +682,13 @@ result<merge_report> merge_shards(const merge_options& options) {
       ::open(target.results_file().c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   if (!results_fd) return sys_error(errno, "open {}", target.results_file().string());
   EB_TRY(drop_torn_tail(results_fd.get(), target.results_file()));
-  appender append(std::move(results_fd), target.results_file());
+  const off_t base = ::lseek(results_fd.get(), 0, SEEK_END);
+  if (base < 0) return sys_error(errno, "lseek {}", target.results_file().string());
+  // A first merge says which shards the directory is the merge of before it adds anything, so
+  // that a merge killed midway is a directory evalbox merge finishes when run again.
+  if (!had_output) EB_TRY(write_plan(into, out.plan));
   // The runs taken from each source, in the order of its results.jsonl; each line is read back
-  // by where pass 1 found it, so none is parsed twice.
+  // by where pass 1 found it.
   std::vector<uint32_t> order;
   for (uint32_t pos = 0; pos < slots.size(); ++pos)
     if (slots[pos].source != slot::none && !(had_output && slots[pos].source == 0))
@@ -662,40 +697,120 @@ result<merge_report> merge_shards(const merge_options& options) {
     return std::pair(slots[a].source, slots[a].where.offset) <
            std::pair(slots[b].source, slots[b].where.offset);
   });
-  unique_fd fd;
-  std::string line;
-  std::optional<run_dirs> dirs;
-  uint32_t open_source = slot::none;
-  for (uint32_t pos : order) {
-    const slot& from = slots[pos];
-    const source& s = sources[from.source];
-    const fs::path file = s.dir / "results.jsonl";
-    if (from.source != open_source) {
-      fd = unique_fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-      if (!fd) return sys_error(errno, "open {}", file.string());
-      dirs = EB_TRY(run_dirs::open(s.dir / "runs", into / "runs", options.copy));
-      open_source = from.source;
-    }
-    EB_TRY(read_line_at(fd.get(), file, from.where, line));
-    if (!EB_TRY(dirs->bring(fmt::format("{:016x}", planned[pos].id), out))) ++out.without_dir;
-    ++out.added;
-    EB_TRY(append.add(line));
+  // The reports' index, of what the output already holds, then of each line as it is appended:
+  // the lines are lexed once more here, not a third time from the merged file.
+  run_index::incremental index(target.results_file());
+  if (had_output) {
+    auto add = [&](const json& record, record_location where) { return index.add(record, where); };
+    EB_TRY(target.for_each_record(report_fields(), add));
   }
-  EB_TRY(append.finish());
+  // The lines of `order`, one at a time, from their sources.
+  class line_reader {
+   public:
+    line_reader(const std::vector<source>& sources, const std::vector<slot>& slots)
+        : sources_(sources), slots_(slots) {}
+    status read(uint32_t pos, std::string& line) {
+      const slot& from = slots_[pos];
+      const fs::path file = sources_[from.source].dir / "results.jsonl";
+      if (from.source != open_) {
+        fd_ = unique_fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd_) return sys_error(errno, "open {}", file.string());
+        open_ = from.source;
+      }
+      return read_line_at(fd_.get(), file, from.where, line);
+    }
+
+   private:
+    const std::vector<source>& sources_;
+    const std::vector<slot>& slots_;
+    unique_fd fd_;
+    uint32_t open_ = slot::none;
+  };
+
+  // Two workers meet here: this thread indexes the lines and renders the reports, while a
+  // second brings each run's directory and then appends its line (the kernel's share: a mkdir
+  // and a link per file). The reports are rendered aside, reading the runs' files from the
+  // directories they are brought from (the same files), and put in place once every record is.
+  std::atomic<bool> stop{false};
+  merge_report brought;
+  status appended;
+  std::thread writer([&] {
+    appended = [&]() -> status {
+      appender append(std::move(results_fd), target.results_file());
+      line_reader lines(sources, slots);
+      std::string line;
+      std::optional<run_dirs> dirs;
+      uint32_t open_source = slot::none;
+      for (uint32_t pos : order) {
+        if (stop.load(std::memory_order_relaxed))
+          return make_error(error_kind::cancelled, "stopped: the reports failed");
+        const slot& from = slots[pos];
+        if (from.source != open_source) {
+          const source& s = sources[from.source];
+          dirs = EB_TRY(run_dirs::open(s.dir / "runs", into / "runs", options.copy));
+          open_source = from.source;
+        }
+        EB_TRY(lines.read(pos, line));
+        if (!EB_TRY(dirs->bring(fmt::format("{:016x}", planned[pos].id), brought)))
+          ++brought.without_dir;
+        ++brought.added;
+        EB_TRY(append.add(line));
+      }
+      return append.finish();
+    }();
+    if (!appended) stop = true;
+  });
+  const fs::path staging = into / ".merge-reports";
+  auto reported = [&]() -> result<stats::summary> {
+    line_reader lines(sources, slots);
+    std::string line;
+    uint64_t offset = static_cast<uint64_t>(base);
+    for (uint32_t pos : order) {
+      if (stop.load(std::memory_order_relaxed)) return stats::summary{};  // the writer failed
+      EB_TRY(lines.read(pos, line));
+      EB_TRY(index.add_line(line, {offset, line.size()}));
+      offset += line.size() + 1;
+    }
+    auto runs = EB_TRY(std::move(index).finish());
+    // Without the fields set aside, the renderers read the records back from results.jsonl:
+    // only once it is complete.
+    if (!runs.reads_aside()) writer.join();
+    auto s = EB_TRY(summarize_runs(runs, out.plan.baseline));
+    if (out.missing > 0) s.missing = stats::missing_runs{out.planned, out.missing};
+    (void)remove_tree(staging);
+    EB_TRY(make_dirs(staging));
+    html_options html;
+    html.run_dir = [&](const std::string& id) -> fs::path {
+      const std::optional<uint64_t> n = id_number(id);
+      const std::optional<uint32_t> pos = n ? position_of(*n) : std::nullopt;
+      if (pos && slots[*pos].source != slot::none && !(had_output && slots[*pos].source == 0))
+        return sources[slots[*pos].source].dir / "runs" / id;
+      return into / "runs" / id;
+    };
+    EB_TRY(write_reports(staging, s, runs, out.plan.suite, all_report_formats, html));
+    return s;
+  }();
+  if (!reported) stop = true;
+  if (writer.joinable()) writer.join();
+  if (!appended || !reported) {
+    (void)remove_tree(staging);
+    if (!appended) return std::unexpected(std::move(appended).error());
+    return std::unexpected(std::move(reported).error().with_context("reports"));
+  }
+  out.added = brought.added;
+  out.linked = brought.linked;
+  out.copied = brought.copied;
+  out.without_dir = brought.without_dir;
+  for (report_format f : all_report_formats) {
+    const fs::path from = staging / report_file_name(f), to = into / report_file_name(f);
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return sys_error(errno, "rename {} -> {}", from.string(), to.string());
+  }
+  (void)::rmdir(staging.c_str());
+  if (::fsync(lock.get()) != 0) return sys_error(errno, "fsync {}", into.string());
   EB_TRY(write_plan(into, out.plan));
   out.written = true;
-  // The merge's own index is not needed by the reports: freed before they build theirs.
-  planned = {};
-  by_id = {};
-  slots = {};
-  order = {};
-
-  // ---- reports, from the merged results.jsonl alone ----
-  auto index = EB_TRY(run_index::of_results(target));
-  auto s = EB_TRY(summarize_runs(index, out.plan.baseline));
-  if (out.missing > 0) s.missing = stats::missing_runs{out.planned, out.missing};
-  EB_TRY_CTX(write_reports(into, s, index, out.plan.suite), "reports");
-  out.summary = std::move(s);
+  out.summary = std::move(*reported);
   return out;
 }
 

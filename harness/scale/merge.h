@@ -8,23 +8,28 @@
 //      superseded, a record of another plan is left out), with where its line lies and a
 //      digest of the line (evalbox writes records in canonical form, so a record is the same
 //      bytes wherever it is copied); only the top-level schema and run id are read out of a
-//      line (a SAX parse that validates it, no document). Across inputs, one record per run —
+//      line (a SAX parse that validates it, no document). The inputs are read on as many
+//      threads as there are CPUs, then compared in order: across inputs, one record per run —
 //      the same record again is a duplicate (a shard given twice, or merged before), a
 //      different one is a conflict that stops the merge before anything is written. The runs
 //      of the plan that no input records are missing.
-//   2. write (only when nothing is missing, or with `partial`): for each run not yet in the
-//      output, its runs/<id>/ directory is hard-linked file by file into the output (copied
-//      where links cannot be made, or with `copy`), then its line, read back by where pass 1
-//      found it, appended to results.jsonl; plan.json says which shards the output holds. A
-//      directory is complete before its record is appended, so a merge killed midway is
-//      finished by merging again.
-// Then the reports, from the merged results.jsonl alone, as `evalbox report` writes them.
+//   2. write (only when nothing is missing, or with `partial`): a first merge writes plan.json
+//      (which shards the output is the merge of) before anything else. Then two workers: one
+//      brings, for each run not yet in the output, its runs/<id>/ directory, hard-linked file
+//      by file (copied where links cannot be made, or with `copy`), then appends its line,
+//      read back by where pass 1 found it, to results.jsonl. A directory is complete before
+//      its record is appended, so a merge killed midway is finished by merging again. The
+//      other indexes the output's records and each line as it is appended (report_fields()
+//      only: the same index `evalbox report` builds of the merged file) and renders every
+//      report into a staging directory, reading the runs' files from the inputs they are
+//      being brought from (the same files); the reports are put in place once every record is
+//      appended, and are byte for byte those `evalbox report` writes of the merged directory.
 //
 // Memory: no record is kept, and no file is read whole. Per planned run, 68 bytes: its id and
 // where it sits in the plan (24 + 4 bytes), and the slot of the record it is taken from
-// (source, offset, length, 128-bit digest: 40 bytes, padded); while an input is read, 48
-// bytes per record of that input, to find its newest record of each run before comparing
-// with the others. All of it is freed before the reports build their own run index.
+// (source, offset, length, 128-bit digest: 40 bytes, padded); while the inputs are read, 48
+// bytes per record of every input, to find each one's newest record of each run before
+// comparing them; then the reports' run index (a few hundred bytes per run, docs/report.md).
 #pragma once
 
 #include <cstdint>

@@ -472,3 +472,87 @@ TEST(Merge, IntoAnotherRunsDirectoryIsRefused) {
 
 }  // namespace
 }  // namespace evalbox::harness::scale
+
+namespace evalbox::harness::scale {
+namespace {
+
+// Every report a merge writes is the one `evalbox report` writes of the merged directory, byte
+// for byte, also when the merge read the runs' files from the shards while it was still
+// bringing them in, and when a shard's run directory holds links an attacker planted: a
+// transcript that is a symlink to a host file, a run directory that is a symlink.
+TEST(Merge, EveryReportEqualsTheReportOfTheMergedDirectory) {
+  fixture_dirs f;
+  const auto runs = matrix_runs(f.plan);
+  auto in_shard = [&](const matrix_run& r) {
+    return results_dir(f.shards[static_cast<size_t>(r.shard)]).run_dir(r.run_id);
+  };
+  ASSERT_TRUE(write_file(f.tmp.path() / "secret", "host secret\n"));
+  ASSERT_TRUE(write_file(in_shard(runs[0]) / "workspace.diff", "--- a/x\n+++ b/x\n"));
+  ASSERT_TRUE(remove_tree(in_shard(runs[1]) / "transcript.jsonl"));
+  fs::create_symlink(f.tmp.path() / "secret", in_shard(runs[1]) / "transcript.jsonl");
+  fs::create_symlink("../../../secret", in_shard(runs[2]) / "workspace.diff");
+  ASSERT_TRUE(remove_tree(in_shard(runs[3])));
+  fs::create_symlink(in_shard(runs[0]), in_shard(runs[3]));
+  auto m = f.merge();
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->without_dir, 1u) << "the run directory that is a symlink is not brought";
+  EXPECT_FALSE(fs::exists(f.out / ".merge-reports")) << "the reports' staging directory is gone";
+  const fs::path copy = f.tmp.path() / "as-merged";
+  ASSERT_TRUE(make_dirs(copy));
+  for (report_format fmt : all_report_formats)
+    fs::copy_file(f.out / report_file_name(fmt), copy / report_file_name(fmt));
+  auto index = run_index::of_results(results_dir(f.out));
+  ASSERT_TRUE(index) << index.error().message;
+  ASSERT_TRUE(write_reports(f.out, *index, f.plan.suite, f.plan.baseline));
+  for (report_format fmt : all_report_formats)
+    EXPECT_EQ(slurp(copy / report_file_name(fmt)), slurp(f.out / report_file_name(fmt)))
+        << report_file_name(fmt);
+  const std::string html = slurp(f.out / "report.html");
+  EXPECT_EQ(html.find("host secret"), std::string::npos) << "no link is followed out of a run";
+  EXPECT_NE(html.find("+++ b/x"), std::string::npos) << "the real diff is embedded";
+  EXPECT_NE(html.find(fmt::format("unreadable: runs/{}/transcript.jsonl", runs[1].run_id)),
+            std::string::npos);
+}
+
+// A first merge that fails midway (here: a run directory nested too deep to bring) leaves a
+// directory that merging again finishes, with nothing counted twice and no report of the
+// failed attempt.
+TEST(Merge, AFirstMergeThatFailedMidwayIsFinishedByMergingAgain) {
+  fixture_dirs f;
+  const auto runs = matrix_runs(f.plan);
+  const matrix_run& late = runs.back();
+  fs::path deep = results_dir(f.shards[static_cast<size_t>(late.shard)]).run_dir(late.run_id);
+  for (int i = 0; i < 70; ++i) deep /= "d";
+  ASSERT_TRUE(make_dirs(deep));
+  auto failed = f.merge();
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().message.find("nested too deep"), std::string::npos)
+      << failed.error().message;
+  for (report_format fmt : all_report_formats)
+    EXPECT_FALSE(fs::exists(f.out / report_file_name(fmt))) << report_file_name(fmt);
+  EXPECT_FALSE(fs::exists(f.out / ".merge-reports"));
+  EXPECT_TRUE(fs::exists(f.out / "plan.json")) << "the directory says what it is a merge of";
+
+  ASSERT_TRUE(remove_tree(
+      results_dir(f.shards[static_cast<size_t>(late.shard)]).run_dir(late.run_id) / "d"));
+  auto m = f.merge();
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_TRUE(m->written);
+  EXPECT_EQ(m->recorded, m->planned);
+  EXPECT_EQ(m->added + m->duplicates, m->planned);
+  auto ids = results_dir(f.out).recorded_ids();
+  ASSERT_TRUE(ids);
+  size_t lines = 0;
+  ASSERT_TRUE(results_dir(f.out).for_each_record([&](const json&, record_location) {
+    ++lines;
+    return status{};
+  }));
+  EXPECT_EQ(lines, m->planned) << "each run recorded once";
+  EXPECT_EQ(ids->size(), m->planned);
+  fixture_dirs fresh;
+  ASSERT_TRUE(fresh.merge());
+  EXPECT_EQ(slurp(f.out / "summary.json"), slurp(fresh.out / "summary.json"));
+}
+
+}  // namespace
+}  // namespace evalbox::harness::scale
