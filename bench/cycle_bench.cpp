@@ -2,11 +2,14 @@
 // Landlock, seccomp, cgroup, limits, lease, home) → teardown, with network none and with an
 // allow-list; launches alone (agent and grading sandboxes); and the machine's floors measured
 // in the same process: fork+exec /bin/true and `unshare -Urmpn --fork --mount-proc /bin/true`.
+// Launches take the warm helper (sandbox/launch/launcher.h); the `…/cold_helper` twins of the
+// medium cycle and the agent launch start a helper for each launch (EVALBOX_WARM_HELPER=0).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <string>
 
 #include "bench/bench_support.h"
@@ -51,6 +54,23 @@ network_policy allow_list() {
   return n;
 }
 
+// The helper path for one benchmark: warm (one is waiting before the first iteration, as it
+// is for every later one) or cold (EVALBOX_WARM_HELPER=0 while the benchmark runs).
+struct helper_start {
+  explicit helper_start(bool cold) : cold_(cold) {
+    if (cold_) {
+      ::setenv("EVALBOX_WARM_HELPER", "0", 1);
+    } else {
+      ::unsetenv("EVALBOX_WARM_HELPER");
+      (void)wait_for_warm_helper(std::chrono::seconds(5));
+    }
+  }
+  ~helper_start() {
+    if (cold_) ::unsetenv("EVALBOX_WARM_HELPER");
+  }
+  bool cold_;
+};
+
 status check(const result<run_record>& rec) {
   if (!rec) return std::unexpected(rec.error());
   if (!rec->ok()) return make_error(error_kind::io, "{}: {}", rec->error_step, rec->error);
@@ -59,9 +79,11 @@ status check(const result<run_record>& rec) {
   return {};
 }
 
-void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow) {
+void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow,
+              bool cold = false) {
   auto ws = ensure_workspace(*shape);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
+  helper_start start(cold);
   cpu_counter cpu{state};
   for (auto _ : state) {
     auto req = env().request(*ws, workspace_strategy::auto_select);
@@ -84,6 +106,7 @@ void bm_cycle_image(benchmark::State& state, const std::string& image) {
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
   auto img = env().image(image);
   if (!img) return state.SkipWithError(img.error().message.c_str());
+  helper_start start(false);
   cpu_counter cpu{state};
   for (auto _ : state) {
     auto session = env().preparer().prepare(env().image_request(*ws, *img));
@@ -100,7 +123,7 @@ void bm_cycle_image(benchmark::State& state, const std::string& image) {
 
 // Launches alone in one prepared session: the agent sandbox, and the grading sandbox (no
 // secrets, the grader directory and a transcript file as extra read-only mounts).
-void bm_launch(benchmark::State& state, bool grading, bool host_net = false) {
+void bm_launch(benchmark::State& state, bool grading, bool host_net = false, bool cold = false) {
   // The launch does not depend on the workspace's size (it binds the prepared view).
   auto ws = ensure_workspace(small_workspace);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
@@ -125,6 +148,7 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false) {
         {grader, "/grader", false, false},
         {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false, true}};
   }
+  helper_start start(cold);
   cpu_counter cpu{state};
   for (auto _ : state) {
     if (auto ok = check(launch(*session, lo)); !ok)
@@ -156,6 +180,9 @@ void register_all() {
     ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_none/{}", shape->name).c_str(),
                                     [shape](benchmark::State& st) { bm_cycle(st, shape, false); }));
   }
+  ms(benchmark::RegisterBenchmark("cycle/net_none/medium/cold_helper", [](benchmark::State& st) {
+    bm_cycle(st, &medium_workspace, false, true);
+  }));
   for (const auto* shape : {&small_workspace, &medium_workspace}) {
     ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_allow/{}", shape->name).c_str(),
                                     [shape](benchmark::State& st) { bm_cycle(st, shape, true); }));
@@ -166,6 +193,8 @@ void register_all() {
   }
   ms(benchmark::RegisterBenchmark("launch/agent",
                                   [](benchmark::State& st) { bm_launch(st, false); }));
+  ms(benchmark::RegisterBenchmark("launch/agent/cold_helper",
+                                  [](benchmark::State& st) { bm_launch(st, false, false, true); }));
   ms(benchmark::RegisterBenchmark("launch/grading",
                                   [](benchmark::State& st) { bm_launch(st, true); }));
   ms(benchmark::RegisterBenchmark("launch/agent_without_net_namespace",

@@ -1,7 +1,8 @@
 // Harness throughput: `evalbox run` of N noop runs (each an agent sandbox, a grading sandbox
-// and an fsynced result) at concurrency 1 and 2, its scaling with concurrency 1, 2 and 4 (runs
-// interleaved, with the CPU time per run), the runner's peak RSS at 100 vs 1,000 runs, and the
-// sandbox work of one such run done in-process (the bare cost the harness adds to).
+// and an fsynced result) at concurrency 1 and 2, the warm helper against a cold one at
+// concurrency 1, its scaling with concurrency 1, 2 and 4 (runs interleaved, with the CPU time
+// per run), the runner's peak RSS at 100 vs 1,000 runs, and the sandbox work of one such run
+// done in-process (the bare cost the harness adds to).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -114,8 +115,9 @@ double load_average() {
   return la;
 }
 
-// Runs `evalbox run` of `suite` (`runs` runs) to completion in a fresh state and results root.
-result<suite_run> run_suite_once(const fs::path& suite, int runs) {
+// Runs `evalbox run` of `suite` (`runs` runs) to completion in a fresh state and results root;
+// `cold`: with EVALBOX_WARM_HELPER=0 (every launch starts its own helper).
+result<suite_run> run_suite_once(const fs::path& suite, int runs, bool cold = false) {
   const fs::path work = env().dir() / next_run_id("harness");
   (void)make_dirs(work, 0755);
   const std::string results = (work / "results").string();
@@ -126,6 +128,7 @@ result<suite_run> run_suite_once(const fs::path& suite, int runs) {
   if (pid == 0) {
     ::putenv(const_cast<char*>(state_env.c_str()));
     ::putenv(const_cast<char*>(helper_env.c_str()));
+    if (cold) ::setenv("EVALBOX_WARM_HELPER", "0", 1);
     const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     ::dup2(null, 0);
     ::dup2(null, 1);
@@ -225,6 +228,37 @@ void bm_scaling(benchmark::State& state, int runs, int rounds) {
   }
 }
 
+// The warm helper against a helper started per launch (sandbox/launch/launcher.h): rounds of
+// `evalbox run` at concurrency 1, warm then cold, medians of the rounds: runs/s and CPU ms per
+// run each way (warm_…, cold_…), the warm run's speed-up over the cold one (each round's ratio,
+// then the median), and the load average before and after.
+void bm_helper_start(benchmark::State& state, int runs, int rounds) {
+  auto suite = write_suite(runs, 1);
+  if (!suite) return state.SkipWithError(suite.error().message.c_str());
+  for (auto _ : state) {
+    state.counters["load_before"] = load_average();
+    std::vector<double> rate[2], cpu[2], speedup;
+    double total = 0;
+    for (int round = 0; round < rounds; ++round) {
+      for (int cold = 0; cold < 2; ++cold) {
+        auto r = run_suite_once(*suite, runs, cold == 1);
+        if (!r) return state.SkipWithError(r.error().message.c_str());
+        total += r->secs;
+        rate[cold].push_back(runs / r->secs);
+        cpu[cold].push_back(r->cpu_secs * 1000.0 / runs);
+      }
+      speedup.push_back(rate[0].back() / rate[1].back());
+    }
+    state.SetIterationTime(total);
+    state.counters["load_after"] = load_average();
+    state.counters["warm_runs_per_s"] = median(rate[0]);
+    state.counters["cold_runs_per_s"] = median(rate[1]);
+    state.counters["warm_cpu_ms_per_run"] = median(cpu[0]);
+    state.counters["cold_cpu_ms_per_run"] = median(cpu[1]);
+    state.counters["warm_speedup"] = median(speedup);
+  }
+}
+
 // What one noop run's sandboxes cost without the harness: prepare the same one-file workspace,
 // launch /bin/true (agent), launch `sh /grader/ok.sh` (grading, extra read-only mounts), close.
 void bm_bare(benchmark::State& state) {
@@ -271,6 +305,12 @@ void register_all() {
   const int rounds = std::getenv("EVALBOX_BENCH_SCALING_ROUNDS")
                          ? std::atoi(std::getenv("EVALBOX_BENCH_SCALING_ROUNDS"))
                          : 3;
+  benchmark::RegisterBenchmark(
+      fmt::format("harness/helper_start/runs:{}/rounds:{}", runs, rounds).c_str(),
+      [runs, rounds](benchmark::State& st) { bm_helper_start(st, runs, rounds); })
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(
       fmt::format("harness/scaling/runs:{}/rounds:{}", runs, rounds).c_str(),
       [runs, rounds](benchmark::State& st) { bm_scaling(st, runs, rounds); })

@@ -16,7 +16,11 @@ def load(paths):
     rows = {}
     floors = {}
     for path in paths:
-        data = json.loads(Path(path).read_text())
+        text = Path(path).read_text()
+        # A suite none of whose benchmarks matched --filter writes nothing: it is not reported.
+        if not text.strip():
+            continue
+        data = json.loads(text)
         for b in data.get("benchmarks", []):
             if b.get("error_occurred"):
                 name = clean(b.get("run_name", b["name"]))

@@ -2,9 +2,13 @@
 // record. Single-threaded on purpose: the clone3/exec window must not race other threads.
 //
 //   evalbox-sandbox --plan PLAN.json --record RECORD.json [--cgroup-fd N]
+//   evalbox-sandbox --warm-fd N
 //
 // With --cgroup-fd the launcher hands over the run's cgroup on fd N (it creates it while
-// the helper starts); without, the helper creates it.
+// the helper starts); without, the helper creates it. With --warm-fd the helper is started
+// ahead of need (a warm helper, launcher.cpp) and waits on the socket N for one line naming its
+// plan and record; the same socket then carries the cgroup as with --cgroup-fd. End of file
+// before that line: the launcher is gone or let it go, and it exits without running anything.
 //
 // Table of contents (each pass in the order it runs; docs/sandbox.md explains why):
 //   1. read the plan                     main.cpp (plan.h; a bad plan is an error record)
@@ -20,6 +24,7 @@
 //                                        signals)
 //   9. classify, tear down, write record supervisor.cpp: classify, run; main.cpp
 #include <sys/prctl.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <csignal>
@@ -41,10 +46,33 @@ int usage_error(const char* msg) {
   std::fprintf(stderr,
                "evalbox-sandbox: %s\n"
                "usage: evalbox-sandbox --plan PLAN.json --record RECORD.json [--cgroup-fd N]\n"
+               "       evalbox-sandbox --warm-fd N\n"
                "Runs one command of a prepared evalbox session in the sandbox; normally started\n"
                "by evalbox itself (see `evalbox sandbox exec --help`).\n",
                msg);
   return 64;
+}
+
+// A warm helper's wait for its launch: one line, {"plan": PATH, "record": PATH}, on `fd`.
+// What follows the line is the start of the cgroup message (`rest`). False at end of file
+// before a whole line (nothing to run) or on anything that is not such a line.
+bool receive_launch(int fd, std::string& plan_path, std::string& record_path, std::string& rest) {
+  std::string got;
+  char buf[4096];
+  size_t eol;
+  while ((eol = got.find('\n')) == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  auto j = parse_json(std::string_view(got).substr(0, eol), "the launch");
+  if (!j || !j->is_object() || !(*j)["plan"].is_string() || !(*j)["record"].is_string())
+    return false;
+  plan_path = (*j)["plan"].get<std::string>();
+  record_path = (*j)["record"].get<std::string>();
+  rest = got.substr(eol + 1);
+  return !plan_path.empty() && !record_path.empty();
 }
 
 }  // namespace
@@ -55,6 +83,7 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   std::string plan_path, record_path;
   int cgroup_fd = -1;
+  int warm_fd = -1;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--plan" && i + 1 < argc) {
@@ -63,12 +92,34 @@ int main(int argc, char** argv) {
       record_path = argv[++i];
     } else if (a == "--cgroup-fd" && i + 1 < argc) {
       cgroup_fd = std::atoi(argv[++i]);
+    } else if (a == "--warm-fd" && i + 1 < argc) {
+      warm_fd = std::atoi(argv[++i]);
     } else if (a == "--help" || a == "-h") {
       usage_error("help");
       return 0;
     } else {
       return usage_error("unknown argument");
     }
+  }
+  std::string cgroup_received;  // a warm helper's first bytes of the cgroup message
+  if (warm_fd >= 0) {
+    if (!plan_path.empty() || !record_path.empty() || cgroup_fd >= 0)
+      return usage_error("--warm-fd takes its plan and cgroup on its socket");
+    // Waits here, started ahead of need, until a launch hands it a plan. A launcher that is
+    // gone closes the socket's other end (end of file): nothing to run, nothing to record.
+    // Its signal mask is the launcher's spawning thread's, which blocks every signal: a
+    // waiting helper may be killed; once it has a plan, a cancel (SIGTERM) or a terminal's
+    // SIGINT/SIGHUP waits for the supervision's signalfd, as it does in a cold helper started
+    // by the harness (which blocks them in every thread).
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!receive_launch(warm_fd, plan_path, record_path, cgroup_received)) return 0;
+    sigset_t held;
+    sigemptyset(&held);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+    ::sigprocmask(SIG_SETMASK, &held, nullptr);
+    cgroup_fd = warm_fd;
   }
   if (plan_path.empty() || record_path.empty())
     return usage_error("--plan and --record are required");
@@ -99,7 +150,7 @@ int main(int argc, char** argv) {
     rec.error = plan.error().message;
     return write_record();
   }
-  supervisor sup(*plan, rec, unique_fd(cgroup_fd));
+  supervisor sup(*plan, rec, unique_fd(cgroup_fd), std::move(cgroup_received));
   if (auto s = sup.run(); !s) {
     if (rec.error_step.empty()) rec.error_step = "helper";
     rec.error = s.error().message;

@@ -32,9 +32,14 @@ struct stream {
 class supervisor {
  public:
   // `cgroup_fd`: where the launcher hands over the run's cgroup it made while the helper
-  // started (launcher.cpp); -1: the helper creates it itself.
-  supervisor(const launch_plan& plan, run_record& rec, unique_fd cgroup_fd = {})
-      : plan_(plan), rec_(rec), cgroup_fd_(std::move(cgroup_fd)) {}
+  // started (launcher.cpp); -1: the helper creates it itself. `cgroup_received`: what a warm
+  // helper read of that message already, with its plan.
+  supervisor(const launch_plan& plan, run_record& rec, unique_fd cgroup_fd = {},
+             std::string cgroup_received = {})
+      : plan_(plan),
+        rec_(rec),
+        cgroup_fd_(std::move(cgroup_fd)),
+        cg_message_(std::move(cgroup_received)) {}
   status run();
 
  private:

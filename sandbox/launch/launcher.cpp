@@ -1,20 +1,24 @@
-// The launcher: turns a prepared session and launch options into a launch plan, runs the
-// helper with Boost.Process (this is the only file that includes it), waits (polling the
-// cancel token) and reads the run record back.
+// The launcher: turns a prepared session and launch options into a launch plan, hands it to a
+// warm helper or runs one with Boost.Process (this is the only file that includes it), waits
+// (polling the cancel token) and reads the run record back.
 #include "sandbox/launch/launcher.h"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 // Boost.Process compiles its vfork launcher only under an old _POSIX_C_SOURCE; glibc has vfork.
 #define BOOST_POSIX_HAS_VFORK 1
 #include <boost/process.hpp>
 #include <boost/process/posix.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "sandbox/base/fs.h"
@@ -22,6 +26,7 @@
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/launch/plan.h"
+#include "sandbox/sys/process.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox {
@@ -48,12 +53,199 @@ bool is_secret_mount(const bind_mount& m) {
   return m.writable && m.is_file && is_within(m.target, "/home/agent");
 }
 
+// A started helper and the launcher's end of its socket (fd 3 in the helper): the cgroup
+// hand-over, and for a warm helper first its plan.
+struct helper_process {
+  sys::owned_process process;
+  unique_fd socket;
+  fs::path path;  // the binary, to match the launch's helper_path()
+};
+
+// A connected pair: the launcher's end, and the helper's end above the standard streams, so
+// that binding it to fd 3 in the child is a real dup2 (which clears close-on-exec). Both
+// close-on-exec here, so no other thread's child inherits them (a warm helper notices that its
+// launcher is gone by end of file). A socket rather than a pipe: sending to a helper that died
+// raises no SIGPIPE.
+result<std::pair<unique_fd, unique_fd>> helper_socket() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    return sys_error(errno, "socketpair");
+  unique_fd ours(sv[1]);
+  unique_fd low(sv[0]);
+  unique_fd theirs(::fcntl(low.get(), F_DUPFD_CLOEXEC, 10));
+  if (!theirs) return sys_error(errno, "fcntl(F_DUPFD_CLOEXEC)");
+  return std::pair{std::move(ours), std::move(theirs)};
+}
+
+// Spawns the helper with `args`, its socket on fd 3 and stdin /dev/null unless `inherit_stdio`.
+// vfork: the caller is often multi-threaded (the runner's workers) and large; a fork would copy
+// its page tables only for the child to exec at once (0.4 ms of each launch).
+result<helper_process> spawn_helper(const fs::path& helper, const std::vector<std::string>& args,
+                                    bool inherit_stdio) {
+  auto [ours, theirs] = EB_TRY(helper_socket());
+  try {
+    std::error_code ec;
+    const auto sock = bp::posix::fd.bind(3, theirs.get());
+    bp::child c = inherit_stdio
+                      ? bp::child(helper.string(), bp::args(args), sock, bp::posix::use_vfork, ec)
+                      : bp::child(helper.string(), bp::args(args), sock, bp::std_in < bp::null,
+                                  bp::posix::use_vfork, ec);
+    if (ec) return make_error(error_kind::io, "start {}: {}", helper.string(), ec.message());
+    // From here the owned_process waits for it, kills it on every early return and reaps it.
+    c.detach();
+    const pid_t pid = c.id();
+    return helper_process{sys::owned_process(pid, unique_fd(sys::pidfd_open(pid, 0))),
+                          std::move(ours), helper};
+  } catch (const std::exception& e) {
+    return make_error(error_kind::io, "start {}: {}", helper.string(), e.what());
+  }
+}
+
+// Whether the helper has exited (and waits to be reaped), without waiting.
+bool has_exited(const sys::owned_process& p) {
+  if (p.pidfd() < 0) {  // a kernel without pidfds
+    siginfo_t si{};
+    return ::waitid(P_PID, static_cast<id_t>(p.pid()), &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+           si.si_pid == p.pid();
+  }
+  pollfd pfd{p.pidfd(), POLLIN, 0};
+  return ::poll(&pfd, 1, 0) == 1;
+}
+
+// The one warm helper of the process, and the thread that starts it (launcher.h). Created at the
+// first launch and never destroyed: the thread lives until the process exits, and with it ends
+// every warm helper (their parent-death signal) — no destructor at exit to race a launch.
+class warm_pool {
+ public:
+  // The process's pool. A child made by fork() has none of its parent's threads: it sees its
+  // parent's pool as not its own (owner_) and launches cold, never touching that pool's lock.
+  static warm_pool& get() {
+    static warm_pool* const pool = new warm_pool;
+    return *pool;
+  }
+
+  // The warm helper, if one of `helper` is waiting and alive; in any case the thread starts
+  // the next one. Nothing: the launch starts its own.
+  std::optional<helper_process> take(const fs::path& helper) {
+    if (::getpid() != owner_) return std::nullopt;
+    std::optional<helper_process> w;
+    {
+      std::lock_guard lock(m_);
+      if (!started_) {
+        std::thread([this] { keep_one(); }).detach();
+        started_ = true;
+      }
+      path_ = helper;
+      failed_ = false;
+      w.swap(ready_);
+      cv_.notify_all();
+    }
+    if (!w || w->path != helper) return std::nullopt;  // a changed EVALBOX_HELPER: killed
+    if (has_exited(w->process)) {
+      ++replaced_;
+      return std::nullopt;  // reaped by its owned_process; the thread starts another
+    }
+    return w;
+  }
+
+  std::optional<pid_t> wait_ready(const fs::path& helper, std::chrono::milliseconds timeout) {
+    if (::getpid() != owner_) return std::nullopt;
+    std::unique_lock lock(m_);
+    if (!started_) {
+      std::thread([this] { keep_one(); }).detach();
+      started_ = true;
+    }
+    if (path_ != helper) {
+      path_ = helper;
+      ready_.reset();
+    }
+    failed_ = false;
+    cv_.notify_all();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (ready_ && has_exited(ready_->process)) {
+        ++replaced_;
+        ready_.reset();
+        cv_.notify_all();
+      }
+      if (ready_) return ready_->process.pid();
+      if (failed_ || cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        if (ready_ && !has_exited(ready_->process)) return ready_->process.pid();
+        return std::nullopt;
+      }
+    }
+  }
+
+  std::atomic<uint64_t> warm_{0}, cold_{0}, replaced_{0};
+
+ private:
+  warm_pool() = default;
+
+  // The thread: whenever no helper is waiting, start one. It blocks every signal, so that a
+  // process-directed signal (the CLI waits for SIGINT on a thread of its own) never lands here;
+  // the helper sets its own mask.
+  void keep_one() {
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
+    std::unique_lock lock(m_);
+    for (;;) {
+      cv_.wait(lock, [&] { return !ready_ && !failed_; });
+      const fs::path helper = path_;
+      lock.unlock();
+      auto w = spawn_helper(helper, {"--warm-fd", "3"}, /*inherit_stdio=*/false);
+      lock.lock();
+      if (w && helper == path_) {
+        ready_ = std::move(*w);
+      } else if (!w) {
+        // Retried at the next launch; meanwhile launches start cold and report the error.
+        failed_ = true;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  const pid_t owner_ = ::getpid();
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::optional<helper_process> ready_;
+  fs::path path_;         // the helper binary to keep warm: the last launch's
+  bool started_ = false;  // the thread runs
+  bool failed_ = false;   // the last start failed: wait for a launch before trying again
+};
+
+// Hands the plan to a warm helper: one line, then it runs it. False when the helper cannot
+// receive it (it died since take()): it got nothing, and the launch goes cold.
+bool send_launch(helper_process& w, const std::string& plan_path, const std::string& record_path) {
+  const std::string line = json{{"plan", plan_path}, {"record", record_path}}.dump() + "\n";
+  const ssize_t n = ::send(w.socket.get(), line.data(), line.size(), MSG_NOSIGNAL);
+  if (n == static_cast<ssize_t>(line.size())) return true;
+  // A partial line is never run: the helper waits for its end, which never comes once its
+  // socket is closed (it exits at end of file) and the owned_process kills it.
+  return false;
+}
+
 }  // namespace
 
-// Three steps, in order: fill the helper's plan from the session (one line a field), start the
-// helper with its cgroup handed over on fd 3, then wait for it (a cancel becomes SIGTERM) and read
-// its record. One function because the steps share the plan, the paths and the child; it is long
-// mostly for the plan's fields.
+bool warm_helper_enabled() {
+  const char* v = std::getenv("EVALBOX_WARM_HELPER");
+  return !(v && std::string_view(v) == "0");
+}
+
+std::optional<pid_t> wait_for_warm_helper(std::chrono::milliseconds timeout) {
+  if (!warm_helper_enabled()) return std::nullopt;
+  return warm_pool::get().wait_ready(helper_path(), timeout);
+}
+
+warm_helper_counts warm_helper_stats() {
+  const warm_pool& p = warm_pool::get();
+  return {p.warm_.load(), p.cold_.load(), p.replaced_.load()};
+}
+
+// Three steps, in order: fill the helper's plan from the session (one line a field), hand it to
+// a warm helper or start one, the cgroup handed over on fd 3, then wait for it (a cancel becomes
+// SIGTERM) and read its record. One function because the steps share the plan, the paths and the
+// child; it is long mostly for the plan's fields.
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel) {
   const session_request& req = session.request();
@@ -116,73 +308,56 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   EB_TRY(write_file(plan_path, pretty_json(p.to_json()), 0600));
 
   const fs::path helper = helper_path();
-  // The run's cgroup is made here while the helper starts (its exec, plan and compile: ~0.3 ms
-  // that would otherwise come one after the other), then handed over on the helper's fd 3
-  // (docs/sandbox.md, "Order of steps"). A socket rather than a pipe: sending to a helper
-  // that died raises no SIGPIPE.
-  int cg_pipe[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cg_pipe) != 0)
-    return sys_error(errno, "socketpair");
-  unique_fd cg_write(cg_pipe[1]);
-  // Above the standard streams, so that binding it to fd 3 in the child is a real dup2 (which
-  // clears close-on-exec); close-on-exec here, so no other thread's child inherits it.
-  unique_fd cg_read;
+  // The helper: a warm one (launcher.h), else one started now. Either way the run's cgroup is
+  // made here meanwhile (the helper's plan and compile: ~0.3 ms that would otherwise come one
+  // after the other), then handed over on the helper's fd 3 (docs/sandbox.md, "Order of steps").
+  std::optional<helper_process> h;
+  if (!options.inherit_stdio && warm_helper_enabled()) {
+    h = warm_pool::get().take(helper);
+    if (h && !send_launch(*h, plan_path, record_path)) h.reset();
+  }
+  if (h) {
+    ++warm_pool::get().warm_;
+  } else {
+    ++warm_pool::get().cold_;
+    auto started =
+        spawn_helper(helper, {"--plan", plan_path, "--record", record_path, "--cgroup-fd", "3"},
+                     options.inherit_stdio);
+    if (!started) return std::unexpected(std::move(started.error()));
+    h = std::move(*started);
+  }
   {
-    unique_fd low(cg_pipe[0]);
-    cg_read.reset(::fcntl(low.get(), F_DUPFD_CLOEXEC, 10));
+    json msg;
+    if (auto cg = cgroup::create_for_host(p.run_id, fmt::format("{}-{}", p.label, p.seq),
+                                          {p.limits.memory_bytes, p.limits.pids})) {
+      msg = {{"cgroup", (*cg)->describe()}};
+      (*cg)->release();  // the helper's now (and the teardown's, should it die first)
+    } else {
+      msg = {{"error", cg.error().message}};
+    }
+    const std::string text = msg.dump();
+    (void)!::send(h->socket.get(), text.data(), text.size(), MSG_NOSIGNAL);
+    h->socket.reset();
   }
-  if (!cg_read) return sys_error(errno, "fcntl(F_DUPFD_CLOEXEC)");
-  int exit_code = -1;
-  try {
-    std::error_code ec;
-    // vfork: the caller is often multi-threaded (the runner's workers) and large; a fork
-    // would copy its page tables only for the child to exec at once (0.4 ms of each launch).
-    const auto cg_fd = bp::posix::fd.bind(3, cg_read.get());
-    bp::child c =
-        options.inherit_stdio
-            ? bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
-                        "--cgroup-fd", "3", cg_fd, bp::posix::use_vfork, ec)
-            : bp::child(helper.string(), "--plan", plan_path, "--record", record_path,
-                        "--cgroup-fd", "3", cg_fd, bp::std_in < bp::null, bp::posix::use_vfork, ec);
-    cg_read.reset();
-    if (ec) {
-      return make_error(error_kind::io, "start {}: {}", helper.string(), ec.message());
+  // Wake on the helper's exit through a pidfd (a fixed sleep here added 12.5 ms to the average
+  // launch); the timeout only bounds how late a cancel is noticed.
+  bool signalled = false;
+  while (!has_exited(h->process)) {
+    if (cancel && !signalled && cancel->requested.load()) {
+      // The helper kills the run, tears down and records outcome `cancelled`.
+      (void)h->process.signal(SIGTERM);
+      signalled = true;
     }
-    {
-      json msg;
-      if (auto cg = cgroup::create_for_host(p.run_id, fmt::format("{}-{}", p.label, p.seq),
-                                            {p.limits.memory_bytes, p.limits.pids})) {
-        msg = {{"cgroup", (*cg)->describe()}};
-        (*cg)->release();  // the helper's now (and the teardown's, should it die first)
-      } else {
-        msg = {{"error", cg.error().message}};
-      }
-      const std::string text = msg.dump();
-      (void)!::send(cg_write.get(), text.data(), text.size(), MSG_NOSIGNAL);
-      cg_write.reset();
+    if (h->process.pidfd() >= 0) {
+      pollfd pfd{h->process.pidfd(), POLLIN, 0};
+      ::poll(&pfd, 1, 25);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
-    bool signalled = false;
-    // Wake on the helper's exit through a pidfd (a fixed sleep here added 12.5 ms to the
-    // average launch); the timeout only bounds how late a cancel is noticed.
-    unique_fd pidfd(sys::pidfd_open(c.id(), 0));
-    while (c.running(ec)) {
-      if (cancel && !signalled && cancel->requested.load()) {
-        // The helper kills the run, tears down and records outcome `cancelled`.
-        ::kill(c.id(), SIGTERM);
-        signalled = true;
-      }
-      if (pidfd) {
-        pollfd pfd{pidfd.get(), POLLIN, 0};
-        ::poll(&pfd, 1, 25);
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(25));
-      }
-    }
-    c.wait(ec);
-    exit_code = c.exit_code();
-  } catch (const std::exception& e) {
-    return make_error(error_kind::io, "run {}: {}", helper.string(), e.what());
   }
+  int wait_status = 0;
+  (void)h->process.reap(&wait_status, nullptr);
+  const int exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
   ::rmdir(p.root_dir.c_str());
   auto j = read_json_file(record_path);
   if (!j) {

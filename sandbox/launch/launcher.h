@@ -1,9 +1,14 @@
-// The launcher: runs a command in a prepared session by spawning the single-threaded helper
-// `evalbox-sandbox` (Boost.Process, in launcher.cpp only) with a plain-data launch plan, and
-// returns its run record. Thread-safe: the harness launches from many worker threads.
+// The launcher: runs a command in a prepared session by handing a plain-data launch plan to the
+// single-threaded helper `evalbox-sandbox` — a warm one started ahead of need, else one spawned
+// for it (Boost.Process, in launcher.cpp only) — and returns its run record. Thread-safe: the
+// harness launches from many worker threads.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -54,5 +59,27 @@ std::filesystem::path helper_path();
 
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel = nullptr);
+
+// The warm helper (docs/sandbox.md, "Order of steps"). After its first launch a process keeps
+// one helper started ahead of need by a thread of its own that lives as long as the process
+// (the helper's parent-death signal follows that thread, so no warm helper outlives the
+// process), waiting on a socket for its plan. A launch whose standard streams are files takes
+// it and pays no exec on its critical path; a launch that inherits the caller's stdio (a shell,
+// a terminal), a helper that died while it waited, or none ready yet: the launch spawns its own
+// (the cold path), with the same plan, steps and record. A plan goes to one helper only, once.
+// EVALBOX_WARM_HELPER=0 in the environment (read at each launch) keeps every launch cold.
+bool warm_helper_enabled();
+
+// Starts keeping a warm helper (when enabled and not kept yet) and waits up to `timeout` for
+// one to be waiting: its pid, or nothing (disabled, or none ready in time).
+std::optional<pid_t> wait_for_warm_helper(std::chrono::milliseconds timeout);
+
+// Counts since the process started, for tests and measurements.
+struct warm_helper_counts {
+  uint64_t warm = 0;      // launches that took a warm helper
+  uint64_t cold = 0;      // launches that spawned their own
+  uint64_t replaced = 0;  // warm helpers found dead (killed, crashed) before their plan
+};
+warm_helper_counts warm_helper_stats();
 
 }  // namespace evalbox::sandbox

@@ -3,6 +3,9 @@
 // mount, cgroup, run file or process of the run left). Nothing here may skip under
 // EVALBOX_REQUIRE_ISOLATION=1, and no test sends traffic to any address but loopback.
 //
+// Every test runs through the warm helper (launcher.h) and again, as `<name>.cold`, through a
+// helper started for the launch (EVALBOX_WARM_HELPER=0).
+//
 // Every test runs twice: with the host's allow-listed root and with an image's (the busybox
 // test image: no glibc, /bin only; the hostile tool is static). Where the two differ by design
 // — an image's root is the run's own and writable — the test says what each must show; what
@@ -109,7 +112,15 @@ class Escape : public ::testing::TestWithParam<root_kind> {
     resource_limits lim = session_->request().limits;
     if (f) f(lim);
     o.limits_override = lim;
+    // Through the warm helper unless EVALBOX_WARM_HELPER=0 (ctest runs the suite both ways,
+    // the cold run's names ending in `.cold`): the launch must take it, not fall back.
+    const bool warm = warm_helper_enabled();
+    if (warm) {
+      EXPECT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
+    }
+    const warm_helper_counts before = warm_helper_stats();
     auto r = launch(*session_, o);
+    EXPECT_EQ(warm_helper_stats().warm, before.warm + (warm ? 1 : 0));
     EXPECT_TRUE(r) << r.error().message;
     if (!r) return {};
     EXPECT_EQ(r->error, "") << output();

@@ -3,14 +3,20 @@
 #include "sandbox/launch/launcher.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/spec/system_paths.h"
+#include "sandbox/sys/syscalls.h"
 #include "tests/support/isolation.h"
 #include "tests/support/prep_env.h"
 
@@ -288,6 +294,180 @@ TEST_F(Launcher, ACgroupTheLauncherCannotMakeFailsTheRunAsRoot) {
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_FALSE(rec->ok());
   EXPECT_NE(rec->error.find("create the run's cgroup"), std::string::npos) << rec->error;
+}
+
+// The warm helper (launcher.h): a launch takes the helper started ahead of need, a dead one is
+// replaced while the launch goes cold, none outlives the process, and warm or cold the run and
+// its record are the same.
+class WarmHelper : public Launcher {
+ protected:
+  void SetUp() override {
+    Launcher::SetUp();
+    ::unsetenv("EVALBOX_WARM_HELPER");
+  }
+
+  // Waits until `pid` has exited (its pidfd readable), at most 5 s.
+  static bool exits(int pidfd) {
+    pollfd p{pidfd, POLLIN, 0};
+    return ::poll(&p, 1, 5000) == 1;
+  }
+};
+
+TEST_F(WarmHelper, ALaunchRunsItsPlanOnceInTheWarmHelper) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("warm"));
+  ASSERT_TRUE(session) << session.error().message;
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid) << "no warm helper started";
+  unique_fd pidfd(sys::pidfd_open(*pid, 0));
+  ASSERT_TRUE(pidfd);
+  const warm_helper_counts before = warm_helper_stats();
+  temp_dir out("evalbox-launch-out");
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "echo ran >> runs.txt; echo hello"};
+  o.stdout_path = out.path() / "stdout";
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->ok()) << rec->error;
+  EXPECT_EQ(rec->exit_code, 0);
+  EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), "hello\n");
+  EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
+  EXPECT_EQ(warm_helper_stats().cold, before.cold);
+  // The helper that waited ran the plan and is gone; it ran it once; another waits now.
+  EXPECT_TRUE(exits(pidfd.get()));
+  EXPECT_EQ(read_file(session->workspace_dir() / "runs.txt").value_or(""), "ran\n");
+  const auto next = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(next);
+  EXPECT_NE(*next, *pid);
+}
+
+TEST_F(WarmHelper, AKilledWarmHelperIsReplacedAndTheLaunchStillRuns) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("killed"));
+  ASSERT_TRUE(session) << session.error().message;
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid);
+  unique_fd pidfd(sys::pidfd_open(*pid, 0));
+  ASSERT_TRUE(pidfd);
+  ASSERT_EQ(::kill(*pid, SIGKILL), 0);
+  ASSERT_TRUE(exits(pidfd.get()));
+  const warm_helper_counts before = warm_helper_stats();
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "exit 3"};
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->error, "");
+  EXPECT_EQ(rec->exit_code, 3);
+  const warm_helper_counts after = warm_helper_stats();
+  EXPECT_EQ(after.replaced, before.replaced + 1);
+  EXPECT_EQ(after.cold, before.cold + 1);  // the launch started its own
+  EXPECT_EQ(after.warm, before.warm);
+  const auto next = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(next) << "the dead helper was not replaced";
+  EXPECT_NE(*next, *pid);
+  // The replacement takes the next launch.
+  o.argv = {"/bin/true"};
+  rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->ok()) << rec->error;
+  EXPECT_EQ(warm_helper_stats().warm, after.warm + 1);
+}
+
+TEST_F(WarmHelper, ACancelReachesAWarmHelper) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("cancelwarm"));
+  ASSERT_TRUE(session) << session.error().message;
+  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
+  const warm_helper_counts before = warm_helper_stats();
+  launch_options o;
+  o.argv = {"/bin/sleep", "30"};
+  cancel_token cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel.requested = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto rec = launch(*session, o, &cancel);
+  stopper.join();
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->outcome, outcome_kind::cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
+}
+
+TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
+  // A process that keeps a warm helper, then exits: the helper goes with it.
+  int to_parent[2], to_child[2];
+  ASSERT_EQ(::pipe(to_parent), 0);
+  ASSERT_EQ(::pipe(to_child), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+    const pid_t p = pid.value_or(-1);
+    (void)!::write(to_parent[1], &p, sizeof p);
+    char c;
+    (void)!::read(to_child[0], &c, 1);
+    ::_exit(0);
+  }
+  ::close(to_parent[1]);
+  ::close(to_child[0]);
+  pid_t helper = -1;
+  ASSERT_EQ(::read(to_parent[0], &helper, sizeof helper), static_cast<ssize_t>(sizeof helper));
+  ASSERT_GT(helper, 0) << "no warm helper started in the child process";
+  unique_fd pidfd(sys::pidfd_open(helper, 0));
+  ASSERT_TRUE(pidfd);
+  (void)!::write(to_child[1], "x", 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(exits(pidfd.get())) << "the warm helper " << helper << " outlived its process";
+  ::close(to_parent[0]);
+  ::close(to_child[1]);
+}
+
+TEST_F(WarmHelper, WarmAndColdLaunchesRecordTheSameMechanisms) {
+  preparer prep(env_.options());
+  auto req = env_.request("same");
+  req.secrets = {{"codex", env_.creds / "auth.json", ".codex/auth.json"}};
+  auto session = prep.prepare(req);
+  ASSERT_TRUE(session) << session.error().message;
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "test -f /home/agent/.codex/auth.json && exit 5"};
+  ::setenv("EVALBOX_WARM_HELPER", "0", 1);
+  EXPECT_FALSE(wait_for_warm_helper(std::chrono::milliseconds(0)));
+  warm_helper_counts before = warm_helper_stats();
+  auto cold = launch(*session, o);
+  ::unsetenv("EVALBOX_WARM_HELPER");
+  ASSERT_TRUE(cold) << cold.error().message;
+  EXPECT_EQ(warm_helper_stats().cold, before.cold + 1);
+  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
+  before = warm_helper_stats();
+  auto warm = launch(*session, o);
+  ASSERT_TRUE(warm) << warm.error().message;
+  EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
+  EXPECT_EQ(cold->exit_code, 5);
+  EXPECT_EQ(warm->exit_code, 5);
+  EXPECT_EQ(warm->outcome, cold->outcome);
+  EXPECT_EQ(warm->error, cold->error);
+  EXPECT_EQ(warm->mechanisms, cold->mechanisms);
+  EXPECT_EQ(warm->binding_digest, cold->binding_digest);
+}
+
+TEST_F(WarmHelper, ALaunchThatInheritsStdioStartsItsOwn) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("inherit"));
+  ASSERT_TRUE(session) << session.error().message;
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid);
+  const warm_helper_counts before = warm_helper_stats();
+  launch_options o;
+  o.argv = {"/bin/true"};
+  o.inherit_stdio = true;
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->ok()) << rec->error;
+  EXPECT_EQ(warm_helper_stats().cold, before.cold + 1);
+  EXPECT_EQ(wait_for_warm_helper(std::chrono::seconds(1)), pid) << "the warm helper was used";
 }
 
 }  // namespace
