@@ -148,8 +148,10 @@ status scan_records(const fs::path& file,
 }
 
 // The line at `where` of an open results.jsonl, into `line` (reused: a fresh buffer of a few
-// kilobytes per record makes glibc consolidate its free lists every time).
-status read_line_at(int fd, const fs::path& file, record_location where, std::string& line) {
+// kilobytes per record makes glibc consolidate its free lists every time). With `short_ok`,
+// what there is up to the end of the file (`line` is then shorter).
+status read_line_at(int fd, const fs::path& file, record_location where, std::string& line,
+                    bool short_ok = false) {
   line.resize(static_cast<size_t>(where.size));
   size_t done = 0;
   while (done < line.size()) {
@@ -157,11 +159,14 @@ status read_line_at(int fd, const fs::path& file, record_location where, std::st
                         static_cast<off_t>(where.offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error(errno, "read {}", file.string());
-    if (n == 0)
+    if (n == 0) {
+      if (short_ok) break;
       return make_error(error_kind::io, "{}: the record at byte {} changed while merging",
                         file.string(), where.offset);
+    }
     done += static_cast<size_t>(n);
   }
+  line.resize(done);
   return {};
 }
 
@@ -378,12 +383,13 @@ class appender {
   std::string buf_;
 };
 
-// Copies the regular file `name` of directory `from` into directory `to` (mode kept).
-status copy_at(int from, int to, const char* name, mode_t mode, const fs::path& shown) {
+// Copies the regular file `name` of directory `from` to `to_name` relative to `to` (mode kept).
+status copy_at(int from, int to, const char* name, const char* to_name, mode_t mode,
+               const fs::path& shown) {
   unique_fd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!in) return sys_error(errno, "open {}", (shown / name).string());
-  unique_fd outf(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777));
-  if (!outf) return sys_error(errno, "create {}", name);
+  unique_fd outf(::openat(to, to_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777));
+  if (!outf) return sys_error(errno, "create {}", to_name);
   char buf[64 * 1024];
   for (;;) {
     ssize_t n = ::read(in.get(), buf, sizeof buf);
@@ -406,11 +412,19 @@ status copy_at(int from, int to, const char* name, mode_t mode, const fs::path& 
 // symlinks as symlinks, never followed; anything else (sockets, fifos, devices) is no result
 // and is left out. Relative to directory descriptors, by the type readdir gives: a file costs
 // one linkat, no stat and no path resolution — a merge brings hundreds of thousands.
-status link_tree(unique_fd from_fd, int to, const fs::path& shown, bool copy, merge_report& out,
-                 int depth = 0) {
+status link_tree(unique_fd from_fd, int to, std::string_view to_prefix, const fs::path& shown,
+                 bool copy, merge_report& out, int depth = 0) {
   if (depth > 64)
     return make_error(error_kind::invalid_argument, "{}: nested too deep", shown.string());
   const int from = from_fd.get();
+  // Names in `to` under `to_prefix` (a run's directory just made in runs/, so that bringing a
+  // run costs no open and close of it).
+  std::string to_name;
+  auto target_of = [&](const char* name) -> const char* {
+    if (to_prefix.empty()) return name;
+    to_name.assign(to_prefix).append("/").append(name);
+    return to_name.c_str();
+  };
   auto mode_of = [&](const char* name) -> result<mode_t> {
     struct stat st {};
     if (::fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -434,7 +448,7 @@ status link_tree(unique_fd from_fd, int to, const fs::path& shown, bool copy, me
       if (type == DT_UNKNOWN) type = IFTODT(EB_TRY(mode_of(name)));  // filesystems without d_type
       if (type == DT_REG) {
         if (!copy) {
-          if (::linkat(from, name, to, name, 0) == 0) {
+          if (::linkat(from, name, to, target_of(name), 0) == 0) {
             ++out.linked;
             continue;
           }
@@ -442,21 +456,25 @@ status link_tree(unique_fd from_fd, int to, const fs::path& shown, bool copy, me
             return sys_error(errno, "link {}", (shown / name).string());
         }
         const mode_t mode = EB_TRY(mode_of(name));
-        EB_TRY(copy_at(from, to, name, mode, shown));
+        EB_TRY(copy_at(from, to, name, target_of(name), mode, shown));
         ++out.copied;
       } else if (type == DT_DIR) {
         const mode_t mode = EB_TRY(mode_of(name));
-        if (::mkdirat(to, name, mode & 07777) != 0) return sys_error(errno, "mkdir {}", name);
+        if (::mkdirat(to, target_of(name), mode & 07777) != 0)
+          return sys_error(errno, "mkdir {}", target_of(name));
         unique_fd sub_from(::openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        unique_fd sub_to(::openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        unique_fd sub_to(
+            ::openat(to, target_of(name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!sub_from || !sub_to) return sys_error(errno, "open {}", (shown / name).string());
-        EB_TRY(link_tree(std::move(sub_from), sub_to.get(), shown / name, copy, out, depth + 1));
+        EB_TRY(
+            link_tree(std::move(sub_from), sub_to.get(), "", shown / name, copy, out, depth + 1));
       } else if (type == DT_LNK) {
         std::string target(PATH_MAX, '\0');
         ssize_t n = ::readlinkat(from, name, target.data(), target.size());
         if (n < 0) return sys_error(errno, "readlink {}", (shown / name).string());
         target.resize(static_cast<size_t>(n));
-        if (::symlinkat(target.c_str(), to, name) != 0) return sys_error(errno, "symlink {}", name);
+        if (::symlinkat(target.c_str(), to, target_of(name)) != 0)
+          return sys_error(errno, "symlink {}", target_of(name));
       }
     }
   }
@@ -490,9 +508,10 @@ class run_dirs {
       if (::mkdirat(to_.get(), id.c_str(), 0755) != 0)
         return sys_error(errno, "mkdir {}", (to_path_ / id).string());
     }
-    unique_fd dst(::openat(to_.get(), id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dst) return sys_error(errno, "open {}", (to_path_ / id).string());
-    if (auto linked = link_tree(std::move(src), dst.get(), from_path_ / id, copy_, out); !linked)
+    // Its files are linked as "<id>/<name>" relative to runs/ (held open, and locked by the
+    // merge): no open of the directory just made.
+    if (auto linked = link_tree(std::move(src), to_.get(), id, from_path_ / id, copy_, out);
+        !linked)
       return std::unexpected(std::move(linked).error().with_context(
           fmt::format("bring {} into {}", (from_path_ / id).string(), (to_path_ / id).string())));
     return true;
@@ -704,7 +723,8 @@ result<merge_report> merge_shards(const merge_options& options) {
     auto add = [&](const json& record, record_location where) { return index.add(record, where); };
     EB_TRY(target.for_each_record(report_fields(), add));
   }
-  // The lines of `order`, one at a time, from their sources.
+  // The lines of `order`, one at a time, from their sources: `order` goes forward through
+  // each source's file, so they are read a megabyte at a time, not a line at a time.
   class line_reader {
    public:
     line_reader(const std::vector<source>& sources, const std::vector<slot>& slots)
@@ -716,8 +736,20 @@ result<merge_report> merge_shards(const merge_options& options) {
         fd_ = unique_fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
         if (!fd_) return sys_error(errno, "open {}", file.string());
         open_ = from.source;
+        buf_.clear();
+        buf_at_ = 0;
       }
-      return read_line_at(fd_.get(), file, from.where, line);
+      const uint64_t at = from.where.offset, size = from.where.size;
+      if (at < buf_at_ || at + size > buf_at_ + buf_.size()) {
+        buf_at_ = at;
+        EB_TRY(read_line_at(fd_.get(), file, {at, std::max<uint64_t>(size, 1u << 20)}, buf_,
+                            /*short_ok=*/true));
+        if (buf_.size() < size)
+          return make_error(error_kind::io, "{}: the record at byte {} changed while merging",
+                            file.string(), at);
+      }
+      line.assign(buf_, static_cast<size_t>(at - buf_at_), static_cast<size_t>(size));
+      return {};
     }
 
    private:
@@ -725,6 +757,8 @@ result<merge_report> merge_shards(const merge_options& options) {
     const std::vector<slot>& slots_;
     unique_fd fd_;
     uint32_t open_ = slot::none;
+    std::string buf_;
+    uint64_t buf_at_ = 0;  // file offset of buf_[0]
   };
 
   // Two workers meet here: this thread indexes the lines and renders the reports, while a
