@@ -7,6 +7,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/interactive.h"
 #include "harness/cli/session.h"
+#include "harness/report/report.h"
 #include "harness/results/results.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
@@ -22,31 +23,41 @@ std::string tail_of(const std::filesystem::path& path, size_t max = 2000) {
 
 // What the record says: each check, pass or fail, and the verdict.
 int print_grading(const json& r, const std::filesystem::path& run_dir, const std::string& cmd) {
-  const auto& exec = r["execution"];
-  if (exec.value("status", "") == "error") {
+  // The record is read through field()/str(): a key that is missing, or of another type, reads
+  // as null or "" rather than failing.
+  using harness::report_text::field;
+  using harness::report_text::str;
+  const json& exec = field(r, "execution");
+  if (str(exec, "status") == "error") {
+    const std::string error = str(exec, "error");
     fmt::print("evalbox {}: the run could not be carried out: {}\n", cmd,
-               exec["error"].is_string() ? exec["error"].get<std::string>() : "error");
+               error.empty() ? "error" : error);
     if (const std::string log = tail_of(run_dir / "setup.log"); !log.empty())
       fmt::print("setup output:\n{}{}", log, log.ends_with('\n') ? "" : "\n");
     return exit_execution_failed;
   }
-  const auto& shell = exec["records"]["shell"];
-  if (shell.is_object())
+  const json& shell = field(field(exec, "records"), "shell");
+  if (shell.is_object()) {
+    const std::string outcome = str(shell, "outcome");
     fmt::print("evalbox {}: the shell ended ({} {}); grading what it left:\n", cmd,
-               shell.value("outcome", "?"), shell.value("exit_code", json(nullptr)).dump());
-  const auto& g = r["grading"];
-  int passing = 0, total = 0;
-  for (const auto& c : g["checks"]) {
-    ++total;
-    const bool ok = c.value("passed", false);
-    passing += ok ? 1 : 0;
-    std::string detail = c.value("detail", "");
-    if (auto nl = detail.find('\n'); nl != std::string::npos) detail = detail.substr(0, nl);
-    fmt::print("  {}  {:<24} {}\n", ok ? "pass" : "FAIL", c.value("id", ""), detail);
+               outcome.empty() ? "?" : outcome, field(shell, "exit_code").dump());
   }
-  const std::string verdict = r.value("verdict", "not_assessed");
+  const json& g = field(r, "grading");
+  int passing = 0, total = 0;
+  const json& checks = field(g, "checks");
+  for (const auto& c : checks.is_array() ? checks : json::array()) {
+    ++total;
+    const bool ok = harness::report_text::passed(c);
+    passing += ok ? 1 : 0;
+    std::string detail = str(c, "detail");
+    if (auto nl = detail.find('\n'); nl != std::string::npos) detail = detail.substr(0, nl);
+    fmt::print("  {}  {:<24} {}\n", ok ? "pass" : "FAIL", str(c, "id"), detail);
+  }
+  std::string verdict = str(r, "verdict");
+  if (verdict.empty()) verdict = "not_assessed";
   fmt::print("verdict: {} ({} of {} checks pass)\n", verdict, passing, total);
-  if (g["error"].is_string()) fmt::print("grading error: {}\n", g["error"].get<std::string>());
+  if (const std::string error = str(g, "error"); !error.empty())
+    fmt::print("grading error: {}\n", error);
   if (verdict == "passed") return exit_ok;
   if (verdict == "failed") return exit_task_failed;
   return exit_grader_failed;
