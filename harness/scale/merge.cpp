@@ -828,8 +828,11 @@ result<merge_report> merge_shards(const merge_options& options) {
   if (writer.joinable()) writer.join();
   if (!appended || !reported) {
     (void)remove_tree(staging);
-    if (!appended) return std::unexpected(std::move(appended).error());
-    return std::unexpected(std::move(reported).error().with_context("reports"));
+    // The first cause: the writer's own failure, else the reports' (which stopped the writer).
+    const bool writer_stopped = !appended && appended.error().kind == error_kind::cancelled;
+    if (!appended && !writer_stopped) return std::unexpected(std::move(appended).error());
+    if (!reported) return std::unexpected(std::move(reported).error().with_context("reports"));
+    return std::unexpected(std::move(appended).error());
   }
   out.added = brought.added;
   out.linked = brought.linked;
