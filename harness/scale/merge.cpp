@@ -719,7 +719,7 @@ result<merge_report> merge_shards(const merge_options& options) {
   // The reports' index, of what the output already holds, then of each line as it is appended:
   // the lines are lexed once more here, not a third time from the merged file.
   run_index::incremental index(target.results_file());
-  if (had_output) {
+  if (base > 0) {
     auto add = [&](const json& record, record_location where) { return index.add(record, where); };
     EB_TRY(target.for_each_record(report_fields(), add));
   }
