@@ -6,8 +6,10 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 
+#include "harness/results/fast_json.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
 
@@ -164,20 +166,54 @@ status for_each_record_of(
 
 }  // namespace
 
+// The whole document, from SAX events: what json::parse builds (its own builder, wrapped).
+class document_builder final : public nlohmann::json_sax<json> {
+ public:
+  explicit document_builder(json& into) : dom_(into, /*allow_exceptions_=*/false) {}
+  bool null() override { return dom_.null(); }
+  bool boolean(bool v) override { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return dom_.number_float(v, s);
+  }
+  bool string(string_t& v) override { return dom_.string(v); }
+  bool binary(binary_t& v) override { return dom_.binary(v); }
+  bool start_object(std::size_t n) override { return dom_.start_object(n); }
+  bool key(string_t& k) override { return dom_.key(k); }
+  bool end_object() override { return dom_.end_object(); }
+  bool start_array(std::size_t n) override { return dom_.start_array(n); }
+  bool end_array() override { return dom_.end_array(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+};
+
 json parse_record(std::string_view line, const record_fields* keep) {
   if (!keep) {
     if (json_too_deep(line)) return nullptr;  // no record nests that deep; reports would overflow
-    json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    json j;
+    document_builder b(j);
+    if (!sax_parse_fast(line, b))  // declined, or not JSON: nlohmann's lexer decides
+      j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) return nullptr;
     auto schema = j.find("schema");
     if (schema == j.end() || !schema->is_string() || *schema != run_schema) return nullptr;
     return j;
   }
-  field_builder b(keep->root());
-  if (!json::sax_parse(line.begin(), line.end(), &b, json::input_format_t::json, /*strict=*/true))
-    return nullptr;
-  if (b.schema != run_schema) return nullptr;
-  return std::move(b.result);
+  std::optional<field_builder> b(std::in_place, keep->root());
+  if (!sax_parse_fast(line, *b)) {
+    // Declined, or not JSON at all: nlohmann's lexer decides, from the start.
+    b.emplace(keep->root());
+    if (!json::sax_parse(line.begin(), line.end(), &*b, json::input_format_t::json,
+                         /*strict=*/true))
+      return nullptr;
+  }
+  if (b->schema != run_schema) return nullptr;
+  return std::move(b->result);
 }
 
 fs::path results_dir::run_dir(const std::string& run_id) const { return root_ / "runs" / run_id; }
