@@ -9,7 +9,9 @@
 // nodes with textContent only, never innerHTML.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,36 +87,56 @@ std::string unreadable(const std::string& rel) {
   return fmt::format("[evalbox: unreadable: {}]\n", rel);
 }
 
-// A run's directory, opened once for the files embedded from it. Neither it nor its files are
-// followed if they are symbolic links: a report shows what the run left, never a file a link
-// points to elsewhere (a report is read by people the results directory was not written by).
+// The directories runs/ of the runs embedded (one, or one per shard a merge reads from), each
+// opened once: a run's file is then one openat2 beneath it, "<id>/<name>" with no symbolic
+// link followed anywhere (RESOLVE_NO_SYMLINKS), instead of opening the run's directory first.
+class runs_dirs {
+ public:
+  // -1 when `dir` cannot be opened (the caller takes the slower way, which says why).
+  int fd_of(const std::filesystem::path& dir) {
+    if (dir == last_) return last_fd_;
+    auto it = fds_.find(dir);
+    if (it == fds_.end())
+      it = fds_.emplace(dir, unique_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)))
+               .first;
+    last_ = dir;
+    last_fd_ = it->second ? it->second.get() : -1;
+    return last_fd_;
+  }
+
+ private:
+  std::map<std::filesystem::path, unique_fd> fds_;
+  std::filesystem::path last_;
+  int last_fd_ = -1;
+};
+
+// A run's directory, for the files embedded from it. Neither it nor its files are followed if
+// they are symbolic links: a report shows what the run left, never a file a link points to
+// elsewhere (a report is read by people the results directory was not written by).
 class run_files {
  public:
   run_files(const std::filesystem::path& results_dir, const std::string& run_id,
-            const html_options& opt)
+            const html_options& opt, runs_dirs& dirs)
       : id_(run_id) {
     // Run ids are hex digests; anything else is not followed into the file system.
     if (run_id.empty() || run_id.find_first_of("/\\") != std::string::npos || run_id[0] == '.')
       return;
-    const std::filesystem::path dir =
-        opt.run_dir ? opt.run_dir(run_id) : results_dir / "runs" / run_id;
-    if (dir.empty()) return;
-    fd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd_ && errno != ENOENT && errno != ENOTDIR && errno != ELOOP) open_errno_ = errno;
+    dir_ = opt.run_dir ? opt.run_dir(run_id) : results_dir / "runs" / run_id;
+    if (dir_.empty()) return;
+    valid_ = true;
+    runs_fd_ = dirs.fd_of(dir_.parent_path());
   }
 
   // runs/<id>/<name> for embedding, within the per-file cap and the remaining budget; null
-  // when the run has no such file. One open and one fstat per file (a report of 100,000 runs
+  // when the run has no such file. One openat2 and one fstat per file (a report of 100,000 runs
   // embeds 200,000 of them); a FIFO or device planted there is not waited on (O_NONBLOCK) and
   // not read (not a regular file).
-  json embed(const char* name, bool at_line, const html_options& opt, size_t& budget) const {
+  json embed(const char* name, bool at_line, const html_options& opt, size_t& budget) {
     const std::string rel = fmt::format("runs/{}/{}", id_, name);
-    if (open_errno_ != 0) return unreadable(rel);
-    if (!fd_) return nullptr;
-    unique_fd fd(
-        ::openat(fd_.get(), name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW));
+    if (!valid_) return nullptr;
+    auto [fd, found] = open_file(name);
+    if (!fd) return found == lookup::absent ? json(nullptr) : json(unreadable(rel));
     struct stat st {};
-    if (!fd) return errno == ENOENT || errno == ENOTDIR ? json(nullptr) : json(unreadable(rel));
     if (::fstat(fd.get(), &st) != 0) return unreadable(rel);
     if (!S_ISREG(st.st_mode)) return nullptr;
     const auto size = static_cast<uint64_t>(st.st_size);
@@ -136,9 +158,47 @@ class run_files {
   }
 
  private:
+  enum class lookup { opened, absent, unreadable };
+
+  // The file, opened without following a link. Absent: no such file, or the run's directory
+  // is missing, not a directory or a link. Unreadable: any other failure (a link in the file's
+  // place among them).
+  std::pair<unique_fd, lookup> open_file(const char* name) {
+    if (runs_fd_ >= 0) {
+      struct open_how how {};
+      how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+      const std::string path = fmt::format("{}/{}", dir_.filename().string(), name);
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        unique_fd fd(static_cast<int>(
+            ::syscall(SYS_openat2, runs_fd_, path.c_str(), &how, sizeof(struct open_how))));
+        if (fd) return {std::move(fd), lookup::opened};
+        if (errno == ENOENT || errno == ENOTDIR) return {unique_fd(), lookup::absent};
+        if (errno != EAGAIN) break;  // EAGAIN: a rename raced the lookup; try again
+      }
+      // ELOOP (whether the directory or the file is the link decides what is shown), an
+      // openat2 the kernel lacks, or another error: the directory, then the file.
+    }
+    if (!dir_fd_ && dir_errno_ == 0) {
+      dir_fd_.reset(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!dir_fd_) dir_errno_ = errno;
+    }
+    if (!dir_fd_)
+      return {unique_fd(), dir_errno_ == ENOENT || dir_errno_ == ENOTDIR || dir_errno_ == ELOOP
+                               ? lookup::absent
+                               : lookup::unreadable};
+    unique_fd fd(
+        ::openat(dir_fd_.get(), name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW));
+    if (fd) return {std::move(fd), lookup::opened};
+    return {unique_fd(), errno == ENOENT || errno == ENOTDIR ? lookup::absent : lookup::unreadable};
+  }
+
   std::string id_;
-  unique_fd fd_;
-  int open_errno_ = 0;
+  std::filesystem::path dir_;
+  bool valid_ = false;
+  int runs_fd_ = -1;
+  unique_fd dir_fd_;
+  int dir_errno_ = 0;
 };
 
 std::string verdict_class(const std::string& v) {
@@ -387,10 +447,10 @@ void write_usage(std::ostream& h, const stats::summary& s) {
 // One run's drill-down data: its checks, and its workspace diff and transcript within the
 // embedding budget.
 json run_data(const json& r, const std::filesystem::path& results_dir, const html_options& opt,
-              size_t& budget) {
+              runs_dirs& dirs, size_t& budget) {
   std::string v = verdict_class(str(r, "verdict"));
   std::string id = str(r, "run_id");
-  const run_files files(results_dir, id, opt);
+  run_files files(results_dir, id, opt, dirs);
   json checks = json::array();
   const json& cs = field(field(r, "grading"), "checks");
   if (cs.is_array())
@@ -446,10 +506,11 @@ status write_runs(std::ostream& h, const run_index& runs, const std::filesystem:
   // Keys of a JSON object are sorted: "runs" comes before "runs_per_page".
   h << "<script type=\"application/json\" id=\"evalbox-runs\">{\"runs\":[";
   size_t budget = opt.total_bytes;
+  runs_dirs dirs;
   for (size_t n = 0; n < sorted.size(); ++n) {
     const json r = EB_TRY(runs.read(sorted[n]));
     if (n > 0) h << ',';
-    h << script_json(run_data(r, results_dir, opt, budget));
+    h << script_json(run_data(r, results_dir, opt, dirs, budget));
   }
   h << fmt::format("],\"runs_per_page\":{}}}</script>\n", std::max<size_t>(1, opt.runs_per_page));
   return {};
