@@ -134,8 +134,9 @@ bool parse(std::string_view text, sax_t& sax) {
   rapidjson::InsituStringStream in(copy.data());
   rapidjson::Reader reader;
   to_nlohmann handler(sax);
-  return !reader.Parse<flags | rapidjson::kParseInsituFlag | rapidjson::kParseNumbersAsStringsFlag>(
-                 in, handler)
+  return !reader
+              .Parse<flags | rapidjson::kParseInsituFlag | rapidjson::kParseNumbersAsStringsFlag>(
+                  in, handler)
               .IsError();
 }
 
@@ -143,7 +144,8 @@ bool parse(std::string_view text, sax_t& sax) {
 
 bool sax_parse_fast(std::string_view text, sax_t& sax) {
   if (declined(text)) return false;
-  return ascii(text) ? parse<0>(text, sax) : parse<rapidjson::kParseValidateEncodingFlag>(text, sax);
+  return ascii(text) ? parse<0>(text, sax)
+                     : parse<rapidjson::kParseValidateEncodingFlag>(text, sax);
 }
 
 }  // namespace evalbox::harness

@@ -17,6 +17,7 @@ using evalbox::testing::lex_nlohmann;
 
 // Texts on the edges of JSON's grammar, and of the two lexers' number and string handling.
 const std::vector<std::string>& edge_texts() {
+  // clang-format off
   static const std::vector<std::string> texts = {
       // numbers: types, ranges, forms
       "0", "-0", "1", "-1", "0.0", "-0.0", "1e2", "1E2", "1e+2", "1e-2", "1.5e308", "1e309",
@@ -44,6 +45,7 @@ const std::vector<std::string>& edge_texts() {
       std::string("\"a\0b\"", 5), std::string("{}\0", 3), std::string("{\"a\":1\0}", 8),
       "{\"k\xC3\xA9y\":\"v\"}", "{\"\xFF\":1}",
   };
+  // clang-format on
   return texts;
 }
 
@@ -94,9 +96,8 @@ TEST(FastJson, NumbersHaveNlohmannsTypesAndValues) {
 TEST(FastJson, DeclinesWhatItLeavesToNlohmann) {
   // \u escapes (nlohmann decodes surrogate pairs and refuses lone ones), a byte-order mark
   // (nlohmann skips it), NUL bytes: declined, whatever nlohmann then says.
-  for (const std::string& text :
-       {std::string("\"\\u0041\""), std::string("\xEF\xBB\xBF{}"), std::string("{}\0", 3),
-        std::string("[\"\\ud800\"]")})
+  for (const std::string& text : {std::string("\"\\u0041\""), std::string("\xEF\xBB\xBF{}"),
+                                  std::string("{}\0", 3), std::string("[\"\\ud800\"]")})
     EXPECT_FALSE(lex_fast(text).accepted) << ::testing::PrintToString(text);
   // Deeper than any record (RapidJSON's parser recurses): declined; nlohmann takes it.
   const std::string deep = std::string(600, '[') + std::string(600, ']');
