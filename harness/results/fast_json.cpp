@@ -134,6 +134,12 @@ bool parse(std::string_view text, sax_t& sax) {
   rapidjson::InsituStringStream in(copy.data());
   rapidjson::Reader reader;
   to_nlohmann handler(sax);
+  // A line of megabytes is not kept for the rest of the thread's life.
+  struct release {
+    ~release() {
+      if (copy.capacity() > (1u << 20)) std::string().swap(copy);
+    }
+  } released;
   return !reader
               .Parse<flags | rapidjson::kParseInsituFlag | rapidjson::kParseNumbersAsStringsFlag>(
                   in, handler)

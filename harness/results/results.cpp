@@ -166,6 +166,8 @@ status for_each_record_of(
 
 }  // namespace
 
+namespace {
+
 // The whole document, from SAX events: what json::parse builds (its own builder, wrapped).
 class document_builder final : public nlohmann::json_sax<json> {
  public:
@@ -191,6 +193,8 @@ class document_builder final : public nlohmann::json_sax<json> {
  private:
   nlohmann::detail::json_sax_dom_parser<json> dom_;
 };
+
+}  // namespace
 
 json parse_record(std::string_view line, const record_fields* keep) {
   if (!keep) {
