@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/unique_fd.h"
+#include "sandbox/sys/beneath.h"
 
 namespace evalbox::harness {
 
@@ -165,17 +165,12 @@ class run_files {
   // place among them).
   std::pair<unique_fd, lookup> open_file(const char* name) {
     if (runs_fd_ >= 0) {
-      struct open_how how {};
-      how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
       const std::string path = fmt::format("{}/{}", dir_.filename().string(), name);
-      for (int attempt = 0; attempt < 3; ++attempt) {
-        unique_fd fd(static_cast<int>(
-            ::syscall(SYS_openat2, runs_fd_, path.c_str(), &how, sizeof(struct open_how))));
-        if (fd) return {std::move(fd), lookup::opened};
-        if (errno == ENOENT || errno == ENOTDIR) return {unique_fd(), lookup::absent};
-        if (errno != EAGAIN) break;  // EAGAIN: a rename raced the lookup; try again
-      }
+      unique_fd fd(
+          sys::open_beneath(runs_fd_, path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                            RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+      if (fd) return {std::move(fd), lookup::opened};
+      if (errno == ENOENT || errno == ENOTDIR) return {unique_fd(), lookup::absent};
       // ELOOP (whether the directory or the file is the link decides what is shown), an
       // openat2 the kernel lacks, or another error: the directory, then the file.
     }

@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -15,7 +16,7 @@
 
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
-#include "sandbox/sys/syscalls.h"
+#include "sandbox/sys/beneath.h"
 
 namespace evalbox::sandbox::image {
 
@@ -48,11 +49,10 @@ class dir_container final : public container {
   explicit dir_container(unique_fd dir) : dir_(std::move(dir)) {}
 
   result<unique_fd> open_member(const std::string& rel) {
-    struct open_how how {};
     // O_NONBLOCK: a fifo planted as a blob must not hang the import (it is refused below).
-    how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    unique_fd fd(sys::openat2(dir_.get(), rel.c_str(), &how));
+    unique_fd fd(sys::open_beneath(dir_.get(), rel.c_str(),
+                                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+                                   RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS));
     if (!fd) return sys_error(errno, "open {}", rel);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return sys_error(errno, "stat {}", rel);

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -11,7 +12,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "sandbox/sys/syscalls.h"
+#include "sandbox/sys/beneath.h"
 
 namespace evalbox::sandbox::image {
 
@@ -37,17 +38,9 @@ std::string join(const std::vector<std::string>& parts, size_t count) {
   return out;
 }
 
-// openat2 beneath `dirfd`, retrying the EAGAIN the kernel returns when a concurrent rename
-// might have raced the lookup.
+// A path of the tree, opened by the rules above.
 int open_beneath(int dirfd, const char* path, uint64_t flags) {
-  struct open_how how {};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = kBeneath;
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    int fd = sys::openat2(dirfd, path, &how);
-    if (fd >= 0 || errno != EAGAIN) return fd;
-  }
-  return -1;
+  return sys::open_beneath(dirfd, path, flags | O_CLOEXEC, kBeneath);
 }
 
 std::unexpected<error> refused(std::string_view entry, std::string_view why) {

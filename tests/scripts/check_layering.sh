@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check-layering on a copy of the tree: clean as it is, and failing — with the file,
 # the line and what to do — on a new edge between sandbox folders, an allowed edge no include
-# uses any more, a raw system call outside sandbox/sys, and a sandbox folder its table does
-# not list.
+# uses any more, a raw system call outside sandbox/sys (in the sandbox or the harness),
+# RapidJSON outside the results lexer, and a sandbox folder its table does not list.
 set -euo pipefail
 src=$1
 work=$(mktemp -d)
@@ -39,6 +39,20 @@ echo 'int f() { return static_cast<int>(::syscall(SYS_gettid)); }' >>"$work/sand
 line=$(wc -l <"$work/sandbox/base/fs.cpp")
 expect_failure "sandbox/base/fs.cpp:$line: a raw syscall(2) outside sandbox/sys"
 cp "$work/fs.cpp.orig" "$work/sandbox/base/fs.cpp"
+
+# The same in the harness, which reaches the kernel only through the sandbox's facade.
+cp "$work/harness/report/html.cpp" "$work/html.cpp.orig"
+echo 'int g() { return static_cast<int>(::syscall(SYS_gettid)); }' >>"$work/harness/report/html.cpp"
+line=$(wc -l <"$work/harness/report/html.cpp")
+expect_failure "harness/report/html.cpp:$line: a raw syscall(2) outside sandbox/sys"
+cp "$work/html.cpp.orig" "$work/harness/report/html.cpp"
+
+# RapidJSON outside the one lexer that may use it.
+cp "$work/harness/results/results.cpp" "$work/results.cpp.orig"
+echo '#include <rapidjson/reader.h>' >>"$work/harness/results/results.cpp"
+line=$(wc -l <"$work/harness/results/results.cpp")
+expect_failure "harness/results/results.cpp:$line: may not include <rapidjson/reader.h>"
+cp "$work/results.cpp.orig" "$work/harness/results/results.cpp"
 
 # A new folder nobody placed in the graph.
 mkdir "$work/sandbox/widget" && echo '#pragma once' >"$work/sandbox/widget/widget.h"
