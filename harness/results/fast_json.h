@@ -19,4 +19,14 @@ namespace evalbox::harness {
 // nlohmann into a fresh one, whose answer is the one that counts.
 bool sax_parse_fast(std::string_view text, nlohmann::json_sax<json>& sax);
 
+// json::sax_parse(text, &sax, json, /*strict=*/true), the fast lexer first: where it declines,
+// `sax` is reset to `fresh` and nlohmann lexes the text from the start.
+template <class Sax>
+bool sax_parse(std::string_view text, Sax& sax, const Sax& fresh) {
+  if (sax_parse_fast(text, sax)) return true;
+  sax = fresh;
+  return json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json,
+                         /*strict=*/true);
+}
+
 }  // namespace evalbox::harness

@@ -6,7 +6,6 @@
 
 #include <cstring>
 #include <map>
-#include <optional>
 #include <utility>
 
 #include "harness/results/fast_json.h"
@@ -51,7 +50,7 @@ namespace {
 // values nobody asked for are dropped as they are read.
 class field_builder final : public nlohmann::json_sax<json> {
  public:
-  explicit field_builder(const record_fields::node& root) : root_(root) {}
+  explicit field_builder(const record_fields::node& root) : root_(&root) {}
 
   json result;
   std::string schema;  // the top-level "schema", whichever fields are kept
@@ -125,7 +124,7 @@ class field_builder final : public nlohmann::json_sax<json> {
     if (depth_ == 1) {
       if (type != json::value_t::object) return false;
       result = json::object();
-      frames_.push_back({&result, &root_});
+      frames_.push_back({&result, root_});
       return true;
     }
     auto [to, spec] = slot();
@@ -153,7 +152,7 @@ class field_builder final : public nlohmann::json_sax<json> {
     return true;
   }
 
-  const record_fields::node& root_;
+  const record_fields::node* root_;  // copyable: a fresh builder is copied in to start again
   std::vector<frame> frames_;
   size_t depth_ = 0;
   bool top_schema_ = false;  // the last top-level key is "schema"
@@ -208,16 +207,10 @@ json parse_record(std::string_view line, const record_fields* keep) {
     if (schema == j.end() || !schema->is_string() || *schema != run_schema) return nullptr;
     return j;
   }
-  std::optional<field_builder> b(std::in_place, keep->root());
-  if (!sax_parse_fast(line, *b)) {
-    // Declined, or not JSON at all: nlohmann's lexer decides, from the start.
-    b.emplace(keep->root());
-    if (!json::sax_parse(line.begin(), line.end(), &*b, json::input_format_t::json,
-                         /*strict=*/true))
-      return nullptr;
-  }
-  if (b->schema != run_schema) return nullptr;
-  return std::move(b->result);
+  const field_builder fresh(keep->root());
+  field_builder b = fresh;
+  if (!sax_parse(line, b, fresh) || b.schema != run_schema) return nullptr;
+  return std::move(b.result);
 }
 
 fs::path results_dir::run_dir(const std::string& run_id) const { return root_ / "runs" / run_id; }

@@ -134,17 +134,9 @@ status scan_records(const fs::path& file,
       if (!nl) break;
       const size_t stop = static_cast<size_t>(nl - buf.data());
       std::string_view line(buf.data() + start, stop - start);
-      if (!line.empty()) {
-        record_keys keys;
-        bool lexed = sax_parse_fast(line, keys);
-        if (!lexed) {
-          keys = record_keys();  // declined, or not JSON: nlohmann's lexer decides
-          lexed = json::sax_parse(line.begin(), line.end(), &keys, json::input_format_t::json,
-                                  /*strict=*/true);
-        }
-        if (lexed && keys.schema == run_schema)
-          EB_TRY(visit(line, {buf_offset + start, line.size()}, keys.run_id));
-      }
+      record_keys keys;
+      if (!line.empty() && sax_parse(line, keys, record_keys()) && keys.schema == run_schema)
+        EB_TRY(visit(line, {buf_offset + start, line.size()}, keys.run_id));
       start = stop + 1;
     }
     buf.erase(0, start);
