@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <map>
 #include <ostream>
 #include <set>
@@ -25,21 +27,16 @@
 #include "harness/report/svg.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_checks.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/beneath.h"
 
 namespace evalbox::harness {
 
-namespace {
+namespace report_text {
 
-using report_text::field;
-using report_text::interval;
-using report_text::percent;
-using report_text::str;
-using svg::escape;
-
-// JSON that can sit inside <script>: "<", ">" and "&" only occur inside strings, where \u
-// escapes mean the same; U+2028/U+2029 are escaped for old JavaScript parsers.
+// "<", ">" and "&" only occur inside JSON strings, where \u escapes mean the same; U+2028/U+2029
+// are escaped for old JavaScript parsers.
 std::string script_json(const json& j) {
   std::string raw = j.dump(-1, ' ', false, json::error_handler_t::replace);
   std::string out;
@@ -62,6 +59,87 @@ std::string script_json(const json& j) {
   }
   return out;
 }
+
+void append_script_string(std::string& out, std::string_view s) {
+  // What nlohmann's dump escapes (ensure_ascii off), and what script_json adds.
+  static constexpr auto plain = [] {
+    std::array<bool, 256> p{};
+    for (int c = 0x20; c < 0x80; ++c) p[c] = true;
+    for (char c : {'"', '\\', '<', '>', '&'}) p[static_cast<unsigned char>(c)] = false;
+    return p;
+  }();
+  const size_t start = out.size();
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t run = i;
+    while (run < s.size() && plain[static_cast<unsigned char>(s[run])]) ++run;
+    out.append(s.data() + i, run - i);
+    i = run;
+    if (i == s.size()) break;
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t n = utf8_sequence_length(s.substr(i));
+      if (n == 0) {  // not UTF-8: nlohmann's replacement characters, as script_json writes them
+        out.resize(start);
+        out += script_json(json(std::string(s)));
+        return;
+      }
+      if (n == 3 && c == 0xE2 && s[i + 1] == '\x80' && (s[i + 2] == '\xA8' || s[i + 2] == '\xA9'))
+        out += s[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      else
+        out.append(s.data() + i, n);
+      i += n;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += fmt::format("\\u{:04x}", c);  // the other control characters
+    }
+    ++i;
+  }
+  out += '"';
+}
+
+}  // namespace report_text
+
+namespace {
+
+using report_text::append_script_string;
+using report_text::interval;
+using report_text::percent;
+using report_text::script_json;
+using svg::escape;
 
 // The first `cap` bytes of `text` (of `total` in the whole file), cut at the last newline
 // before the cap when `at_line` (a transcript keeps whole JSON lines) and never inside a UTF-8
@@ -127,18 +205,19 @@ class run_files {
     runs_fd_ = dirs.fd_of(dir_.parent_path());
   }
 
-  // runs/<id>/<name> for embedding, within the per-file cap and the remaining budget; null
+  // runs/<id>/<name> for embedding, within the per-file cap and the remaining budget; none
   // when the run has no such file. One openat2 and one fstat per file (a report of 100,000 runs
   // embeds 200,000 of them); a FIFO or device planted there is not waited on (O_NONBLOCK) and
   // not read (not a regular file).
-  json embed(const char* name, bool at_line, const html_options& opt, size_t& budget) {
+  std::optional<std::string> embed(const char* name, bool at_line, const html_options& opt,
+                                   size_t& budget) {
+    if (!valid_) return std::nullopt;
     const std::string rel = fmt::format("runs/{}/{}", id_, name);
-    if (!valid_) return nullptr;
     auto [fd, found] = open_file(name);
-    if (!fd) return found == lookup::absent ? json(nullptr) : json(unreadable(rel));
+    if (!fd) return found == lookup::absent ? std::nullopt : std::optional(unreadable(rel));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return unreadable(rel);
-    if (!S_ISREG(st.st_mode)) return nullptr;
+    if (!S_ISREG(st.st_mode)) return std::nullopt;
     const auto size = static_cast<uint64_t>(st.st_size);
     if (budget == 0)
       return fmt::format("[evalbox: not embedded: the report's size budget is spent; see {}]\n",
@@ -195,10 +274,6 @@ class run_files {
   unique_fd dir_fd_;
   int dir_errno_ = 0;
 };
-
-std::string verdict_class(const std::string& v) {
-  return v == "passed" ? "passed" : v == "failed" ? "failed" : "error";
-}
 
 // The stylesheet and the drill-down script: assets/report.css and assets/report.js, embedded
 // at build time (cmake/embed_asset.cmake) as report_css and report_js. The script writes the
@@ -440,31 +515,66 @@ void write_usage(std::ostream& h, const stats::summary& s) {
 }
 
 // One run's drill-down data: its checks, and its workspace diff and transcript within the
-// embedding budget.
-json run_data(const json& r, const std::filesystem::path& results_dir, const html_options& opt,
-              runs_dirs& dirs, size_t& budget) {
-  std::string v = verdict_class(str(r, "verdict"));
-  std::string id = str(r, "run_id");
+// embedding budget, appended to `out` as JSON for the page's script. Written field by field in
+// the order (and with the bytes) script_json of the same JSON object would give:
+// {"c","checks":[{"detail","id","passed"}],"diff","err","f","id","score","t","transcript","v",
+// "wall"}.
+void append_run_data(std::string& out, const stats::run_outcome& o, const std::string& id,
+                     const run_detail& r, const std::filesystem::path& results_dir,
+                     const html_options& opt, runs_dirs& dirs, size_t& budget) {
+  using verdict = stats::run_outcome::verdict;
   run_files files(results_dir, id, opt, dirs);
-  json checks = json::array();
-  const json& cs = field(field(r, "grading"), "checks");
-  if (cs.is_array())
-    for (const auto& c : cs)
-      checks.push_back(
-          {{"id", str(c, "id")}, {"passed", report_text::passed(c)}, {"detail", str(c, "detail")}});
-  const json& score = field(field(r, "grading"), "score");
-  const json& wall = field(field(r, "timings"), "wall_ms");
-  return {{"id", id},
-          {"c", str(field(r, "candidate"), "id")},
-          {"f", str(field(r, "fixture"), "id")},
-          {"t", field(r, "trial").is_number_integer() ? r["trial"].get<int>() : 0},
-          {"v", v},
-          {"score", score.is_number() ? score : json(nullptr)},
-          {"wall", wall.is_number() ? wall : json(nullptr)},
-          {"err", v == "error" ? json(report_text::error_message_of(r)) : json(nullptr)},
-          {"checks", std::move(checks)},
-          {"diff", files.embed("workspace.diff", false, opt, budget)},
-          {"transcript", files.embed("transcript.jsonl", true, opt, budget)}};
+  auto text_or_null = [&](const std::optional<std::string>& t) {
+    if (t)
+      append_script_string(out, *t);
+    else
+      out += "null";
+  };
+  auto number = [&](const run_detail::number& n) {
+    using kind = run_detail::number::kind;
+    switch (n.type) {
+      case kind::none:
+        out += "null";
+        break;
+      case kind::signed_integer:
+        fmt::format_to(std::back_inserter(out), "{}", n.i);
+        break;
+      case kind::unsigned_integer:
+        fmt::format_to(std::back_inserter(out), "{}", n.u);
+        break;
+      case kind::floating:
+        out += json(n.d).dump();
+        break;  // nlohmann's own digits
+    }
+  };
+  out += "{\"c\":";
+  append_script_string(out, o.candidate);
+  out += ",\"checks\":[";
+  for (size_t k = 0; k < r.checks.size(); ++k) {
+    const run_detail::check& c = r.checks[k];
+    out += k ? ",{\"detail\":" : "{\"detail\":";
+    append_script_string(out, c.detail);
+    out += ",\"id\":";
+    append_script_string(out, c.id);
+    out += c.passed ? ",\"passed\":true}" : ",\"passed\":false}";
+  }
+  out += "],\"diff\":";
+  text_or_null(files.embed("workspace.diff", false, opt, budget));
+  out += ",\"err\":";
+  text_or_null(o.outcome == verdict::error ? std::optional(o.error_message) : std::nullopt);
+  out += ",\"f\":";
+  append_script_string(out, o.fixture);
+  out += ",\"id\":";
+  append_script_string(out, id);
+  out += ",\"score\":";
+  number(r.score);
+  fmt::format_to(std::back_inserter(out), ",\"t\":{},\"transcript\":", o.trial);
+  text_or_null(files.embed("transcript.jsonl", true, opt, budget));
+  out += o.outcome == verdict::passed   ? ",\"v\":\"passed\",\"wall\":"
+         : o.outcome == verdict::failed ? ",\"v\":\"failed\",\"wall\":"
+                                        : ",\"v\":\"error\",\"wall\":";
+  number(r.wall_ms);
+  out += '}';
 }
 
 // The runs' controls, and their data for the lazy drill-downs, in candidate, fixture, trial
@@ -502,10 +612,14 @@ status write_runs(std::ostream& h, const run_index& runs, const std::filesystem:
   h << "<script type=\"application/json\" id=\"evalbox-runs\">{\"runs\":[";
   size_t budget = opt.total_bytes;
   runs_dirs dirs;
+  std::string data;
   for (size_t n = 0; n < sorted.size(); ++n) {
-    const json r = EB_TRY(runs.read(sorted[n]));
-    if (n > 0) h << ',';
-    h << script_json(run_data(r, results_dir, opt, dirs, budget));
+    const size_t i = sorted[n];
+    const run_detail r = EB_TRY(runs.read(i));
+    data.clear();
+    if (n > 0) data += ',';
+    append_run_data(data, runs.outcome(i), runs.run_id(i), r, results_dir, opt, dirs, budget);
+    h << data;
   }
   h << fmt::format("],\"runs_per_page\":{}}}</script>\n", std::max<size_t>(1, opt.runs_per_page));
   return {};

@@ -14,21 +14,14 @@ namespace evalbox::harness {
 
 namespace {
 
-using report_text::field;
-using report_text::str;
-
 // XML text and attributes escape exactly like the SVG labels (svg.h).
 std::string xml_escape(std::string_view s) { return svg::escape(s); }
 
-std::string checks_text(const json& run) {
+std::string checks_text(const run_detail& run) {
   std::string out;
-  const json& checks = field(field(run, "grading"), "checks");
-  if (!checks.is_array()) return out;
-  for (const auto& c : checks) {
-    std::string detail = str(c, "detail");
-    out += fmt::format("{} {}{}\n", report_text::passed(c) ? "PASS" : "FAIL", str(c, "id"),
-                       detail.empty() ? "" : ": " + detail);
-  }
+  for (const auto& c : run.checks)
+    out += fmt::format("{} {}{}\n", c.passed ? "PASS" : "FAIL", c.id,
+                       c.detail.empty() ? "" : ": " + c.detail);
   return out;
 }
 
@@ -61,10 +54,9 @@ status write_junit(std::ostream& out, const run_index& runs, const std::string& 
                        xml_escape(cand), c.tests, c.failures, c.errors);
     for (size_t i = 0; i < runs.size(); ++i) {
       if (runs.outcome(i).candidate != cand) continue;
-      const json r = EB_TRY(runs.read(i));
+      const run_detail r = EB_TRY(runs.read(i));
       const stats::run_outcome& o = runs.outcome(i);
-      const json& wall = field(field(r, "timings"), "wall_ms");
-      double secs = wall.is_number() ? wall.get<double>() / 1000.0 : 0.0;
+      const double secs = o.wall_ms ? *o.wall_ms / 1000.0 : 0.0;
       out << fmt::format("    <testcase classname=\"{}\" name=\"{}#{}\" time=\"{:.3f}\">\n",
                          xml_escape(cand), xml_escape(o.fixture), o.trial, secs);
       std::string checks = checks_text(r);
@@ -75,11 +67,9 @@ status write_junit(std::ostream& out, const run_index& runs, const std::string& 
                            xml_escape(checks));
       } else if (o.outcome == verdict::error) {
         // The run could not be carried out or graded: never a task failure.
-        std::string kind = str(field(r, "execution"), "error_kind");
-        if (kind.empty() && str(field(r, "grading"), "status") == "error") kind = "grader";
-        std::string msg = report_text::error_message_of(r);
+        const std::string& msg = o.error_message;
         out << fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n", xml_escape(msg),
-                           xml_escape(kind.empty() ? "infrastructure" : kind),
+                           xml_escape(r.error_kind.empty() ? "infrastructure" : r.error_kind),
                            xml_escape(msg + "\n" + checks));
       } else if (!checks.empty()) {
         out << fmt::format("      <system-out>{}</system-out>\n", xml_escape(checks));

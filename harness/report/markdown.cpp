@@ -240,7 +240,7 @@ status write_failed_checks(std::ostream& out, const run_index& runs) {
     const stats::run_outcome& o = runs.outcome(i);
     if (o.outcome != stats::run_outcome::verdict::failed) continue;
     any = true;
-    json r = EB_TRY(runs.read(i));
+    const run_detail r = EB_TRY(runs.read(i));
     out << fmt::format("- {} / {} #{} (runs/{}): {}\n", md_cell(o.candidate), md_cell(o.fixture),
                        o.trial, md_cell(runs.run_id(i)), md_cell(report_text::failed_check_ids(r)));
   }

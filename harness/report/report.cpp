@@ -55,12 +55,10 @@ bool passed(const json& check) {
   return v.is_boolean() && v.get<bool>();
 }
 
-std::string failed_check_ids(const json& run) {
+std::string failed_check_ids(const run_detail& run) {
   std::string failed;
-  const json& checks = field(field(run, "grading"), "checks");
-  if (!checks.is_array()) return failed;
-  for (const auto& c : checks)
-    if (!passed(c)) failed += (failed.empty() ? "" : ", ") + str(c, "id");
+  for (const auto& c : run.checks)
+    if (!c.passed) failed += (failed.empty() ? "" : ", ") + c.id;
   return failed;
 }
 

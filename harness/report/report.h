@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -50,6 +51,36 @@ std::vector<json> latest_records(const std::vector<json>& records);
 // The fields of a record the reports read (run_index.cpp lists them): a run_index built from
 // results.jsonl parses only these, and its visitor and read() see records holding only these.
 const record_fields& report_fields();
+
+// What the renderers show of a run beyond its outcome (run_index::read), from the record's
+// report_fields(): typed, so that reading a run back builds no JSON document.
+struct run_detail {
+  struct check {
+    std::string id;       // "" when the record's is not a string
+    bool passed = false;  // report_text::passed
+    std::string detail;   // "" when the record's is not a string
+    friend bool operator==(const check&, const check&) = default;
+  };
+  // A JSON number as the record wrote it (an integer stays one), or none when the field is
+  // missing or not a number.
+  struct number {
+    enum class kind : uint8_t { none, signed_integer, unsigned_integer, floating };
+    kind type = kind::none;
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0;
+    friend bool operator==(const number&, const number&) = default;
+  };
+  std::vector<check> checks;  // grading.checks in order (none when it is not an array)
+  number score;               // grading.score
+  number wall_ms;             // timings.wall_ms
+  // execution.error_kind, else "grader" when grading.status is "error", else "".
+  std::string error_kind;
+  friend bool operator==(const run_detail&, const run_detail&) = default;
+};
+
+// The detail of a record holding (at least) report_fields().
+run_detail detail_of(const json& record);
 
 class run_index {
  public:
@@ -95,9 +126,9 @@ class run_index {
   // The first record's "suite" (superseded records included), or `fallback`.
   [[nodiscard]] std::string suite_name(std::string fallback) const;
 
-  // The record of `run`, read back: from results.jsonl with report_fields() only, or a copy of
-  // the one in memory.
-  [[nodiscard]] result<json> read(size_t run) const;
+  // The detail of `run`, read back: from what was set aside while indexing, else from
+  // results.jsonl (report_fields() only), or from the record in memory.
+  [[nodiscard]] result<run_detail> read(size_t run) const;
   // Whether read() reads the fields set aside while indexing, not results.jsonl.
   [[nodiscard]] bool reads_aside() const noexcept { return aside_reader_.has_value(); }
   // How many records read() has returned: each renderer reads a run's record at most once.
@@ -110,10 +141,11 @@ class run_index {
   std::vector<stats::run_outcome> outcomes_;
   std::vector<std::string> run_ids_;
   std::vector<record_location> where_;  // in results.jsonl; for records in memory, offset = index
-  // The report_fields() of each run, set aside while indexing (record_spill) so that reading a
-  // run back parses a few hundred bytes, not its whole record; empty when they could not be.
+  // The run_detail of each run, set aside while indexing (record_spill, encoded in
+  // run_index.cpp) so that reading a run back decodes a few hundred bytes, not its record;
+  // empty when they could not be.
   std::vector<record_location> aside_;
-  std::optional<record_reader> aside_reader_;
+  std::optional<record_spill::reader> aside_reader_;
   size_t seen_ = 0;
   std::string suite_;
   std::span<const json> memory_;  // the records in memory; empty when read from reader_
@@ -199,13 +231,19 @@ result<stats::summary> write_reports(const std::filesystem::path& dir,
 namespace report_text {
 std::string percent(std::optional<double> v);                    // "62.5%" or "n/a"
 std::string interval(const std::optional<stats::interval>& ci);  // "[48.1, 74.9]" or "n/a"
-std::string cost(const stats::cost_total& c);      // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
-std::string error_message_of(const json& record);  // why a run is an error
-std::string failed_check_ids(const json& record);  // "a, b": the checks the run failed
+std::string cost(const stats::cost_total& c);         // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
+std::string error_message_of(const json& record);     // why a run is an error
+std::string failed_check_ids(const run_detail& run);  // "a, b": the checks the run failed
 // j[key], or null when j is not an object or has no such key (records come from disk).
 const json& field(const json& j, const char* key);
 std::string str(const json& j, const char* key);  // field() as a string, "" if it is not one
 bool passed(const json& check);  // a check's "passed" is true (any other value: not passed)
+// JSON that can sit inside an HTML <script> block: j.dump() (bytes that are not UTF-8 replaced)
+// with "<", ">", "&", U+2028 and U+2029 escaped, so that "</script>" or "<!--" in a diff cannot
+// end the block.
+std::string script_json(const json& j);
+// script_json(json(s)) appended to `out`, without building the JSON value.
+void append_script_string(std::string& out, std::string_view s);
 }  // namespace report_text
 
 }  // namespace evalbox::harness

@@ -1,6 +1,7 @@
 // The run index (see report.h): the records of results.jsonl, or records in memory, as the
 // compact outcome of each trial's newest record and where to read that record back.
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <tuple>
@@ -56,7 +57,140 @@ stats::run_outcome outcome_of(const json& r) {
   return o;
 }
 
+// Integers that are not negative are unsigned, however the value was made (a parsed 5 is
+// unsigned, json(5) is not): both are written "5".
+run_detail::number number_of(const json& v) {
+  run_detail::number n;
+  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
+    n.type = run_detail::number::kind::unsigned_integer;
+    n.u = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
+  } else if (v.is_number_integer()) {
+    n.type = run_detail::number::kind::signed_integer;
+    n.i = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    n.type = run_detail::number::kind::floating;
+    n.d = v.get<double>();
+  }
+  return n;
+}
+
+// A run_detail set aside (record_spill) as bytes: each number as its kind and 8 bytes, each
+// string as its length (LEB128) and bytes, the checks as their count and then each check.
+// Written and read by this process only; what does not decode was damaged, and is read from
+// results.jsonl instead.
+class detail_codec {
+ public:
+  static void encode(const run_detail& d, std::string& out) {
+    out.clear();
+    put(out, d.score);
+    put(out, d.wall_ms);
+    put(out, d.error_kind);
+    put_size(out, d.checks.size());
+    for (const auto& c : d.checks) {
+      out += static_cast<char>(c.passed ? 1 : 0);
+      put(out, c.id);
+      put(out, c.detail);
+    }
+  }
+
+  static std::optional<run_detail> decode(std::string_view in) {
+    run_detail d;
+    uint64_t checks = 0;
+    if (!get(in, d.score) || !get(in, d.wall_ms) || !get(in, d.error_kind) || !get_size(in, checks))
+      return std::nullopt;
+    if (checks > in.size()) return std::nullopt;  // each check takes at least 3 bytes
+    d.checks.resize(static_cast<size_t>(checks));
+    for (auto& c : d.checks) {
+      if (in.empty() || static_cast<unsigned char>(in[0]) > 1) return std::nullopt;
+      c.passed = in[0] == 1;
+      in.remove_prefix(1);
+      if (!get(in, c.id) || !get(in, c.detail)) return std::nullopt;
+    }
+    if (!in.empty()) return std::nullopt;
+    return d;
+  }
+
+ private:
+  static void put_size(std::string& out, uint64_t n) {
+    do {
+      const auto low = static_cast<unsigned char>(n & 0x7F);
+      n >>= 7;
+      out += static_cast<char>(n ? low | 0x80 : low);
+    } while (n);
+  }
+  static void put(std::string& out, std::string_view s) {
+    put_size(out, s.size());
+    out.append(s);
+  }
+  static void put(std::string& out, const run_detail::number& n) {
+    out += static_cast<char>(n.type);
+    if (n.type == run_detail::number::kind::none) return;
+    uint64_t bits = n.type == run_detail::number::kind::signed_integer ? static_cast<uint64_t>(n.i)
+                    : n.type == run_detail::number::kind::unsigned_integer
+                        ? n.u
+                        : std::bit_cast<uint64_t>(n.d);
+    for (int b = 0; b < 8; ++b) out += static_cast<char>((bits >> (8 * b)) & 0xFF);
+  }
+
+  static bool get_size(std::string_view& in, uint64_t& n) {
+    n = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (in.empty()) return false;
+      const auto byte = static_cast<unsigned char>(in[0]);
+      in.remove_prefix(1);
+      n |= static_cast<uint64_t>(byte & 0x7F) << shift;
+      if (!(byte & 0x80)) return true;
+    }
+    return false;
+  }
+  static bool get(std::string_view& in, std::string& s) {
+    uint64_t n = 0;
+    if (!get_size(in, n) || n > in.size()) return false;
+    s.assign(in.substr(0, static_cast<size_t>(n)));
+    in.remove_prefix(static_cast<size_t>(n));
+    return true;
+  }
+  static bool get(std::string_view& in, run_detail::number& n) {
+    using kind = run_detail::number::kind;
+    if (in.empty() ||
+        static_cast<unsigned char>(in[0]) > static_cast<unsigned char>(kind::floating))
+      return false;
+    n = {};
+    n.type = static_cast<kind>(in[0]);
+    in.remove_prefix(1);
+    if (n.type == kind::none) return true;
+    if (in.size() < 8) return false;
+    uint64_t bits = 0;
+    for (int b = 0; b < 8; ++b)
+      bits |= static_cast<uint64_t>(static_cast<unsigned char>(in[b])) << (8 * b);
+    in.remove_prefix(8);
+    if (n.type == kind::signed_integer)
+      n.i = static_cast<int64_t>(bits);
+    else if (n.type == kind::unsigned_integer)
+      n.u = bits;
+    else
+      n.d = std::bit_cast<double>(bits);
+    return true;
+  }
+};
+
 }  // namespace
+
+run_detail detail_of(const json& r) {
+  run_detail d;
+  const json& grading = field(r, "grading");
+  const json& checks = field(grading, "checks");
+  if (checks.is_array()) {
+    d.checks.reserve(checks.size());
+    for (const auto& c : checks)
+      d.checks.push_back({str(c, "id"), report_text::passed(c), str(c, "detail")});
+  }
+  d.score = number_of(field(grading, "score"));
+  d.wall_ms = number_of(field(field(r, "timings"), "wall_ms"));
+  d.error_kind = str(field(r, "execution"), "error_kind");
+  if (d.error_kind.empty() && str(grading, "status") == "error") d.error_kind = "grader";
+  return d;
+}
 
 const record_fields& report_fields() {
   // What outcome_of, the renderers (report_text, markdown.cpp, junit.cpp, html.cpp) and the
@@ -161,6 +295,7 @@ struct run_index::incremental::state {
   // The fields read back are set aside as they are parsed; without a temporary file (or once
   // writing it failed) runs are read back from results.jsonl, which only costs more time.
   result<record_spill> spill = record_spill::create();
+  std::string encoded;  // one run's detail, as set aside
 };
 
 run_index::incremental::incremental(std::filesystem::path results_file)
@@ -171,7 +306,8 @@ run_index::incremental::~incremental() = default;
 status run_index::incremental::add(const json& record, record_location where) {
   std::optional<record_location> aside;
   if (s_->spill) {
-    auto at = s_->spill->add(record);
+    detail_codec::encode(detail_of(record), s_->encoded);
+    auto at = s_->spill->add(s_->encoded);
     if (at)
       aside = *at;
     else
@@ -222,14 +358,15 @@ std::string run_index::suite_name(std::string fallback) const {
   return suite_.empty() ? fallback : suite_;
 }
 
-result<json> run_index::read(size_t run) const {
+result<run_detail> run_index::read(size_t run) const {
   ++reads_.n;
   if (aside_reader_) {
-    auto r = aside_reader_->read(aside_[run]);
-    if (r) return r;
+    thread_local std::string bytes;
+    if (aside_reader_->read(aside_[run], bytes))
+      if (auto d = detail_codec::decode(bytes)) return std::move(*d);
   }
-  if (reader_) return reader_->read(where_[run], &report_fields());
-  return memory_[static_cast<size_t>(where_[run].offset)];
+  if (reader_) return detail_of(EB_TRY(reader_->read(where_[run], &report_fields())));
+  return detail_of(memory_[static_cast<size_t>(where_[run].offset)]);
 }
 
 std::vector<stats::run_outcome> outcomes_from_records(const std::vector<json>& records) {

@@ -301,36 +301,39 @@ status results_dir::record(const json& run) const {
   return append_durable(results_file(), canonical_json(run) + "\n");
 }
 
+namespace {
+
+// `size` bytes of `fd` at `offset` into `out`, fewer only at the end of the file.
+status read_at(int fd, uint64_t offset, uint64_t size, std::string& out, const fs::path& shown) {
+  out.resize(static_cast<size_t>(size));
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n =
+        ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error(errno, "read {}", shown.string());
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return {};
+}
+
+}  // namespace
+
 result<record_reader> record_reader::open(const fs::path& results_file) {
   unique_fd fd(::open(results_file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return sys_error(errno, "open {}", results_file.string());
-  return record_reader(std::move(fd), results_file, encoding::json_lines);
+  return record_reader(std::move(fd), results_file);
 }
 
 result<json> record_reader::read(record_location where, const record_fields* keep) const {
   // Kept between reads, one per thread: a fresh buffer of a few kilobytes per record made glibc
   // consolidate its free lists on every read.
   thread_local std::string line;
-  line.resize(static_cast<size_t>(where.size));
-  size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = ::pread(fd_.get(), line.data() + done, line.size() - done,
-                        static_cast<off_t>(where.offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error(errno, "read {}", path_.string());
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
+  EB_TRY(read_at(fd_.get(), where.offset, where.size, line, path_));
   json record;
-  if (done == line.size()) {
-    if (encoding_ == encoding::json_lines) {
-      record = parse_record(line, keep);
-    } else {
-      // Written by this process from a parsed record: what does not decode was damaged.
-      record = json::from_msgpack(line, /*strict=*/true, /*allow_exceptions=*/false);
-      if (record.is_discarded()) record = json();
-    }
-  }
+  if (line.size() == where.size) record = parse_record(line, keep);
   if (record.is_null())
     return make_error(error_kind::io, "{}: no run record at byte {} any more (was it rewritten?)",
                       path_.string(), where.offset);
@@ -352,10 +355,9 @@ result<record_spill> record_spill::create() {
   return record_spill(std::move(fd), dir / "(records set aside)");
 }
 
-result<record_location> record_spill::add(const json& record) {
-  record_location at{written_ + buffer_.size(), 0};
-  json::to_msgpack(record, buffer_);
-  at.size = written_ + buffer_.size() - at.offset;
+result<record_location> record_spill::add(std::string_view bytes) {
+  const record_location at{written_ + buffer_.size(), bytes.size()};
+  buffer_.append(bytes);
   if (buffer_.size() >= (64u << 10)) EB_TRY(flush());  // a buffer that does not grow with the runs
   return at;
 }
@@ -374,9 +376,17 @@ status record_spill::flush() {
   return {};
 }
 
-result<record_reader> record_spill::finish() && {
+result<record_spill::reader> record_spill::finish() && {
   EB_TRY(flush());
-  return record_reader::of(std::move(fd_), std::move(shown_), record_reader::encoding::msgpack);
+  return reader(std::move(fd_), std::move(shown_));
+}
+
+status record_spill::reader::read(record_location where, std::string& out) const {
+  EB_TRY(read_at(fd_.get(), where.offset, where.size, out, shown_));
+  if (out.size() != where.size)
+    return make_error(error_kind::io, "{}: {} bytes at byte {} are gone", shown_.string(),
+                      where.size, where.offset);
+  return {};
 }
 
 }  // namespace evalbox::harness

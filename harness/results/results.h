@@ -94,38 +94,29 @@ class results_dir {
 class record_reader {
  public:
   static result<record_reader> open(const std::filesystem::path& results_file);
-  // How the records of a file are written: JSON lines (results.jsonl) or MessagePack (what a
-  // record_spill writes: read back without lexing text).
-  enum class encoding { json_lines, msgpack };
-  // A reader of records in an open file (`shown` names it in errors).
-  static record_reader of(unique_fd fd, std::filesystem::path shown,
-                          encoding e = encoding::json_lines) {
-    return record_reader(std::move(fd), std::move(shown), e);
-  }
-  // The record at `where` (as for_each_record reported it), with only `keep`'s fields if given
-  // (`keep` applies to JSON lines; a spill holds only what was set aside). Threads may read at
-  // once.
+  // The record at `where` (as for_each_record reported it), with only `keep`'s fields if given.
+  // Threads may read at once.
   [[nodiscard]] result<json> read(record_location where, const record_fields* keep = nullptr) const;
 
  private:
-  explicit record_reader(unique_fd fd, std::filesystem::path path, encoding e)
-      : fd_(std::move(fd)), path_(std::move(path)), encoding_(e) {}
+  explicit record_reader(unique_fd fd, std::filesystem::path path)
+      : fd_(std::move(fd)), path_(std::move(path)) {}
   unique_fd fd_;
   std::filesystem::path path_;
-  encoding encoding_;
 };
 
-// Records written aside, one after another in MessagePack, into an unlinked temporary file (under
-// TMPDIR, else /tmp; gone when the last descriptor closes, a crash included), to be read back by
-// their location: a reader that needs a few fields of each record several times keeps them here
-// rather than in memory or parsing the whole record again.
+// Bytes written aside, one piece after another, into an unlinked temporary file (under TMPDIR,
+// else /tmp; gone when the last descriptor closes, a crash included), to be read back by their
+// location: a reader that needs a few fields of each record several times keeps them here, in
+// a form of its own, rather than in memory or parsing the whole record again.
 class record_spill {
  public:
+  class reader;
   static result<record_spill> create();
-  // Appends `record` (buffered); where to read it back once finish() has flushed.
-  result<record_location> add(const json& record);
-  // Flushes what is buffered; the reader of every record added.
-  result<record_reader> finish() &&;
+  // Appends `bytes` (buffered); where to read them back once finish() has flushed.
+  result<record_location> add(std::string_view bytes);
+  // Flushes what is buffered; the reader of every piece added.
+  result<reader> finish() &&;
 
  private:
   explicit record_spill(unique_fd fd, std::filesystem::path shown)
@@ -135,6 +126,19 @@ class record_spill {
   std::filesystem::path shown_;
   std::string buffer_;
   uint64_t written_ = 0;  // bytes in the file, before buffer_
+};
+
+class record_spill::reader {
+ public:
+  // The piece at `where` (as add() returned it) into `out`. Threads may read at once.
+  status read(record_location where, std::string& out) const;
+
+ private:
+  friend class record_spill;
+  reader(unique_fd fd, std::filesystem::path shown)
+      : fd_(std::move(fd)), shown_(std::move(shown)) {}
+  unique_fd fd_;
+  std::filesystem::path shown_;
 };
 
 }  // namespace evalbox::harness

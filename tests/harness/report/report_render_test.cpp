@@ -247,6 +247,52 @@ TEST(ReportHtml, EscapesNamesInMarkupAndData) {
   EXPECT_TRUE(found);
 }
 
+// The run data is written string by string, without a JSON document: every string must come
+// out exactly as script_json of the same JSON string (nlohmann's escaping, its replacement of
+// bytes that are not UTF-8, and the <script> escapes).
+TEST(ReportHtml, RunDataStringsAreEscapedAsTheJsonDocumentWould) {
+  const std::vector<std::string> pieces = {"<",           ">",
+                                           "&",           "</script>",
+                                           "<!--",        "\u2028",
+                                           "\u2029",      "\"",
+                                           "\\",          std::string(1, '\0'),
+                                           "\x01",        "\x1f",
+                                           "\x7f",        "\b",
+                                           "\f",          "\n",
+                                           "\r",          "\t",
+                                           "é",           "日本",
+                                           "😀",           "plain ",
+                                           "\xE2\x80",    "\xED\xA0\x80",
+                                           "\xC0\xAF",    "\xF4\x90\x80\x80",
+                                           "\xFF",        "\x80",
+                                           "\xE2\x80\xA7"};
+  std::vector<std::string> texts = {""};
+  for (const auto& p : pieces) texts.push_back(p);
+  std::srand(17);
+  for (int n = 0; n < 3000; ++n) {
+    std::string t;
+    const int parts = std::rand() % 8;
+    for (int k = 0; k < parts; ++k) {
+      if (std::rand() % 3 == 0)
+        t += static_cast<char>(std::rand() % 256);  // any byte
+      else
+        t += pieces[static_cast<size_t>(std::rand()) % pieces.size()];
+    }
+    texts.push_back(std::move(t));
+  }
+  size_t replaced = 0;
+  for (const auto& t : texts) {
+    std::string out = "prefix";
+    report_text::append_script_string(out, t);
+    const std::string expected = report_text::script_json(json(t));
+    ASSERT_EQ(out, "prefix" + expected)
+        << json(t).dump(-1, ' ', true, json::error_handler_t::replace);
+    EXPECT_EQ(out.find("</"), std::string::npos);
+    replaced += expected.find("\xEF\xBF\xBD") != std::string::npos;
+  }
+  EXPECT_GT(replaced, 100u);  // the texts that are not UTF-8 were tried too
+}
+
 TEST(ReportHtml, DrillDownDataIsEmbeddedForLazyRendering) {
   evalbox::temp_dir dir;
   auto recs = example();
@@ -411,12 +457,17 @@ TEST(ReportIndex, KeepsTheNewestRecordOfEachTrialInRecordOrder) {
   for (size_t i = 0; i < current.size(); ++i) {
     EXPECT_EQ(runs->run_id(i), current[i]["run_id"]) << i;
     EXPECT_EQ(runs->outcome(i).candidate, current[i]["candidate"]["id"]) << i;
-    // Read back with the fields the reports use, and nothing else.
+    // Read back (from what was set aside): what the renderers show of the record.
     auto back = runs->read(i);
     ASSERT_TRUE(back) << back.error().message;
-    EXPECT_EQ(*back, parse_record(canonical_json(current[i]), &report_fields()));
-    EXPECT_EQ((*back)["grading"]["checks"], current[i]["grading"]["checks"]);
-    EXPECT_EQ((*back)["verdict"], current[i]["verdict"]);
+    EXPECT_EQ(*back, detail_of(current[i])) << i;
+    EXPECT_EQ(*back, detail_of(parse_record(canonical_json(current[i]), &report_fields()))) << i;
+    const json& checks = current[i]["grading"]["checks"];
+    ASSERT_EQ(back->checks.size(), checks.size()) << i;
+    for (size_t k = 0; k < checks.size(); ++k) {
+      EXPECT_EQ(back->checks[k].id, checks[k]["id"]) << i;
+      EXPECT_EQ(back->checks[k].passed, checks[k]["passed"]) << i;
+    }
   }
   EXPECT_EQ(runs->records_seen(), recs.size());
   EXPECT_EQ(runs->superseded(), 2u);
