@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox/base/fs.h"
@@ -238,6 +239,45 @@ TEST(RecordFields, TheWalkAndTheReaderParseOnlyTheNamedFields) {
   auto back = reader->read(where[1], &keep);
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, json({{"run_id", "b"}}));
+}
+
+// The spill keeps pieces of any size (empty ones, and ones larger than its write buffer) and
+// gives each back by the location add() returned, in any order and from several threads at
+// once; a location past what was written is an error, not a short piece.
+TEST(RecordSpill, PiecesReadBackByTheirLocationFromAnyThread) {
+  auto spill = record_spill::create();
+  ASSERT_TRUE(spill) << spill.error().message;
+  std::vector<std::string> pieces;
+  std::vector<record_location> where;
+  for (size_t i = 0; i < 300; ++i) {
+    std::string p(i % 7 == 0 ? 0 : (i * 977) % 5000, static_cast<char>('a' + i % 26));
+    if (i == 150) p.assign(200u << 10, '\0');  // past the 64 KiB buffer, NUL bytes included
+    auto at = spill->add(p);
+    ASSERT_TRUE(at) << at.error().message;
+    EXPECT_EQ(at->size, p.size());
+    pieces.push_back(std::move(p));
+    where.push_back(*at);
+  }
+  auto reader = std::move(*spill).finish();
+  ASSERT_TRUE(reader) << reader.error().message;
+  auto check = [&](size_t from, size_t step, int& wrong) {
+    std::string out;
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const size_t i = (from + k * step) % pieces.size();
+      if (!reader->read(where[i], out) || out != pieces[i]) ++wrong;
+    }
+  };
+  int wrong_a = 0, wrong_b = 0;
+  std::thread other([&] { check(7, 13, wrong_b); });
+  check(0, 1, wrong_a);
+  other.join();
+  EXPECT_EQ(wrong_a, 0);
+  EXPECT_EQ(wrong_b, 0);
+  const record_location end = where.back();
+  std::string out;
+  auto past = reader->read({end.offset + end.size + 1, 10}, out);
+  ASSERT_FALSE(past);
+  EXPECT_NE(past.error().message.find("are gone"), std::string::npos) << past.error().message;
 }
 
 }  // namespace
