@@ -1,4 +1,4 @@
-// SHA-256 digests (OpenSSL EVP is used only in digest.cpp): of bytes, of files, and of trees.
+// SHA-256 digests (OpenSSL is used only in digest.cpp): of bytes, of files, and of trees.
 // A tree digest covers each entry's relative path, type, permission bits and content (or link
 // target), in byte order of the paths, so it is the same on every machine for the same tree.
 #pragma once

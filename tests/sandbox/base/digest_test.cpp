@@ -13,6 +13,12 @@ namespace {
 TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // FIPS 180-2's long vector: a million 'a's, in updates that straddle the 64-byte blocks.
+  sha256 h;
+  const std::string part(999, 'a');
+  for (int i = 0; i < 1000; ++i) h.update(part);
+  h.update(std::string(1000, 'a'));
+  EXPECT_EQ(h.hex_digest(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(Sha256, IncrementalEqualsOneShot) {
