@@ -61,19 +61,11 @@ struct run_detail {
     std::string detail;   // "" when the record's is not a string
     friend bool operator==(const check&, const check&) = default;
   };
-  // A JSON number as the record wrote it (an integer stays one), or none when the field is
-  // missing or not a number.
-  struct number {
-    enum class kind : uint8_t { none, signed_integer, unsigned_integer, floating };
-    kind type = kind::none;
-    int64_t i = 0;
-    uint64_t u = 0;
-    double d = 0;
-    friend bool operator==(const number&, const number&) = default;
-  };
   std::vector<check> checks;  // grading.checks in order (none when it is not an array)
-  number score;               // grading.score
-  number wall_ms;             // timings.wall_ms
+  // grading.score and timings.wall_ms as JSON text (nlohmann's digits: an integer stays one),
+  // or "" when the field is missing or not a number.
+  std::string score;
+  std::string wall_ms;
   // execution.error_kind, else "grader" when grading.status is "error", else "".
   std::string error_kind;
   friend bool operator==(const run_detail&, const run_detail&) = default;

@@ -1,7 +1,6 @@
 // The run index (see report.h): the records of results.jsonl, or records in memory, as the
 // compact outcome of each trial's newest record and where to read that record back.
 #include <algorithm>
-#include <bit>
 #include <map>
 #include <set>
 #include <tuple>
@@ -57,25 +56,11 @@ stats::run_outcome outcome_of(const json& r) {
   return o;
 }
 
-// Integers that are not negative are unsigned, however the value was made (a parsed 5 is
-// unsigned, json(5) is not): both are written "5".
-run_detail::number number_of(const json& v) {
-  run_detail::number n;
-  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
-    n.type = run_detail::number::kind::unsigned_integer;
-    n.u = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
-  } else if (v.is_number_integer()) {
-    n.type = run_detail::number::kind::signed_integer;
-    n.i = v.get<int64_t>();
-  } else if (v.is_number_float()) {
-    n.type = run_detail::number::kind::floating;
-    n.d = v.get<double>();
-  }
-  return n;
-}
+// A number field as the JSON text report.html embeds, or "".
+std::string number_text(const json& v) { return v.is_number() ? v.dump() : std::string(); }
 
-// A run_detail set aside (record_spill) as bytes: each number as its kind and 8 bytes, each
-// string as its length (LEB128) and bytes, the checks as their count and then each check.
+// A run_detail set aside (record_spill) as bytes: each string as its length (LEB128) and bytes,
+// the checks as their count and then each check (a byte for passed, then id and detail).
 // Written and read by this process only; what does not decode was damaged, and is read from
 // results.jsonl instead.
 class detail_codec {
@@ -122,16 +107,6 @@ class detail_codec {
     put_size(out, s.size());
     out.append(s);
   }
-  static void put(std::string& out, const run_detail::number& n) {
-    out += static_cast<char>(n.type);
-    if (n.type == run_detail::number::kind::none) return;
-    uint64_t bits = n.type == run_detail::number::kind::signed_integer ? static_cast<uint64_t>(n.i)
-                    : n.type == run_detail::number::kind::unsigned_integer
-                        ? n.u
-                        : std::bit_cast<uint64_t>(n.d);
-    for (int b = 0; b < 8; ++b) out += static_cast<char>((bits >> (8 * b)) & 0xFF);
-  }
-
   static bool get_size(std::string_view& in, uint64_t& n) {
     n = 0;
     for (int shift = 0; shift < 64; shift += 7) {
@@ -150,28 +125,6 @@ class detail_codec {
     in.remove_prefix(static_cast<size_t>(n));
     return true;
   }
-  static bool get(std::string_view& in, run_detail::number& n) {
-    using kind = run_detail::number::kind;
-    if (in.empty() ||
-        static_cast<unsigned char>(in[0]) > static_cast<unsigned char>(kind::floating))
-      return false;
-    n = {};
-    n.type = static_cast<kind>(in[0]);
-    in.remove_prefix(1);
-    if (n.type == kind::none) return true;
-    if (in.size() < 8) return false;
-    uint64_t bits = 0;
-    for (int b = 0; b < 8; ++b)
-      bits |= static_cast<uint64_t>(static_cast<unsigned char>(in[b])) << (8 * b);
-    in.remove_prefix(8);
-    if (n.type == kind::signed_integer)
-      n.i = static_cast<int64_t>(bits);
-    else if (n.type == kind::unsigned_integer)
-      n.u = bits;
-    else
-      n.d = std::bit_cast<double>(bits);
-    return true;
-  }
 };
 
 }  // namespace
@@ -185,8 +138,8 @@ run_detail detail_of(const json& r) {
     for (const auto& c : checks)
       d.checks.push_back({str(c, "id"), report_text::passed(c), str(c, "detail")});
   }
-  d.score = number_of(field(grading, "score"));
-  d.wall_ms = number_of(field(field(r, "timings"), "wall_ms"));
+  d.score = number_text(field(grading, "score"));
+  d.wall_ms = number_text(field(field(r, "timings"), "wall_ms"));
   d.error_kind = str(field(r, "execution"), "error_kind");
   if (d.error_kind.empty() && str(grading, "status") == "error") d.error_kind = "grader";
   return d;
