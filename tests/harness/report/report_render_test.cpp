@@ -1,7 +1,10 @@
 // The report writers: Markdown, JUnit, HTML and terminal renderers over evalbox.run.v1
 // records — escaping, counts, unknown cost, infrastructure errors kept apart from failures,
 // and the lazily rendered drill-down data embedded in report.html.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +14,7 @@
 #include "harness/report/report.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {
 namespace {
@@ -570,6 +574,47 @@ TEST(ReportIndex, ReadsBackTheSameWithOrWithoutATemporaryFile) {
   ASSERT_TRUE(write_file(dir.path() / "results.jsonl", ""));
   EXPECT_EQ(report_of(*aside), expected);
   EXPECT_FALSE(direct->read(0)) << "read back from a results.jsonl that was emptied";
+}
+
+// What was set aside is only a copy: an entry that no longer decodes (here, the whole temporary
+// file overwritten behind the index's back) is read from results.jsonl, never shown damaged.
+TEST(ReportIndex, ADamagedSetAsideEntryIsReadFromResultsJsonl) {
+  evalbox::temp_dir dir, tmp;
+  auto recs = with_reruns();
+  write_results(dir.path(), recs);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", tmp.path().c_str(), 1);
+  auto runs = run_index::of_results(results_dir(dir.path()));
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  ASSERT_TRUE(runs) << runs.error().message;
+  ASSERT_TRUE(runs->reads_aside());
+  // The spill: the one descriptor of this process open on a file under `tmp`.
+  int damaged = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(e.path(), ec).string();
+    if (ec || target.rfind(tmp.path().string() + "/", 0) != 0) continue;
+    unique_fd fd(::open(e.path().c_str(), O_WRONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd) << target;
+    struct stat st {};
+    ASSERT_EQ(::fstat(fd.get(), &st), 0);
+    const std::string garbage(static_cast<size_t>(st.st_size), '\xff');
+    ASSERT_EQ(::pwrite(fd.get(), garbage.data(), garbage.size(), 0),
+              static_cast<ssize_t>(garbage.size()));
+    ++damaged;
+  }
+  ASSERT_EQ(damaged, 1);
+  const auto current = latest_records(recs);
+  ASSERT_EQ(runs->size(), current.size());
+  for (size_t i = 0; i < runs->size(); ++i) {
+    auto back = runs->read(i);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, detail_of(current[i])) << i;
+  }
 }
 
 // The reports parse only the fields they show (report_fields); records of every odd shape a
