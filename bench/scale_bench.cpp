@@ -1,6 +1,7 @@
 // Beyond one machine: `evalbox merge` of synthetic shards (4 shards of 10,000 and 100,000
 // records shaped like real ones, each run with a directory of two files) — its time, CPU and
-// peak memory against the floor of reading the same records once, the share of it that is the
+// peak memory against two floors — reading the same records once, and `cp -al` of the same run
+// directories into one (the file system's share of any merge) — the share of it that is the
 // reports (what `evalbox report` of the merged directory costs), a merge that finds nothing
 // new — and what sharding costs over a plain run of the same noop runs.
 //
@@ -186,6 +187,9 @@ std::vector<fs::path>& merged_trees() {
 //   merge      `evalbox merge` of the 4 shards into a fresh directory (run directories
 //              hard-linked, every report written), in a child: its wall time (the benchmark's
 //              time), CPU time and peak RSS;
+//   link_floor `cp -al` of the 4 shards' run directories into one fresh directory on the same
+//              file system, after the merge (so it finds the source directories cached): the
+//              kernel's part of any merged directory that stands alone, whatever writes it;
 //   reports    `evalbox report` of the merged directory: the part of the merge that is the
 //              reports (the same code, from the same results.jsonl);
 //   again      `evalbox merge` of the same shards into the merged directory: nothing to add.
@@ -197,7 +201,8 @@ void bm_merge(benchmark::State& state) {
   for (int k = 0; k < shards; ++k) merge.push_back((*root / "shards" / std::to_string(k)).string());
   merge.push_back("--into");
   merge.push_back("");
-  double read_s = 0, merge_cpu = 0, report_s = 0, again_s = 0, rss_kb = 0, again_rss_kb = 0;
+  double read_s = 0, merge_cpu = 0, link_s = 0, report_s = 0, again_s = 0, rss_kb = 0,
+         again_rss_kb = 0;
   for (auto _ : state) {
     // A directory never used, and none removed before the last benchmark: on ext4 the first
     // large merge after a large removal paid twice the kernel time (its new inodes allocated
@@ -226,6 +231,19 @@ void bm_merge(benchmark::State& state) {
     merge_cpu += cpu_seconds(merged.usage);
     rss_kb = std::max(rss_kb, static_cast<double>(merged.usage.ru_maxrss));
 
+    const fs::path linked = *root / next_run_id("linked");
+    std::error_code ec;
+    fs::create_directories(linked / "runs", ec);
+    if (ec) return state.SkipWithError("cannot make the cp -al directory");
+    merged_trees().push_back(linked);
+    t = std::chrono::steady_clock::now();
+    for (int k = 0; k < shards; ++k) {
+      const fs::path from = *root / "shards" / std::to_string(k) / "runs" / ".";
+      if (run_child({"/bin/cp", "-al", from.string(), (linked / "runs").string()}).status != 0)
+        return state.SkipWithError("cp -al of the run directories failed");
+    }
+    link_s += seconds_since(t);
+
     t = std::chrono::steady_clock::now();
     if (run_child({EVALBOX_BENCH_EVALBOX, "report", into.string()}).status != 0)
       return state.SkipWithError("evalbox report failed");
@@ -241,6 +259,7 @@ void bm_merge(benchmark::State& state) {
   const double n = static_cast<double>(state.iterations());
   state.counters["read_once_s"] = read_s / n;
   state.counters["merge_cpu_s"] = merge_cpu / n;
+  state.counters["link_floor_s"] = link_s / n;
   state.counters["reports_s"] = report_s / n;
   state.counters["again_s"] = again_s / n;
   state.counters["peak_rss_mb"] = rss_kb / 1024.0;
