@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -16,49 +15,17 @@ namespace evalbox::sandbox::mount {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape(std::string_view s) {
-  auto oct = [](char c) { return c >= '0' && c <= '7'; };
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && oct(s[i + 1]) && oct(s[i + 2]) && oct(s[i + 3])) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-      continue;
-    }
-    out += s[i];
-  }
-  return out;
-}
-
-}  // namespace
-
-result<std::vector<mount_entry>> read_mountinfo(const fs::path& file) {
-  auto text = EB_TRY(read_file(file));
-  std::vector<mount_entry> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    mount_entry e;
-    std::string devno, root, mp, field;
-    ss >> e.id >> e.parent_id >> devno >> root >> mp >> e.options;
-    while (ss >> field && field != "-") e.optional += (e.optional.empty() ? "" : " ") + field;
-    ss >> e.fstype >> e.source >> e.super_options;
-    e.mount_point = unescape(mp);
-    e.source = unescape(e.source);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
 result<std::vector<fs::path>> mounts_under(const fs::path& dir) {
   auto table = EB_TRY(read_mountinfo());
+  // The kernel writes mount points normalized, so a string prefix of the normalized `dir`
+  // rules out nearly every entry before the component-wise comparison.
+  const std::string prefix = normalize(dir).string();
   std::vector<std::pair<size_t, fs::path>> found;  // (order in the table, path)
-  for (size_t i = 0; i < table.size(); ++i)
+  for (size_t i = 0; i < table.size(); ++i) {
+    const std::string& point = table[i].mount_point.native();
+    if (point.compare(0, prefix.size(), prefix) != 0) continue;
     if (is_within(table[i].mount_point, dir)) found.emplace_back(i, table[i].mount_point);
+  }
   // Deepest first; among equal depth, the most recently mounted (later in the table) first,
   // so stacked mounts on one point come off top-down.
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {

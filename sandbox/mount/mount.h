@@ -11,23 +11,13 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
+#include "sandbox/base/mountinfo.h"
 
 namespace evalbox::sandbox::mount {
 
-// One line of /proc/<pid>/mountinfo, with octal escapes (\040) decoded.
-struct mount_entry {
-  int id = 0;
-  int parent_id = 0;
-  std::filesystem::path mount_point;
-  std::string fstype;
-  std::string source;
-  std::string options;        // per-mount (rw, nosuid, ...)
-  std::string optional;       // propagation tags (shared:N, master:N), space separated
-  std::string super_options;  // per-superblock (size=..., lowerdir=...)
-};
-
-result<std::vector<mount_entry>> read_mountinfo(
-    const std::filesystem::path& file = "/proc/self/mountinfo");
+// The mount table as data (sandbox/base/mountinfo.h).
+using sandbox::mount_entry;
+using sandbox::read_mountinfo;
 
 // Mount points equal to or below `dir` (lexically), deepest (and most recent) first: the
 // order in which they can be unmounted.

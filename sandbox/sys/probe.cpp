@@ -23,6 +23,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/mountinfo.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/syscalls.h"
 
@@ -73,28 +74,10 @@ bool probe_seccomp() {
   });
 }
 
-struct mount_entry {
-  std::string mount_point;
-  std::string fstype;
-  std::string super_options;
-};
-
-std::vector<mount_entry> read_mountinfo() {
-  std::vector<mount_entry> out;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::string id, parent, devno, root, mp, opts, field;
-    ss >> id >> parent >> devno >> root >> mp >> opts;
-    while (ss >> field && field != "-") {
-    }
-    mount_entry e;
-    e.mount_point = mp;
-    ss >> e.fstype >> field >> e.super_options;
-    out.push_back(std::move(e));
-  }
-  return out;
+// The host's mount table; empty when it cannot be read (the probe then finds nothing there).
+std::vector<sandbox::mount_entry> host_mounts() {
+  auto table = sandbox::read_mountinfo();
+  return table ? std::move(*table) : std::vector<sandbox::mount_entry>{};
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -242,7 +225,7 @@ std::vector<fs::path> cgroup_v1_mounts(const std::vector<std::string>& controlle
     all = false;
   }
   if (all) return found;
-  for (const auto& m : read_mountinfo()) {
+  for (const auto& m : host_mounts()) {
     if (m.fstype != "cgroup") continue;
     for (const auto& opt : split(m.super_options, ',')) {
       for (size_t i = 0; i < controllers.size(); ++i)
@@ -269,7 +252,7 @@ host_features probe_host(const fs::path& state_dir) {
   h.landlock_abi = probe_landlock();
   h.seccomp_filter = probe_seccomp();
 
-  for (const auto& m : read_mountinfo()) {
+  for (const auto& m : host_mounts()) {
     if (m.fstype == "cgroup2" && h.cgroup_v2_root.empty()) {
       h.cgroup_v2 = true;
       h.cgroup_v2_root = m.mount_point;

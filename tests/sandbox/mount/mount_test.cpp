@@ -53,6 +53,28 @@ TEST(Mountinfo, AMissingFileIsAnErrorNamingIt) {
   EXPECT_NE(table.error().message.find("/proc/evalbox-no-such-mountinfo"), std::string::npos);
 }
 
+TEST(Mountinfo, ALineWithoutEveryFieldIsLeftOutAndTheRestRead) {
+  const std::string text =
+      "22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"
+      "\n"
+      "garbage\n"
+      "23 22 0:5 / /no/separator rw shared:2 tmpfs tmpfs rw\n"
+      "x 22 0:5 / /bad/id rw - tmpfs tmpfs rw\n"
+      "24 22 0:5 / /cut/short rw - tmpfs\n"
+      "25   22 0:6 / /dev/shm   rw,nosuid  -  tmpfs shm rw,size=65536k";  // no final newline
+  auto table = parse_mountinfo(text);
+  ASSERT_EQ(table.size(), 2u);
+  EXPECT_EQ(table[0].mount_point, "/");
+  EXPECT_EQ(table[1].id, 25);
+  EXPECT_EQ(table[1].parent_id, 22);
+  EXPECT_EQ(table[1].mount_point, "/dev/shm");
+  EXPECT_EQ(table[1].options, "rw,nosuid");
+  EXPECT_EQ(table[1].optional, "");
+  EXPECT_EQ(table[1].source, "shm");
+  EXPECT_EQ(table[1].super_options, "rw,size=65536k");
+  EXPECT_TRUE(parse_mountinfo("").empty());
+}
+
 class Mounts : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -81,6 +103,21 @@ TEST_F(Mounts, UnderListsDeepestFirstThenNewestFirst) {
   ASSERT_TRUE(count) << count.error().message;
   EXPECT_EQ(*count, 4);
   EXPECT_TRUE(mounts_under(top_)->empty());
+}
+
+TEST_F(Mounts, UnderLeavesASiblingWithTheSamePrefixAndTakesAnUnnormalizedDirectory) {
+  ASSERT_TRUE(make_dirs(dir_.path() / "t-sibling", 0755));
+  ASSERT_TRUE(mount_tmpfs(dir_.path() / "t-sibling", 1 << 20, 0755, 0, 0));
+  ASSERT_TRUE(mount_tmpfs(top_ / "a", 1 << 20, 0755, 0, 0));
+  auto under = mounts_under(top_);
+  ASSERT_TRUE(under) << under.error().message;
+  EXPECT_EQ(*under, (std::vector<fs::path>{top_ / "a"}));
+  auto same = mounts_under(top_ / "x" / ".." / "." / "");
+  ASSERT_TRUE(same) << same.error().message;
+  EXPECT_EQ(*same, (std::vector<fs::path>{top_ / "a"}));
+  auto sibling = mounts_under(dir_.path() / "t-sibling");
+  ASSERT_TRUE(sibling) << sibling.error().message;
+  EXPECT_EQ(*sibling, (std::vector<fs::path>{dir_.path() / "t-sibling"}));
 }
 
 TEST_F(Mounts, UnmountEachTakesStackedMountsAndSkipsPlainDirectories) {
