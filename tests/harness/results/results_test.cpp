@@ -4,8 +4,20 @@
 #include "harness/results/results.h"
 #include "sandbox/base/json.h"
 
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -278,6 +290,64 @@ TEST(RecordSpill, PiecesReadBackByTheirLocationFromAnyThread) {
   auto past = reader->read({end.offset + end.size + 1, 10}, out);
   ASSERT_FALSE(past);
   EXPECT_NE(past.error().message.find("are gone"), std::string::npos) << past.error().message;
+}
+
+// Where the temporary directory's file system has no O_TMPFILE, the spill is a named file
+// removed as soon as it is open: it works the same and leaves nothing behind. Run in a child
+// whose seccomp filter answers every openat asking for O_TMPFILE with EOPNOTSUPP.
+TEST(RecordSpill, WithoutOTmpfileANamedFileIsUsedAndRemovedAtOnce) {
+  temp_dir tmp("evalbox-spill");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("TMPDIR", tmp.path().c_str(), 1);
+    constexpr unsigned tmpfile_bit = O_TMPFILE & ~O_DIRECTORY;
+    sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),  // flags, low half
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, tmpfile_bit, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EOPNOTSUPP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      ::_exit(10);
+    // The filter holds: O_TMPFILE is refused here.
+    if (::open(tmp.path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) >= 0 ||
+        errno != EOPNOTSUPP)
+      ::_exit(11);
+    auto spill = record_spill::create();
+    if (!spill) ::_exit(12);
+    std::vector<std::string> pieces = {"first", std::string(100u << 10, 'x'), "", "last"};
+    std::vector<record_location> where;
+    for (const auto& p : pieces) {
+      auto at = spill->add(p);
+      if (!at) ::_exit(13);
+      where.push_back(*at);
+    }
+    // Nothing is left in the temporary directory, even while the spill is open.
+    if (std::filesystem::directory_iterator(tmp.path()) != std::filesystem::directory_iterator())
+      ::_exit(14);
+    auto reader = std::move(*spill).finish();
+    if (!reader) ::_exit(15);
+    std::string out;
+    for (size_t i = pieces.size(); i-- > 0;)
+      if (!reader->read(where[i], out) || out != pieces[i]) ::_exit(16);
+    ::_exit(0);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << "the child died of signal " << WTERMSIG(st);
+  EXPECT_EQ(WEXITSTATUS(st), 0)
+      << "10 seccomp refused, 11 O_TMPFILE still allowed, 12 create, "
+         "13 add, 14 a file left behind, 15 finish, 16 a piece read back wrong";
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
 }
 
 }  // namespace
