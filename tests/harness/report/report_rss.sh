@@ -1,7 +1,10 @@
 #!/bin/bash
-# The peak RSS of `evalbox report` is flat in the number of runs: the reports of 2,000 runs
-# may take at most 1.25 times the memory of those of 100 (before the reports were written
-# from an index of runs, one record at a time, it was about 2.5 times). No timing involved.
+# The peak RSS of `evalbox report` grows with the runs by a small index entry only: from 100
+# to 2,000 runs it may grow by less than 1.5 KiB per run (measured about 0.9 KiB: the index
+# and its allocator's slack; holding the parsed records would be about 16 KB per run, and the
+# reports were 2.5 times larger at 2,000 runs than at 100 before they were written from an
+# index). A bound per run, not a ratio of the two peaks: the ratio moves with the binary's
+# fixed footprint (linking evalbox statically took 1.1 MB off both peaks). No timing involved.
 # usage: report_rss.sh EVALBOX SOURCE_DIR
 set -euo pipefail
 evalbox=$1 src=$2
@@ -42,8 +45,10 @@ echo "evalbox report peak RSS: ${small} KB at 100 runs, ${large} KB at 2000 runs
 for f in summary.json report.md report.html junit.xml; do
   [ -s "$work/large/$f" ] || { echo "FAIL: $f not written" >&2; exit 1; }
 done
-if [ $((large * 100)) -gt $((small * 125)) ]; then
-  echo "FAIL: the reports of 2000 runs took more than 1.25 times the memory of 100" >&2
+per_run=$(((large - small) * 1024 / 1900))
+echo "growth: $per_run bytes per run"
+if [ $((large - small)) -gt $((1900 * 3 / 2)) ]; then
+  echo "FAIL: the peak grew by $per_run bytes per run from 100 to 2000 runs (at most 1536)" >&2
   exit 1
 fi
 echo ok
