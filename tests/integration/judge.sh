@@ -62,7 +62,9 @@ judges:
 YAML
 }
 OPENAI="{adapter: openai-responses, base_url: \"http://127.0.0.1:$PORT\", api_key_env: JUDGE_TEST_KEY"
-ANTHROPIC="{adapter: anthropic-messages, base_url: \"http://127.0.0.1:$PORT\", api_key_env: JUDGE_TEST_KEY"
+# By name: evalbox is a static binary, and resolving a host name loads glibc's NSS modules at
+# run time (cmake/warnings.cmake); the Anthropic runs below would fail if that broke.
+ANTHROPIC="{adapter: anthropic-messages, base_url: \"http://localhost:$PORT\", api_key_env: JUDGE_TEST_KEY"
 ALL='[{id: oracle, adapter: oracle}, {id: noop, adapter: noop}, {id: injector, adapter: command, argv: [agents/injector.sh], transcript: jsonl}]'
 
 # validate: an unset key variable and an unknown judge, each at its line; then valid.
