@@ -6,7 +6,7 @@
 
 #include "sandbox/base/fs.h"
 
-namespace evalbox::sandbox {
+namespace evalbox {
 
 namespace fs = std::filesystem;
 
@@ -85,4 +85,4 @@ result<std::vector<mount_entry>> read_mountinfo(const fs::path& file) {
   return parse_mountinfo(text);
 }
 
-}  // namespace evalbox::sandbox
+}  // namespace evalbox

@@ -9,7 +9,7 @@
 
 #include "sandbox/base/error.h"
 
-namespace evalbox::sandbox {
+namespace evalbox {
 
 // One line of /proc/<pid>/mountinfo, with octal escapes (\040) decoded.
 struct mount_entry {
@@ -30,4 +30,4 @@ std::vector<mount_entry> parse_mountinfo(std::string_view text);
 result<std::vector<mount_entry>> read_mountinfo(
     const std::filesystem::path& file = "/proc/self/mountinfo");
 
-}  // namespace evalbox::sandbox
+}  // namespace evalbox

@@ -16,8 +16,8 @@
 namespace evalbox::sandbox::mount {
 
 // The mount table as data (sandbox/base/mountinfo.h).
-using sandbox::mount_entry;
-using sandbox::read_mountinfo;
+using evalbox::mount_entry;
+using evalbox::read_mountinfo;
 
 // Mount points equal to or below `dir` (lexically), deepest (and most recent) first: the
 // order in which they can be unmounted.

@@ -75,9 +75,9 @@ bool probe_seccomp() {
 }
 
 // The host's mount table; empty when it cannot be read (the probe then finds nothing there).
-std::vector<sandbox::mount_entry> host_mounts() {
-  auto table = sandbox::read_mountinfo();
-  return table ? std::move(*table) : std::vector<sandbox::mount_entry>{};
+std::vector<mount_entry> host_mounts() {
+  auto table = read_mountinfo();
+  return table ? std::move(*table) : std::vector<mount_entry>{};
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
