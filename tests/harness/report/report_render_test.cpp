@@ -535,18 +535,25 @@ TEST(ReportIndex, ReportsFromTheFileAreTheReportsOfTheRecords) {
   EXPECT_EQ(entries, 6u);  // results.jsonl, runs/ and the four reports
 }
 
-// results.jsonl of `dir` indexed while TMPDIR names no directory: nothing can be set aside, so
-// runs are read back from results.jsonl.
-result<run_index> index_without_a_temporary_directory(const std::filesystem::path& dir) {
+// results.jsonl of `dir` indexed with TMPDIR set to `tmpdir` (put back afterwards): where the
+// index sets the fields it reads back aside.
+result<run_index> index_with_tmpdir(const std::filesystem::path& dir,
+                                    const std::filesystem::path& tmpdir) {
   const char* old = std::getenv("TMPDIR");
   const std::string saved = old ? old : "";
-  ::setenv("TMPDIR", (dir / "no-such-directory").c_str(), 1);
+  ::setenv("TMPDIR", tmpdir.c_str(), 1);
   auto index = run_index::of_results(results_dir(dir));
   if (old)
     ::setenv("TMPDIR", saved.c_str(), 1);
   else
     ::unsetenv("TMPDIR");
   return index;
+}
+
+// results.jsonl of `dir` indexed while TMPDIR names no directory: nothing can be set aside, so
+// runs are read back from results.jsonl.
+result<run_index> index_without_a_temporary_directory(const std::filesystem::path& dir) {
+  return index_with_tmpdir(dir, dir / "no-such-directory");
 }
 
 // The fields read back are set aside in a temporary file while indexing; without a usable
@@ -582,14 +589,7 @@ TEST(ReportIndex, ADamagedSetAsideEntryIsReadFromResultsJsonl) {
   evalbox::temp_dir dir, tmp;
   auto recs = with_reruns();
   write_results(dir.path(), recs);
-  const char* old = std::getenv("TMPDIR");
-  const std::string saved = old ? old : "";
-  ::setenv("TMPDIR", tmp.path().c_str(), 1);
-  auto runs = run_index::of_results(results_dir(dir.path()));
-  if (old)
-    ::setenv("TMPDIR", saved.c_str(), 1);
-  else
-    ::unsetenv("TMPDIR");
+  auto runs = index_with_tmpdir(dir.path(), tmp.path());
   ASSERT_TRUE(runs) << runs.error().message;
   ASSERT_TRUE(runs->reads_aside());
   // The spill: the one descriptor of this process open on a file under `tmp`.
