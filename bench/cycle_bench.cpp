@@ -3,9 +3,13 @@
 // allow-list; launches alone (agent and grading sandboxes); and the machine's floors measured
 // in the same process: fork+exec /bin/true and `unshare -Urmpn --fork --mount-proc /bin/true`.
 // Launches take the warm helper (sandbox/launch/launcher.h); the `…/cold_helper` twins of the
-// medium cycle and the agent launch start a helper for each launch (EVALBOX_WARM_HELPER=0).
+// medium cycle and the agent launch start a helper for each launch (EVALBOX_WARM_HELPER=0), and
+// their `…/namespaces_at_launch` twins take a warm helper that did not make the run's user and
+// network namespaces ahead (EVALBOX_NAMESPACES_AHEAD=0, sandbox/helper/ahead.h).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -13,7 +17,9 @@
 #include <string>
 
 #include "bench/bench_support.h"
+#include "sandbox/base/unique_fd.h"
 #include "sandbox/launch/launcher.h"
+#include "sandbox/sys/syscalls.h"
 
 namespace evalbox::bench {
 namespace {
@@ -55,20 +61,44 @@ network_policy allow_list() {
 }
 
 // The helper path for one benchmark: warm (one is waiting before the first iteration, as it
-// is for every later one) or cold (EVALBOX_WARM_HELPER=0 while the benchmark runs).
+// is for every later one, with the run's user and network namespaces made ahead), warm without
+// the namespaces made ahead (EVALBOX_NAMESPACES_AHEAD=0: clone3 makes them at the launch, as on
+// the cold path), or cold (EVALBOX_WARM_HELPER=0 while the benchmark runs).
+enum class helper_path { warm, warm_namespaces_at_launch, cold };
+
+// The waiting helper read EVALBOX_NAMESPACES_AHEAD when it started: replace it by one that
+// reads the current setting.
+void replace_waiting_helper() {
+  if (const auto pid = wait_for_warm_helper(std::chrono::seconds(5))) {
+    evalbox::unique_fd fd(sys::pidfd_open(*pid, 0));
+    ::kill(*pid, SIGKILL);
+    pollfd p{fd.get(), POLLIN, 0};
+    (void)::poll(&p, 1, 5000);
+  }
+  (void)wait_for_warm_helper(std::chrono::seconds(5));
+}
+
 struct helper_start {
-  explicit helper_start(bool cold) : cold_(cold) {
-    if (cold_) {
+  explicit helper_start(helper_path path) : path_(path) {
+    if (path_ == helper_path::cold) {
       ::setenv("EVALBOX_WARM_HELPER", "0", 1);
-    } else {
-      ::unsetenv("EVALBOX_WARM_HELPER");
-      (void)wait_for_warm_helper(std::chrono::seconds(5));
+      return;
+    }
+    ::unsetenv("EVALBOX_WARM_HELPER");
+    (void)wait_for_warm_helper(std::chrono::seconds(5));
+    if (path_ == helper_path::warm_namespaces_at_launch) {
+      ::setenv("EVALBOX_NAMESPACES_AHEAD", "0", 1);
+      replace_waiting_helper();
     }
   }
   ~helper_start() {
-    if (cold_) ::unsetenv("EVALBOX_WARM_HELPER");
+    if (path_ == helper_path::cold) ::unsetenv("EVALBOX_WARM_HELPER");
+    if (path_ == helper_path::warm_namespaces_at_launch) {
+      ::unsetenv("EVALBOX_NAMESPACES_AHEAD");
+      replace_waiting_helper();
+    }
   }
-  bool cold_;
+  helper_path path_;
 };
 
 status check(const result<run_record>& rec) {
@@ -80,10 +110,10 @@ status check(const result<run_record>& rec) {
 }
 
 void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow,
-              bool cold = false) {
+              helper_path path = helper_path::warm) {
   auto ws = ensure_workspace(*shape);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
-  helper_start start(cold);
+  helper_start start(path);
   cpu_counter cpu{state};
   for (auto _ : state) {
     auto req = env().request(*ws, workspace_strategy::auto_select);
@@ -106,7 +136,7 @@ void bm_cycle_image(benchmark::State& state, const std::string& image) {
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
   auto img = env().image(image);
   if (!img) return state.SkipWithError(img.error().message.c_str());
-  helper_start start(false);
+  helper_start start(helper_path::warm);
   cpu_counter cpu{state};
   for (auto _ : state) {
     auto session = env().preparer().prepare(env().image_request(*ws, *img));
@@ -123,7 +153,8 @@ void bm_cycle_image(benchmark::State& state, const std::string& image) {
 
 // Launches alone in one prepared session: the agent sandbox, and the grading sandbox (no
 // secrets, the grader directory and a transcript file as extra read-only mounts).
-void bm_launch(benchmark::State& state, bool grading, bool host_net = false, bool cold = false) {
+void bm_launch(benchmark::State& state, bool grading, bool host_net = false,
+               helper_path path = helper_path::warm) {
   // The launch does not depend on the workspace's size (it binds the prepared view).
   auto ws = ensure_workspace(small_workspace);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
@@ -148,7 +179,7 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false, boo
         {grader, "/grader", false, false},
         {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false, true}};
   }
-  helper_start start(cold);
+  helper_start start(path);
   cpu_counter cpu{state};
   for (auto _ : state) {
     if (auto ok = check(launch(*session, lo)); !ok)
@@ -180,8 +211,12 @@ void register_all() {
     ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_none/{}", shape->name).c_str(),
                                     [shape](benchmark::State& st) { bm_cycle(st, shape, false); }));
   }
+  ms(benchmark::RegisterBenchmark(
+      "cycle/net_none/medium/namespaces_at_launch", [](benchmark::State& st) {
+        bm_cycle(st, &medium_workspace, false, helper_path::warm_namespaces_at_launch);
+      }));
   ms(benchmark::RegisterBenchmark("cycle/net_none/medium/cold_helper", [](benchmark::State& st) {
-    bm_cycle(st, &medium_workspace, false, true);
+    bm_cycle(st, &medium_workspace, false, helper_path::cold);
   }));
   for (const auto* shape : {&small_workspace, &medium_workspace}) {
     ms(benchmark::RegisterBenchmark(fmt::format("cycle/net_allow/{}", shape->name).c_str(),
@@ -193,8 +228,12 @@ void register_all() {
   }
   ms(benchmark::RegisterBenchmark("launch/agent",
                                   [](benchmark::State& st) { bm_launch(st, false); }));
-  ms(benchmark::RegisterBenchmark("launch/agent/cold_helper",
-                                  [](benchmark::State& st) { bm_launch(st, false, false, true); }));
+  ms(benchmark::RegisterBenchmark("launch/agent/namespaces_at_launch", [](benchmark::State& st) {
+    bm_launch(st, false, false, helper_path::warm_namespaces_at_launch);
+  }));
+  ms(benchmark::RegisterBenchmark("launch/agent/cold_helper", [](benchmark::State& st) {
+    bm_launch(st, false, false, helper_path::cold);
+  }));
   ms(benchmark::RegisterBenchmark("launch/grading",
                                   [](benchmark::State& st) { bm_launch(st, true); }));
   ms(benchmark::RegisterBenchmark("launch/agent_without_net_namespace",

@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -397,6 +398,27 @@ int run_step(const child_context& ctx, const step& s) noexcept {
   }
 }
 
+// The clone3 child with namespaces made ahead: joins the user (and network) namespace the
+// holder keeps, makes the rest — owned by that user namespace, as clone3 would have made them —
+// and clones pid 1 as a sibling, the helper's own child, so that the helper supervises, kills and
+// reaps pid 1 exactly as on the other path. Returns in pid 1 only.
+void enter_made_ahead(const child_context& ctx) noexcept {
+  const enter_ahead& e = *ctx.ahead;
+  if (::setns(e.holder_pidfd, e.join) != 0) fail(ctx, 2, 0, errno);
+  if (::unshare(e.unshare) != 0) fail(ctx, 2, 1, errno);
+  clone_args args{};
+  args.flags = CLONE_PARENT;  // exit_signal stays 0: pid 1 signals as this child does (SIGCHLD)
+  const pid_t pid = sys::clone3(&args);
+  if (pid < 0) fail(ctx, 2, 2, errno);
+  if (pid > 0) {
+    write_all(e.pid_fd, &pid, sizeof pid);
+    ::_exit(0);
+  }
+  // Pid 1: nothing of the holder or of this hand-over stays with the run.
+  ::close(e.pid_fd);
+  ::close(e.holder_pidfd);
+}
+
 }  // namespace
 
 void child_main(const child_context& ctx) noexcept {
@@ -413,6 +435,7 @@ void child_main(const child_context& ctx) noexcept {
   for (int sig : {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
     ::signal(sig, SIG_DFL);
   }
+  if (ctx.ahead) enter_made_ahead(ctx);
   for (size_t i = 0; i < ctx.setup.size(); ++i) {
     if (int err = run_step(ctx, ctx.setup[i]); err != 0) fail(ctx, 0, i, err);
   }

@@ -8,12 +8,17 @@
 // runs the `program` steps (session, stdio, fds, privileges, Landlock, seccomp) and execs.
 // Pid 1 stays as a tiny init: it reaps, and when the program's process exits it reports the
 // wait status to the helper and exits, and the kernel kills every other process of the run.
+//
+// With namespaces made ahead (a warm helper's, ahead.h) the clone3 child is not pid 1 yet: it
+// runs the `enter` steps — join the user and network namespaces made ahead, unshare the rest,
+// clone pid 1 as the helper's child (CLONE_PARENT) — reports pid 1's pid and exits.
 #pragma once
 
 #include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sandbox/landlock/landlock.h"
@@ -74,12 +79,25 @@ struct step {
 
 // What one failed step reports.
 struct step_failure {
-  int32_t phase = 0;  // 0 setup (pid 1), 1 program
+  int32_t phase = 0;  // 0 setup (pid 1), 1 program, 2 entering namespaces made ahead
   int32_t index = 0;
   int32_t err = 0;
 };
 
+// Entering namespaces made ahead (ahead.h), the steps of the clone3 child before pid 1 exists;
+// their names for a step_failure of phase 2, in order.
+inline constexpr const char* enter_step_names[] = {"join the namespaces made ahead",
+                                                   "unshare mount, pid, ipc, uts", "clone pid 1"};
+
+struct enter_ahead {
+  int holder_pidfd = -1;  // the process holding the namespaces (setns through its pidfd)
+  int join = 0;           // CLONE_NEWUSER, and CLONE_NEWNET unless the network is the host's
+  int unshare = 0;        // the namespaces made now: mount, pid, ipc, uts
+  int pid_fd = -1;        // write end: pid 1's pid, as an int
+};
+
 struct child_context {
+  std::optional<enter_ahead> ahead;  // set: the clone3 child enters namespaces made ahead
   std::vector<step> setup;
   std::vector<step> program;
   int sync_fd = -1;    // read end: one byte when released

@@ -17,7 +17,8 @@
 //   3. open the streams and channels     supervisor.cpp: open_streams, open_channels
 //   4. create or take over the cgroup    supervisor.cpp: take_cgroup (sandbox/cgroup)
 //   5. clone3 into new namespaces        supervisor.cpp: clone_child (user, mount, pid, ipc,
-//                                        uts, net)
+//                                        uts, net); a warm helper makes user and net ahead
+//                                        (ahead.cpp) and clone_entering_ahead joins them
 //   6. map ids, join cgroup, release     supervisor.cpp: release_child
 //   7. run the steps, exec               child.cpp (pid 1, then the program's process)
 //   8. supervise                         supervisor.cpp: supervise (output cap, limits, relay,
@@ -35,6 +36,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/helper/ahead.h"
 #include "sandbox/helper/supervisor.h"
 #include "sandbox/launch/plan.h"
 #include "sandbox/launch/run_record.h"
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
     }
   }
   std::string cgroup_received;  // a warm helper's first bytes of the cgroup message
+  sys::owned_process ahead;     // a warm helper's namespaces made ahead
   if (warm_fd >= 0) {
     if (!plan_path.empty() || !record_path.empty() || cgroup_fd >= 0)
       return usage_error("--warm-fd takes its plan and cgroup on its socket");
@@ -114,6 +117,11 @@ int main(int argc, char** argv) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Meanwhile the run's user and network namespaces are made (ahead.h). Where the host
+    // refuses, clone3 makes them at the launch, as in a cold helper.
+    if (namespaces_ahead_enabled()) {
+      if (auto holder = make_namespaces_ahead()) ahead = std::move(*holder);
+    }
     if (!receive_launch(warm_fd, plan_path, record_path, cgroup_received)) return 0;
     sigset_t held;
     sigemptyset(&held);
@@ -150,7 +158,7 @@ int main(int argc, char** argv) {
     rec.error = plan.error().message;
     return write_record();
   }
-  supervisor sup(*plan, rec, unique_fd(cgroup_fd), std::move(cgroup_received));
+  supervisor sup(*plan, rec, unique_fd(cgroup_fd), std::move(cgroup_received), std::move(ahead));
   if (auto s = sup.run(); !s) {
     if (rec.error_step.empty()) rec.error_step = "helper";
     rec.error = s.error().message;

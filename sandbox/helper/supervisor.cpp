@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "sandbox/base/fs.h"
@@ -91,6 +92,7 @@ status supervisor::run() {
   rec_.mechanisms = mechanisms(c);
   EB_TRY(write_host_files(c));
   auto st = start(c);
+  ahead_.terminate();  // killed once pid 1 joined (or unused): reaped here
   if (!c.host_dir.empty()) (void)remove_tree(c.host_dir);
   child_.terminate();  // after a normal end the run is reaped already; else it goes now
   rec_.mechanisms["cgroup"] = cg_ ? std::string(cg_->version()) : "none";
@@ -224,6 +226,12 @@ status supervisor::clone_child(compiled& c, channels& ch) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cg_->clone_into_fd());
   }
+  if (ahead_.owned()) {
+    // A holder that died meanwhile (killed from outside) is no use: clone3 makes them instead.
+    pollfd gone{ahead_.pidfd(), POLLIN, 0};
+    if (::poll(&gone, 1, 0) == 0) return clone_entering_ahead(c, ch, args);
+    ahead_.terminate();
+  }
   started_ = clock::now();
   const pid_t pid = sys::clone3(&args);
   if (pid < 0)
@@ -231,6 +239,59 @@ status supervisor::clone_child(compiled& c, channels& ch) {
                      (flags & CLONE_NEWNET) ? ", net" : "");
   if (pid == 0) child_main(c.ctx);
   child_ = sys::owned_process(pid, unique_fd(pidfd));
+  return {};
+}
+
+// With namespaces made ahead (ahead.h): the clone3 child joins the holder's user (and network)
+// namespace, unshares the others and clones pid 1 as the helper's own child (child.cpp,
+// enter_made_ahead); it sends pid 1's pid and exits. Pid 1 waits for its release as on the
+// other path, and the holder is killed before that: from here only the run's own processes hold
+// its namespaces, and nothing outside the run's pid namespace is in its user namespace.
+status supervisor::clone_entering_ahead(compiled& c, channels& ch, clone_args& args) {
+  auto pid_pipe = EB_TRY(make_pipe());
+  enter_ahead e;
+  e.holder_pidfd = ahead_.pidfd();
+  e.join = CLONE_NEWUSER | ((args.flags & CLONE_NEWNET) ? CLONE_NEWNET : 0);
+  e.unshare = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+  e.pid_fd = pid_pipe.write.get();
+  c.ctx.ahead = e;
+  int pidfd = -1;
+  args.flags &= ~static_cast<uint64_t>(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+                                       CLONE_NEWUTS | CLONE_NEWNET);
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  started_ = clock::now();
+  const pid_t pid = sys::clone3(&args);
+  if (pid < 0) return sys_error(errno, "clone3 (to enter the namespaces made ahead)");
+  if (pid == 0) child_main(c.ctx);
+  sys::owned_process entering(pid, unique_fd(pidfd));
+  pid_pipe.write.reset();
+  pid_t init = -1;
+  ssize_t n;
+  do n = ::read(pid_pipe.read.get(), &init, sizeof init);
+  while (n < 0 && errno == EINTR);
+  int st = 0;
+  (void)entering.reap(&st, nullptr);
+  (void)ahead_.signal(SIGKILL);
+  if (n != static_cast<ssize_t>(sizeof init) || init <= 0) {
+    // The child reported its failed step on the error pipe before it exited.
+    step_failure f{};
+    pollfd p{ch.errors.read.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) == 1 && ::read(ch.errors.read.get(), &f, sizeof f) == sizeof f &&
+        f.phase == 2 && f.index >= 0 &&
+        static_cast<size_t>(f.index) < std::size(enter_step_names)) {
+      rec_.error_step = enter_step_names[f.index];
+      return make_error(error_kind::io, "step {}: {}: {}", rec_.error_step, errno_name(f.err),
+                        std::strerror(f.err));
+    }
+    return make_error(error_kind::io,
+                      "the child entering the namespaces made ahead exited ({}) "
+                      "without starting pid 1",
+                      st);
+  }
+  // Pid 1 is our child (CLONE_PARENT) and not reaped: its pid names it until we reap it.
+  unique_fd init_fd(sys::pidfd_open(init, 0));
+  if (!init_fd) return sys_error(errno, "pidfd_open(pid 1 of the run)");
+  child_ = sys::owned_process(init, std::move(init_fd));
   return {};
 }
 

@@ -3,6 +3,7 @@
 // limits, the network relay, termination signals) and fills the run record. Single-threaded.
 #pragma once
 
+#include <linux/sched.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -34,12 +35,15 @@ class supervisor {
   // `cgroup_fd`: where the launcher hands over the run's cgroup it made while the helper
   // started (launcher.cpp); -1: the helper creates it itself. `cgroup_received`: what a warm
   // helper read of that message already, with its plan.
+  // `ahead`: the holder of namespaces made ahead (ahead.h), a warm helper's; none: clone3
+  // makes them.
   supervisor(const launch_plan& plan, run_record& rec, unique_fd cgroup_fd = {},
-             std::string cgroup_received = {})
+             std::string cgroup_received = {}, sys::owned_process ahead = {})
       : plan_(plan),
         rec_(rec),
         cgroup_fd_(std::move(cgroup_fd)),
-        cg_message_(std::move(cgroup_received)) {}
+        cg_message_(std::move(cgroup_received)),
+        ahead_(std::move(ahead)) {}
   status run();
 
  private:
@@ -52,6 +56,7 @@ class supervisor {
   status open_streams(channels& ch, child_context& ctx);
   status open_channels(channels& ch, compiled& c);
   status clone_child(compiled& c, channels& ch);
+  status clone_entering_ahead(compiled& c, channels& ch, clone_args& args);
   status release_child(channels& ch);
   result<ending> supervise(channels& ch, const net::allow_plan& allow);
   void classify(const compiled& c, const ending& end);
@@ -82,6 +87,7 @@ class supervisor {
   std::string cg_message_;  // the launcher's message as far as it has arrived
   bool cg_taken_ = false;
   std::unique_ptr<cgroup::run_cgroup> cg_;
+  sys::owned_process ahead_;            // the holder of namespaces made ahead, until pid 1 joined
   bool into_cgroup_ = false;            // cloned with CLONE_INTO_CGROUP
   std::optional<outcome_kind> forced_;  // why evalbox killed the run, if it did
   sys::owned_process child_;            // pid 1 of the run

@@ -10,7 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/unique_fd.h"
@@ -451,6 +455,121 @@ TEST_F(WarmHelper, WarmAndColdLaunchesRecordTheSameMechanisms) {
   EXPECT_EQ(warm->error, cold->error);
   EXPECT_EQ(warm->mechanisms, cold->mechanisms);
   EXPECT_EQ(warm->binding_digest, cold->binding_digest);
+}
+
+// The namespaces a warm helper makes ahead (sandbox/helper/ahead.h): the nsfs link of each of
+// `kind` ("user", "net") of process `pid`, e.g. "user:[4026532281]"; empty when it is gone.
+std::string ns_of(pid_t pid, const char* kind) {
+  std::error_code ec;
+  const auto link =
+      std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/" + kind, ec);
+  return ec ? "" : link.string();
+}
+
+// The holder a waiting warm helper made (its one child in a user namespace other than ours),
+// waited for up to 5 s: the helper makes it after its start.
+std::optional<pid_t> holder_of(pid_t helper) {
+  const std::string ours = ns_of(::getpid(), "user");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string stat = read_file(e.path() / "stat").value_or("");
+      const auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      int ppid = 0;
+      char state = 0;
+      if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2) continue;
+      const pid_t pid = std::stoi(name);
+      if (ppid == helper && !ns_of(pid, "user").empty() && ns_of(pid, "user") != ours) return pid;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::nullopt;
+}
+
+TEST_F(WarmHelper, ARunLivesInTheNamespacesItsHelperMadeAheadAndNoOtherRunDoes) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("ahead"));
+  ASSERT_TRUE(session) << session.error().message;
+  temp_dir out("evalbox-launch-out");
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "readlink /proc/self/ns/user /proc/self/ns/net"};
+  o.stdout_path = out.path() / "stdout";
+  std::vector<std::string> seen;
+  for (int round = 0; round < 2; ++round) {
+    const auto helper = wait_for_warm_helper(std::chrono::seconds(10));
+    ASSERT_TRUE(helper);
+    const auto holder = holder_of(*helper);
+    ASSERT_TRUE(holder) << "warm helper " << *helper << " made no namespaces ahead";
+    unique_fd holder_fd(sys::pidfd_open(*holder, 0));
+    ASSERT_TRUE(holder_fd);
+    const std::string user = ns_of(*holder, "user"), net = ns_of(*holder, "net");
+    EXPECT_NE(net, ns_of(::getpid(), "net"));
+    auto rec = launch(*session, o);
+    ASSERT_TRUE(rec) << rec.error().message;
+    EXPECT_TRUE(rec->ok()) << rec->error;
+    // The run joined exactly the pair made for it...
+    EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), user + "\n" + net + "\n");
+    // ...and the holder is gone: nothing outside the run is left in its namespaces.
+    EXPECT_TRUE(exits(holder_fd.get())) << "the holder " << *holder << " outlived the launch";
+    seen.push_back(user);
+  }
+  // Each warm helper made its own pair (the first is still referenced by nothing, but the
+  // second was made while the first run lived, so the kernel cannot have reused its number).
+  EXPECT_NE(seen[0], seen[1]);
+}
+
+TEST_F(WarmHelper, ARunWithTheHostNetworkJoinsOnlyTheUserNamespaceMadeAhead) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("aheadhost"));
+  ASSERT_TRUE(session) << session.error().message;
+  const auto helper = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(helper);
+  const auto holder = holder_of(*helper);
+  ASSERT_TRUE(holder);
+  const std::string user = ns_of(*holder, "user");
+  temp_dir out("evalbox-launch-out");
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "readlink /proc/self/ns/user /proc/self/ns/net"};
+  o.stdout_path = out.path() / "stdout";
+  network_policy n;
+  n.mode = network_mode::host;
+  n.unsafe_host_network = true;
+  o.network_override = n;
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->ok()) << rec->error;
+  EXPECT_EQ(read_file(out.path() / "stdout").value_or(""),
+            user + "\n" + ns_of(::getpid(), "net") + "\n");
+}
+
+TEST_F(WarmHelper, AHolderKilledBeforeItsLaunchLeavesTheNamespacesToClone3) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("aheadkilled"));
+  ASSERT_TRUE(session) << session.error().message;
+  const auto helper = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(helper);
+  const auto holder = holder_of(*helper);
+  ASSERT_TRUE(holder);
+  unique_fd holder_fd(sys::pidfd_open(*holder, 0));
+  ASSERT_TRUE(holder_fd);
+  ASSERT_EQ(::kill(*holder, SIGKILL), 0);
+  ASSERT_TRUE(exits(holder_fd.get()));
+  const warm_helper_counts before = warm_helper_stats();
+  temp_dir out("evalbox-launch-out");
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "readlink /proc/self/ns/user /proc/self/ns/net"};
+  o.stdout_path = out.path() / "stdout";
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->ok()) << rec->error;
+  EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
+  const std::string got = read_file(out.path() / "stdout").value_or("");
+  EXPECT_EQ(got.find(ns_of(::getpid(), "user")), std::string::npos) << got;
+  EXPECT_EQ(got.find(ns_of(::getpid(), "net")), std::string::npos) << got;
+  EXPECT_NE(got.find("user:["), std::string::npos) << got;
 }
 
 TEST_F(WarmHelper, ALaunchThatInheritsStdioStartsItsOwn) {
