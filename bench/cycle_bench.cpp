@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "bench/bench_support.h"
 #include "sandbox/base/unique_fd.h"
@@ -153,8 +154,10 @@ void bm_cycle_image(benchmark::State& state, const std::string& image) {
 
 // Launches alone in one prepared session: the agent sandbox, and the grading sandbox (no
 // secrets, the grader directory and a transcript file as extra read-only mounts).
+// `spaced`: 20 ms outside the timer between launches, as an agent's run gives the next warm
+// helper time to start (back to back, it starts on the other CPU during the launch it follows).
 void bm_launch(benchmark::State& state, bool grading, bool host_net = false,
-               helper_path path = helper_path::warm) {
+               helper_path path = helper_path::warm, bool spaced = false) {
   // The launch does not depend on the workspace's size (it binds the prepared view).
   auto ws = ensure_workspace(small_workspace);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
@@ -184,6 +187,11 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false,
   for (auto _ : state) {
     if (auto ok = check(launch(*session, lo)); !ok)
       return state.SkipWithError(ok.error().message.c_str());
+    if (spaced) {
+      state.PauseTiming();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      state.ResumeTiming();
+    }
   }
   (void)session->close();
 }
@@ -230,6 +238,16 @@ void register_all() {
                                   [](benchmark::State& st) { bm_launch(st, false); }));
   ms(benchmark::RegisterBenchmark("launch/agent/namespaces_at_launch", [](benchmark::State& st) {
     bm_launch(st, false, false, helper_path::warm_namespaces_at_launch);
+  }));
+  ms(benchmark::RegisterBenchmark("launch/agent/spaced", [](benchmark::State& st) {
+    bm_launch(st, false, false, helper_path::warm, true);
+  }));
+  ms(benchmark::RegisterBenchmark(
+      "launch/agent/spaced/namespaces_at_launch", [](benchmark::State& st) {
+        bm_launch(st, false, false, helper_path::warm_namespaces_at_launch, true);
+      }));
+  ms(benchmark::RegisterBenchmark("launch/agent/spaced/cold_helper", [](benchmark::State& st) {
+    bm_launch(st, false, false, helper_path::cold, true);
   }));
   ms(benchmark::RegisterBenchmark("launch/agent/cold_helper", [](benchmark::State& st) {
     bm_launch(st, false, false, helper_path::cold);

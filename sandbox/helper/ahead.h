@@ -15,8 +15,9 @@ namespace evalbox::sandbox::helper {
 bool namespaces_ahead_enabled();
 
 // Clones the holder into a new user namespace and a new network namespace owned by it. The
-// holder closes every fd it inherited, dies with the caller (parent-death signal) and
-// otherwise waits until it is killed.
+// holder shares the caller's memory (no page tables copied, none freed at its end) but not its
+// fds: it closes every one, dies with the caller (parent-death signal) and otherwise sleeps
+// until it is killed.
 result<sys::owned_process> make_namespaces_ahead();
 
 }  // namespace evalbox::sandbox::helper

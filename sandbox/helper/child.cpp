@@ -398,16 +398,21 @@ int run_step(const child_context& ctx, const step& s) noexcept {
   }
 }
 
-// The clone3 child with namespaces made ahead: joins the user (and network) namespace the
-// holder keeps, makes the rest — owned by that user namespace, as clone3 would have made them —
-// and clones pid 1 as a sibling, the helper's own child, so that the helper supervises, kills and
-// reaps pid 1 exactly as on the other path. Returns in pid 1 only.
+// The helper's child with namespaces made ahead (sharing the helper's memory until it exits:
+// only system calls on its own stack): joins the user (and network) namespace the holder keeps,
+// makes the rest — owned by that user namespace, as clone3 would have made them — and clones pid 1
+// as a sibling, the helper's own child, so that the helper supervises, kills and reaps pid 1
+// exactly as on the other path. Returns in pid 1 only.
 void enter_made_ahead(const child_context& ctx) noexcept {
   const enter_ahead& e = *ctx.ahead;
   if (::setns(e.holder_pidfd, e.join) != 0) fail(ctx, 2, 0, errno);
   if (::unshare(e.unshare) != 0) fail(ctx, 2, 1, errno);
   clone_args args{};
   args.flags = CLONE_PARENT;  // exit_signal stays 0: pid 1 signals as this child does (SIGCHLD)
+  if (e.cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(e.cgroup_fd);
+  }
   const pid_t pid = sys::clone3(&args);
   if (pid < 0) fail(ctx, 2, 2, errno);
   if (pid > 0) {
@@ -449,5 +454,7 @@ void child_main(const child_context& ctx) noexcept {
   }
   run_init(ctx, program);
 }
+
+int child_entry(void* ctx) noexcept { child_main(*static_cast<const child_context*>(ctx)); }
 
 }  // namespace evalbox::sandbox::helper

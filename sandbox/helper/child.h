@@ -9,9 +9,10 @@
 // Pid 1 stays as a tiny init: it reaps, and when the program's process exits it reports the
 // wait status to the helper and exits, and the kernel kills every other process of the run.
 //
-// With namespaces made ahead (a warm helper's, ahead.h) the clone3 child is not pid 1 yet: it
-// runs the `enter` steps — join the user and network namespaces made ahead, unshare the rest,
-// clone pid 1 as the helper's child (CLONE_PARENT) — reports pid 1's pid and exits.
+// With namespaces made ahead (a warm helper's, ahead.h) the helper's child is not pid 1: it
+// shares the helper's memory (CLONE_VM | CLONE_VFORK), joins the user and network namespaces
+// made ahead, unshares the rest, clones pid 1 as the helper's child (CLONE_PARENT), reports pid
+// 1's pid and exits; pid 1 then runs the steps as above.
 #pragma once
 
 #include <sys/resource.h>
@@ -94,6 +95,7 @@ struct enter_ahead {
   int join = 0;           // CLONE_NEWUSER, and CLONE_NEWNET unless the network is the host's
   int unshare = 0;        // the namespaces made now: mount, pid, ipc, uts
   int pid_fd = -1;        // write end: pid 1's pid, as an int
+  int cgroup_fd = -1;     // pid 1 is cloned into this cgroup (v2), or -1
 };
 
 struct child_context {
@@ -126,5 +128,7 @@ struct child_context {
 };
 
 [[noreturn]] void child_main(const child_context& ctx) noexcept;
+// child_main(*static_cast<const child_context*>(ctx)), for clone(2) on a stack of its own.
+int child_entry(void* ctx) noexcept;
 
 }  // namespace evalbox::sandbox::helper

@@ -4,8 +4,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -242,35 +244,49 @@ status supervisor::clone_child(compiled& c, channels& ch) {
   return {};
 }
 
-// With namespaces made ahead (ahead.h): the clone3 child joins the holder's user (and network)
+// With namespaces made ahead (ahead.h): a child joins the holder's user (and network)
 // namespace, unshares the others and clones pid 1 as the helper's own child (child.cpp,
 // enter_made_ahead); it sends pid 1's pid and exits. Pid 1 waits for its release as on the
 // other path, and the holder is killed before that: from here only the run's own processes hold
 // its namespaces, and nothing outside the run's pid namespace is in its user namespace.
-status supervisor::clone_entering_ahead(compiled& c, channels& ch, clone_args& args) {
+//
+// That child lives for three system calls, so it shares the helper's memory and runs on a stack
+// of its own while the helper waits (CLONE_VM | CLONE_VFORK, as posix_spawn does): no copy of
+// the helper's page tables. Pid 1 gets its own copy of the helper's memory, as on the other
+// path, and goes on on its copy of that stack (so the stack is as large as a main thread's;
+// only the pages touched cost anything).
+status supervisor::clone_entering_ahead(compiled& c, channels& ch, const clone_args& args) {
   auto pid_pipe = EB_TRY(make_pipe());
   enter_ahead e;
   e.holder_pidfd = ahead_.pidfd();
   e.join = CLONE_NEWUSER | ((args.flags & CLONE_NEWNET) ? CLONE_NEWNET : 0);
   e.unshare = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
   e.pid_fd = pid_pipe.write.get();
+  e.cgroup_fd = into_cgroup_ ? static_cast<int>(args.cgroup) : -1;
   c.ctx.ahead = e;
-  int pidfd = -1;
-  args.flags &= ~static_cast<uint64_t>(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-                                       CLONE_NEWUTS | CLONE_NEWNET);
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  constexpr size_t stack_size = 8 << 20;
+  constexpr size_t guard = 64 << 10;
+  void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return sys_error(errno, "mmap the stack of pid 1");
+  (void)::mprotect(stack, guard, PROT_NONE);  // an overflow faults instead of writing below
   started_ = clock::now();
-  const pid_t pid = sys::clone3(&args);
-  if (pid < 0) return sys_error(errno, "clone3 (to enter the namespaces made ahead)");
-  if (pid == 0) child_main(c.ctx);
-  sys::owned_process entering(pid, unique_fd(pidfd));
+  const pid_t pid = ::clone(child_entry, static_cast<char*>(stack) + stack_size,
+                            CLONE_VM | CLONE_VFORK | SIGCHLD, &c.ctx);
+  const int clone_errno = errno;
+  // CLONE_VFORK: the child has exited by now (it never execs); pid 1 holds its own copy.
+  int st = 0;
+  if (pid > 0) {
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+  ::munmap(stack, stack_size);
+  if (pid < 0) return sys_error(clone_errno, "clone (to enter the namespaces made ahead)");
   pid_pipe.write.reset();
   pid_t init = -1;
   ssize_t n;
   do n = ::read(pid_pipe.read.get(), &init, sizeof init);
   while (n < 0 && errno == EINTR);
-  int st = 0;
-  (void)entering.reap(&st, nullptr);
   (void)ahead_.signal(SIGKILL);
   if (n != static_cast<ssize_t>(sizeof init) || init <= 0) {
     // The child reported its failed step on the error pipe before it exited.

@@ -56,7 +56,7 @@ class supervisor {
   status open_streams(channels& ch, child_context& ctx);
   status open_channels(channels& ch, compiled& c);
   status clone_child(compiled& c, channels& ch);
-  status clone_entering_ahead(compiled& c, channels& ch, clone_args& args);
+  status clone_entering_ahead(compiled& c, channels& ch, const clone_args& args);
   status release_child(channels& ch);
   result<ending> supervise(channels& ch, const net::allow_plan& allow);
   void classify(const compiled& c, const ending& end);
