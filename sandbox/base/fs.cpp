@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -26,20 +27,36 @@ namespace evalbox {
 namespace fs = std::filesystem;
 
 result<std::string> read_fd(int fd, size_t max_bytes, const fs::path& shown) {
+  // Read straight into the string, sized from the file's length where it has one (the plan, a
+  // record): no staging buffer, whose 64 KiB of fresh stack a new process would fault in page
+  // by page, and no copy. Files whose size says nothing (/proc, cgroup files, pipes) grow it.
+  struct stat st {};
+  size_t want = 4096;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    want = std::min(static_cast<size_t>(st.st_size), max_bytes) + 1;  // +1: end of file in one
   std::string out;
-  char buf[65536];
+  size_t used = 0;
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (used == out.size()) {
+      if (used > max_bytes)
+        return make_error(error_kind::invalid_argument, "{} is larger than {} bytes",
+                          shown.string(), max_bytes);
+      // Never more than one byte past the limit: that byte is what says it is over.
+      const size_t cap = max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1;
+      out.resize(std::min(std::max(want, used + used / 2 + 1), cap));
+    }
+    const ssize_t n = ::read(fd, out.data() + used, out.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
       return sys_error(errno, "read {}", shown.string());
     }
     if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes)
-      return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", shown.string(),
-                        max_bytes);
-    out.append(buf, static_cast<size_t>(n));
+    used += static_cast<size_t>(n);
   }
+  if (used > max_bytes)
+    return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", shown.string(),
+                      max_bytes);
+  out.resize(used);
   return out;
 }
 

@@ -11,6 +11,8 @@
 
 #include <ostream>
 
+#include "sandbox/base/unique_fd.h"
+
 namespace evalbox {
 namespace {
 
@@ -46,6 +48,33 @@ TEST(ReadFd, ReadsToTheEndAndRefusesMoreThanTheLimit) {
   EXPECT_EQ(over.error().kind, error_kind::invalid_argument);
   EXPECT_NE(over.error().message.find("big is larger than 199999 bytes"), std::string::npos)
       << over.error().message;
+}
+
+// Where fstat says nothing of the length (a pipe, /proc): the string grows until end of file,
+// and stops one byte past the limit rather than reading on.
+TEST(ReadFd, ReadsWhatHasNoSizeAndStopsPastTheLimit) {
+  for (const size_t limit : {size_t{10000}, size_t{9999}, size_t{4095}}) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    unique_fd r(p[0]), w(p[1]);
+    const std::string data(10000, 'y');  // fits the pipe's buffer: no writer thread needed
+    ASSERT_EQ(::write(w.get(), data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    w.reset();
+    auto got = read_fd(r.get(), limit, "the pipe");
+    if (limit >= data.size()) {
+      ASSERT_TRUE(got) << got.error().message;
+      EXPECT_EQ(*got, data);
+    } else {
+      ASSERT_FALSE(got) << limit;
+      EXPECT_NE(got.error().message.find("the pipe is larger than"), std::string::npos);
+      // It stopped at the limit: what is left is still in the pipe.
+      char rest[16384];
+      EXPECT_EQ(::read(r.get(), rest, sizeof rest), static_cast<ssize_t>(data.size() - limit - 1));
+    }
+  }
+  auto status = read_file("/proc/self/status", 1 << 20);  // st_size 0
+  ASSERT_TRUE(status) << status.error().message;
+  EXPECT_NE(status->find("Pid:"), std::string::npos);
 }
 
 TEST(WriteFileAtomic, ReplacesContentAndLeavesNoTemporary) {
