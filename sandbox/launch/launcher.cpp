@@ -23,6 +23,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/log.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/launch/plan.h"
@@ -320,6 +321,8 @@ result<run_record> launch(const prepared_session& session, const launch_options&
     ++warm_pool::get().warm_;
   } else {
     ++warm_pool::get().cold_;
+    if (!options.inherit_stdio && warm_helper_enabled())
+      log::debug("launch {}: no warm helper ready, starting one", p.label);
     auto started =
         spawn_helper(helper, {"--plan", plan_path, "--record", record_path, "--cgroup-fd", "3"},
                      options.inherit_stdio);
