@@ -36,34 +36,50 @@ std::vector<fs::path> forms(const fs::path& p) {
   return out;
 }
 
+// A protected root with its forms, resolved once per validation: every path checked is
+// compared with every root, and resolving a root again each time (a readlink and a stat per
+// component) was most of a prepare's system calls.
+struct guarded_root {
+  fs::path path;
+  std::vector<fs::path> forms;
+};
+using guarded_roots = std::vector<guarded_root>;
+
+guarded_roots guard(const std::vector<fs::path>& roots) {
+  guarded_roots out;
+  out.reserve(roots.size());
+  for (const auto& root : roots) out.push_back({root, forms(root)});
+  return out;
+}
+
 // The protected root that `p` lies inside (or, when `contains` is set, that lies inside
 // `p`, which would expose it through a mount of p), if any.
-std::optional<fs::path> hit_protected(const fs::path& p, const std::vector<fs::path>& roots,
-                                      bool contains) {
+const guarded_root* hit_protected(const fs::path& p, const guarded_roots& roots, bool contains) {
+  const std::vector<fs::path> pforms = forms(p);
   for (const auto& root : roots) {
-    for (const auto& pf : forms(p)) {
-      for (const auto& rf : forms(root)) {
-        if (is_within(pf, rf)) return root;
-        if (contains && is_within(rf, pf)) return root;
+    for (const auto& pf : pforms) {
+      for (const auto& rf : root.forms) {
+        if (is_within(pf, rf)) return &root;
+        if (contains && is_within(rf, pf)) return &root;
       }
     }
   }
-  return std::nullopt;
+  return nullptr;
 }
 
-status check_not_protected(std::string_view what, const fs::path& p,
-                           const std::vector<fs::path>& roots, bool contains) {
-  if (auto root = hit_protected(p, roots, contains)) {
+status check_not_protected(std::string_view what, const fs::path& p, const guarded_roots& roots,
+                           bool contains) {
+  if (const guarded_root* root = hit_protected(p, roots, contains)) {
     bool inside = false;
     for (const auto& pf : forms(p))
-      for (const auto& rf : forms(*root)) inside = inside || is_within(pf, rf);
+      for (const auto& rf : root->forms) inside = inside || is_within(pf, rf);
     return make_error(
         error_kind::permission,
         "{} {} {} protected root {}: protected roots (the project, results, grader files, "
         "run state, credential sources) must never be visible to or run by the sandbox; "
         "move it out of {} or drop it from the request",
-        what, p.string(), inside ? "lies inside" : "would expose the", root->string(),
-        root->string());
+        what, p.string(), inside ? "lies inside" : "would expose the", root->path.string(),
+        root->path.string());
   }
   return {};
 }
@@ -109,7 +125,7 @@ status check_network(const network_policy& n) {
   return {};
 }
 
-status check_argv0(const session_request& r, const std::vector<fs::path>& roots) {
+status check_argv0(const session_request& r, const guarded_roots& roots) {
   if (r.argv.empty()) return invalid("argv is empty: give the agent's command, argv[0] first");
   for (const auto& a : r.argv)
     if (a.find('\0') != std::string::npos)
@@ -220,8 +236,7 @@ status check_no_symlink(const fs::path& base, const fs::path& rel, std::string_v
   return {};
 }
 
-status check_workspace(const session_request& r, std::vector<fs::path> roots,
-                       const fs::path& state_root) {
+status check_workspace(const session_request& r, guarded_roots roots, const fs::path& state_root) {
   const fs::path& src = r.workspace.source;
   if (!r.workspace.image_dir.empty()) return {};  // from the image (check_image)
   if (src.empty() || !src.is_absolute())
@@ -238,8 +253,8 @@ status check_workspace(const session_request& r, std::vector<fs::path> roots,
     const fs::path real = fs::canonical(src, ec2);
     if (!ec1 && !ec2 && is_within(src, workspace_sources_dir(state_root)) &&
         is_within(real, shared) && real != shared)
-      std::erase_if(roots,
-                    [&](const fs::path& p) { return normalize(p) == normalize(state_root); });
+      std::erase_if(
+          roots, [&](const guarded_root& g) { return normalize(g.path) == normalize(state_root); });
   }
   EB_TRY(check_not_protected("workspace source", src, roots, true));
   struct stat st {};
@@ -263,7 +278,7 @@ status check_workspace(const session_request& r, std::vector<fs::path> roots,
   return {};
 }
 
-status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
+status check_secret(const secret_mount& s, const guarded_roots& roots) {
   if (!valid_handle(s.handle))
     return invalid(
         fmt::format("credential handle '{}' must match [A-Za-z0-9_.-]{{1,64}}: it "
@@ -273,9 +288,9 @@ status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
     return invalid(fmt::format("credential {} source '{}' is not an absolute path", s.handle,
                                s.source.string()));
   // The source is always a protected root itself; only the request's and the state's count.
-  std::vector<fs::path> others;
+  guarded_roots others;
   for (const auto& root : roots)
-    if (normalize(root) != normalize(s.source)) others.push_back(root);
+    if (normalize(root.path) != normalize(s.source)) others.push_back(root);
   EB_TRY(
       check_not_protected(fmt::format("credential {} source", s.handle), s.source, others, false));
   struct stat st {};
@@ -311,8 +326,7 @@ status check_secret(const secret_mount& s, const std::vector<fs::path>& roots) {
   return {};
 }
 
-status check_bundle(const bundle& b, const std::vector<fs::path>& roots,
-                    const workspace_spec& workspace) {
+status check_bundle(const bundle& b, const guarded_roots& roots, const workspace_spec& workspace) {
   if (!is_sha256_hex(b.sha256))
     return invalid(
         fmt::format("bundle {} digest '{}' is not 64 lowercase hex characters (a "
@@ -473,7 +487,7 @@ status validate(const session_request& r, const validation_context& ctx) {
   for (const auto& root : r.protected_roots)
     if (!root.is_absolute())
       return invalid(fmt::format("protected root '{}' is not an absolute path", root.string()));
-  auto roots = protected_roots(r, ctx.state_root);
+  const guarded_roots roots = guard(protected_roots(r, ctx.state_root));
   EB_TRY(check_argv0(r, roots));
   for (const auto& [k, v] : r.env)
     if (k.empty() || k.find_first_of("=\0", 0, 2) != std::string::npos ||

@@ -149,6 +149,27 @@ TEST_F(Validate, RejectsWorkspaceInsideProtectedRoot) {
   expect_rejected(r, error_kind::permission, "workspace source");
 }
 
+// A protected root named through a link is resolved once per validation and still guards
+// what lies in its target, for every path checked against it (workspace, argv[0], read-only
+// paths), and the message names the root as it was given.
+TEST_F(Validate, RejectsPathsInsideAProtectedRootNamedThroughALink) {
+  ASSERT_TRUE(make_dirs(env.root / "real" / "bin", 0755));
+  ASSERT_TRUE(write_file(env.root / "real" / "bin" / "agent", "#!/bin/sh\n", 0755));
+  ASSERT_EQ(::symlink((env.root / "real").c_str(), (env.root / "alias").c_str()), 0);
+  auto r = env.request();
+  r.protected_roots.push_back(env.root / "alias");
+  EXPECT_TRUE(validate(r, {env.state})) << "nothing of the base request lies in it";
+  auto ro = r;
+  ro.readonly_paths.push_back(env.root / "real" / "bin");
+  expect_rejected(ro, error_kind::permission, "protected root " + (env.root / "alias").string());
+  auto exe = r;
+  exe.argv = {(env.root / "real" / "bin" / "agent").string()};
+  expect_rejected(exe, error_kind::permission, "argv[0]");
+  auto ws = r;
+  ws.workspace.source = env.root / "real";
+  expect_rejected(ws, error_kind::permission, "workspace source");
+}
+
 TEST_F(Validate, RejectsWorkspaceInsideStateRoot) {
   auto r = env.request();
   ASSERT_TRUE(make_dirs(env.state / "runs" / "other-run" / "ws", 0755));
