@@ -59,9 +59,16 @@ result<int> unmount_all_under(const fs::path& dir) {
 
 result<int> unmount_each(const std::vector<fs::path>& targets) {
   int count = 0;
+  std::vector<const fs::path*> detached;
   for (const auto& t : targets) {
+    // A lazy unmount takes every mount below its point with it: a target below one already
+    // detached is gone (its umount2 would only say EINVAL after a path walk).
+    if (std::any_of(detached.begin(), detached.end(),
+                    [&](const fs::path* d) { return is_within(t, *d); }))
+      continue;
     for (int stacked = 0;; ++stacked) {
       if (::umount2(t.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+        if (stacked == 0) detached.push_back(&t);
         ++count;
         if (stacked < 16) continue;
         return make_error(error_kind::internal, "unmount {}: mounts keep reappearing", t.string());

@@ -32,8 +32,9 @@ status unmount(const std::filesystem::path& target);
 
 // Unmounts each of `targets` in order (lazily, not following symlinks), repeatedly while
 // something is still mounted there; a target that is not a mount point (or does not exist)
-// is skipped. Reads no mount table: for mounts whose points the caller made and knows.
-// Returns how many mounts came off.
+// is skipped, and so is one at or below a target already detached (which took it along).
+// Reads no mount table: for mounts whose points the caller made and knows. Returns how many
+// mounts came off by their own umount2.
 result<int> unmount_each(const std::vector<std::filesystem::path>& targets);
 
 // A tmpfs of `size_bytes` (the quota: writes past it fail with ENOSPC), root dir `mode`,

@@ -129,6 +129,24 @@ TEST_F(Mounts, UnmountEachTakesStackedMountsAndSkipsPlainDirectories) {
   EXPECT_TRUE(mounts_under(top_)->empty());
 }
 
+// The teardown lists the run directory (a bind of itself) before the mounts it holds: its
+// lazy unmount takes them along, and the targets below it are then skipped, not errors.
+TEST_F(Mounts, UnmountEachSkipsWhatADetachedParentTookAlong) {
+  ASSERT_TRUE(make_dirs(top_ / "run", 0755));
+  ASSERT_TRUE(bind(top_ / "run", top_ / "run", false));
+  ASSERT_TRUE(make_dirs(top_ / "run" / "disk", 0755));
+  ASSERT_TRUE(mount_tmpfs(top_ / "run" / "disk", 1 << 20, 0755, 0, 0));
+  ASSERT_TRUE(make_dirs(top_ / "run" / "disk" / "inner", 0755));
+  ASSERT_TRUE(mount_tmpfs(top_ / "run" / "disk" / "inner", 1 << 20, 0755, 0, 0));
+  ASSERT_TRUE(mount_tmpfs(top_ / "c", 1 << 20, 0755, 0, 0));
+  ASSERT_EQ(mounts_under(top_)->size(), 4u);
+  auto count = unmount_each({top_ / "run", top_ / "run" / "disk", top_ / "run" / "disk" / "inner",
+                             top_ / "run" / "disk", top_ / "c"});
+  ASSERT_TRUE(count) << count.error().message;
+  EXPECT_EQ(*count, 2);  // the run directory (with the two below it) and c
+  EXPECT_TRUE(mounts_under(top_)->empty());
+}
+
 TEST_F(Mounts, UnmountWithoutDetachSaysBusy) {
   ASSERT_TRUE(mount_tmpfs(top_ / "a", 1 << 20, 0755, 0, 0));
   // A file open on it keeps it busy (MNT_DETACH, which the teardown uses, would not care).
