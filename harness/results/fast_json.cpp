@@ -131,6 +131,10 @@ bool parse(std::string_view text, sax_t& sax) {
   // bounded by the handler (max_json_depth).
   thread_local std::string copy;
   copy.assign(text);  // NUL-terminated: the end of the text (there is no NUL inside)
+  // RapidJSON's UTF-8 validation takes all the continuation bytes a lead byte announces
+  // before it judges them: a text that ends inside a sequence ("\xF3) would make it read up
+  // to three bytes past the terminating NUL. Three more NULs keep those reads in the copy.
+  copy.append(3, '\0');
   rapidjson::InsituStringStream in(copy.data());
   rapidjson::Reader reader;
   to_nlohmann handler(sax);
