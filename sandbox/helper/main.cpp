@@ -59,10 +59,10 @@ int usage_error(const char* msg) {
 
 // A warm helper, while it waits, faults in the memory its launch will use, so that the launch
 // does not: a fresh process takes a page fault on every page it first touches (~3.6 µs each on
-// the guests measured), and between the plan's arrival and pid 1's clone the helper used to
-// take about 60 — reading the plan, parsing it, compiling the steps. The sizes are what one
-// launch reaches (a heap of ~260 KiB at its peak, see docs/performance.md): larger would only
-// move CPU time here that no launch saves.
+// the guests measured), and between the plan's arrival and pid 1's clone the helper took
+// about 30 of them in parsing the plan and compiling the steps (12 remain). The sizes are what
+// one launch reaches (its heap peaks near 268 KiB; docs/performance.md, "Where the launch's CPU
+// goes"): larger would only move CPU time here that no launch saves.
 constexpr size_t warm_heap_bytes = 256 << 10;
 constexpr size_t warm_stack_bytes = 64 << 10;
 
