@@ -34,17 +34,12 @@ result<std::string> read_fd(int fd, size_t max_bytes, const fs::path& shown) {
   size_t want = 4096;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
     want = std::min(static_cast<size_t>(st.st_size), max_bytes) + 1;  // +1: end of file in one
+  // Never more than one byte past the limit: that byte is what says it is over.
+  const size_t cap = max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1;
   std::string out;
   size_t used = 0;
   for (;;) {
-    if (used == out.size()) {
-      if (used > max_bytes)
-        return make_error(error_kind::invalid_argument, "{} is larger than {} bytes",
-                          shown.string(), max_bytes);
-      // Never more than one byte past the limit: that byte is what says it is over.
-      const size_t cap = max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1;
-      out.resize(std::min(std::max(want, used + used / 2 + 1), cap));
-    }
+    if (used == out.size()) out.resize(std::min(std::max(want, used + used / 2 + 1), cap));
     const ssize_t n = ::read(fd, out.data() + used, out.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -52,10 +47,10 @@ result<std::string> read_fd(int fd, size_t max_bytes, const fs::path& shown) {
     }
     if (n == 0) break;
     used += static_cast<size_t>(n);
+    if (used > max_bytes)
+      return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", shown.string(),
+                        max_bytes);
   }
-  if (used > max_bytes)
-    return make_error(error_kind::invalid_argument, "{} is larger than {} bytes", shown.string(),
-                      max_bytes);
   out.resize(used);
   return out;
 }
