@@ -313,7 +313,8 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   // made here meanwhile (the helper's plan and compile: ~0.3 ms that would otherwise come one
   // after the other), then handed over on the helper's fd 3 (docs/sandbox.md, "Order of steps").
   std::optional<helper_process> h;
-  if (!options.inherit_stdio && warm_helper_enabled()) {
+  const bool warm_wanted = !options.inherit_stdio && warm_helper_enabled();
+  if (warm_wanted) {
     h = warm_pool::get().take(helper);
     if (h && !send_launch(*h, plan_path, record_path)) h.reset();
   }
@@ -321,8 +322,7 @@ result<run_record> launch(const prepared_session& session, const launch_options&
     ++warm_pool::get().warm_;
   } else {
     ++warm_pool::get().cold_;
-    if (!options.inherit_stdio && warm_helper_enabled())
-      log::debug("launch {}: no warm helper ready, starting one", p.label);
+    if (warm_wanted) log::debug("launch {}: no warm helper ready, starting one", p.label);
     auto started =
         spawn_helper(helper, {"--plan", plan_path, "--record", record_path, "--cgroup-fd", "3"},
                      options.inherit_stdio);
