@@ -402,8 +402,10 @@ TEST_F(WarmHelper, ACancelReachesAWarmHelper) {
 TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
   // A process that keeps a warm helper, then exits: the helper goes with it.
   int to_parent[2], to_child[2];
-  ASSERT_EQ(::pipe(to_parent), 0);
-  ASSERT_EQ(::pipe(to_child), 0);
+  // Close-on-exec: a helper that this process's warm-pool thread starts meanwhile must not
+  // inherit the write end the child waits on to see end of file.
+  ASSERT_EQ(::pipe2(to_parent, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(to_child, O_CLOEXEC), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -416,6 +418,20 @@ TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
   }
   ::close(to_parent[1]);
   ::close(to_child[0]);
+  // Whatever fails below, the child is released and reaped rather than left waiting. (Forked
+  // from a process whose warm helpers already run, as when this binary runs more than this
+  // test, the child has no pool of its own and the test fails: run it alone, as ctest does.)
+  struct release_child {
+    int to_child, to_parent;
+    pid_t pid;
+    bool reaped = false;
+    ~release_child() {
+      if (!reaped) (void)!::write(to_child, "x", 1);  // what the child waits for
+      ::close(to_child);
+      ::close(to_parent);
+      if (!reaped) ::waitpid(pid, nullptr, 0);
+    }
+  } release{to_child[1], to_parent[0], child};
   pid_t helper = -1;
   ASSERT_EQ(::read(to_parent[0], &helper, sizeof helper), static_cast<ssize_t>(sizeof helper));
   ASSERT_GT(helper, 0) << "no warm helper started in the child process";
@@ -423,10 +439,10 @@ TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
   ASSERT_TRUE(pidfd);
   (void)!::write(to_child[1], "x", 1);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  const pid_t reaped = ::waitpid(child, &status, 0);
+  release.reaped = reaped == child;
+  ASSERT_EQ(reaped, child);
   EXPECT_TRUE(exits(pidfd.get())) << "the warm helper " << helper << " outlived its process";
-  ::close(to_parent[0]);
-  ::close(to_child[1]);
 }
 
 TEST_F(WarmHelper, WarmAndColdLaunchesRecordTheSameMechanisms) {
