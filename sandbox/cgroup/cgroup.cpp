@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -133,6 +134,9 @@ class v2_cgroup final : public run_cgroup {
   std::vector<fs::path> paths() const override { return {leaf_}; }
   json describe() const override { return json{{"version", "v2"}, {"leaf", leaf_.string()}}; }
   void release() noexcept override { destroyed_ = true; }
+  status claim(const std::string&, const std::string&, const limits&) override {
+    return make_error(error_kind::unsupported, "a cgroup v2 is not made ahead");
+  }
 
  private:
   bool is_fake() const {
@@ -143,6 +147,22 @@ class v2_cgroup final : public run_cgroup {
   unique_fd dir_;
   bool destroyed_ = false;
 };
+
+// The limits in v1 leaves (controller -> directory).
+status set_v1_limits(const std::map<std::string, fs::path>& leaves, const limits& lim) {
+  if (auto it = leaves.find("memory"); it != leaves.end() && lim.memory_bytes) {
+    const auto v = std::to_string(lim.memory_bytes);
+    EB_TRY(write_value(it->second / "memory.limit_in_bytes", v));
+    // memsw = memory: no escape into swap (absent without swap accounting).
+    if (fs::exists(it->second / "memory.memsw.limit_in_bytes")) {
+      (void)write_value(it->second / "memory.memsw.limit_in_bytes", v);
+    }
+  }
+  if (auto it = leaves.find("pids"); it != leaves.end() && lim.pids) {
+    EB_TRY(write_value(it->second / "pids.max", std::to_string(lim.pids)));
+  }
+  return {};
+}
 
 class v1_cgroup final : public run_cgroup {
  public:
@@ -192,6 +212,17 @@ class v1_cgroup final : public run_cgroup {
     return json{{"version", "v1"}, {"leaves", leaves}};
   }
   void release() noexcept override { destroyed_ = true; }
+  const std::map<std::string, fs::path>& leaves() const noexcept { return leaves_; }
+  status claim(const std::string& run_id, const std::string& leaf, const limits& lim) override {
+    const std::string name = launch_cgroup_name(run_id, leaf);
+    for (auto& [ctl, dir] : leaves_) {
+      fs::path to = dir.parent_path() / name;
+      if (::rename(dir.c_str(), to.c_str()) != 0)
+        return sys_error(errno, "rename({}, {})", dir.string(), to.string());
+      dir = std::move(to);
+    }
+    return set_v1_limits(leaves_, lim);
+  }
 
  private:
   std::map<std::string, fs::path> leaves_;
@@ -229,13 +260,15 @@ result<std::unique_ptr<run_cgroup>> create_v2(const fs::path& root, const std::s
   return cg;
 }
 
-result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::path>& mounts,
-                                              const std::string& run_id, const std::string& leaf,
-                                              const limits& lim) {
+namespace {
+
+// The v1 leaves named `name` below <mount>/evalbox, made now; on failure, none is left.
+result<std::unique_ptr<v1_cgroup>> make_v1_leaves(const std::map<std::string, fs::path>& mounts,
+                                                  const std::string& name) {
   std::map<std::string, fs::path> leaves;
   for (const auto& [ctl, mnt] : mounts) {
     if (mnt.empty()) continue;
-    const fs::path dir = mnt / "evalbox" / launch_cgroup_name(run_id, leaf);
+    const fs::path dir = mnt / "evalbox" / name;
     // <mount>/evalbox exists after the first launch on this host: made only when missing.
     int rc = ::mkdir(dir.c_str(), 0755);
     if (rc != 0 && errno == ENOENT) {
@@ -244,24 +277,22 @@ result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::pa
     }
     if (rc != 0) {
       int err = errno;
-      v1_cgroup partial(std::move(leaves));
+      v1_cgroup partial(std::move(leaves));  // removes what was made
       return sys_error(err, "mkdir({})", dir.string());
     }
     leaves[ctl] = dir;
   }
-  auto cg = std::make_unique<v1_cgroup>(leaves);
-  if (auto it = leaves.find("memory"); it != leaves.end() && lim.memory_bytes) {
-    const auto v = std::to_string(lim.memory_bytes);
-    EB_TRY(write_value(it->second / "memory.limit_in_bytes", v));
-    // memsw = memory: no escape into swap (absent without swap accounting).
-    if (fs::exists(it->second / "memory.memsw.limit_in_bytes")) {
-      (void)write_value(it->second / "memory.memsw.limit_in_bytes", v);
-    }
-  }
-  if (auto it = leaves.find("pids"); it != leaves.end() && lim.pids) {
-    EB_TRY(write_value(it->second / "pids.max", std::to_string(lim.pids)));
-  }
-  return cg;
+  return std::make_unique<v1_cgroup>(std::move(leaves));
+}
+
+}  // namespace
+
+result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::path>& mounts,
+                                              const std::string& run_id, const std::string& leaf,
+                                              const limits& lim) {
+  auto cg = EB_TRY(make_v1_leaves(mounts, launch_cgroup_name(run_id, leaf)));
+  EB_TRY(set_v1_limits(cg->leaves(), lim));
+  return std::unique_ptr<run_cgroup>(std::move(cg));
 }
 
 std::string launch_cgroup_name(std::string_view run_id, std::string_view leaf) {
@@ -355,6 +386,50 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
   return make_error(error_kind::unsupported,
                     "no writable cgroup: neither a delegated cgroup v2 with memory and pids nor "
                     "cgroup v1 memory and pids mounts");
+}
+
+bool ahead_applies() {
+  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced) return false;
+  if (const char* v = std::getenv("EVALBOX_CGROUP_AHEAD"); v && std::string_view(v) == "0")
+    return false;
+  const host_cgroups& h = host_layout();
+  return h.v2_root.empty() && h.v1.contains("memory") && h.v1.contains("pids");
+}
+
+namespace {
+constexpr std::string_view ahead_prefix = "@ahead-";  // then the helper's pid
+}  // namespace
+
+std::string ahead_cgroup_name(pid_t helper) { return fmt::format("{}{}", ahead_prefix, helper); }
+
+result<std::unique_ptr<run_cgroup>> create_ahead_v1(const std::map<std::string, fs::path>& mounts,
+                                                    pid_t helper) {
+  auto cg = EB_TRY(make_v1_leaves(mounts, ahead_cgroup_name(helper)));
+  return std::unique_ptr<run_cgroup>(std::move(cg));
+}
+
+result<std::unique_ptr<run_cgroup>> create_ahead(pid_t helper) {
+  if (!ahead_applies())
+    return make_error(error_kind::unsupported, "cgroups are made ahead on cgroup v1 only");
+  return create_ahead_v1(host_layout().v1, helper);
+}
+
+void remove_stale_ahead() {
+  for (const auto& [ctl, mount] : host_layout().v1) {
+    const fs::path parent = mount / "evalbox";
+    unique_dir d(::opendir(parent.c_str()));
+    if (!d) continue;
+    while (dirent* e = ::readdir(d.get())) {
+      const std::string_view name = e->d_name;
+      if (!name.starts_with(ahead_prefix)) continue;
+      pid_t pid = 0;
+      const auto digits = name.substr(ahead_prefix.size());
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+      if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) continue;
+      if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its helper may still use it
+      (void)::rmdir((parent / name).c_str());               // refused while a task is in it
+    }
+  }
 }
 
 std::vector<fs::path> run_cgroup_parents() {

@@ -57,6 +57,9 @@ class run_cgroup {
   // Hands the cgroup over: this object no longer removes it (its adopter, or the preparer's
   // teardown, does).
   virtual void release() noexcept = 0;
+  // A cgroup made ahead (create_ahead) becomes a launch's: renamed to
+  // launch_cgroup_name(run_id, leaf), with the limits. v1 only (v2 refuses renames).
+  virtual status claim(const std::string& run_id, const std::string& leaf, const limits& lim) = 0;
 };
 
 // A launch's cgroup directory name below <...>/evalbox: "<run_id>@<leaf>".
@@ -88,6 +91,30 @@ result<std::unique_ptr<run_cgroup>> create_v1(
 // v2 at that root.
 result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                                                     const std::string& leaf, const limits& lim);
+
+// Cgroups made ahead. On cgroup v1 a task enters a cgroup only by being moved into it (v2
+// clones it there: CLONE_INTO_CGROUP), and the first move after the host's cgroups were left
+// alone for a few milliseconds waits for an RCU grace period (the threadgroup lock's writer
+// side): 7.4-7.9 ms on the guests measured, paid by every launch that follows idle time, as a
+// launch after an agent's run does. So a warm helper makes its launch's cgroups while it
+// waits, under a name no run has ("@ahead-<helper pid>": a run id never holds '@'), moves the
+// process that will clone pid 1 into them there, and at the launch claims them (renamed to the
+// launch's name, limits set). The kill and removal at the end are those of any run cgroup.
+//
+// Whether launches here make their cgroups ahead: this host's launches use cgroup v1
+// (create_for_host's choice, with no v2 root forced by EVALBOX_CGROUP_V2_ROOT) and
+// EVALBOX_CGROUP_AHEAD is not 0. The launcher then leaves a warm helper to make its cgroup.
+bool ahead_applies();
+// "@ahead-<pid>".
+std::string ahead_cgroup_name(pid_t helper);
+// The cgroups of helper `helper`, made ahead, without limits (v1 only): on this host, or
+// below the given controller mounts.
+result<std::unique_ptr<run_cgroup>> create_ahead(pid_t helper);
+result<std::unique_ptr<run_cgroup>> create_ahead_v1(
+    const std::map<std::string, std::filesystem::path>& mounts, pid_t helper);
+// Removes the empty "@ahead-<pid>" cgroups of helpers no longer alive (killed before they could
+// remove their own). Best effort: a cgroup in use is never removed (rmdir refuses).
+void remove_stale_ahead();
 
 // Every directory under which create_for_host may make a run's cgroups on this host
 // (<v2 root>/evalbox, <v1 controller mount>/evalbox), whether or not it exists: for a

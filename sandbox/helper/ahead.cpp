@@ -1,15 +1,19 @@
 // Namespaces made ahead (ahead.h).
 #include "sandbox/helper/ahead.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "sandbox/helper/child.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
@@ -44,6 +48,100 @@ result<sys::owned_process> make_namespaces_ahead() {
               CLONE_VM | CLONE_NEWUSER | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD, &parent, &pidfd);
   if (pid < 0) return sys_error(errno, "clone(user, net) ahead of the launch");
   return sys::owned_process(pid, unique_fd(pidfd));
+}
+
+namespace {
+
+// What the starter reads (it shares the helper's memory): set before it is cloned, and `ctx`
+// before the byte on `go_fd` starts it.
+struct starter_shared {
+  pid_t parent = -1;
+  int go_fd = -1;  // read end
+  void* ctx = nullptr;
+};
+starter_shared shared;
+
+constexpr size_t starter_stack_size = 8 << 20;
+constexpr size_t starter_guard = 64 << 10;
+
+// The starter. It makes only calls that cannot fail while it waits (the errno it would write is
+// the helper's): every signal blocked in it, so the read is never interrupted.
+int start(void*) noexcept {
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  (void)::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (::getppid() != shared.parent) ::_exit(0);
+  char byte;
+  if (::read(shared.go_fd, &byte, 1) != 1) ::_exit(0);  // end of file: never used
+  // From here the helper waits for this process to exit. A table of its own: child_main closes
+  // the helper's ends of the pipes, which must stay open in the helper.
+  if (::unshare(CLONE_FILES) != 0) ::_exit(1);
+  child_entry(shared.ctx);  // clones pid 1, then exits (pid 1 goes on)
+  ::_exit(1);
+}
+
+}  // namespace
+
+cgroup_ahead::~cgroup_ahead() {
+  starter_.terminate();
+  if (stack_) ::munmap(stack_, starter_stack_size);
+  if (go_ && shared.go_fd >= 0) {  // never went: the read end is still open here
+    (void)::close(shared.go_fd);
+    shared.go_fd = -1;
+  }
+  if (cg_) (void)cg_->destroy();
+}
+
+result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead() {
+  std::unique_ptr<cgroup_ahead> a(new cgroup_ahead);
+  cgroup::remove_stale_ahead();
+  a->cg_ = EB_TRY(cgroup::create_ahead(::getpid()));
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) return sys_error(errno, "pipe2");
+  unique_fd go_read(go[0]);
+  a->go_.reset(go[1]);
+  void* stack = ::mmap(nullptr, starter_stack_size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return sys_error(errno, "mmap the starter's stack");
+  a->stack_ = stack;
+  (void)::mprotect(stack, starter_guard, PROT_NONE);  // an overflow faults instead
+  shared.parent = ::getpid();
+  shared.go_fd = go_read.release();  // closed by go() or the destructor
+  int pidfd = -1;
+  const pid_t pid = ::clone(start, static_cast<char*>(stack) + starter_stack_size,
+                            CLONE_VM | CLONE_FILES | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd);
+  if (pid < 0) return sys_error(errno, "clone the starter");
+  a->starter_ = sys::owned_process(pid, unique_fd(pidfd));
+  return a;
+}
+
+status cgroup_ahead::enter() {
+  if (entered_) return {};
+  if (!cg_) return make_error(error_kind::internal, "the cgroups made ahead were taken");
+  // The one move of a task into a cgroup, and the grace period it may wait for.
+  EB_TRY_CTX(cg_->add_pid(starter_.pid()), "move the starter into the cgroups made ahead");
+  entered_ = true;
+  return {};
+}
+
+bool cgroup_ahead::starter_gone() const noexcept {
+  pollfd p{starter_.pidfd(), POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
+result<int> cgroup_ahead::go(void* ctx) {
+  shared.ctx = ctx;
+  const char byte = 'g';
+  if (::write(go_.get(), &byte, 1) != 1) return sys_error(errno, "start the starter");
+  int st = 0;
+  if (starter_.reap(&st, nullptr) < 0) return sys_error(errno, "wait for the starter");
+  ::munmap(stack_, starter_stack_size);
+  stack_ = nullptr;
+  (void)::close(shared.go_fd);
+  shared.go_fd = -1;
+  go_.reset();
+  return st;
 }
 
 }  // namespace evalbox::sandbox::helper

@@ -251,9 +251,7 @@ int open_terminal(const child_context& ctx) noexcept {
 int close_fds(const child_context& ctx) noexcept {
   // Nothing the helper or pid 1 holds may reach the program: pipes, the plan, sockets.
   // The error pipe stays until exec (it is close-on-exec) so later steps can report.
-  const unsigned keep = static_cast<unsigned>(ctx.error_fd);
-  if (keep > 3 && sys::close_range(3, keep - 1, 0) != 0) return errno;
-  return sys::close_range(keep + 1, ~0U, 0) == 0 ? 0 : errno;
+  return sys::close_all_but_stdio_and(ctx.error_fd);
 }
 
 int reset_oom_score() noexcept {

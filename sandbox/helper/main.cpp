@@ -38,10 +38,12 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/log.h"
 #include "sandbox/helper/ahead.h"
 #include "sandbox/helper/supervisor.h"
 #include "sandbox/launch/plan.h"
 #include "sandbox/launch/run_record.h"
+#include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
 namespace {
@@ -84,26 +86,40 @@ void warm_memory() {
   touch_stack();
 }
 
-// A warm helper's wait for its launch: one line, {"plan": PATH, "record": PATH}, on `fd`.
-// What follows the line is the start of the cgroup message (`rest`). False at end of file
-// before a whole line (nothing to run) or on anything that is not such a line.
-bool receive_launch(int fd, std::string& plan_path, std::string& record_path, std::string& rest) {
+// A warm helper's wait for its launch: one line, {"plan": PATH, "record": PATH}, on `fd`, with
+// "cgroup": "helper" when the launcher leaves the run's cgroup to the helper (cgroups made
+// ahead, cgroup v1); else what follows the line is the start of the cgroup message (`rest`).
+// Before it, {"ahead": "enter"} lines: no launch of the launcher's is under way, so the starter
+// moves into the cgroups made ahead now (ahead.h, cgroup_ahead::enter). False at end of file
+// before a plan's line (nothing to run) or on a line that is neither.
+bool receive_launch(int fd, cgroup_ahead* cgroups_ahead, std::string& plan_path,
+                    std::string& record_path, std::string& rest, bool& helper_makes_cgroup) {
   std::string got;
   char buf[4096];
-  size_t eol;
-  while ((eol = got.find('\n')) == std::string::npos) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    got.append(buf, static_cast<size_t>(n));
+  for (;;) {
+    size_t eol;
+    while ((eol = got.find('\n')) == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    auto j = parse_json(std::string_view(got).substr(0, eol), "the launch");
+    if (!j || !j->is_object()) return false;
+    if (j->contains("ahead") && (*j)["ahead"] == "enter") {
+      if (cgroups_ahead) {
+        if (auto s = cgroups_ahead->enter(); !s) log::debug("warm helper: {}", s.error().message);
+      }
+      got.erase(0, eol + 1);
+      continue;
+    }
+    if (!(*j)["plan"].is_string() || !(*j)["record"].is_string()) return false;
+    plan_path = (*j)["plan"].get<std::string>();
+    record_path = (*j)["record"].get<std::string>();
+    helper_makes_cgroup = j->contains("cgroup") && (*j)["cgroup"] == "helper";
+    rest = got.substr(eol + 1);
+    return !plan_path.empty() && !record_path.empty();
   }
-  auto j = parse_json(std::string_view(got).substr(0, eol), "the launch");
-  if (!j || !j->is_object() || !(*j)["plan"].is_string() || !(*j)["record"].is_string())
-    return false;
-  plan_path = (*j)["plan"].get<std::string>();
-  record_path = (*j)["record"].get<std::string>();
-  rest = got.substr(eol + 1);
-  return !plan_path.empty() && !record_path.empty();
 }
 
 }  // namespace
@@ -132,32 +148,68 @@ int main(int argc, char** argv) {
       return usage_error("unknown argument");
     }
   }
-  std::string cgroup_received;  // a warm helper's first bytes of the cgroup message
-  sys::owned_process ahead;     // a warm helper's namespaces made ahead
+  // Nothing but the standard streams and the socket: a helper starts with every fd its
+  // launcher's process held without close-on-exec at that moment (a pipe that another thread
+  // made with pipe(2) for a judge's output, say), and a warm helper may wait for minutes;
+  // holding a pipe's write end that long keeps its reader from ever seeing end of file.
+  (void)sys::close_all_but_stdio_and(warm_fd >= 0 ? warm_fd : cgroup_fd);
+  std::string cgroup_received;                  // a warm helper's first bytes of the cgroup message
+  sys::owned_process ahead;                     // a warm helper's namespaces made ahead
+  std::unique_ptr<cgroup_ahead> cgroups_ahead;  // and, on cgroup v1, its cgroups
   if (warm_fd >= 0) {
     if (!plan_path.empty() || !record_path.empty() || cgroup_fd >= 0)
       return usage_error("--warm-fd takes its plan and cgroup on its socket");
     // Waits here, started ahead of need, until a launch hands it a plan. A launcher that is
-    // gone closes the socket's other end (end of file): nothing to run, nothing to record.
-    // Its signal mask is the launcher's spawning thread's, which blocks every signal: a
-    // waiting helper may be killed; once it has a plan, a cancel (SIGTERM) or a terminal's
-    // SIGINT/SIGHUP waits for the supervision's signalfd, as it does in a cold helper started
-    // by the harness (which blocks them in every thread).
+    // gone closes the socket's other end (end of file): nothing to run, nothing to record, and
+    // what was made ahead is removed. So SIGINT, SIGTERM and SIGHUP are ignored while it
+    // waits — not blocked: a blocked one would stay pending and cancel the run it is handed
+    // later (a Ctrl-C reaches the whole process group; the launcher's end of file follows it) —
+    // and with cgroups made ahead the parent-death signal is off until the plan comes: the end
+    // of file says it. Once it has a plan they are held for the supervision's signalfd, as in a
+    // cold helper started by the harness (which blocks them in every thread); a cancel that
+    // came between the plan and that is sent again (launcher.cpp). SIGKILL ends a waiting
+    // helper at once; the "@ahead-<pid>" cgroups it leaves are removed by the next warm helper
+    // (cgroup::remove_stale_ahead).
+    const int termination[] = {SIGINT, SIGTERM, SIGHUP};
+    sigset_t held;
+    sigemptyset(&held);
+    for (int sig : termination) {
+      sigaddset(&held, sig);
+      ::signal(sig, SIG_IGN);
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Meanwhile the run's user and network namespaces are made (ahead.h). Where the host
-    // refuses, clone3 makes them at the launch, as in a cold helper.
+    const pid_t launcher = ::getppid();
+    // Meanwhile the run's user and network namespaces are made (ahead.h), and on cgroup v1
+    // its cgroups. Where the host refuses, the launch makes them, as in a cold helper.
     if (namespaces_ahead_enabled()) {
-      if (auto holder = make_namespaces_ahead()) ahead = std::move(*holder);
+      if (auto holder = make_namespaces_ahead()) {
+        ahead = std::move(*holder);
+        if (cgroup::ahead_applies()) {
+          if (auto made = make_cgroup_ahead()) {
+            cgroups_ahead = std::move(*made);
+            ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+          } else {
+            log::debug("warm helper: no cgroups made ahead: {}", made.error().message);
+          }
+        }
+      }
     }
     warm_memory();
-    if (!receive_launch(warm_fd, plan_path, record_path, cgroup_received)) return 0;
-    sigset_t held;
-    sigemptyset(&held);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+    bool helper_makes_cgroup = false;
+    if (!receive_launch(warm_fd, cgroups_ahead.get(), plan_path, record_path, cgroup_received,
+                        helper_makes_cgroup))
+      return 0;
     ::sigprocmask(SIG_SETMASK, &held, nullptr);
-    cgroup_fd = warm_fd;
+    for (int sig : termination) ::signal(sig, SIG_DFL);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != launcher) return 0;  // it died since it sent the plan
+    if (helper_makes_cgroup) {
+      ::close(warm_fd);  // nothing more comes on it
+    } else {
+      cgroup_fd = warm_fd;
+    }
   }
   if (plan_path.empty() || record_path.empty())
     return usage_error("--plan and --record are required");
@@ -188,7 +240,8 @@ int main(int argc, char** argv) {
     rec.error = plan.error().message;
     return write_record();
   }
-  supervisor sup(*plan, rec, unique_fd(cgroup_fd), std::move(cgroup_received), std::move(ahead));
+  supervisor sup(*plan, rec, unique_fd(cgroup_fd), std::move(cgroup_received), std::move(ahead),
+                 std::move(cgroups_ahead));
   if (auto s = sup.run(); !s) {
     if (rec.error_step.empty()) rec.error_step = "helper";
     rec.error = s.error().message;

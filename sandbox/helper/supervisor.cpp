@@ -22,6 +22,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/log.h"
 #include "sandbox/helper/outcome.h"
 #include "sandbox/net/relay.h"
 #include "sandbox/sys/fd_passing.h"
@@ -234,6 +235,7 @@ status supervisor::clone_child(compiled& c, channels& ch) {
     if (::poll(&gone, 1, 0) == 0) return clone_entering_ahead(c, ch, args);
     ahead_.terminate();
   }
+  drop_starter();  // pid 1 comes from here: moved into the cgroup at its release
   started_ = clock::now();
   const pid_t pid = sys::clone3(&args);
   if (pid < 0)
@@ -264,24 +266,34 @@ status supervisor::clone_entering_ahead(compiled& c, channels& ch, const clone_a
   e.pid_fd = pid_pipe.write.get();
   e.cgroup_fd = into_cgroup_ ? static_cast<int>(args.cgroup) : -1;
   c.ctx.ahead = e;
-  constexpr size_t stack_size = 8 << 20;
-  constexpr size_t guard = 64 << 10;
-  void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) return sys_error(errno, "mmap the stack of pid 1");
-  (void)::mprotect(stack, guard, PROT_NONE);  // an overflow faults instead of writing below
-  started_ = clock::now();
-  const pid_t pid = ::clone(child_entry, static_cast<char*>(stack) + stack_size,
-                            CLONE_VM | CLONE_VFORK | SIGCHLD, &c.ctx);
-  const int clone_errno = errno;
-  // CLONE_VFORK: the child has exited by now (it never execs); pid 1 holds its own copy.
   int st = 0;
-  if (pid > 0) {
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  // A starter killed from outside meanwhile is no use: the child below clones pid 1, which is
+  // then moved into the cgroup at its release.
+  if (born_in_cgroup_ && cg_ahead_->starter_gone()) drop_starter();
+  if (born_in_cgroup_) {
+    // The starter, in the run's cgroups since the helper waited, does what the child below
+    // would; the helper waits for it as for that child.
+    started_ = clock::now();
+    st = EB_TRY(cg_ahead_->go(&c.ctx));
+  } else {
+    constexpr size_t stack_size = 8 << 20;
+    constexpr size_t guard = 64 << 10;
+    void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return sys_error(errno, "mmap the stack of pid 1");
+    (void)::mprotect(stack, guard, PROT_NONE);  // an overflow faults instead of writing below
+    started_ = clock::now();
+    const pid_t pid = ::clone(child_entry, static_cast<char*>(stack) + stack_size,
+                              CLONE_VM | CLONE_VFORK | SIGCHLD, &c.ctx);
+    const int clone_errno = errno;
+    // CLONE_VFORK: the child has exited by now (it never execs); pid 1 holds its own copy.
+    if (pid > 0) {
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
     }
+    ::munmap(stack, stack_size);
+    if (pid < 0) return sys_error(clone_errno, "clone (to enter the namespaces made ahead)");
   }
-  ::munmap(stack, stack_size);
-  if (pid < 0) return sys_error(clone_errno, "clone (to enter the namespaces made ahead)");
   pid_pipe.write.reset();
   pid_t init = -1;
   ssize_t n;
@@ -321,7 +333,7 @@ status supervisor::release_child(channels& ch) {
   EB_TRY(write_proc(pid, "uid_map", fmt::format("0 {} 1\n", uid)));
   EB_TRY(write_proc(pid, "gid_map", fmt::format("0 {} 1\n", gid)));
   EB_TRY(take_cgroup(/*wait=*/true));  // if the launcher's had not arrived before
-  if (cg_ && !into_cgroup_) EB_TRY(cg_->add_pid(pid));
+  if (cg_ && !into_cgroup_ && !born_in_cgroup_) EB_TRY(cg_->add_pid(pid));
   // Pid 1 must outlive the program under memory pressure so the report gets out; the
   // program's process resets this to 0. Needs CAP_SYS_RESOURCE: best effort.
   (void)write_proc(pid, "oom_score_adj", "-1000");
@@ -630,13 +642,34 @@ json supervisor::limits_by_mechanism() const {
   };
 }
 
+void supervisor::drop_starter() noexcept {
+  cg_ahead_.reset();
+  born_in_cgroup_ = false;
+}
+
 status supervisor::take_cgroup(bool wait) {
   if (!cgroup_fd_) {
     if (cg_taken_) return {};
     cg_taken_ = true;
     const std::string leaf = fmt::format("{}-{}", plan_.label, plan_.seq);
-    if (auto cg = cgroup::create_for_host(plan_.run_id, leaf,
-                                          {plan_.limits.memory_bytes, plan_.limits.pids})) {
+    const cgroup::limits lim{plan_.limits.memory_bytes, plan_.limits.pids};
+    if (cg_ahead_) {
+      // The cgroups made ahead become the run's, the starter in them (moved now if the
+      // launcher did not say so before); where that fails (removed meanwhile), they go with
+      // their starter and the cgroup is made now.
+      status claimed = cg_ahead_->enter();
+      auto cg = cg_ahead_->take_cgroup();
+      if (claimed) claimed = cg->claim(plan_.run_id, leaf, lim);
+      if (claimed) {
+        cg_ = std::move(cg);
+        born_in_cgroup_ = true;
+        return {};
+      }
+      log::debug("helper: cgroups made ahead not used: {}", claimed.error().message);
+      cg.reset();  // removed (and the starter in it killed) before the one made now
+      drop_starter();
+    }
+    if (auto cg = cgroup::create_for_host(plan_.run_id, leaf, lim)) {
       cg_ = std::move(*cg);
     } else if (root_) {
       return std::unexpected(std::move(cg.error()).with_context("create the run's cgroup"));
@@ -660,6 +693,7 @@ status supervisor::take_cgroup(bool wait) {
   }
   cgroup_fd_.reset();
   cg_taken_ = true;
+  drop_starter();  // the launcher made the cgroup: none made ahead is used
   auto msg = EB_TRY_CTX(parse_json(cg_message_, "the launcher's cgroup message"),
                         "take over the run's cgroup");
   if (msg.is_object() && msg.contains("cgroup")) {

@@ -16,6 +16,7 @@
 #include "sandbox/base/json_fwd.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
+#include "sandbox/helper/ahead.h"
 #include "sandbox/helper/compile.h"
 #include "sandbox/launch/plan.h"
 #include "sandbox/launch/run_record.h"
@@ -36,14 +37,17 @@ class supervisor {
   // started (launcher.cpp); -1: the helper creates it itself. `cgroup_received`: what a warm
   // helper read of that message already, with its plan.
   // `ahead`: the holder of namespaces made ahead (ahead.h), a warm helper's; none: clone3
-  // makes them.
+  // makes them. `cgroups_ahead`: its cgroups made ahead (cgroup v1), claimed as the run's when
+  // the helper makes the cgroup (no `cgroup_fd`); pid 1 is then born in them.
   supervisor(const launch_plan& plan, run_record& rec, unique_fd cgroup_fd = {},
-             std::string cgroup_received = {}, sys::owned_process ahead = {})
+             std::string cgroup_received = {}, sys::owned_process ahead = {},
+             std::unique_ptr<cgroup_ahead> cgroups_ahead = {})
       : plan_(plan),
         rec_(rec),
         cgroup_fd_(std::move(cgroup_fd)),
         cg_message_(std::move(cgroup_received)),
-        ahead_(std::move(ahead)) {}
+        ahead_(std::move(ahead)),
+        cg_ahead_(std::move(cgroups_ahead)) {}
   status run();
 
  private:
@@ -79,6 +83,9 @@ class supervisor {
   // Creates the run's cgroup, or takes over the launcher's from cgroup_fd_ (with `wait`
   // false, only if its message has arrived). Once taken, does nothing.
   status take_cgroup(bool wait);
+  // The cgroups made ahead and their starter are not used for this launch: the starter is
+  // killed, and the cgroups removed unless claimed (then they are cg_, the run's).
+  void drop_starter() noexcept;
 
   const launch_plan& plan_;
   run_record& rec_;
@@ -87,10 +94,12 @@ class supervisor {
   std::string cg_message_;  // the launcher's message as far as it has arrived
   bool cg_taken_ = false;
   std::unique_ptr<cgroup::run_cgroup> cg_;
-  sys::owned_process ahead_;            // the holder of namespaces made ahead, until pid 1 joined
-  bool into_cgroup_ = false;            // cloned with CLONE_INTO_CGROUP
-  std::optional<outcome_kind> forced_;  // why evalbox killed the run, if it did
-  sys::owned_process child_;            // pid 1 of the run
+  sys::owned_process ahead_;  // the holder of namespaces made ahead, until pid 1 joined
+  std::unique_ptr<cgroup_ahead> cg_ahead_;  // cgroups made ahead and their starter
+  bool into_cgroup_ = false;                // cloned with CLONE_INTO_CGROUP
+  bool born_in_cgroup_ = false;             // cloned by the starter, in the cgroups made ahead
+  std::optional<outcome_kind> forced_;      // why evalbox killed the run, if it did
+  sys::owned_process child_;                // pid 1 of the run
   std::chrono::steady_clock::time_point started_;
   stream out_, err_;        // with a terminal, out_ reads its master
   int master_ = -1;         // the terminal's master (owned by out_.pipe), or -1

@@ -59,7 +59,8 @@ bool is_secret_mount(const bind_mount& m) {
 struct helper_process {
   sys::owned_process process;
   unique_fd socket;
-  fs::path path;  // the binary, to match the launch's helper_path()
+  fs::path path;               // the binary, to match the launch's helper_path()
+  bool told_to_enter = false;  // a warm helper told to move into its cgroups made ahead
 };
 
 // A connected pair: the launcher's end, and the helper's end above the standard streams, so
@@ -179,8 +180,27 @@ class warm_pool {
 
   std::atomic<uint64_t> warm_{0}, cold_{0}, replaced_{0};
 
+  // Launches under way in this process. When none is, the waiting helper moves into its
+  // cgroups made ahead (ahead.h, cgroup_ahead::enter): that move holds the host's cgroup mutex
+  // for up to a grace period, which would stall a launch's own cgroup rename or removal.
+  void launch_begins() { ++in_flight_; }
+  void launch_ends() {
+    if (--in_flight_ != 0 || ::getpid() != owner_) return;
+    std::lock_guard lock(m_);
+    tell_to_enter();
+  }
+
  private:
   warm_pool() = default;
+
+  // Tells the waiting helper, once, that now is the time to move into its cgroups (a line
+  // before its plan's; nothing where cgroups are not made ahead). m_ held.
+  void tell_to_enter() {
+    if (!ready_ || ready_->told_to_enter || !cgroup::ahead_applies()) return;
+    static const std::string line = json{{"ahead", "enter"}}.dump() + "\n";
+    (void)!::send(ready_->socket.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ready_->told_to_enter = true;
+  }
 
   // The thread: whenever no helper is waiting, start one. It blocks every signal, so that a
   // process-directed signal (the CLI waits for SIGINT on a thread of its own) never lands here;
@@ -198,6 +218,7 @@ class warm_pool {
       lock.lock();
       if (w && helper == path_) {
         ready_ = std::move(*w);
+        if (in_flight_ == 0) tell_to_enter();
       } else if (!w) {
         // Retried at the next launch; meanwhile launches start cold and report the error.
         failed_ = true;
@@ -213,12 +234,16 @@ class warm_pool {
   fs::path path_;         // the helper binary to keep warm: the last launch's
   bool started_ = false;  // the thread runs
   bool failed_ = false;   // the last start failed: wait for a launch before trying again
+  std::atomic<int> in_flight_{0};
 };
 
 // Hands the plan to a warm helper: one line, then it runs it. False when the helper cannot
 // receive it (it died since take()): it got nothing, and the launch goes cold.
-bool send_launch(helper_process& w, const std::string& plan_path, const std::string& record_path) {
-  const std::string line = json{{"plan", plan_path}, {"record", record_path}}.dump() + "\n";
+bool send_launch(helper_process& w, const std::string& plan_path, const std::string& record_path,
+                 bool helper_makes_cgroup) {
+  json j{{"plan", plan_path}, {"record", record_path}};
+  if (helper_makes_cgroup) j["cgroup"] = "helper";
+  const std::string line = j.dump() + "\n";
   const ssize_t n = ::send(w.socket.get(), line.data(), line.size(), MSG_NOSIGNAL);
   if (n == static_cast<ssize_t>(line.size())) return true;
   // A partial line is never run: the helper waits for its end, which never comes once its
@@ -249,6 +274,10 @@ warm_helper_counts warm_helper_stats() {
 // child; it is long mostly for the plan's fields.
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel) {
+  warm_pool::get().launch_begins();
+  struct ends {
+    ~ends() { warm_pool::get().launch_ends(); }
+  } ends;
   const session_request& req = session.request();
   launch_plan p;
   p.run_id = req.run_id;
@@ -309,16 +338,20 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   EB_TRY(write_file(plan_path, pretty_json(p.to_json()), 0600));
 
   const fs::path helper = helper_path();
-  // The helper: a warm one (launcher.h), else one started now. Either way the run's cgroup is
-  // made here meanwhile (the helper's plan and compile: ~0.3 ms that would otherwise come one
-  // after the other), then handed over on the helper's fd 3 (docs/sandbox.md, "Order of steps").
+  // The helper: a warm one (launcher.h), else one started now. The run's cgroup is made here
+  // meanwhile (the helper's plan and compile: ~0.3 ms that would otherwise come one after the
+  // other), then handed over on the helper's fd 3 (docs/sandbox.md, "Order of steps") — except
+  // for a warm helper on cgroup v1, which made its cgroups while it waited.
   std::optional<helper_process> h;
   const bool warm_wanted = !options.inherit_stdio && warm_helper_enabled();
+  // On cgroup v1 a warm helper makes the cgroup itself, ahead (cgroup.h, "Cgroups made ahead").
+  const bool helper_makes_cgroup = warm_wanted && cgroup::ahead_applies();
   if (warm_wanted) {
     h = warm_pool::get().take(helper);
-    if (h && !send_launch(*h, plan_path, record_path)) h.reset();
+    if (h && !send_launch(*h, plan_path, record_path, helper_makes_cgroup)) h.reset();
   }
-  if (h) {
+  const bool warm = h.has_value();
+  if (warm) {
     ++warm_pool::get().warm_;
   } else {
     ++warm_pool::get().cold_;
@@ -329,7 +362,9 @@ result<run_record> launch(const prepared_session& session, const launch_options&
     if (!started) return std::unexpected(std::move(started.error()));
     h = std::move(*started);
   }
-  {
+  if (warm && helper_makes_cgroup) {
+    h->socket.reset();  // the plan's line said so; nothing follows it
+  } else {
     json msg;
     if (auto cg = cgroup::create_for_host(p.run_id, fmt::format("{}-{}", p.label, p.seq),
                                           {p.limits.memory_bytes, p.limits.pids})) {
@@ -344,12 +379,12 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   }
   // Wake on the helper's exit through a pidfd (a fixed sleep here added 12.5 ms to the average
   // launch); the timeout only bounds how late a cancel is noticed.
-  bool signalled = false;
   while (!has_exited(h->process)) {
-    if (cancel && !signalled && cancel->requested.load()) {
-      // The helper kills the run, tears down and records outcome `cancelled`.
+    if (cancel && cancel->requested.load()) {
+      // The helper kills the run, tears down and records outcome `cancelled`. Sent again at
+      // every wake-up until it exits: a warm helper ignores SIGTERM until it has read its plan
+      // (main.cpp), and a second one changes nothing.
       (void)h->process.signal(SIGTERM);
-      signalled = true;
     }
     if (h->process.pidfd() >= 0) {
       pollfd pfd{h->process.pidfd(), POLLIN, 0};

@@ -281,6 +281,9 @@ host_features probe_host(const fs::path& state_dir) {
     h.image_whiteout = probe_whiteout_form(state_dir);
   }
   h.userns_overlay = probe_userns_overlay();
+  if (auto t = read_file("/sys/kernel/rcu_expedited");
+      t && !t->empty() && (*t)[0] >= '0' && (*t)[0] <= '9')
+    h.rcu_expedited = (*t)[0] - '0';
   return h;
 }
 
@@ -331,6 +334,16 @@ std::vector<feature> host_features::features() const {
                root ? "memory and pids limits need cgroup v2 controllers or cgroup v1"
                     : "without root, memory and pids limits are not enforced (rlimits only) "
                       "unless a cgroup v2 subtree with memory and pids is delegated to you"});
+  // Only where cgroup v1 is what the launches use: on v2 pid 1 is cloned into its cgroup.
+  if (v1_usable && !v2_usable) {
+    f.push_back({"cgroup_v1_moves", rcu_expedited == 1, false,
+                 rcu_expedited < 0 ? "rcu_expedited unreadable"
+                                   : fmt::format("rcu_expedited {}", rcu_expedited),
+                 "a one-shot `evalbox sandbox exec` after idle time waits ~8 ms (an RCU grace "
+                 "period) to move its pid 1 into its cgroups (`evalbox run` makes its launches' "
+                 "cgroups ahead): delegate cgroup v2, or echo 1 > /sys/kernel/rcu_expedited "
+                 "(host-wide: every grace period then interrupts all CPUs)"});
+  }
   f.push_back({"reflink", reflink, false, state_dir.string(),
                "the state directory's filesystem has no reflink (btrfs/xfs do): the reflink "
                "strategy is unavailable, overlay or copy is used"});
@@ -362,6 +375,7 @@ json host_features::to_json() const {
   j["cgroup_v1_controllers"] = cgroup_v1_controllers;
   j["state_dir"] = state_dir.string();
   j["image_whiteout"] = std::string(to_string(image_whiteout));
+  j["rcu_expedited"] = rcu_expedited;
   json feats = json::object();
   for (const auto& f : features()) {
     feats[f.name] = {{"available", f.available}, {"required", f.required}, {"detail", f.detail}};

@@ -53,6 +53,9 @@ struct host_features {
   // overlay mounts inside an unprivileged user namespace with userxattr (rootless images).
   whiteout_form image_whiteout = whiteout_form::copy;
   bool userns_overlay = false;
+  // /sys/kernel/rcu_expedited (-1: unreadable). On cgroup v1 a launch that moves its pid 1 into
+  // its cgroups after idle time waits for an RCU grace period, which this makes short.
+  int rcu_expedited = -1;
 
   // The same facts as a list, each with a one-line hint, for doctor.
   [[nodiscard]] std::vector<feature> features() const;

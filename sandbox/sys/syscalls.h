@@ -3,6 +3,7 @@
 // The wrappers return -1 and set errno like libc; callers turn that into result<> with context.
 #pragma once
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <linux/mount.h>
@@ -103,6 +104,14 @@ inline int capset(void* hdr, const void* data) noexcept {
 
 inline int close_range(unsigned int first, unsigned int last, unsigned int flags) noexcept {
   return static_cast<int>(::syscall(SYS_close_range, first, last, flags));
+}
+
+// Closes every fd above the standard streams except `keep` (all of them when keep < 3).
+// 0, or the errno of the close_range that failed.
+inline int close_all_but_stdio_and(int keep) noexcept {
+  const unsigned k = keep < 3 ? 2u : static_cast<unsigned>(keep);
+  if (k > 3 && close_range(3, k - 1, 0) != 0) return errno;
+  return close_range(k + 1, ~0U, 0) == 0 ? 0 : errno;
 }
 
 // The new mount API: an overlay built with fsconfig(FSCONFIG_SET_STRING, "lowerdir+", dir)

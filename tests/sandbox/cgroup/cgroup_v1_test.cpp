@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
 #include "sandbox/cgroup/cgroup.h"
 
 namespace evalbox::sandbox::cgroup {
@@ -57,6 +58,43 @@ TEST_F(CgroupV1Fake, ReadsOomKillsPeakMemoryCpuAndThePidsLimit) {
   ASSERT_TRUE(u);
   EXPECT_EQ(u->oom_kills, 0u) << "a kernel without the counter: no kills seen";
   EXPECT_FALSE(u->pids_limit_hit);
+  (*cg)->release();
+}
+
+// Cgroups made ahead (a warm helper's, before it has a plan) become a launch's at the launch:
+// renamed to the launch's name, with its limits; nothing of the "@ahead-" name is left.
+TEST_F(CgroupV1Fake, CgroupsMadeAheadAreClaimedUnderTheLaunchsNameWithItsLimits) {
+  auto cg = create_ahead_v1(mounts(), 4242);
+  ASSERT_TRUE(cg) << cg.error().message;
+  for (const char* c : {"memory", "pids", "cpuacct"}) {
+    const auto ahead = dir_.path() / c / "evalbox" / "@ahead-4242";
+    EXPECT_TRUE(std::filesystem::is_directory(ahead)) << ahead;
+    EXPECT_FALSE(std::filesystem::exists(ahead / "pids.max")) << "no limits before the claim";
+  }
+  ASSERT_TRUE((*cg)->claim("run1", "agent-1", {256 << 20, 64}));
+  for (const char* c : {"memory", "pids", "cpuacct"}) {
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() / c / "evalbox" / "@ahead-4242")) << c;
+    EXPECT_TRUE(std::filesystem::is_directory(leaf(c))) << c;
+  }
+  EXPECT_EQ(read_file(leaf("memory") / "memory.limit_in_bytes").value_or(""),
+            std::to_string(256 << 20));
+  EXPECT_EQ(read_file(leaf("pids") / "pids.max").value_or(""), "64");
+  const auto paths = (*cg)->paths();
+  EXPECT_EQ(paths.size(), 3u);
+  for (const auto& p : paths) EXPECT_EQ(p.filename(), "run1@agent-1");
+  EXPECT_EQ((*cg)->describe()["leaves"]["pids"], leaf("pids").string());
+  EXPECT_EQ(run_cgroups_in(dir_.path() / "pids" / "evalbox", "run1").size(), 1u);
+  (*cg)->release();
+}
+
+TEST_F(CgroupV1Fake, NoRunIdNamesTheCgroupsMadeAhead) {
+  // '@' never appears in a run id, and "<run_id>@" is how a run's cgroups are found: the
+  // reclaim of a run never takes a helper's cgroups made ahead, whatever the run is called.
+  auto cg = create_ahead_v1(mounts(), 77);
+  ASSERT_TRUE(cg) << cg.error().message;
+  EXPECT_EQ(ahead_cgroup_name(77), "@ahead-77");
+  for (const char* id : {"ahead", "ahead-77"})
+    EXPECT_TRUE(run_cgroups_in(dir_.path() / "memory" / "evalbox", id).empty()) << id;
   (*cg)->release();
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <thread>
@@ -207,11 +208,12 @@ TEST_F(Launcher, EverySystemPathIsMountedByTheHelperAlone) {
   EXPECT_GE(seen, 1);  // /usr at least
 }
 
-// The launcher makes the run's cgroup while the helper starts and hands it over: the program
-// runs in it, with the request's limits, and nothing of it is left after the launch.
+// The run's cgroup — made by the launcher while the helper starts and handed over, or on cgroup
+// v1 made ahead by a warm helper and claimed at the launch: the program runs in it, with the
+// request's limits, and nothing of it is left after the launch.
 // `cgroup_root` is where the run's cgroups go (<root>/evalbox/<run id>@<label>-<seq>).
-void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem::path& root,
-                                            const char* limit_file, const std::string& limit) {
+void expect_run_inside_its_cgroup(prep_env& env, const std::filesystem::path& root,
+                                  const char* limit_file, const std::string& limit) {
   namespace fs = std::filesystem;
   preparer prep(env.options());
   auto req = env.request("cgroup");
@@ -250,12 +252,12 @@ void expect_run_inside_the_launchers_cgroup(prep_env& env, const std::filesystem
   EXPECT_TRUE(left.empty()) << "left behind: " << left.front();
 }
 
-TEST_F(Launcher, TheRunIsInTheCgroupTheLauncherMadeWithItsLimits) {
+TEST_F(Launcher, OnCgroupV1TheRunIsInItsOwnCgroupWithItsLimits) {
   EVALBOX_REQUIRE_FEATURE(
       evalbox::testing::host().root && std::filesystem::exists("/sys/fs/cgroup/memory/tasks"),
       "root and cgroup v1 memory at /sys/fs/cgroup/memory");
-  expect_run_inside_the_launchers_cgroup(env_, "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
-                                         std::to_string(256ull << 20));
+  expect_run_inside_its_cgroup(env_, "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                               std::to_string(256ull << 20));
 }
 
 TEST_F(Launcher, ACgroupV2MadeByTheLauncherIsHandedOverToo) {
@@ -265,7 +267,7 @@ TEST_F(Launcher, ACgroupV2MadeByTheLauncherIsHandedOverToo) {
       "root and a cgroup2 mount at /sys/fs/cgroup/unified");
   // The unified mount here offers no controllers: membership only, no limits.
   ::setenv("EVALBOX_CGROUP_V2_ROOT", unified.c_str(), 1);
-  expect_run_inside_the_launchers_cgroup(env_, unified, nullptr, "");
+  expect_run_inside_its_cgroup(env_, unified, nullptr, "");
   ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
 }
 
@@ -314,6 +316,24 @@ class WarmHelper : public Launcher {
   static bool exits(int pidfd) {
     pollfd p{pidfd, POLLIN, 0};
     return ::poll(&p, 1, 5000) == 1;
+  }
+
+  // Asks `done` every 10 ms until it says yes, at most 5 s (a cgroup move may wait for a grace
+  // period; a helper starts on another thread). Its last answer.
+  template <class F>
+  static bool eventually(F done) {
+    for (int i = 0; i < 500; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  }
+
+  // The tasks of `procs` (a cgroup.procs) once there is one, or "".
+  static std::string tasks_once_moved(const std::filesystem::path& procs) {
+    std::string tasks;
+    eventually([&] { return !(tasks = read_file(procs).value_or("")).empty(); });
+    return tasks;
   }
 };
 
@@ -399,28 +419,76 @@ TEST_F(WarmHelper, ACancelReachesAWarmHelper) {
   EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
 }
 
+// A cancel already requested when the launch starts reaches the warm helper too, though the
+// first SIGTERM may come before the helper holds it (it ignores them while it waits): the
+// launcher sends it again until the helper exits.
+TEST_F(WarmHelper, ACancelRequestedAsTheLaunchStartsStillEndsIt) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("cancelfirst"));
+  ASSERT_TRUE(session) << session.error().message;
+  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
+  const warm_helper_counts before = warm_helper_stats();
+  launch_options o;
+  o.argv = {"/bin/sleep", "30"};
+  cancel_token cancel;
+  cancel.requested = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto rec = launch(*session, o, &cancel);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->outcome, outcome_kind::cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
+}
+
+// Run as itself: a process keeps a warm helper ready. Run by NoWarmHelperOutlivesItsProcess
+// (a fresh copy of this binary, so that no earlier test's pool is in it): it also reports the
+// helper's pid on fd EVALBOX_TEST_REPORT_FD and exits when fd EVALBOX_TEST_WAIT_FD says so.
+TEST_F(WarmHelper, AProcessKeepsAWarmHelperReady) {
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid) << "no warm helper started";
+  unique_fd pidfd(sys::pidfd_open(*pid, 0));
+  ASSERT_TRUE(pidfd);
+  pollfd pfd{pidfd.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 100), 0) << "the warm helper exited while it waited";
+  const char* report = std::getenv("EVALBOX_TEST_REPORT_FD");
+  const char* wait = std::getenv("EVALBOX_TEST_WAIT_FD");
+  if (report && wait) {
+    const pid_t p = *pid;
+    ASSERT_EQ(::write(std::atoi(report), &p, sizeof p), static_cast<ssize_t>(sizeof p));
+    char c;
+    (void)!::read(std::atoi(wait), &c, 1);
+  }
+}
+
 TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
-  // A process that keeps a warm helper, then exits: the helper goes with it.
+  // A process that keeps a warm helper, then exits: the helper goes with it. The process is a
+  // fresh copy of this binary running the test above, whatever ran before in this one.
   int to_parent[2], to_child[2];
   // Close-on-exec: a helper that this process's warm-pool thread starts meanwhile must not
-  // inherit the write end the child waits on to see end of file.
+  // inherit the write end the child waits on to see end of file (the child gets its ends
+  // through dup2, which clears the flag).
   ASSERT_EQ(::pipe2(to_parent, O_CLOEXEC), 0);
   ASSERT_EQ(::pipe2(to_child, O_CLOEXEC), 0);
+  const std::string report = fmt::format("EVALBOX_TEST_REPORT_FD={}", 100);
+  const std::string wait = fmt::format("EVALBOX_TEST_WAIT_FD={}", 101);
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(report.c_str()));
+  envp.push_back(const_cast<char*>(wait.c_str()));
+  envp.push_back(nullptr);
+  char filter[] = "--gtest_filter=WarmHelper.AProcessKeepsAWarmHelperReady";
+  char self[] = "/proc/self/exe";
+  char* argv[] = {self, filter, nullptr};
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
-    const pid_t p = pid.value_or(-1);
-    (void)!::write(to_parent[1], &p, sizeof p);
-    char c;
-    (void)!::read(to_child[0], &c, 1);
-    ::_exit(0);
+    if (::dup2(to_parent[1], 100) < 0 || ::dup2(to_child[0], 101) < 0) ::_exit(126);
+    ::execve(self, argv, envp.data());
+    ::_exit(127);
   }
   ::close(to_parent[1]);
   ::close(to_child[0]);
-  // Whatever fails below, the child is released and reaped rather than left waiting. (Forked
-  // from a process whose warm helpers already run, as when this binary runs more than this
-  // test, the child has no pool of its own and the test fails: run it alone, as ctest does.)
+  // Whatever fails below, the child is released and reaped rather than left waiting.
   struct release_child {
     int to_child, to_parent;
     pid_t pid;
@@ -433,8 +501,9 @@ TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
     }
   } release{to_child[1], to_parent[0], child};
   pid_t helper = -1;
-  ASSERT_EQ(::read(to_parent[0], &helper, sizeof helper), static_cast<ssize_t>(sizeof helper));
-  ASSERT_GT(helper, 0) << "no warm helper started in the child process";
+  ASSERT_EQ(::read(to_parent[0], &helper, sizeof helper), static_cast<ssize_t>(sizeof helper))
+      << "the child process reported no warm helper";
+  ASSERT_GT(helper, 0);
   unique_fd pidfd(sys::pidfd_open(helper, 0));
   ASSERT_TRUE(pidfd);
   (void)!::write(to_child[1], "x", 1);
@@ -442,7 +511,173 @@ TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
   const pid_t reaped = ::waitpid(child, &status, 0);
   release.reaped = reaped == child;
   ASSERT_EQ(reaped, child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's test failed";
   EXPECT_TRUE(exits(pidfd.get())) << "the warm helper " << helper << " outlived its process";
+  // It went at its launcher's end of file, removing what it made ahead.
+  for (const auto& parent : cgroup::run_cgroup_parents())
+    EXPECT_FALSE(std::filesystem::exists(parent / cgroup::ahead_cgroup_name(helper)))
+        << parent << ": the helper's cgroups made ahead outlived it";
+}
+
+TEST_F(WarmHelper, AWarmHelperKeepsNoFdItInherited) {
+  // A pipe made without close-on-exec, as libraries make them (Boost.Process does), while a
+  // warm helper starts: the helper inherits its write end, and must let go of it at once, or
+  // the reader waits for end of file until that helper's launch comes, perhaps never.
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("fds"));
+  ASSERT_TRUE(session) << session.error().message;
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  unique_fd read_end(p[0]);
+  // This launch takes the helper waiting now (if any); the one started next is started after
+  // the pipe, whatever ran before in this process.
+  launch_options o;
+  o.argv = {"/bin/true"};
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10))) << "no warm helper started";
+  ::close(p[1]);
+  pollfd pfd{read_end.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "the pipe's write end is still open in a warm helper";
+  char c;
+  EXPECT_EQ(::read(read_end.get(), &c, 1), 0);
+}
+
+// On cgroup v1 a waiting helper holds its launch's cgroups, made ahead, with the process that
+// will clone pid 1 already inside (moved there while no launch was under way); the launch
+// claims them under its own name, and nothing of the "@ahead-" name is left.
+TEST_F(WarmHelper, OnCgroupV1AWaitingHelperHoldsItsCgroupsWithItsStarterInside) {
+  namespace fs = std::filesystem;
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(),
+                          "root and cgroup v1 (cgroups made ahead)");
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("ahead"));
+  ASSERT_TRUE(session) << session.error().message;
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid);
+  const auto parents = cgroup::run_cgroup_parents();
+  ASSERT_FALSE(parents.empty());
+  for (const auto& parent : parents) {
+    const fs::path procs = parent / cgroup::ahead_cgroup_name(*pid) / "cgroup.procs";
+    const std::string tasks = tasks_once_moved(procs);
+    ASSERT_FALSE(tasks.empty()) << procs << ": no starter moved in";
+    const pid_t starter = std::stoi(tasks);
+    EXPECT_EQ(tasks, std::to_string(starter) + "\n") << "one task, the starter: " << tasks;
+    const std::string status = read_file(fmt::format("/proc/{}/status", starter)).value_or("");
+    EXPECT_NE(status.find(fmt::format("\nPPid:\t{}\n", *pid)), std::string::npos)
+        << "the task in " << procs << " is not the helper's child:\n"
+        << status;
+  }
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "exit 4"};
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->error, "");
+  EXPECT_EQ(rec->exit_code, 4);
+  EXPECT_EQ(rec->mechanisms["cgroup"], "v1");
+  for (const auto& parent : parents) {
+    EXPECT_FALSE(fs::exists(parent / cgroup::ahead_cgroup_name(*pid))) << parent;
+    EXPECT_TRUE(cgroup::run_cgroups_in(parent, session->request().run_id).empty()) << parent;
+  }
+}
+
+// A starter killed before its launch (from outside) is no use: the helper clones pid 1 itself
+// and moves it into the run's cgroup, as without cgroups made ahead.
+TEST_F(WarmHelper, AStarterKilledBeforeItsLaunchLeavesPid1ToTheHelper) {
+  namespace fs = std::filesystem;
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(),
+                          "root and cgroup v1 (cgroups made ahead)");
+  preparer prep(env_.options());
+  auto req = env_.request("nostarter");
+  req.limits.pids = 64;
+  auto session = prep.prepare(req);
+  ASSERT_TRUE(session) << session.error().message;
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid);
+  const fs::path procs =
+      fs::path("/sys/fs/cgroup/pids/evalbox") / cgroup::ahead_cgroup_name(*pid) / "cgroup.procs";
+  const std::string tasks = tasks_once_moved(procs);
+  ASSERT_FALSE(tasks.empty()) << procs;
+  const pid_t starter = std::stoi(tasks);
+  unique_fd starter_fd(sys::pidfd_open(starter, 0));
+  ASSERT_TRUE(starter_fd);
+  ASSERT_EQ(::kill(starter, SIGKILL), 0);
+  ASSERT_TRUE(exits(starter_fd.get()));
+  launch_options o;
+  o.argv = {"/bin/sleep", "1"};
+  std::string seen;  // the tasks of the run's pids cgroup, seen while it runs
+  std::thread watcher([&] {
+    for (int i = 0; i < 300 && seen.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      for (const auto& dir : cgroup::run_cgroups_in("/sys/fs/cgroup/pids/evalbox", req.run_id))
+        seen = read_file(dir / "cgroup.procs").value_or("");
+    }
+  });
+  auto rec = launch(*session, o);
+  watcher.join();
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->error, "");
+  EXPECT_EQ(rec->outcome, outcome_kind::exited);
+  EXPECT_EQ(rec->exit_code, 0);
+  EXPECT_FALSE(seen.empty()) << "no task of the run was seen in its pids cgroup";
+  EXPECT_FALSE(fs::exists(procs.parent_path()));
+  EXPECT_TRUE(cgroup::run_cgroups_in("/sys/fs/cgroup/pids/evalbox", req.run_id).empty());
+}
+
+// A helper killed while it waited leaves its "@ahead-" cgroups; the next helper removes them.
+TEST_F(WarmHelper, CgroupsMadeAheadByAKilledHelperAreRemovedByTheNextOne) {
+  namespace fs = std::filesystem;
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(),
+                          "root and cgroup v1 (cgroups made ahead)");
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid);
+  unique_fd pidfd(sys::pidfd_open(*pid, 0));
+  ASSERT_TRUE(pidfd);
+  const auto parents = cgroup::run_cgroup_parents();
+  // Its cgroups exist once it made them (before it is told to move its starter in).
+  for (const auto& parent : parents)
+    ASSERT_TRUE(eventually([&] { return fs::exists(parent / cgroup::ahead_cgroup_name(*pid)); }))
+        << parent;
+  ASSERT_EQ(::kill(*pid, SIGKILL), 0);
+  ASSERT_TRUE(exits(pidfd.get()));
+  // Its starter dies with it (parent-death signal); the directories stay, empty.
+  for (const auto& parent : parents) {
+    const fs::path procs = parent / cgroup::ahead_cgroup_name(*pid) / "cgroup.procs";
+    std::string tasks;
+    eventually([&] { return (tasks = read_file(procs).value_or("")).empty(); });
+    EXPECT_EQ(tasks, "") << procs;
+  }
+  // The pool starts the next helper, which removes them while it makes its own.
+  const auto next = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(next);
+  EXPECT_NE(*next, *pid);
+  for (const auto& parent : parents)
+    EXPECT_TRUE(eventually([&] { return !fs::exists(parent / cgroup::ahead_cgroup_name(*pid)); }))
+        << parent << ": the killed helper's cgroups made ahead were left";
+}
+
+// A Ctrl-C reaches the whole process group, warm helpers too: a waiting helper holds SIGINT,
+// SIGTERM and SIGHUP (its launcher's end of file is what ends it, after it removed what it made
+// ahead), and the next launch still runs in it.
+TEST_F(WarmHelper, AWaitingHelperOutlastsSigintSigtermAndSighup) {
+  preparer prep(env_.options());
+  auto session = prep.prepare(env_.request("signals"));
+  ASSERT_TRUE(session) << session.error().message;
+  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  ASSERT_TRUE(pid);
+  unique_fd pidfd(sys::pidfd_open(*pid, 0));
+  ASSERT_TRUE(pidfd);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ASSERT_EQ(::kill(*pid, sig), 0);
+  pollfd gone{pidfd.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&gone, 1, 200), 0) << "a signal ended the waiting helper";
+  const warm_helper_counts before = warm_helper_stats();
+  launch_options o;
+  o.argv = {"/bin/sh", "-c", "exit 5"};
+  auto rec = launch(*session, o);
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->error, "");
+  EXPECT_EQ(rec->exit_code, 5);
+  EXPECT_EQ(warm_helper_stats().warm, before.warm + 1) << "the launch did not find it warm";
 }
 
 TEST_F(WarmHelper, WarmAndColdLaunchesRecordTheSameMechanisms) {

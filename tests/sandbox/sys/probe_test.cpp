@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -68,6 +69,35 @@ TEST(Probe, CgroupLimitsAreRequiredOnlyAsRoot) {
   h.cgroup_v1_controllers.clear();
   h.user_namespaces = false;
   EXPECT_FALSE(h.sandbox_ready()) << "no user namespaces: no sandbox";
+}
+
+// On cgroup v1 the move of a one-shot launch's pid 1 after idle time waits for an RCU grace
+// period unless grace periods are expedited: doctor says so, only where v1 is what is used.
+TEST(Probe, CgroupV1MovesAreReportedWhereV1IsUsed) {
+  auto find = [](const sys::host_features& h) -> std::optional<sys::feature> {
+    for (const auto& f : h.features())
+      if (f.name == "cgroup_v1_moves") return f;
+    return std::nullopt;
+  };
+  sys::host_features h;
+  h.cgroup_v1_controllers = {"cpuacct", "memory", "pids"};
+  h.rcu_expedited = 0;
+  auto f = find(h);
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->available);
+  EXPECT_FALSE(f->required);
+  EXPECT_EQ(f->detail, "rcu_expedited 0");
+  EXPECT_NE(f->hint.find("/sys/kernel/rcu_expedited"), std::string::npos) << f->hint;
+  h.rcu_expedited = 1;
+  ASSERT_TRUE(find(h));
+  EXPECT_TRUE(find(h)->available);
+  h.cgroup_v2_controllers = {"memory", "pids"};
+  EXPECT_FALSE(find(h)) << "v2 clones pid 1 into its cgroup: nothing to say";
+  // What this host says agrees with the kernel's own file.
+  const auto text = read_file("/sys/kernel/rcu_expedited");
+  if (text && !text->empty()) {
+    EXPECT_EQ(testing::host().rcu_expedited, (*text)[0] - '0');
+  }
 }
 
 TEST(Probe, WhiteoutFormMatchesAnIndependentMknod) {
