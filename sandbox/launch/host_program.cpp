@@ -1,6 +1,7 @@
 // run_host_program with Boost.Process (see host_program.h).
 #include "sandbox/launch/host_program.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,7 +63,14 @@ result<host_program_result> run_host_program(const host_program& program) {
   host_program_result out;
   try {
     std::error_code ec;
-    bp::ipstream pipe;
+    // Close-on-exec in this process from the start (Boost.Process makes its pipes with pipe(2)):
+    // a child that another thread starts meanwhile, such as a warm sandbox helper, must not
+    // inherit the write end and keep this read from seeing end of file. The program's own
+    // stdout is a dup2 of it, which clears the flag.
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      return make_error(error_kind::io, "pipe2: {}", std::strerror(errno));
+    bp::ipstream pipe(bp::pipe(fds[0], fds[1]));
     bp::group group;
     const std::string cwd =
         program.cwd.empty() ? std::filesystem::current_path().string() : program.cwd.string();
