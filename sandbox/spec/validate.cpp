@@ -52,34 +52,38 @@ guarded_roots guard(const std::vector<fs::path>& roots) {
   return out;
 }
 
-// The protected root that `p` lies inside (or, when `contains` is set, that lies inside
-// `p`, which would expose it through a mount of p), if any.
-const guarded_root* hit_protected(const fs::path& p, const guarded_roots& roots, bool contains) {
+// The protected root that `p` lies inside (`inside`) or, when `contains` is set, that lies
+// inside `p`, which would expose it through a mount of p; null when none.
+struct protected_hit {
+  const guarded_root* root = nullptr;
+  bool inside = false;
+};
+
+protected_hit hit_protected(const fs::path& p, const guarded_roots& roots, bool contains) {
   const std::vector<fs::path> pforms = forms(p);
+  auto any = [&](const guarded_root& root, bool inside) {
+    for (const auto& pf : pforms)
+      for (const auto& rf : root.forms)
+        if (inside ? is_within(pf, rf) : is_within(rf, pf)) return true;
+    return false;
+  };
   for (const auto& root : roots) {
-    for (const auto& pf : pforms) {
-      for (const auto& rf : root.forms) {
-        if (is_within(pf, rf)) return &root;
-        if (contains && is_within(rf, pf)) return &root;
-      }
-    }
+    if (any(root, true)) return {&root, true};
+    if (contains && any(root, false)) return {&root, false};
   }
-  return nullptr;
+  return {};
 }
 
 status check_not_protected(std::string_view what, const fs::path& p, const guarded_roots& roots,
                            bool contains) {
-  if (const guarded_root* root = hit_protected(p, roots, contains)) {
-    bool inside = false;
-    for (const auto& pf : forms(p))
-      for (const auto& rf : root->forms) inside = inside || is_within(pf, rf);
+  if (const protected_hit hit = hit_protected(p, roots, contains); hit.root) {
     return make_error(
         error_kind::permission,
         "{} {} {} protected root {}: protected roots (the project, results, grader files, "
         "run state, credential sources) must never be visible to or run by the sandbox; "
         "move it out of {} or drop it from the request",
-        what, p.string(), inside ? "lies inside" : "would expose the", root->path.string(),
-        root->path.string());
+        what, p.string(), hit.inside ? "lies inside" : "would expose the", hit.root->path.string(),
+        hit.root->path.string());
   }
   return {};
 }
