@@ -296,7 +296,14 @@ result<std::set<std::string>> results_dir::recorded_ids() const {
 
 status results_dir::record(const json& run) const {
   std::string id = run.value("run_id", "");
-  EB_TRY(write_file_atomic(run_dir(id) / "run.json", pretty_json(run)));
+  const fs::path dir = run_dir(id);
+  EB_TRY(write_file_replace(dir / "run.json", pretty_json(run)));
+  // The run's line in results.jsonl is its commit: what it points to is durable first, in one
+  // sync (two fsyncs and a directory's for each file cost ~0.4 ms apiece on ext4).
+  std::vector<fs::path> files{dir / "run.json"};
+  std::error_code ec;
+  if (fs::exists(dir / transcript_file_name, ec)) files.push_back(dir / transcript_file_name);
+  EB_TRY(sync_durable(dir, files));
   // One write per record under O_APPEND: concurrent shard processes never interleave lines.
   return append_durable(results_file(), canonical_json(run) + "\n");
 }

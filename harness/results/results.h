@@ -24,6 +24,8 @@
 namespace evalbox::harness {
 
 inline constexpr std::string_view run_schema = "evalbox.run.v1";
+// A run's transcript in its directory: made durable with run.json when the run is recorded.
+inline constexpr std::string_view transcript_file_name = "transcript.jsonl";
 
 // Where one record's line lies in results.jsonl (its newline excluded). Lines are only ever
 // appended, so a location stays valid while the file grows.
@@ -81,9 +83,10 @@ class results_dir {
   [[nodiscard]] result<std::vector<json>> read_records() const;
   // Run ids already recorded (for resume).
   [[nodiscard]] result<std::set<std::string>> recorded_ids() const;
-  // Writes runs/<id>/run.json atomically, then appends the record to results.jsonl (fsynced;
-  // append_durable: a failure, such as a full disk, leaves no partial line behind, so a later
-  // run resumes from what was recorded).
+  // Writes runs/<id>/run.json atomically, makes it and the run's transcript.jsonl durable (one
+  // sync_durable), then appends the record to results.jsonl (fdatasynced; append_durable: a
+  // failure, such as a full disk, leaves no partial line behind, so a later run resumes from
+  // what was recorded). The line is the run's commit: what it points to is on disk before it.
   status record(const json& run) const;
 
  private:

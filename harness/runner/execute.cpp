@@ -717,7 +717,7 @@ class attempt {
     st_.kept_workspace = std::move(k);
   }
 
-  fs::path transcript_path() const { return run_dir_ / "transcript.jsonl"; }
+  fs::path transcript_path() const { return run_dir_ / transcript_file_name; }
 
   const execution_context& x_;
   const run_spec& r_;

@@ -240,7 +240,7 @@ result<transcript> from_jsonl(std::string_view text) {
 }
 
 status write_transcript(const std::filesystem::path& path, const transcript& t) {
-  return write_file_atomic(path, to_jsonl(t));
+  return write_file_replace(path, to_jsonl(t));
 }
 
 result<transcript> read_transcript(const std::filesystem::path& path) {

@@ -113,6 +113,8 @@ result<step> step_from_json(const json& j);
 std::string to_jsonl(const transcript& t);
 result<transcript> from_jsonl(std::string_view text);
 
+// Replaces `path` atomically (temporary file, rename) without an fsync: a run's transcript is
+// made durable with its run.json when the run is recorded (results_dir::record).
 status write_transcript(const std::filesystem::path& path, const transcript& t);
 result<transcript> read_transcript(const std::filesystem::path& path);
 

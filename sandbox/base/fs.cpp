@@ -165,7 +165,12 @@ std::string random_suffix() {
   return fmt::format("{:016x}", v);
 }
 
-status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode) {
+namespace {
+
+// `data` into a temporary sibling of `path` (fsynced when `sync`), renamed over `path`; the
+// temporary is removed on any failure.
+status write_temporary_and_rename(const fs::path& path, std::string_view data, mode_t mode,
+                                  bool sync) {
   fs::path tmp = path;
   tmp += ".tmp-" + random_suffix();
   {
@@ -175,7 +180,7 @@ status write_file_atomic(const fs::path& path, std::string_view data, mode_t mod
       ::unlink(tmp.c_str());
       return s;
     }
-    if (::fsync(fd.get()) != 0) {
+    if (sync && ::fsync(fd.get()) != 0) {
       int err = errno;
       ::unlink(tmp.c_str());
       return sys_error(err, "fsync {}", tmp.string());
@@ -186,7 +191,35 @@ status write_file_atomic(const fs::path& path, std::string_view data, mode_t mod
     ::unlink(tmp.c_str());
     return sys_error(err, "rename {} -> {}", tmp.string(), path.string());
   }
+  return {};
+}
+
+}  // namespace
+
+status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode) {
+  EB_TRY(write_temporary_and_rename(path, data, mode, /*sync=*/true));
   return fsync_dir(path.parent_path());
+}
+
+status write_file_replace(const fs::path& path, std::string_view data, mode_t mode) {
+  return write_temporary_and_rename(path, data, mode, /*sync=*/false);
+}
+
+status sync_durable(const fs::path& dir, const std::vector<fs::path>& files) {
+  std::vector<unique_fd> fds;
+  fds.reserve(files.size());
+  for (const auto& f : files) {
+    unique_fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return sys_error(errno, "open {}", f.string());
+    // Only a hint (the data of all of them in flight before the first sync waits): its
+    // failure changes nothing that the fdatasync below does not report.
+    (void)::sync_file_range(fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+    fds.push_back(std::move(fd));
+  }
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (::fdatasync(fds[i].get()) != 0) return sys_error(errno, "fsync {}", files[i].string());
+  }
+  return fsync_dir(dir);
 }
 
 status append_durable(const fs::path& path, std::string_view data) {
@@ -225,6 +258,9 @@ status append_durable(const fs::path& path, std::string_view data) {
     (void)!::ftruncate(fd.get(), size);
     return w;
   }
+  // The line is whole: the next appender may go on while this one waits for the disk (an
+  // fdatasync flushes every dirty page of the file, the lines before ours included).
+  (void)::flock(fd.get(), LOCK_UN);
   if (::fdatasync(fd.get()) != 0) return sys_error(errno, "fsync {}", path.string());
   return {};
 }

@@ -32,6 +32,18 @@ status write_file(const std::filesystem::path& path, std::string_view data, mode
 // a reader sees the old or the new content, never a torn one, even after a crash.
 status write_file_atomic(const std::filesystem::path& path, std::string_view data,
                          mode_t mode = 0644);
+// Writes to a temporary sibling and renames it over `path`, without any fsync: a reader sees the
+// old or the new content, never a torn one, but after a crash `path` may be missing, empty or
+// old until sync_durable() made it durable. For files whose commit comes later (a run's files,
+// committed by its line in results.jsonl): one sync of them all is cheaper than one each.
+status write_file_replace(const std::filesystem::path& path, std::string_view data,
+                          mode_t mode = 0644);
+// Makes `files` (each directly in `dir`) and their names in `dir` durable: the writeback of
+// every file is started first, then each is fdatasynced and `dir` fsynced, so that a journaling
+// filesystem commits them together (ext4: one journal commit instead of one per file and one
+// per rename). A file that cannot be opened or synced is an error naming it.
+status sync_durable(const std::filesystem::path& dir,
+                    const std::vector<std::filesystem::path>& files);
 // write_file_atomic for text produced as it is written: `write` gets a stream into the
 // temporary sibling (64 KiB writes), which is then fsynced and renamed over `path`. The text is
 // never held in memory whole. An error from `write`, or a failed write, leaves `path` as it
@@ -39,7 +51,8 @@ status write_file_atomic(const std::filesystem::path& path, std::string_view dat
 status write_file_streamed(const std::filesystem::path& path,
                            const std::function<status(std::ostream&)>& write, mode_t mode = 0644);
 // Appends one record (a line: `data` ends with '\n') in one write(2) under O_APPEND and an
-// exclusive flock(2), and fsyncs before returning (results.jsonl). A file whose last line is
+// exclusive flock(2), and fdatasyncs before returning (results.jsonl; after the lock is released,
+// so that appenders do not take turns waiting for the disk). A file whose last line is
 // torn (a crash mid-append) first gets the newline that ends it; a write that fails part-way
 // (ENOSPC) is truncated off again, so the file never ends in a partial line of this call.
 status append_durable(const std::filesystem::path& path, std::string_view data);

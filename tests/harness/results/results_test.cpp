@@ -292,6 +292,54 @@ TEST(RecordSpill, PiecesReadBackByTheirLocationFromAnyThread) {
   EXPECT_NE(past.error().message.find("are gone"), std::string::npos) << past.error().message;
 }
 
+// Records run `id` in a child whose seccomp filter fails every call of system call `nr` with
+// EIO (a failing disk); the child's exit code: 0 when record() refused with EIO, naming the run.
+int record_while_failing(const results_dir& dir, const std::string& id, long nr) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      ::_exit(10);
+    if (!make_dirs(dir.run_dir(id)) ||
+        !write_file_replace(dir.run_dir(id) / transcript_file_name, "{}\n"))
+      ::_exit(12);
+    auto s = dir.record(run(id));
+    if (s) ::_exit(13);
+    if (s.error().sys_errno != EIO || s.error().message.find(id) == std::string::npos) ::_exit(14);
+    ::_exit(0);
+  }
+  int st = 0;
+  if (::waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+  return WEXITSTATUS(st);
+}
+
+// A run's line in results.jsonl is its commit: when its files cannot be made durable, the run
+// is not recorded, and results.jsonl keeps only what it had. fdatasync failing fails every
+// sync; fsync failing fails only the run directory's, which comes before the line.
+TEST(ResultsRecords, ARunWhoseFilesCannotBeMadeDurableIsNotRecorded) {
+  temp_dir tmp("evalbox-results");
+  results_dir dir(tmp.path());
+  ASSERT_TRUE(record(dir, run("first")));
+  EXPECT_EQ(record_while_failing(dir, "second", __NR_fdatasync), 0);
+  EXPECT_EQ(record_while_failing(dir, "third", __NR_fsync), 0);
+  EXPECT_EQ(walk(dir).ids, std::vector<std::string>{"first"});
+  // Where the disk works, the same run is recorded, with its run.json.
+  ASSERT_TRUE(record(dir, run("second")));
+  EXPECT_EQ(walk(dir).ids, (std::vector<std::string>{"first", "second"}));
+  EXPECT_TRUE(std::filesystem::exists(dir.run_dir("second") / "run.json"));
+}
+
 // Where the temporary directory's file system has no O_TMPFILE, the spill is a named file
 // removed as soon as it is open: it works the same and leaves nothing behind. Run in a child
 // whose seccomp filter answers every openat asking for O_TMPFILE with EOPNOTSUPP.

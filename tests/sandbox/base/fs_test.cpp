@@ -88,6 +88,33 @@ TEST(WriteFileAtomic, ReplacesContentAndLeavesNoTemporary) {
   EXPECT_EQ(entries, 1);
 }
 
+TEST(WriteFileReplace, ReplacesContentAndLeavesNoTemporary) {
+  temp_dir dir;
+  auto p = dir.path() / "run.json";
+  ASSERT_TRUE(write_file_replace(p, "one", 0600));
+  ASSERT_TRUE(write_file_replace(p, "two"));
+  EXPECT_EQ(*read_file(p), "two");
+  int entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1);
+  // Into a directory that is gone: an error, and nothing is left.
+  auto s = write_file_replace(dir.path() / "gone" / "run.json", "x");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("gone"), std::string::npos) << s.error().message;
+}
+
+TEST(SyncDurable, SyncsTheFilesAndNamesOneThatIsMissing) {
+  temp_dir dir;
+  ASSERT_TRUE(write_file_replace(dir.path() / "run.json", "{}"));
+  ASSERT_TRUE(write_file_replace(dir.path() / "transcript.jsonl", "{}\n"));
+  EXPECT_TRUE(sync_durable(dir.path(), {dir.path() / "run.json", dir.path() / "transcript.jsonl"}));
+  EXPECT_TRUE(sync_durable(dir.path(), {}));
+  auto s = sync_durable(dir.path(), {dir.path() / "run.json", dir.path() / "missing.jsonl"});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().sys_errno, ENOENT);
+  EXPECT_NE(s.error().message.find("missing.jsonl"), std::string::npos) << s.error().message;
+}
+
 TEST(WriteFileStreamed, WritesWhatTheStreamGetsAndLeavesNoTemporary) {
   temp_dir dir;
   auto p = dir.path() / "report.md";
