@@ -1,12 +1,14 @@
 // Workspace materialization, snapshots and change lists (see workspace.h).
 #include "sandbox/workspace/workspace.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -149,6 +151,10 @@ result<workspace_tree> workspace_tree::materialize(const workspace_spec& spec,
       t.dir_ = run_dir / "workspace";
       EB_TRY(mkdir_owned(t.dir_, 0700, 0, 0));
       EB_TRY(mount::mount_overlay(t.dir_, t.base_, upper(disk, 0), work(disk, 0)));
+      if (struct stat st{}; ::stat(upper(disk, 0).c_str(), &st) == 0) {
+        t.upper0_ctime_ns_ = st.st_ctim.tv_sec * 1'000'000'000LL + st.st_ctim.tv_nsec;
+        t.upper0_mode_ = st.st_mode;
+      }
       return t;
     }
     case workspace_strategy::reflink:
@@ -198,9 +204,40 @@ std::vector<fs::path> workspace_tree::mount_points() const {
   return out;
 }
 
+bool workspace_tree::untouched() const {
+  struct stat st {};
+  if (upper0_ctime_ns_ < 0 || ::stat(upper(disk_, 0).c_str(), &st) != 0) return false;
+  // Creating or removing an entry, chmod, chown and setting an xattr all change the ctime; the
+  // entries are counted too, as a change within the clock's tick keeps the ctime.
+  if (st.st_ctim.tv_sec * 1'000'000'000LL + st.st_ctim.tv_nsec != upper0_ctime_ns_ ||
+      st.st_mode != upper0_mode_ || st.st_uid != uid_ || st.st_gid != gid_)
+    return false;
+  unique_dir d(::opendir(upper(disk_, 0).c_str()));
+  if (!d) return false;
+  while (const dirent* e = ::readdir(d.get())) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) return false;
+  }
+  return true;
+}
+
 result<std::pair<fs::path, int>> workspace_tree::snapshot() {
   int n = static_cast<int>(snapshots_.size());
   fs::path view = run_dir_ / "snapshots" / std::to_string(n);
+  if (strategy_ == workspace_strategy::overlay && snapshots_.empty() && top_upper_ == 0 &&
+      untouched()) {
+    // Nothing was written since the workspace was made (no setup, or one that left it as it
+    // was): what it shows is its base, and a view of that needs no freezing — no unmount and
+    // remount of the workspace (each unmount of an overlay waits for two RCU grace periods).
+    // Every upper counts as written after this snapshot (frozen -1).
+    EB_TRY(mkdir_owned(view, 0700, 0, 0));
+    if (base_.size() == 1) {
+      EB_TRY_CTX(mount::bind(base_.front(), view, true), "snapshot view");
+    } else {
+      EB_TRY_CTX(mount::mount_overlay(view, base_, {}, {}), "snapshot view");
+    }
+    snapshots_.emplace_back(view, -1);
+    return std::make_pair(view, n);
+  }
   if (strategy_ != workspace_strategy::overlay) {
     EB_TRY(mkdir_owned(view, 0700, uid_, gid_));
     EB_TRY_CTX(copy_tree(dir_, view, copy_mode::copy, uid_, gid_), "snapshot workspace");

@@ -76,6 +76,12 @@ class workspace_tree {
   // the image's layers)
   std::vector<std::filesystem::path> base_;
   int top_upper_ = 0;  // overlay: index of the writable upper
+  // overlay: the first upper's root as materialized (change time in ns, mode), to tell at the
+  // first snapshot whether anything has been written into the workspace since (-1: unknown).
+  int64_t upper0_ctime_ns_ = -1;
+  mode_t upper0_mode_ = 0;
+  // Whether the first upper is still as materialized: no entry, the same root.
+  [[nodiscard]] bool untouched() const;
   // Per snapshot n: its view, and (overlay) the top upper index it froze.
   std::vector<std::pair<std::filesystem::path, int>> snapshots_;
 };

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
@@ -188,6 +190,81 @@ TEST_P(Prepare, SnapshotIsFrozenAndChangedPathsListsTheDifference) {
   ASSERT_TRUE(write_file(ws / "late.txt", "late\n"));
   EXPECT_EQ(s->changed_paths(*snap2).value(), std::vector<std::string>{"late.txt"});
   EXPECT_EQ(*read_file(ws / "README.md"), "edited\n");
+}
+
+// The mount id of the mount at `path` (its line in /proc/self/mountinfo), -1 if none.
+long mount_id_at(const fs::path& path) {
+  std::istringstream in(read_file("/proc/self/mountinfo").value_or(""));
+  long found = -1;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    long id = 0, parent = 0;
+    std::string dev, root, point;
+    if (f >> id >> parent >> dev >> root >> point && point == path.string()) found = id;
+  }
+  return found;
+}
+
+// The first snapshot of a workspace nothing was written into since it was made (the usual run:
+// no setup) needs no freezing: the workspace stays mounted as it is, and the snapshot shows
+// the source and still tells every change made after it.
+class PrepareOverlay : public ::testing::Test {
+ protected:
+  prep_env env;
+};
+
+TEST_F(PrepareOverlay, ASnapshotOfAnUntouchedWorkspaceLeavesItMountedAndSeesEveryChange) {
+  REQUIRE_ROOT_MOUNTS();
+  preparer p(env.options());
+  auto r = env.request();
+  r.workspace.strategy = workspace_strategy::overlay;
+  auto s = p.prepare(r);
+  ASSERT_TRUE(s) << s.error().message;
+  const auto& ws = s->workspace_dir();
+  const long before = mount_id_at(ws);
+  ASSERT_NE(before, -1);
+  auto snap = s->snapshot_workspace();
+  ASSERT_TRUE(snap) << snap.error().message;
+  EXPECT_EQ(mount_id_at(ws), before) << "the workspace was remounted";
+  EXPECT_EQ(*read_file(snap->view / "README.md"), "hello\n");
+  EXPECT_FALSE(write_file(snap->view / "x", "y")) << "a snapshot view is read-only";
+  ASSERT_TRUE(write_file(ws / "README.md", "edited\n"));
+  ASSERT_TRUE(write_file(ws / "src" / "added.txt", "added\n"));
+  ASSERT_TRUE(fs::remove(ws / "src" / "secret.txt"));
+  EXPECT_EQ(*read_file(snap->view / "README.md"), "hello\n");
+  std::vector<std::string> want = {"README.md", "src/added.txt", "src/secret.txt"};
+  EXPECT_EQ(s->changed_paths(*snap).value(), want);
+  // The next snapshot freezes what was written, and sees only what comes after it.
+  auto snap2 = s->snapshot_workspace();
+  ASSERT_TRUE(snap2) << snap2.error().message;
+  EXPECT_NE(mount_id_at(ws), before);
+  EXPECT_EQ(*read_file(snap2->view / "README.md"), "edited\n");
+  ASSERT_TRUE(write_file(ws / "late.txt", "late\n"));
+  EXPECT_EQ(s->changed_paths(*snap2).value(), std::vector<std::string>{"late.txt"});
+  EXPECT_EQ(s->changed_paths(*snap).value(),
+            (std::vector<std::string>{"README.md", "late.txt", "src/added.txt", "src/secret.txt"}));
+  ASSERT_TRUE(s->close());
+  EXPECT_TRUE(no_mounts_under(s->run_dir()));
+}
+
+// A setup that changed only the workspace's root (no entry: its mode) did write into it: the
+// snapshot freezes it and shows the root as the setup left it.
+TEST_F(PrepareOverlay, ASetupThatOnlyChangedTheRootIsFrozenIntoTheSnapshot) {
+  REQUIRE_ROOT_MOUNTS();
+  preparer p(env.options());
+  auto r = env.request();
+  r.workspace.strategy = workspace_strategy::overlay;
+  auto s = p.prepare(r);
+  ASSERT_TRUE(s) << s.error().message;
+  const auto& ws = s->workspace_dir();
+  struct stat st {};
+  ASSERT_EQ(::stat(ws.c_str(), &st), 0);
+  const mode_t changed = (st.st_mode & 07777) == 0700 ? 0750 : 0700;
+  ASSERT_EQ(::chmod(ws.c_str(), changed), 0);
+  auto snap = s->snapshot_workspace();
+  ASSERT_TRUE(snap) << snap.error().message;
+  ASSERT_EQ(::stat(snap->view.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, changed);
 }
 
 TEST_P(Prepare, OpaqueDirectoryCountsHiddenFilesAsDeleted) {
