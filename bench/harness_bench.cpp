@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -104,10 +105,29 @@ class line_counter {
 struct suite_run {
   double secs = 0;
   double cpu_secs = 0;  // user + system of the runner and every helper it waited for
+  // CPU time of the whole machine meanwhile (/proc/stat: every process, kernel threads and
+  // interrupts too — the kernel's deferred teardown of namespaces and cgroups is in it).
+  double machine_cpu_secs = 0;
   uint64_t hwm_kb = 0;
   uint64_t hwm_running_kb = 0;
   long tree_maxrss_kb = 0;
 };
+
+// Busy CPU time of the whole machine since boot, in seconds: every field of /proc/stat's "cpu"
+// line but idle and iowait.
+double machine_busy_secs() {
+  auto text = read_file("/proc/stat");
+  if (!text) return 0;
+  std::istringstream in(*text);
+  std::string cpu;
+  in >> cpu;
+  unsigned long long total = 0, idle = 0, v = 0;
+  for (int field = 0; field < 8 && in >> v; ++field) {
+    total += v;
+    if (field == 3 || field == 4) idle += v;
+  }
+  return static_cast<double>(total - idle) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 double load_average() {
   double la = 0;
@@ -124,6 +144,7 @@ result<suite_run> run_suite_once(const fs::path& suite, int runs, bool cold = fa
   const std::string state_env = "EVALBOX_STATE_DIR=" + (work / "state").string();
   const std::string helper_env = std::string("EVALBOX_HELPER=") + EVALBOX_BENCH_HELPER;
   const auto t0 = std::chrono::steady_clock::now();
+  const double busy0 = machine_busy_secs();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::putenv(const_cast<char*>(state_env.c_str()));
@@ -154,6 +175,7 @@ result<suite_run> run_suite_once(const fs::path& suite, int runs, bool cold = fa
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   out.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.machine_cpu_secs = machine_busy_secs() - busy0;
   out.cpu_secs = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                  static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   out.tree_maxrss_kb = ru.ru_maxrss;
@@ -193,7 +215,11 @@ double median(std::vector<double> v) {
 // (c<C>_cpu_ms_per_run: what a run costs a machine, for sizing one), and the speed-up over
 // concurrency 1 (c<C>_speedup, each round's ratio, then the median); the load average before
 // the first and after the last round (load_before/load_after): a scaling figure means little
-// on a machine busy with other work.
+// on a machine busy with other work. And the machine's busy cores meanwhile (c<C>_cores_busy:
+// CPU time of everything on it ÷ wall time): concurrency 1 already keeps more than one core
+// busy (the next warm helper starts while a run goes on; the kernel tears namespaces down in
+// its own threads), so with the same CPU per run no concurrency can beat cores ÷
+// c1_cores_busy times concurrency 1 (speedup_ceiling).
 void bm_scaling(benchmark::State& state, int runs, int rounds) {
   const std::vector<int> levels = {1, 2, 4};
   std::vector<fs::path> suites;
@@ -205,7 +231,7 @@ void bm_scaling(benchmark::State& state, int runs, int rounds) {
   for (auto _ : state) {
     state.counters["load_before"] = load_average();
     std::vector<std::vector<double>> rate(levels.size()), cpu(levels.size()),
-        speedup(levels.size());
+        speedup(levels.size()), cores(levels.size());
     double total = 0;
     for (int round = 0; round < rounds; ++round) {
       for (size_t i = 0; i < levels.size(); ++i) {
@@ -214,6 +240,7 @@ void bm_scaling(benchmark::State& state, int runs, int rounds) {
         total += r->secs;
         rate[i].push_back(runs / r->secs);
         cpu[i].push_back(r->cpu_secs * 1000.0 / runs);
+        cores[i].push_back(r->machine_cpu_secs / r->secs);
         speedup[i].push_back(rate[i].back() / rate[0].back());
       }
     }
@@ -223,8 +250,13 @@ void bm_scaling(benchmark::State& state, int runs, int rounds) {
       const std::string c = fmt::format("c{}_", levels[i]);
       state.counters[c + "runs_per_s"] = median(rate[i]);
       state.counters[c + "cpu_ms_per_run"] = median(cpu[i]);
+      state.counters[c + "cores_busy"] = median(cores[i]);
       if (i > 0) state.counters[c + "speedup"] = median(speedup[i]);
     }
+    const double c1_cores = median(cores[0]);
+    if (c1_cores > 0)
+      state.counters["speedup_ceiling"] =
+          static_cast<double>(std::thread::hardware_concurrency()) / c1_cores;
   }
 }
 

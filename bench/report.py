@@ -36,7 +36,8 @@ def load(paths):
             scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
             row = {"time_ms": b["real_time"] * scale, "binary": Path(path).stem}
             for k, v in b.items():
-                counter = k.endswith(("_per_s", "_kb", "_per_run", "_tree", "files", "_speedup"))
+                counter = k.endswith(("_per_s", "_kb", "_per_run", "_tree", "files", "_speedup",
+                                      "_cores_busy", "_ceiling"))
                 counter = counter or k.startswith("load_")
                 if counter and isinstance(v, (int, float)):
                     row[k] = v
@@ -117,8 +118,10 @@ def main():
                     if name.startswith("harness/scaling/") and "time_ms" in r), None)
     if scaling:
         speedup = scaling.get("c2_speedup")
+        ceiling = scaling.get("speedup_ceiling")
+        bound = f"; at most {ceiling:.2f}× with concurrency 1's busy cores" if ceiling else ""
         target("harness noop runs/s, concurrency 2 ÷ concurrency 1 (interleaved rounds, load "
-               f"{scaling.get('load_before', 0):.1f} → {scaling.get('load_after', 0):.1f})",
+               f"{scaling.get('load_before', 0):.1f} → {scaling.get('load_after', 0):.1f}{bound})",
                speedup, "≥ 1.7", lambda v: v >= 1.7, "×")
     per_run = runs[(n, 1)].get("ms_per_run") if n else None
     bare = t("harness/bare_agent_plus_grading")
@@ -127,14 +130,17 @@ def main():
               f"({fmt_ms(bare)} ms) | {per_run - bare:.2f} ms | — | — |")
     if scaling:
         print()
-        print("| concurrency | runs/s | × concurrency 1 | CPU ms per run (runner + helpers) |")
-        print("|---:|---:|---:|---:|")
+        print("| concurrency | runs/s | × concurrency 1 | CPU ms per run (runner + helpers) "
+              "| machine's busy cores |")
+        print("|---:|---:|---:|---:|---:|")
         for c in (1, 2, 4):
             rate, cpu = scaling.get(f"c{c}_runs_per_s"), scaling.get(f"c{c}_cpu_ms_per_run")
             if rate is None:
                 continue
             up = scaling.get(f"c{c}_speedup", 1.0)
-            print(f"| {c} | {rate:.1f} | {up:.2f} | {cpu:.2f} |")
+            busy = scaling.get(f"c{c}_cores_busy")
+            busy_text = f"{busy:.2f}" if busy is not None else "—"
+            print(f"| {c} | {rate:.1f} | {up:.2f} | {cpu:.2f} | {busy_text} |")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/report.py (scripts/bench's table): a suite none of whose benchmarks matched the filter
 # (`scripts/bench --filter scaling` leaves cycle_bench.json empty) is absent from the report, and
-# the suites that ran are reported with their ratio to the floor.
+# the suites that ran are reported with their ratio to the floor; the scaling rounds with the
+# machine's busy cores.
 set -euo pipefail
 src=$1
 tmp=$(mktemp -d)
@@ -19,6 +20,22 @@ report=$(python3 "$src/bench/report.py" "$tmp/cycle_bench.json" "$tmp/prepare_be
 fail() { echo "FAIL: $*"; echo "$report"; exit 1; }
 grep -q '| `prepare/overlay/small` | 1.00 | 2.0 |' <<<"$report" || fail "the suite that ran"
 grep -q 'cycle/' <<<"$report" && fail "a row of the empty suite"
+# The scaling rounds: runs/s, CPU per run and the machine's busy cores per concurrency, and the
+# bound that concurrency 1's busy cores put on the speed-up.
+cat > "$tmp/harness_bench.json" <<'JSON'
+{"benchmarks": [
+  {"name": "harness/scaling/runs:200/rounds:3/iterations:1/manual_time",
+   "run_name": "harness/scaling/runs:200/rounds:3/iterations:1/manual_time",
+   "real_time": 9000, "time_unit": "ms", "load_before": 1.0, "load_after": 2.0,
+   "c1_runs_per_s": 80.0, "c1_cpu_ms_per_run": 12.0, "c1_cores_busy": 1.04,
+   "c2_runs_per_s": 104.0, "c2_cpu_ms_per_run": 12.5, "c2_cores_busy": 1.47, "c2_speedup": 1.3,
+   "c4_runs_per_s": 112.0, "c4_cpu_ms_per_run": 13.0, "c4_cores_busy": 1.69, "c4_speedup": 1.4,
+   "speedup_ceiling": 1.92}
+]}
+JSON
+report=$(python3 "$src/bench/report.py" "$tmp/harness_bench.json")
+grep -q '| 2 | 104.0 | 1.30 | 12.50 | 1.47 |' <<<"$report" || fail "the scaling row of concurrency 2"
+grep -q 'at most 1.92× with concurrency 1' <<<"$report" || fail "the speed-up's bound"
 # Nothing matched at all: an empty report, not a crash.
 python3 "$src/bench/report.py" "$tmp/cycle_bench.json" > /dev/null || fail "only empty suites"
 echo "ok"
