@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "sandbox/base/digest.h"
@@ -89,15 +92,25 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
     EB_TRY_CTX(create_lease(lease.path_, content, owner_uid, owner_gid), ctx);
   }
   // Our own open file description: flock conflicts between two of them even in one process.
-  lease.fd_.reset(::open(lease.path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
-  if (!lease.fd_)
+  unique_fd fd(::open(lease.path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd)
     return std::unexpected(
         sys_error(errno, "open {}", lease.path_.string()).error().with_context(ctx));
-  if (::fstat(lease.fd_.get(), &st) != 0 || !S_ISREG(st.st_mode))
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return make_error(error_kind::internal, "{}: {} is not a regular file", ctx,
                       lease.path_.string());
-  if (::flock(lease.fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-    int err = errno;
+  // A lock is its open file description's, and a description lives while any process holds a
+  // copy of it: a child between its fork and its exec (a sandbox helper being started by
+  // another thread) holds one for a moment. A lease unlocks before it closes (locked_fd); a
+  // holder that died without it (a crash) leaves the lock to such a copy until the child's
+  // exec. So a lease that is taken is asked for again for up to 100 ms before it is busy.
+  int err = 0;
+  for (int tries = 1;; ++tries) {
+    err = ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+    if (err != EWOULDBLOCK || tries == 50) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (err != 0) {
     if (err == EWOULDBLOCK)
       return make_error(error_kind::busy,
                         "credential {} ({}) is already in use by another run: a lease is "
@@ -106,6 +119,7 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
     return std::unexpected(
         sys_error(err, "flock {}", lease.path_.string()).error().with_context(ctx));
   }
+  lease.fd_ = locked_fd(std::move(fd));
   // A rotated token written by an earlier run is a secret too.
   if (auto current = read_nofollow(lease.path_, kMaxCredential)) log::redact_secret(*current);
   return lease;

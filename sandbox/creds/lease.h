@@ -25,7 +25,7 @@ class credential_lease {
   credential_lease() = default;
   credential_lease(credential_lease&&) noexcept = default;
   credential_lease& operator=(credential_lease&&) noexcept = default;
-  ~credential_lease() = default;  // closing the fd releases the flock
+  ~credential_lease() = default;  // unlocks (locked_fd)
 
   // Creates `leases_dir` (0700) if needed, creates the lease from the source if absent, and
   // locks it. The source must already be validated (regular file, owner-only, <= 1 MiB).
@@ -39,10 +39,10 @@ class credential_lease {
   [[nodiscard]] const std::string& source_digest() const noexcept { return source_digest_; }
   [[nodiscard]] bool held() const noexcept { return fd_.valid(); }
   // Unlocks; the lease file stays for the next run.
-  void release() noexcept { fd_.reset(); }
+  void release() noexcept { fd_.unlock(); }
 
  private:
-  unique_fd fd_;
+  locked_fd fd_;
   std::filesystem::path path_;
   std::string handle_;
   std::string source_digest_;

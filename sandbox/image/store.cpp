@@ -45,8 +45,9 @@ int64_t now_seconds() {
 
 // Opens (creating) `path` and takes flock `op` on it. Retries when the file was unlinked and
 // replaced while we waited (gc removes a layer's lock files while holding them), so the lock
-// held is always on the file that the path names. LOCK_NB contention -> busy.
-result<unique_fd> lock_file(const fs::path& path, int op) {
+// held is always on the file that the path names. LOCK_NB contention -> busy. Unlocked before
+// it is closed (locked_fd): gc and `image rm` find a released layer free at once.
+result<locked_fd> lock_file(const fs::path& path, int op) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd) return sys_error(errno, "open lock {}", path.string());
@@ -62,7 +63,7 @@ result<unique_fd> lock_file(const fs::path& path, int op) {
     }, named{};
     if (::fstat(fd.get(), &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
         held.st_ino == named.st_ino && held.st_dev == named.st_dev)
-      return fd;
+      return locked_fd(std::move(fd));
   }
   return make_error(error_kind::busy, "lock {} keeps being replaced", path.string());
 }
@@ -290,7 +291,7 @@ result<std::vector<image_info>> store::read_records() {
 
 result<import_result> store::import(std::string_view reference, const fs::path& base_dir,
                                     const import_options& options) {
-  std::vector<unique_fd> locks;
+  std::vector<locked_fd> locks;
   return import_held(reference, base_dir, options, locks);
 }
 
@@ -304,7 +305,7 @@ result<image_use> store::acquire(std::string_view reference, const fs::path& bas
 
 result<import_result> store::import_held(std::string_view text, const fs::path& base_dir,
                                          const import_options& options,
-                                         std::vector<unique_fd>& locks) {
+                                         std::vector<locked_fd>& locks) {
   std::vector<std::string> hexes;
   auto r = import_locked(text, base_dir, options, locks, hexes);
   if (!r) {
@@ -327,7 +328,7 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
 // the targets list; split apart, each piece would take all of them as parameters.
 result<import_result> store::import_locked(std::string_view text, const fs::path& base_dir,
                                            const import_options& options,
-                                           std::vector<unique_fd>& locks,
+                                           std::vector<locked_fd>& locks,
                                            std::vector<std::string>& hexes) {
   const auto ref = EB_TRY(parse_reference(text, base_dir));
   const std::string name = ref.str();
@@ -394,7 +395,7 @@ result<import_result> store::import_locked(std::string_view text, const fs::path
     const std::string what =
         flatten ? fmt::format("image {}: flattened layers {}", name, l.key)
                 : fmt::format("image {}: layer {}/{} {}", name, t + 1, count, l.key);
-    unique_fd unpacking = EB_TRY(lock_file(root_ / "locks" / (hex + ".unpack"), LOCK_EX));
+    locked_fd unpacking = EB_TRY(lock_file(root_ / "locks" / (hex + ".unpack"), LOCK_EX));
     const fs::path final_dir = root_ / "layers" / hex;
     if (path_exists(final_dir)) {  // another importer finished it while we waited
       ++out.layers_present;
@@ -658,7 +659,7 @@ status store::remove(std::string_view query, const fs::path& base_dir) {
     if (i.id != victim.id)
       for (const auto& l : i.layers) others.insert(hex_of(l.diff_id));
   // Every layer of the image, shared or not, must be free: a run holding it is using it.
-  std::map<std::string, unique_fd> held;
+  std::map<std::string, locked_fd> held;
   for (const auto& l : victim.layers) {
     const std::string hex = hex_of(l.diff_id);
     if (held.count(hex)) continue;

@@ -138,7 +138,7 @@ class image_use {
  private:
   friend class store;
   image_info info_;
-  std::vector<unique_fd> locks_;
+  std::vector<locked_fd> locks_;
 };
 
 struct gc_report {
@@ -188,10 +188,10 @@ class store {
   store() = default;
   result<import_result> import_held(std::string_view reference,
                                     const std::filesystem::path& base_dir,
-                                    const import_options& options, std::vector<unique_fd>& locks);
+                                    const import_options& options, std::vector<locked_fd>& locks);
   result<import_result> import_locked(std::string_view reference,
                                       const std::filesystem::path& base_dir,
-                                      const import_options& options, std::vector<unique_fd>& locks,
+                                      const import_options& options, std::vector<locked_fd>& locks,
                                       std::vector<std::string>& hexes);
   result<std::vector<image_info>> read_records();
   result<image_info> read_record(const std::filesystem::path& file);

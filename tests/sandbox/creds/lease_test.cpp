@@ -3,7 +3,11 @@
 // a fresh lease and the old one stays. Lease contents never appear in errors.
 #include "sandbox/creds/lease.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -71,6 +75,54 @@ TEST_F(Lease, SecondConcurrentRunIsRefusedAsAlreadyInUse) {
   ASSERT_TRUE(first->close());
   auto third = p.prepare(with_secret("c"));
   EXPECT_TRUE(third) << "released on close: " << third.error().message;
+}
+
+// A child between fork and exec (a sandbox helper being started by another thread) holds a
+// copy of every fd for a moment, the lease's too: a run's end unlocks the lease before it closes
+// it, so the next run gets it at once, however long such a copy lives.
+TEST_F(Lease, ALeaseReleasedWhileAForkedChildHoldsACopyIsFreeAtOnce) {
+  preparer p(env.options());
+  auto first = p.prepare(with_secret("a"));
+  ASSERT_TRUE(first) << first.error().message;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // holds the lease's description (its fd, inherited) for 500 ms
+    ::usleep(500000);
+    ::_exit(0);
+  }
+  ASSERT_TRUE(first->close());
+  auto second = p.prepare(with_secret("b"));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(second) << second.error().message;
+}
+
+// A holder that let go without unlocking (it crashed while such a copy lived) keeps the lock
+// until the copy goes: a lease taken for less than 100 ms more is waited for.
+TEST_F(Lease, ALeaseTakenAMomentLongerIsWaitedFor) {
+  preparer p(env.options());
+  auto first = p.prepare(with_secret("a"));
+  ASSERT_TRUE(first) << first.error().message;
+  const fs::path lease = lease_of(*first);
+  ASSERT_TRUE(first->close());
+  int locked[2];
+  ASSERT_EQ(::pipe2(locked, O_CLOEXEC), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // its own description of the lease, locked for 30 ms
+    const int fd = ::open(lease.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0) ::_exit(1);
+    (void)!::write(locked[1], "x", 1);
+    ::usleep(30000);
+    ::_exit(0);
+  }
+  ::close(locked[1]);
+  char c;
+  ASSERT_EQ(::read(locked[0], &c, 1), 1) << "the child could not lock the lease";
+  ::close(locked[0]);
+  auto second = p.prepare(with_secret("b"));
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(second) << second.error().message;
 }
 
 TEST_F(Lease, TwoThreadsRacingForOneLeaseGetItOnce) {

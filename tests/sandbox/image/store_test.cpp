@@ -256,6 +256,27 @@ TEST_F(Store, GcAndRmNeverRemoveAnImageARunHolds) {
   EXPECT_TRUE(finished_layers().empty());
 }
 
+// A run's hold on an image is a lock on each layer, which lives as long as any copy of its fd:
+// released while a child between fork and exec holds one (another thread starting a
+// program), the image is free for `image rm` at once, not when that child execs.
+TEST_F(Store, AnImageReleasedWhileAForkedChildHoldsACopyIsFreeAtOnce) {
+  auto s = open();
+  auto held = s.acquire(layout("held", {make_layer({file("held", "h")})}), {});
+  ASSERT_TRUE(held) << held.error().message;
+  const std::string id = held->image().id;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // holds the layers' lock descriptions (inherited) for 500 ms
+    ::usleep(500000);
+    ::_exit(0);
+  }
+  held->release();
+  auto rm = s.remove(id);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(rm) << rm.error().message;
+}
+
 TEST_F(Store, GcRemovesLayersNoImageNames) {
   auto s = open();
   auto r = s.import(layout("img", {base_layer()}), {});
