@@ -27,9 +27,8 @@ namespace evalbox::sandbox::cgroup {
 namespace fs = std::filesystem;
 namespace {
 
-status write_value(const fs::path& file, std::string_view value) {
-  // O_TRUNC is harmless on cgroupfs and needed for the fake tree in tests.
-  unique_fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+status write_flags(const fs::path& file, std::string_view value, int flags) {
+  unique_fd fd(::open(file.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | flags, 0644));
   if (!fd) return sys_error(errno, "open({})", file.string());
   if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
     return sys_error(errno, "write({}, {})", file.string(), value);
@@ -37,10 +36,33 @@ status write_value(const fs::path& file, std::string_view value) {
   return {};
 }
 
+// O_CREAT and O_TRUNC are harmless on cgroupfs and needed for the fake tree in tests.
+status write_value(const fs::path& file, std::string_view value) {
+  return write_flags(file, value, O_CREAT);
+}
+
+// A write to a file the kernel may not offer (never made in a fake tree): fails if absent.
+status write_existing(const fs::path& file, std::string_view value) {
+  return write_flags(file, value, 0);
+}
+
+// A cgroup file is a few lines that the kernel renders whole on the first read: one read into
+// a page-sized buffer (no fstat, which says 0 for these files, and no read to find the end
+// unless the page was filled). A launch reads about ten of them. A larger file may come back cut
+// at a line's end (the kernel fills a read with whole lines): only cgroup.procs can be that
+// large, and kill_tasks reads it again until it is empty.
 std::optional<std::string> read_small(const fs::path& file) {
-  auto r = read_file(file, 1 << 20);
-  if (!r) return std::nullopt;
-  return *r;
+  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    out.append(buf, static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < sizeof buf || out.size() > (1u << 20)) return out;
+  }
 }
 
 uint64_t read_u64(const fs::path& file) {
@@ -107,17 +129,22 @@ class v2_cgroup final : public run_cgroup {
   }
   result<usage> read_usage() const override {
     usage u;
-    u.cpu_ns = read_keyed(leaf_ / "cpu.stat", "usage_usec") * 1000;
+    u.cpu_ns = read_cpu_ns();
     u.peak_memory_bytes = read_u64(leaf_ / "memory.peak");
     u.oom_kills = read_keyed(leaf_ / "memory.events", "oom_kill");
     u.pids_limit_hit = read_keyed(leaf_ / "pids.events", "max") > 0;
     return u;
   }
+  uint64_t read_cpu_ns() const override {
+    return read_keyed(leaf_ / "cpu.stat", "usage_usec") * 1000;
+  }
   status destroy() override {
     if (destroyed_) return {};
     destroyed_ = true;
     dir_.reset();
-    if (!fs::exists(leaf_)) return {};
+    // Empty once the run's processes are reaped, as after every normal end: one rmdir. Only a
+    // cgroup that still holds tasks (EBUSY) has them killed first.
+    if (::rmdir(leaf_.c_str()) == 0 || errno == ENOENT) return {};
     if (is_fake()) {
       // A fake cgroupfs (tests): the "kernel files" are ordinary files and the pids in them
       // are not ours to kill.
@@ -153,10 +180,8 @@ status set_v1_limits(const std::map<std::string, fs::path>& leaves, const limits
   if (auto it = leaves.find("memory"); it != leaves.end() && lim.memory_bytes) {
     const auto v = std::to_string(lim.memory_bytes);
     EB_TRY(write_value(it->second / "memory.limit_in_bytes", v));
-    // memsw = memory: no escape into swap (absent without swap accounting).
-    if (fs::exists(it->second / "memory.memsw.limit_in_bytes")) {
-      (void)write_value(it->second / "memory.memsw.limit_in_bytes", v);
-    }
+    // memsw = memory: no escape into swap (absent without swap accounting: the open fails).
+    (void)write_existing(it->second / "memory.memsw.limit_in_bytes", v);
   }
   if (auto it = leaves.find("pids"); it != leaves.end() && lim.pids) {
     EB_TRY(write_value(it->second / "pids.max", std::to_string(lim.pids)));
@@ -178,9 +203,7 @@ class v1_cgroup final : public run_cgroup {
   }
   result<usage> read_usage() const override {
     usage u;
-    if (auto it = leaves_.find("cpuacct"); it != leaves_.end()) {
-      u.cpu_ns = read_u64(it->second / "cpuacct.usage");
-    }
+    u.cpu_ns = read_cpu_ns();
     if (auto it = leaves_.find("memory"); it != leaves_.end()) {
       u.peak_memory_bytes = read_u64(it->second / "memory.max_usage_in_bytes");
       u.oom_kills = read_keyed(it->second / "memory.oom_control", "oom_kill");
@@ -190,12 +213,17 @@ class v1_cgroup final : public run_cgroup {
     }
     return u;
   }
+  uint64_t read_cpu_ns() const override {
+    auto it = leaves_.find("cpuacct");
+    return it == leaves_.end() ? 0 : read_u64(it->second / "cpuacct.usage");
+  }
   status destroy() override {
     if (destroyed_) return {};
     destroyed_ = true;
     status first;
     for (const auto& [ctl, dir] : leaves_) {
-      if (!fs::exists(dir)) continue;
+      // As for v2: one rmdir when empty; the tasks still in it are killed only when refused.
+      if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) continue;
       kill_tasks(dir / "cgroup.procs");
       if (auto s = remove_dir(dir); !s && first) first = s;
     }

@@ -48,6 +48,8 @@ class run_cgroup {
   [[nodiscard]] virtual int clone_into_fd() const noexcept = 0;
   virtual status add_pid(pid_t pid) = 0;
   virtual result<usage> read_usage() const = 0;
+  // The CPU time alone (one file), for checking a CPU limit while the run goes on.
+  [[nodiscard]] virtual uint64_t read_cpu_ns() const = 0;
   // SIGKILLs every task still in the cgroup and removes its directories. Idempotent.
   virtual status destroy() = 0;
   // The leaf directories (one per controller for v1), for tests and diagnostics.

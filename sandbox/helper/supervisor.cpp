@@ -526,7 +526,7 @@ void supervisor::enforce_limits(clock::time_point wall_deadline) {
   sample_disk(/*now=*/false);
   if (clock::now() >= wall_deadline) kill_run(outcome_kind::timed_out);
   if (cg_ && plan_.limits.cpu_ms) {
-    if (auto u = cg_->read_usage(); u && u->cpu_ns / 1000000 >= plan_.limits.cpu_ms) {
+    if (cg_->read_cpu_ns() / 1000000 >= plan_.limits.cpu_ms) {
       kill_run(outcome_kind::cpu_limit);
     }
   }
