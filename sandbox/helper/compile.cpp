@@ -587,6 +587,16 @@ host_view::path_entry host_view::at(const std::string& path) const {
 }
 
 host_view look_at_host(network_mode network) {
+  host_view h = look_at_host_layout();
+  look_at_host_network(h, network);
+  return h;
+}
+
+void look_at_host_network(host_view& h, network_mode network) {
+  if (network == network_mode::host) h.resolv_conf = read_file("/etc/resolv.conf").value_or("");
+}
+
+host_view look_at_host_layout() {
   host_view h;
   for (std::string_view p : system_paths) h.paths[std::string(p)] = look_at(std::string(p));
   for (const char* p : etc_binds) h.paths[p] = look_at(p);
@@ -597,7 +607,6 @@ host_view look_at_host(network_mode network) {
   h.nofile_hard = nofile.rlim_max;
   h.landlock_abi = landlock::kernel_abi();
   if (auto last = read_file("/proc/sys/kernel/cap_last_cap")) h.cap_last = std::atoi(last->c_str());
-  if (network == network_mode::host) h.resolv_conf = read_file("/etc/resolv.conf").value_or("");
   return h;
 }
 

@@ -12,7 +12,8 @@
 //
 // Table of contents (each pass in the order it runs; docs/sandbox.md explains why):
 //   1. read the plan                     main.cpp (plan.h; a bad plan is an error record)
-//   2. compile the child's steps         compile.cpp: look_at_host, compile (the new root,
+//   2. compile the child's steps         compile.cpp: look_at_host (a warm helper reads the
+//                                        layout while it waits), compile (the new root,
 //                                        pid 1's steps, the program's; Landlock, seccomp, env)
 //   3. open the streams and channels     supervisor.cpp: open_streams, open_channels
 //   4. create or take over the cgroup    supervisor.cpp: take_cgroup (sandbox/cgroup)
@@ -29,10 +30,12 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -156,6 +159,7 @@ int main(int argc, char** argv) {
   std::string cgroup_received;                  // a warm helper's first bytes of the cgroup message
   sys::owned_process ahead;                     // a warm helper's namespaces made ahead
   std::unique_ptr<cgroup_ahead> cgroups_ahead;  // and, on cgroup v1, its cgroups
+  std::optional<host_view> host_layout;         // and the host's layout, if still fresh
   if (warm_fd >= 0) {
     if (!plan_path.empty() || !record_path.empty() || cgroup_fd >= 0)
       return usage_error("--warm-fd takes its plan and cgroup on its socket");
@@ -196,11 +200,18 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // The host's layout (compile.h) too, for the launch to compile against. It is what the
+    // host looked like when the helper started; a launch that comes after longer than
+    // `layout_fresh` (a helper that waited through an agent's run) reads it again.
+    constexpr auto layout_fresh = std::chrono::seconds(10);
+    host_view layout = look_at_host_layout();
+    const auto looked = std::chrono::steady_clock::now();
     warm_memory();
     bool helper_makes_cgroup = false;
     if (!receive_launch(warm_fd, cgroups_ahead.get(), plan_path, record_path, cgroup_received,
                         helper_makes_cgroup))
       return 0;
+    if (std::chrono::steady_clock::now() - looked < layout_fresh) host_layout = std::move(layout);
     ::sigprocmask(SIG_SETMASK, &held, nullptr);
     for (int sig : termination) ::signal(sig, SIG_DFL);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -242,6 +253,7 @@ int main(int argc, char** argv) {
   }
   supervisor sup(*plan, rec, unique_fd(cgroup_fd), std::move(cgroup_received), std::move(ahead),
                  std::move(cgroups_ahead));
+  if (host_layout) sup.use_host_layout(std::move(*host_layout));
   if (auto s = sup.run(); !s) {
     if (rec.error_step.empty()) rec.error_step = "helper";
     rec.error = s.error().message;

@@ -90,7 +90,9 @@ struct supervisor::ending {
 
 status supervisor::run() {
   compiled c;
-  EB_TRY_CTX(compile(plan_, look_at_host(plan_.network.mode), c), "compile the launch plan");
+  host_view host = host_layout_ ? std::move(*host_layout_) : look_at_host_layout();
+  look_at_host_network(host, plan_.network.mode);
+  EB_TRY_CTX(compile(plan_, host, c), "compile the launch plan");
   rec_.binding_digest = plan_.binding_digest;
   rec_.mechanisms = mechanisms(c);
   EB_TRY(write_host_files(c));

@@ -48,6 +48,9 @@ class supervisor {
         cg_message_(std::move(cgroup_received)),
         ahead_(std::move(ahead)),
         cg_ahead_(std::move(cgroups_ahead)) {}
+  // The host's layout as a warm helper read it while it waited (compile.h); without it, run()
+  // reads it at the launch.
+  void use_host_layout(host_view layout) { host_layout_ = std::move(layout); }
   status run();
 
  private:
@@ -94,7 +97,8 @@ class supervisor {
   std::string cg_message_;  // the launcher's message as far as it has arrived
   bool cg_taken_ = false;
   std::unique_ptr<cgroup::run_cgroup> cg_;
-  sys::owned_process ahead_;  // the holder of namespaces made ahead, until pid 1 joined
+  std::optional<host_view> host_layout_;  // read ahead by a warm helper
+  sys::owned_process ahead_;              // the holder of namespaces made ahead, until pid 1 joined
   std::unique_ptr<cgroup_ahead> cg_ahead_;  // cgroups made ahead and their starter
   bool into_cgroup_ = false;                // cloned with CLONE_INTO_CGROUP
   bool born_in_cgroup_ = false;             // cloned by the starter, in the cgroups made ahead

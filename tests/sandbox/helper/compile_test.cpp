@@ -390,5 +390,31 @@ TEST(LookAtHost, SeesTheSystemPathsAsTheyAre) {
   EXPECT_EQ(h.resolv_conf, "");  // read for the host network only
 }
 
+// A warm helper reads the layout while it waits and adds what the launch's network mode needs
+// at the launch: the two parts make the same view as one look, for every mode.
+TEST(LookAtHost, TheLayoutReadAheadPlusTheNetworkIsTheWholeView) {
+  for (network_mode mode : {network_mode::none, network_mode::allow, network_mode::host}) {
+    const host_view whole = look_at_host(mode);
+    host_view parts = look_at_host_layout();
+    EXPECT_EQ(parts.resolv_conf, "") << "the layout alone never depends on the network";
+    look_at_host_network(parts, mode);
+    EXPECT_EQ(parts.resolv_conf, whole.resolv_conf);
+    EXPECT_EQ(parts.devices, whole.devices);
+    EXPECT_EQ(parts.nofile_hard, whole.nofile_hard);
+    EXPECT_EQ(parts.landlock_abi, whole.landlock_abi);
+    EXPECT_EQ(parts.cap_last, whole.cap_last);
+    for (std::string_view p : system_paths) {
+      EXPECT_EQ(parts.at(std::string(p)).type, whole.at(std::string(p)).type) << p;
+      EXPECT_EQ(parts.at(std::string(p)).link_target, whole.at(std::string(p)).link_target) << p;
+    }
+  }
+  std::error_code ec;
+  if (std::filesystem::exists("/etc/resolv.conf", ec)) {
+    host_view h = look_at_host_layout();
+    look_at_host_network(h, network_mode::host);
+    EXPECT_EQ(h.resolv_conf, read_file("/etc/resolv.conf").value_or("<unreadable>"));
+  }
+}
+
 }  // namespace
 }  // namespace evalbox::sandbox::helper
