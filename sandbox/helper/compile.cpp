@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "sandbox/base/fs.h"
 #include "sandbox/spec/system_paths.h"
@@ -75,12 +76,23 @@ struct new_root {
   }
   void add(std::string name, step s) { emit(c, mounts, std::move(name), s); }
 
+  // Directories the steps so far made or mounted on (paths inside the sandbox): a mkdir of one
+  // again would only say EEXIST, after opening its parent (three system calls of pid 1's, for
+  // each of /etc's binds and /dev's devices). A mount hides what was made below its point.
+  std::set<std::string> made;
+  void mounted(const std::string& inside) {
+    std::erase_if(made, [&](const std::string& d) { return d != inside && is_within(d, inside); });
+    made.insert(inside);
+  }
+
   // Returns the target, for the mount that goes there.
   const char* make_dir(const std::string& inside, int mode) {
+    if (made.contains(inside)) return c.keep(relative_root + inside);
     step s = of(op::make_dir);
     s.b = c.keep(relative_root + inside);
     s.mode = mode;
     add("mkdir " + inside, s);
+    made.insert(inside);
     return s.b;
   }
 
@@ -113,7 +125,8 @@ struct new_root {
     mk.b = c.keep(target);
     mk.mode = is_file ? 0644 : 0755;
     mk.len = replace_link ? 1 : 0;
-    add((is_file ? "create " : "mkdir ") + inside.string(), mk);
+    if (is_file || !made.contains(inside.string()))
+      add((is_file ? "create " : "mkdir ") + inside.string(), mk);
     const int fd = open_source(source, "open " + source);
     step check = of(op::check_target);
     check.b = mk.b;
@@ -129,6 +142,7 @@ struct new_root {
     attr.mode = 1;
     attr.flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
     add((writable ? "harden " : "read-only ") + inside.string(), attr);
+    mounted(inside.string());
   }
 
   void tmpfs(const std::string& inside, std::string options, unsigned long flags) {
@@ -140,6 +154,7 @@ struct new_root {
     m.flags = flags;
     m.data = c.keep(std::move(options));
     add("tmpfs " + inside, m);
+    mounted(inside);
   }
 
   void file(const std::string& inside, std::string content) {
@@ -156,6 +171,7 @@ struct new_root {
     s.a = c.keep(target);
     s.b = c.keep(relative_root + inside);
     add("symlink " + inside, s);
+    std::erase_if(made, [&](const std::string& d) { return is_within(d, inside); });
   }
 
   // A host path mounted at the same place: a symlink is recreated (Debian's /bin -> usr/bin),
@@ -268,6 +284,7 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
     b.b = mk.b;
     b.flags = MS_BIND;
     r.add("bind " + path, b);
+    r.mounted(path);
   }
   step pts = of(op::mount);
   pts.a = "devpts";
@@ -276,6 +293,7 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
   pts.flags = MS_NOSUID | MS_NOEXEC;
   pts.data = "newinstance,ptmxmode=0666,mode=620";
   r.add("devpts /dev/pts", pts);
+  r.mounted("/dev/pts");
   r.symlink("pts/ptmx", "/dev/ptmx");
   r.symlink("/proc/self/fd", "/dev/fd");
   r.symlink("/proc/self/fd/0", "/dev/stdin");
@@ -304,6 +322,7 @@ void add_proc_and_mnt(new_root& r) {
   p.c = "proc";
   p.flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
   r.add("proc /proc", p);
+  r.mounted("/proc");
   r.make_dir("/mnt", 0755);
 }
 
