@@ -371,6 +371,32 @@ TEST(CompilePlan, ATerminalOfItsOwnComesAfterANewSessionAndBeforeStdio) {
   EXPECT_FALSE(older->terminal);
 }
 
+// Pid 1 makes a directory of the new root once — but a mount hides what was made below its
+// point, so a directory made there before is made again for a target that comes after it.
+TEST(CompilePlan, ADirectoryIsMadeOnceUnlessAMountHidItSince) {
+  launch_plan p = representative_plan();
+  p.mounts = {
+      {"/opt/x", "/opt/a/b", false, false},  // makes /opt and /opt/a
+      {"/opt/y", "/opt/a/c", false, false},  // both there: neither made again
+      {"/opt/z", "/opt", false, false},      // hides /opt/a
+      {"/opt/w", "/opt/a/d", false, false},  // /opt/a made again, in the bound /opt
+  };
+  compiled c;
+  ASSERT_TRUE(compile(p, debian_host(), c));
+  const auto all = names(c.ctx.setup);
+  EXPECT_EQ(std::count(all.begin(), all.end(), "mkdir /opt"), 1);
+  EXPECT_EQ(std::count(all.begin(), all.end(), "mkdir /etc"), 1) << "four /etc binds, one mkdir";
+  const auto first = std::find(all.begin(), all.end(), "mkdir /opt/a");
+  ASSERT_NE(first, all.end());
+  const auto hiding = std::find(all.begin(), all.end(), "bind /opt");
+  const auto again = std::find(std::next(first), all.end(), "mkdir /opt/a");
+  ASSERT_NE(hiding, all.end());
+  ASSERT_NE(again, all.end()) << "a target below a later mount needs its parents made again";
+  EXPECT_LT(first, hiding);
+  EXPECT_LT(hiding, again);
+  EXPECT_EQ(std::count(all.begin(), all.end(), "mkdir /opt/a"), 2);
+}
+
 // look_at_host() describes this host as it is.
 TEST(LookAtHost, SeesTheSystemPathsAsTheyAre) {
   const host_view h = look_at_host(network_mode::none);
