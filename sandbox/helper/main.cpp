@@ -229,11 +229,7 @@ int main(int argc, char** argv) {
   // result, so the record must be whole (temp file + rename) but need not survive a power
   // cut: the two fsyncs of write_file_atomic cost ~3 ms of every launch on ext4.
   auto write_record = [&]() {
-    const std::string tmp = record_path + ".tmp";
-    status w = write_file(tmp, pretty_json(rec.to_json()), 0644);
-    if (w && ::rename(tmp.c_str(), record_path.c_str()) != 0)
-      w = sys_error(errno, "rename {} -> {}", tmp, record_path);
-    if (!w) {
+    if (status w = write_file_replace(record_path, pretty_json(rec.to_json()), 0644); !w) {
       std::fprintf(stderr, "evalbox-sandbox: write record: %s\n", w.error().message.c_str());
       return 70;
     }
