@@ -397,17 +397,22 @@ TEST_F(WarmHelper, AKilledWarmHelperIsReplacedAndTheLaunchStillRuns) {
   EXPECT_EQ(warm_helper_stats().warm, after.warm + 1);
 }
 
-TEST_F(WarmHelper, ACancelReachesAWarmHelper) {
-  preparer prep(env_.options());
-  auto session = prep.prepare(env_.request("cancelwarm"));
+// Launches `sleep 30` in a warm helper and requests a cancel after `delay` (none: before the
+// launch starts); the run ends cancelled within seconds, and the launch was a warm one.
+void expect_warm_launch_cancelled(prep_env& env, const std::string& name,
+                                  std::optional<std::chrono::milliseconds> delay) {
+  preparer prep(env.options());
+  auto session = prep.prepare(env.request(name));
   ASSERT_TRUE(session) << session.error().message;
   ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
   const warm_helper_counts before = warm_helper_stats();
   launch_options o;
   o.argv = {"/bin/sleep", "30"};
   cancel_token cancel;
+  cancel.requested = !delay.has_value();
   std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (!delay) return;
+    std::this_thread::sleep_for(*delay);
     cancel.requested = true;
   });
   const auto t0 = std::chrono::steady_clock::now();
@@ -419,25 +424,15 @@ TEST_F(WarmHelper, ACancelReachesAWarmHelper) {
   EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
 }
 
+TEST_F(WarmHelper, ACancelReachesAWarmHelper) {
+  expect_warm_launch_cancelled(env_, "cancelwarm", std::chrono::milliseconds(300));
+}
+
 // A cancel already requested when the launch starts reaches the warm helper too, though the
 // first SIGTERM may come before the helper holds it (it ignores them while it waits): the
 // launcher sends it again until the helper exits.
 TEST_F(WarmHelper, ACancelRequestedAsTheLaunchStartsStillEndsIt) {
-  preparer prep(env_.options());
-  auto session = prep.prepare(env_.request("cancelfirst"));
-  ASSERT_TRUE(session) << session.error().message;
-  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
-  const warm_helper_counts before = warm_helper_stats();
-  launch_options o;
-  o.argv = {"/bin/sleep", "30"};
-  cancel_token cancel;
-  cancel.requested = true;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto rec = launch(*session, o, &cancel);
-  ASSERT_TRUE(rec) << rec.error().message;
-  EXPECT_EQ(rec->outcome, outcome_kind::cancelled);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-  EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
+  expect_warm_launch_cancelled(env_, "cancelfirst", std::nullopt);
 }
 
 // Run as itself: a process keeps a warm helper ready. Run by NoWarmHelperOutlivesItsProcess
