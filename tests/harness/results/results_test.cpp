@@ -292,6 +292,14 @@ TEST(RecordSpill, PiecesReadBackByTheirLocationFromAnyThread) {
   EXPECT_NE(past.error().message.find("are gone"), std::string::npos) << past.error().message;
 }
 
+// Installs a seccomp filter on this (child) process; false if the kernel refuses it.
+template <size_t N>
+bool install_filter(sock_filter (&code)[N]) {
+  sock_fprog prog{static_cast<unsigned short>(N), code};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
 // Records run `id` in a child whose seccomp filter fails every call of system call `nr` with
 // EIO (a failing disk); the child's exit code: 0 when record() refused with EIO, naming the run.
 int record_while_failing(const results_dir& dir, const std::string& id, long nr) {
@@ -307,10 +315,7 @@ int record_while_failing(const results_dir& dir, const std::string& id, long nr)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      ::_exit(10);
+    if (!install_filter(code)) ::_exit(10);
     if (!make_dirs(dir.run_dir(id)) ||
         !write_file_replace(dir.run_dir(id) / transcript_file_name, "{}\n"))
       ::_exit(12);
@@ -362,10 +367,7 @@ TEST(RecordSpill, WithoutOTmpfileANamedFileIsUsedAndRemovedAtOnce) {
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EOPNOTSUPP),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      ::_exit(10);
+    if (!install_filter(code)) ::_exit(10);
     // The filter holds: O_TMPFILE is refused here.
     if (::open(tmp.path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) >= 0 ||
         errno != EOPNOTSUPP)
