@@ -127,6 +127,7 @@ class v2_cgroup final : public run_cgroup {
   status add_pid(pid_t pid) override {
     return write_value(leaf_ / "cgroup.procs", std::to_string(pid));
   }
+  result<std::vector<unique_fd>> open_tasks() const override { return std::vector<unique_fd>{}; }
   result<usage> read_usage() const override {
     usage u;
     u.cpu_ns = read_cpu_ns();
@@ -201,6 +202,17 @@ class v1_cgroup final : public run_cgroup {
     }
     return {};
   }
+  result<std::vector<unique_fd>> open_tasks() const override {
+    std::vector<unique_fd> out;
+    for (const auto& [ctl, dir] : leaves_) {
+      // O_CREAT for the fake trees of tests; cgroupfs has the file.
+      const fs::path file = dir / "tasks";
+      unique_fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+      if (!fd) return sys_error(errno, "open({})", file.string());
+      out.push_back(std::move(fd));
+    }
+    return out;
+  }
   result<usage> read_usage() const override {
     usage u;
     u.cpu_ns = read_cpu_ns();
@@ -258,6 +270,17 @@ class v1_cgroup final : public run_cgroup {
 };
 
 }  // namespace
+
+int move_self(const int* fds, size_t n) noexcept {
+  for (size_t i = 0; i < n; ++i) {
+    ssize_t w;
+    do w = ::write(fds[i], "0", 1);
+    while (w < 0 && errno == EINTR);
+    if (w < 0) return errno;
+    if (w != 1) return EIO;
+  }
+  return 0;
+}
 
 result<std::unique_ptr<run_cgroup>> create_v2(const fs::path& root, const std::string& run_id,
                                               const std::string& leaf, const limits& lim) {

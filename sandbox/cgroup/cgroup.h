@@ -1,7 +1,7 @@
 // The run's control group: limits memory and pids, measures CPU time, peak memory and OOM
 // kills, and kills every task of a launch. Two implementations behind this one header: cgroup
 // v2 (one directory under the unified root, entered with CLONE_INTO_CGROUP) and cgroup v1 (one
-// directory per controller: memory, pids, cpuacct; entered by writing the pid).
+// directory per controller: memory, pids, cpuacct; a task enters by moving itself: move_self).
 //
 // Naming, one level: <root>/evalbox/<run_id>@<leaf> (v2) and <controller mount>/evalbox/
 // <run_id>@<leaf> (v1), leaf = "<label>-<seq>". One level, not a directory per run with a leaf
@@ -25,6 +25,7 @@
 
 #include "sandbox/base/error.h"
 #include "sandbox/base/json_fwd.h"
+#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::sandbox::cgroup {
 
@@ -46,7 +47,13 @@ class run_cgroup {
   [[nodiscard]] virtual std::string_view version() const noexcept = 0;  // "v1" | "v2"
   // A directory fd for clone3(CLONE_INTO_CGROUP), or -1 when the pid must be added instead.
   [[nodiscard]] virtual int clone_into_fd() const noexcept = 0;
+  // Moves process `pid` in. On v1 the kernel takes its threadgroup lock for that, whose writer
+  // side waits for an RCU grace period after idle time (7-15 ms on the guests measured) while
+  // it holds the host's cgroup mutex: the launch uses move_self there instead.
   virtual status add_pid(pid_t pid) = 0;
+  // v1: each leaf's `tasks` file, opened for writing, for move_self; v2: none (a task is
+  // cloned in or added).
+  virtual result<std::vector<unique_fd>> open_tasks() const = 0;
   virtual result<usage> read_usage() const = 0;
   // The CPU time alone (one file), for checking a CPU limit while the run goes on.
   [[nodiscard]] virtual uint64_t read_cpu_ns() const = 0;
@@ -63,6 +70,12 @@ class run_cgroup {
   // launch_cgroup_name(run_id, leaf), with the limits. v1 only (v2 refuses renames).
   virtual status claim(const std::string& run_id, const std::string& leaf, const limits& lim) = 0;
 };
+
+// Moves the calling task into the cgroup of each of `fds` (open_tasks) by writing "0": a
+// single-threaded process moving itself needs no threadgroup lock (kernel 5.17 and later), so
+// no grace period is waited for and the cgroup mutex is held for microseconds. No allocation:
+// for a child of clone. Returns 0 or the errno of the first move refused.
+int move_self(const int* fds, size_t n) noexcept;
 
 // A launch's cgroup directory name below <...>/evalbox: "<run_id>@<leaf>".
 std::string launch_cgroup_name(std::string_view run_id, std::string_view leaf);

@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/helper/child.h"
+#include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
@@ -56,7 +58,10 @@ namespace {
 // before the byte on `go_fd` starts it.
 struct starter_shared {
   pid_t parent = -1;
-  int go_fd = -1;  // read end
+  int go_fd = -1;     // read end
+  int moved_fd = -1;  // write end: the errno of its move into the cgroups (0: moved)
+  int tasks[sys::max_fds] = {};
+  size_t task_count = 0;
   void* ctx = nullptr;
 };
 starter_shared shared;
@@ -64,14 +69,18 @@ starter_shared shared;
 constexpr size_t starter_stack_size = 8 << 20;
 constexpr size_t starter_guard = 64 << 10;
 
-// The starter. It makes only calls that cannot fail while it waits (the errno it would write is
-// the helper's): every signal blocked in it, so the read is never interrupted.
+// The starter. First it moves itself into the cgroups (cgroup::move_self: no grace period, the
+// cgroup mutex held for microseconds) while the helper waits for its answer: only then may a
+// failed call write the errno it shares with the helper. After that it makes only calls that
+// cannot fail while it waits: every signal blocked in it, so the read is never interrupted.
 int start(void*) noexcept {
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (::getppid() != shared.parent) ::_exit(0);
+  const int moved = cgroup::move_self(shared.tasks, shared.task_count);
+  if (::write(shared.moved_fd, &moved, sizeof moved) != sizeof moved || moved != 0) ::_exit(1);
   char byte;
   if (::read(shared.go_fd, &byte, 1) != 1) ::_exit(0);  // end of file: never used
   // From here the helper waits for this process to exit. A table of its own: child_main closes
@@ -97,32 +106,42 @@ result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead() {
   std::unique_ptr<cgroup_ahead> a(new cgroup_ahead);
   cgroup::remove_stale_ahead();
   a->cg_ = EB_TRY(cgroup::create_ahead(::getpid()));
+  const std::vector<unique_fd> tasks = EB_TRY(a->cg_->open_tasks());
+  if (tasks.size() > std::size(shared.tasks))
+    return make_error(error_kind::internal, "{} cgroup hierarchies", tasks.size());
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return sys_error(errno, "pipe2");
   unique_fd go_read(go[0]);
   a->go_.reset(go[1]);
+  int moved[2];
+  if (::pipe2(moved, O_CLOEXEC) != 0) return sys_error(errno, "pipe2");
+  const unique_fd moved_read(moved[0]);
+  const unique_fd moved_write(moved[1]);
   void* stack = ::mmap(nullptr, starter_stack_size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return sys_error(errno, "mmap the starter's stack");
   a->stack_ = stack;
   (void)::mprotect(stack, starter_guard, PROT_NONE);  // an overflow faults instead
   shared.parent = ::getpid();
+  shared.moved_fd = moved_write.get();
+  for (size_t i = 0; i < tasks.size(); ++i) shared.tasks[i] = tasks[i].get();
+  shared.task_count = tasks.size();
   shared.go_fd = go_read.release();  // closed by go() or the destructor
   int pidfd = -1;
   const pid_t pid = ::clone(start, static_cast<char*>(stack) + starter_stack_size,
                             CLONE_VM | CLONE_FILES | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd);
   if (pid < 0) return sys_error(errno, "clone the starter");
   a->starter_ = sys::owned_process(pid, unique_fd(pidfd));
+  // Its answer (end of file: it died first). The tasks files and this pipe close when this
+  // returns: they are the helper's fds too (CLONE_FILES), and the starter is done with them.
+  int err = 0;
+  ssize_t n;
+  do n = ::read(moved_read.get(), &err, sizeof err);
+  while (n < 0 && errno == EINTR);
+  shared.task_count = 0;
+  if (n != sizeof err) return make_error(error_kind::io, "the starter exited before its move");
+  if (err != 0) return sys_error(err, "move the starter into the cgroups made ahead");
   return a;
-}
-
-status cgroup_ahead::enter() {
-  if (entered_) return {};
-  if (!cg_) return make_error(error_kind::internal, "the cgroups made ahead were taken");
-  // The one move of a task into a cgroup, and the grace period it may wait for.
-  EB_TRY_CTX(cg_->add_pid(starter_.pid()), "move the starter into the cgroups made ahead");
-  entered_ = true;
-  return {};
 }
 
 bool cgroup_ahead::starter_gone() const noexcept {

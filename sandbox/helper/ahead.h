@@ -26,13 +26,13 @@ result<sys::owned_process> make_namespaces_ahead();
 
 // Cgroups made ahead (cgroup.h, "Cgroups made ahead"; cgroup v1): a warm helper that holds
 // namespaces made ahead also makes its launch's cgroups and starts the process that will clone
-// pid 1 — the starter — and moves it into them before the launch (enter), so that pid 1 is born
-// in the run's cgroups and no task is moved on the launch's path. The starter shares the
-// helper's memory and fd table while it waits, on a stack of its own (as large as a main
-// thread's: pid 1 goes on on its copy); at go() it takes a copy of the fd table and does what
-// the child of supervisor::clone_entering_ahead does (child.cpp, enter_made_ahead): joins the
-// namespaces made ahead, clones pid 1 as the helper's child and exits. It dies with the helper
-// (parent-death signal).
+// pid 1 — the starter — which moves itself into them at once (cgroup::move_self: no grace
+// period), so that pid 1 is born in the run's cgroups and no task is moved on the launch's
+// path. The starter shares the helper's memory and fd table while it waits, on a stack of its
+// own (as large as a main thread's: pid 1 goes on on its copy); at go() it takes a copy of the
+// fd table and does what the child of supervisor::clone_entering_ahead does (child.cpp,
+// enter_made_ahead): joins the namespaces made ahead, clones pid 1 as the helper's child and
+// exits. It dies with the helper (parent-death signal).
 class cgroup_ahead {
  public:
   cgroup_ahead(const cgroup_ahead&) = delete;
@@ -40,11 +40,6 @@ class cgroup_ahead {
   // Kills the starter (unless it went) and removes the cgroups (unless taken).
   ~cgroup_ahead();
 
-  // Moves the starter into the cgroups: the one move, which holds the host's cgroup mutex for
-  // the grace period it may wait for, and so blocks every other cgroup's mkdir, rename and
-  // rmdir meanwhile. Done when the launcher says its launches are over (a launch's end removes
-  // its cgroup), else at the launch. Once.
-  status enter();
   // The cgroups ("@ahead-<pid>"); empty once taken.
   std::unique_ptr<cgroup::run_cgroup> take_cgroup() { return std::move(cg_); }
   // Starts pid 1 from `ctx` (a child_context with `ahead` set) in the starter, which exits
@@ -61,10 +56,9 @@ class cgroup_ahead {
   sys::owned_process starter_;
   unique_fd go_;  // write end: one byte starts pid 1
   void* stack_ = nullptr;
-  bool entered_ = false;
 };
 
-// Makes the cgroups and starts the starter (where cgroup::ahead_applies()); enter() moves it in.
+// Makes the cgroups and starts the starter in them (where cgroup::ahead_applies()).
 result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead();
 
 }  // namespace evalbox::sandbox::helper

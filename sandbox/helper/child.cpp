@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "sandbox/base/unique_fd.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
 
@@ -161,15 +162,30 @@ int write_file(const step& s) noexcept {
   return w == static_cast<ssize_t>(s.len) ? 0 : EIO;
 }
 
-// Reads the release byte; the helper writes it once the id maps and the cgroup are in place.
+// The cgroup v1 `tasks` files that came with the release, until enter_cgroups writes to them
+// (pid 1's own copy of this memory).
+int release_fds[sys::max_fds];
+size_t release_fd_count = 0;
+
+// Reads the release byte; the helper writes it once the id maps are in place, with the tasks
+// files of the run's cgroup v1 leaves attached (none on v2, or when pid 1 was born in them).
 int wait_for_helper(const child_context& ctx) noexcept {
   char b = 0;
-  ssize_t n;
-  do n = ::read(ctx.sync_fd, &b, 1);
-  while (n < 0 && errno == EINTR);
-  ::close(ctx.sync_fd);                      // pid 1's copy; the helper holds its own end
-  if (n != 1) return n < 0 ? errno : EPIPE;  // the helper died before releasing us
+  const ssize_t n = sys::recv_fds(ctx.sync_fd, &b, 1, release_fds, sys::max_fds, &release_fd_count);
+  const int err = errno;
+  ::close(ctx.sync_fd);                    // pid 1's copy; the helper holds its own end
+  if (n != 1) return n < 0 ? err : EPIPE;  // the helper died before releasing us
   return 0;
+}
+
+// Pid 1 moves itself into the run's cgroups (cgroup.h, move_self): it is one thread, so the
+// kernel takes no threadgroup lock and waits for no grace period, where a pid written by the
+// helper would. Nothing of the run runs before it.
+int enter_cgroups() noexcept {
+  const int err = cgroup::move_self(release_fds, release_fd_count);
+  for (size_t i = 0; i < release_fd_count; ++i) ::close(release_fds[i]);
+  release_fd_count = 0;
+  return err;
 }
 
 int set_ids(const child_context& ctx) noexcept {
@@ -297,6 +313,8 @@ int run_step(const child_context& ctx, const step& s) noexcept {
   switch (s.kind) {
     case op::wait_parent:
       return wait_for_helper(ctx);
+    case op::enter_cgroups:
+      return enter_cgroups();
     case op::set_ids:
       return set_ids(ctx);
     case op::unshare:

@@ -28,30 +28,31 @@
 namespace evalbox::sandbox::helper {
 
 enum class op : uint8_t {
-  wait_parent,   // read the release byte: uid/gid maps and cgroup are in place
-  set_ids,       // setresgid/setgroups/setresuid to 0 inside (the mapped host id)
-  unshare,       // unshare(flags)
-  mount,         // mount(a, b, c, flags, data)
-  set_attr,      // mount_setattr(b, AT_RECURSIVE?, set=flags)
-  make_dir,      // mkdir(b, mode), EEXIST tolerated; b's parent reached without symlinks
-  make_file,     // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise;
-                 // len 1: a symlink there is replaced by the file
-  check_target,  // b resolves beneath the new root without any symlink (a mount target)
-  make_symlink,  // symlink(a, b)
-  write_file,    // b := data[0, len) with mode
-  change_dir,    // chdir(b)
-  pivot_root,    // pivot_root(".", ".") in the new root, then the old root is detached
-  set_hostname,  // sethostname(a)
-  loopback_up,   // bring `lo` up
-  listen_pass,   // listen on (a=ip, flags=port) and pass the socket to the helper
-  rlimit,        // setrlimit(mode, {len, len2})
-  death_signal,  // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
-  open_path,     // open(b, O_PATH) and move it to fd `mode` (a mount source, see compile.h)
-  close_range,   // close fds [mode, len]
-  fs_open,       // fsopen(a) at fd `mode` (a filesystem context: the image root's overlay)
-  fs_config,     // fsconfig(fd `mode`, cmd flags, key a, value b)
-  fs_attach,     // fsmount(fd `mode`, attrs flags), moved onto the mount point at fd `len`,
-                 // whose fd then names the new mount
+  wait_parent,    // read the release byte: uid/gid maps in place; cgroup v1 tasks files with it
+  enter_cgroups,  // move itself into the cgroups of the tasks files that came with the release
+  set_ids,        // setresgid/setgroups/setresuid to 0 inside (the mapped host id)
+  unshare,        // unshare(flags)
+  mount,          // mount(a, b, c, flags, data)
+  set_attr,       // mount_setattr(b, AT_RECURSIVE?, set=flags)
+  make_dir,       // mkdir(b, mode), EEXIST tolerated; b's parent reached without symlinks
+  make_file,      // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise;
+                  // len 1: a symlink there is replaced by the file
+  check_target,   // b resolves beneath the new root without any symlink (a mount target)
+  make_symlink,   // symlink(a, b)
+  write_file,     // b := data[0, len) with mode
+  change_dir,     // chdir(b)
+  pivot_root,     // pivot_root(".", ".") in the new root, then the old root is detached
+  set_hostname,   // sethostname(a)
+  loopback_up,    // bring `lo` up
+  listen_pass,    // listen on (a=ip, flags=port) and pass the socket to the helper
+  rlimit,         // setrlimit(mode, {len, len2})
+  death_signal,   // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
+  open_path,      // open(b, O_PATH) and move it to fd `mode` (a mount source, see compile.h)
+  close_range,    // close fds [mode, len]
+  fs_open,        // fsopen(a) at fd `mode` (a filesystem context: the image root's overlay)
+  fs_config,      // fsconfig(fd `mode`, cmd flags, key a, value b)
+  fs_attach,      // fsmount(fd `mode`, attrs flags), moved onto the mount point at fd `len`,
+                  // whose fd then names the new mount
   // program process
   new_session,
   terminal,  // a pseudo-terminal from the sandbox's devpts as stdio and controlling terminal
@@ -102,7 +103,7 @@ struct child_context {
   std::optional<enter_ahead> ahead;  // set: the clone3 child enters namespaces made ahead
   std::vector<step> setup;
   std::vector<step> program;
-  int sync_fd = -1;    // read end: one byte when released
+  int sync_fd = -1;    // socket: one byte when released, the cgroup v1 tasks files attached
   int error_fd = -1;   // write end, CLOEXEC: step_failure
   int status_fd = -1;  // write end: the program's wait status (int)
   int net_fd = -1;     // socketpair end for passing listening sockets, or -1

@@ -347,12 +347,14 @@ image_layers add_image_layers(new_root& r, const plan_image& img) {
 
 // --- Pid 1's steps, in the order they run. ---
 
-// Waits until the helper has written the id maps and moved it into the run's cgroup; then
+// Waits until the helper has written the id maps, moves itself into the run's cgroup (v1: with
+// the tasks files that came with the release; on v2, or born in it, there are none); then
 // makes that cgroup its root (the host's hierarchy is not visible through /proc/self/cgroup),
 // stops mount propagation to the host and mounts the empty tmpfs the new root grows on (an
 // image's root is mounted later, as the sandbox's root: add_image_root).
 void add_private_mount_tree(compiled& c, const launch_plan& plan) {
   setup(c, "wait for the helper", of(op::wait_parent));
+  setup(c, "enter the run's cgroups", of(op::enter_cgroups));
   step s = of(op::unshare);
   s.flags = CLONE_NEWCGROUP;
   setup(c, "unshare cgroup", s);

@@ -92,37 +92,26 @@ void warm_memory() {
 // A warm helper's wait for its launch: one line, {"plan": PATH, "record": PATH}, on `fd`, with
 // "cgroup": "helper" when the launcher leaves the run's cgroup to the helper (cgroups made
 // ahead, cgroup v1); else what follows the line is the start of the cgroup message (`rest`).
-// Before it, {"ahead": "enter"} lines: no launch of the launcher's is under way, so the starter
-// moves into the cgroups made ahead now (ahead.h, cgroup_ahead::enter). False at end of file
-// before a plan's line (nothing to run) or on a line that is neither.
-bool receive_launch(int fd, cgroup_ahead* cgroups_ahead, std::string& plan_path,
-                    std::string& record_path, std::string& rest, bool& helper_makes_cgroup) {
+// False at end of file before the line (nothing to run) or on a line that is not that.
+bool receive_launch(int fd, std::string& plan_path, std::string& record_path, std::string& rest,
+                    bool& helper_makes_cgroup) {
   std::string got;
   char buf[4096];
-  for (;;) {
-    size_t eol;
-    while ((eol = got.find('\n')) == std::string::npos) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      got.append(buf, static_cast<size_t>(n));
-    }
-    auto j = parse_json(std::string_view(got).substr(0, eol), "the launch");
-    if (!j || !j->is_object()) return false;
-    if (j->contains("ahead") && (*j)["ahead"] == "enter") {
-      if (cgroups_ahead) {
-        if (auto s = cgroups_ahead->enter(); !s) log::debug("warm helper: {}", s.error().message);
-      }
-      got.erase(0, eol + 1);
-      continue;
-    }
-    if (!(*j)["plan"].is_string() || !(*j)["record"].is_string()) return false;
-    plan_path = (*j)["plan"].get<std::string>();
-    record_path = (*j)["record"].get<std::string>();
-    helper_makes_cgroup = j->contains("cgroup") && (*j)["cgroup"] == "helper";
-    rest = got.substr(eol + 1);
-    return !plan_path.empty() && !record_path.empty();
+  size_t eol;
+  while ((eol = got.find('\n')) == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got.append(buf, static_cast<size_t>(n));
   }
+  auto j = parse_json(std::string_view(got).substr(0, eol), "the launch");
+  if (!j || !j->is_object()) return false;
+  if (!(*j)["plan"].is_string() || !(*j)["record"].is_string()) return false;
+  plan_path = (*j)["plan"].get<std::string>();
+  record_path = (*j)["record"].get<std::string>();
+  helper_makes_cgroup = j->contains("cgroup") && (*j)["cgroup"] == "helper";
+  rest = got.substr(eol + 1);
+  return !plan_path.empty() && !record_path.empty();
 }
 
 }  // namespace
@@ -208,8 +197,7 @@ int main(int argc, char** argv) {
     const auto looked = std::chrono::steady_clock::now();
     warm_memory();
     bool helper_makes_cgroup = false;
-    if (!receive_launch(warm_fd, cgroups_ahead.get(), plan_path, record_path, cgroup_received,
-                        helper_makes_cgroup))
+    if (!receive_launch(warm_fd, plan_path, record_path, cgroup_received, helper_makes_cgroup))
       return 0;
     if (std::chrono::steady_clock::now() - looked < layout_fresh) host_layout = std::move(layout);
     ::sigprocmask(SIG_SETMASK, &held, nullptr);

@@ -62,7 +62,7 @@ status write_proc(pid_t pid, const char* file, std::string_view text) {
 struct supervisor::channels {
   unique_fd stdin_file;             // the program's stdin
   unique_fd out_write, err_write;   // the program's ends of the output pipes
-  pipe_pair sync;                   // the helper writes one byte: released
+  pipe_pair sync;                   // a socket pair: one byte (and tasks files): released
   pipe_pair errors;                 // a failing step writes its step_failure
   pipe_pair status;                 // pid 1 writes the program's wait status
   unique_fd net_parent, net_child;  // listening sockets from pid 1 (network allow)
@@ -167,10 +167,18 @@ status supervisor::open_streams(channels& ch, child_context& ctx) {
   return {};
 }
 
-// The release, error and status pipes, and for network `allow` the socketpair pid 1 passes
-// its listening sockets over.
+// The release socket pair (the release byte carries the cgroup v1 tasks files pid 1 moves
+// itself in with), the error and status pipes, and for network `allow` the socketpair pid 1
+// passes its listening sockets over.
 status supervisor::open_channels(channels& ch, compiled& c) {
-  ch.sync = EB_TRY(make_pipe());
+  {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      return sys_error(errno, "socketpair");
+    }
+    ch.sync.write.reset(sv[0]);
+    ch.sync.read.reset(sv[1]);
+  }
   ch.errors = EB_TRY(make_pipe());
   ch.status = EB_TRY(make_pipe());
   if (!c.allow.listeners.empty()) {
@@ -335,11 +343,22 @@ status supervisor::release_child(channels& ch) {
   EB_TRY(write_proc(pid, "uid_map", fmt::format("0 {} 1\n", uid)));
   EB_TRY(write_proc(pid, "gid_map", fmt::format("0 {} 1\n", gid)));
   EB_TRY(take_cgroup(/*wait=*/true));  // if the launcher's had not arrived before
-  if (cg_ && !into_cgroup_ && !born_in_cgroup_) EB_TRY(cg_->add_pid(pid));
+  // On v1 pid 1 moves itself in with the tasks files sent with its release (cgroup.h,
+  // move_self); on v2 it was cloned in, or is added here where the kernel could not.
+  std::vector<unique_fd> tasks;
+  if (cg_ && !into_cgroup_ && !born_in_cgroup_) {
+    tasks = EB_TRY_CTX(cg_->open_tasks(), "open the run's cgroups for pid 1");
+    if (tasks.empty()) EB_TRY(cg_->add_pid(pid));
+  }
   // Pid 1 must outlive the program under memory pressure so the report gets out; the
   // program's process resets this to 0. Needs CAP_SYS_RESOURCE: best effort.
   (void)write_proc(pid, "oom_score_adj", "-1000");
-  if (::write(ch.sync.write.get(), "x", 1) != 1) return sys_error(errno, "release the child");
+  int fds[sys::max_fds];
+  if (tasks.size() > std::size(fds))
+    return make_error(error_kind::internal, "{} cgroup hierarchies", tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) fds[i] = tasks[i].get();
+  if (sys::send_fds(ch.sync.write.get(), "x", 1, fds, tasks.size()) != 1)
+    return sys_error(errno, "release the child");
   ch.sync.write.reset();
   return {};
 }
@@ -656,12 +675,10 @@ status supervisor::take_cgroup(bool wait) {
     const std::string leaf = fmt::format("{}-{}", plan_.label, plan_.seq);
     const cgroup::limits lim{plan_.limits.memory_bytes, plan_.limits.pids};
     if (cg_ahead_) {
-      // The cgroups made ahead become the run's, the starter in them (moved now if the
-      // launcher did not say so before); where that fails (removed meanwhile), they go with
-      // their starter and the cgroup is made now.
-      status claimed = cg_ahead_->enter();
+      // The cgroups made ahead become the run's, the starter in them; where that fails
+      // (removed meanwhile), they go with their starter and the cgroup is made now.
       auto cg = cg_ahead_->take_cgroup();
-      if (claimed) claimed = cg->claim(plan_.run_id, leaf, lim);
+      status claimed = cg->claim(plan_.run_id, leaf, lim);
       if (claimed) {
         cg_ = std::move(cg);
         born_in_cgroup_ = true;

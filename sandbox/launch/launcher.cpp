@@ -59,8 +59,7 @@ bool is_secret_mount(const bind_mount& m) {
 struct helper_process {
   sys::owned_process process;
   unique_fd socket;
-  fs::path path;               // the binary, to match the launch's helper_path()
-  bool told_to_enter = false;  // a warm helper told to move into its cgroups made ahead
+  fs::path path;  // the binary, to match the launch's helper_path()
 };
 
 // A connected pair: the launcher's end, and the helper's end above the standard streams, so
@@ -180,27 +179,8 @@ class warm_pool {
 
   std::atomic<uint64_t> warm_{0}, cold_{0}, replaced_{0};
 
-  // Launches under way in this process. When none is, the waiting helper moves into its
-  // cgroups made ahead (ahead.h, cgroup_ahead::enter): that move holds the host's cgroup mutex
-  // for up to a grace period, which would stall a launch's own cgroup rename or removal.
-  void launch_begins() { ++in_flight_; }
-  void launch_ends() {
-    if (--in_flight_ != 0 || ::getpid() != owner_) return;
-    std::lock_guard lock(m_);
-    tell_to_enter();
-  }
-
  private:
   warm_pool() = default;
-
-  // Tells the waiting helper, once, that now is the time to move into its cgroups (a line
-  // before its plan's; nothing where cgroups are not made ahead). m_ held.
-  void tell_to_enter() {
-    if (!ready_ || ready_->told_to_enter || !cgroup::ahead_applies()) return;
-    static const std::string line = json{{"ahead", "enter"}}.dump() + "\n";
-    (void)!::send(ready_->socket.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ready_->told_to_enter = true;
-  }
 
   // The thread: whenever no helper is waiting, start one. It blocks every signal, so that a
   // process-directed signal (the CLI waits for SIGINT on a thread of its own) never lands here;
@@ -218,7 +198,6 @@ class warm_pool {
       lock.lock();
       if (w && helper == path_) {
         ready_ = std::move(*w);
-        if (in_flight_ == 0) tell_to_enter();
       } else if (!w) {
         // Retried at the next launch; meanwhile launches start cold and report the error.
         failed_ = true;
@@ -234,7 +213,6 @@ class warm_pool {
   fs::path path_;         // the helper binary to keep warm: the last launch's
   bool started_ = false;  // the thread runs
   bool failed_ = false;   // the last start failed: wait for a launch before trying again
-  std::atomic<int> in_flight_{0};
 };
 
 // Hands the plan to a warm helper: one line, then it runs it. False when the helper cannot
@@ -274,10 +252,6 @@ warm_helper_counts warm_helper_stats() {
 // child; it is long mostly for the plan's fields.
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel) {
-  warm_pool::get().launch_begins();
-  struct ends {
-    ~ends() { warm_pool::get().launch_ends(); }
-  } ends;
   const session_request& req = session.request();
   launch_plan p;
   p.run_id = req.run_id;

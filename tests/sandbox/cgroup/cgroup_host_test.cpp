@@ -7,10 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "sandbox/base/fs.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "tests/support/isolation.h"
 
@@ -50,6 +53,52 @@ TEST(CgroupOnTheHost, ARunCgroupStillHoldingATaskHasItKilledBeforeItIsRemoved) {
   ASSERT_EQ(::waitpid(child, &st, 0), child);
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "status " << st;
   for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
+}
+
+// On cgroup v1 a task of a run enters the run's cgroups by moving itself (move_self through
+// open_tasks): pid 1 does so at its release and a warm helper's starter while it waits. The
+// task lands in the leaf of every hierarchy, and a move into a cgroup removed meanwhile fails
+// with the kernel's errno instead of leaving the task where it was unnoticed.
+TEST(CgroupOnTheHost, OnV1ATaskMovesItselfIntoEveryLeafThroughItsTasksFiles) {
+  EVALBOX_REQUIRE_FEATURE(testing::host().root && ahead_applies(), "root and cgroup v1");
+  auto cg = create_for_host(fmt::format("cgtest-{}", ::getpid()), "self-1", {64 << 20, 16});
+  ASSERT_TRUE(cg) << cg.error().message;
+  ASSERT_EQ((*cg)->version(), "v1");
+  auto tasks = (*cg)->open_tasks();
+  ASSERT_TRUE(tasks) << tasks.error().message;
+  const auto dirs = (*cg)->paths();
+  ASSERT_EQ(tasks->size(), dirs.size());
+  std::vector<int> fds;
+  for (const auto& t : *tasks) fds.push_back(t.get());
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(30);  // a second fence: never outlives a broken test by long
+    const int err = move_self(fds.data(), fds.size());
+    (void)!::write(report[1], &err, sizeof err);
+    for (;;) ::pause();
+  }
+  ::close(report[1]);
+  int err = -1;
+  ASSERT_EQ(::read(report[0], &err, sizeof err), static_cast<ssize_t>(sizeof err));
+  ::close(report[0]);
+  EXPECT_EQ(err, 0) << std::strerror(err);
+  // Each hierarchy's line in /proc/<pid>/cgroup names the leaf (its path below the mount).
+  const std::string lines = read_file(fmt::format("/proc/{}/cgroup", child)).value_or("");
+  for (const auto& d : dirs) {
+    const std::string below = "/evalbox/" + d.filename().string() + "\n";
+    EXPECT_NE(lines.find(below), std::string::npos) << d << " not in:\n" << lines;
+    const std::string listed = read_file(d / "tasks").value_or("");
+    EXPECT_EQ(listed, std::to_string(child) + "\n") << d;
+  }
+  ASSERT_TRUE((*cg)->destroy());  // kills the child, which is in them
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "status " << st;
+  // The files outlive their directories: a move into a removed cgroup is refused.
+  EXPECT_NE(move_self(fds.data(), fds.size()), 0);
 }
 
 }  // namespace

@@ -27,6 +27,8 @@ const char* op_name(op kind) {
   switch (kind) {
     case op::wait_parent:
       return "wait_parent";
+    case op::enter_cgroups:
+      return "enter_cgroups";
     case op::set_ids:
       return "set_ids";
     case op::unshare:
