@@ -18,6 +18,7 @@
 #include <linux/seccomp.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -298,6 +299,17 @@ bool has(const std::vector<std::string>& v, std::string_view s) {
 }
 }  // namespace
 
+bool host_features::self_moves_unlocked() const {
+  unsigned major = 0, minor = 0;
+  const char* p = kernel.data();
+  const char* end = p + kernel.size();
+  auto [a, e1] = std::from_chars(p, end, major);
+  if (e1 != std::errc() || a == end || *a != '.') return false;
+  auto [b, e2] = std::from_chars(a + 1, end, minor);
+  if (e2 != std::errc()) return false;
+  return major > 5 || (major == 5 && minor >= 17);
+}
+
 std::vector<feature> host_features::features() const {
   std::vector<feature> f;
   f.push_back({"root", root, false, root ? "uid 0" : fmt::format("uid {}", uid),
@@ -334,15 +346,22 @@ std::vector<feature> host_features::features() const {
                root ? "memory and pids limits need cgroup v2 controllers or cgroup v1"
                     : "without root, memory and pids limits are not enforced (rlimits only) "
                       "unless a cgroup v2 subtree with memory and pids is delegated to you"});
-  // Only where cgroup v1 is what the launches use: on v2 pid 1 is cloned into its cgroup.
+  // Only where cgroup v1 is what the launches use: on v2 pid 1 is cloned into its cgroup. On
+  // v1 pid 1 moves itself in, which takes no threadgroup lock from kernel 5.17 on; before, the
+  // lock's writer side waits for an RCU grace period after idle time.
   if (v1_usable && !v2_usable) {
-    f.push_back({"cgroup_v1_moves", rcu_expedited == 1, false,
-                 rcu_expedited < 0 ? "rcu_expedited unreadable"
-                                   : fmt::format("rcu_expedited {}", rcu_expedited),
-                 "a one-shot `evalbox sandbox exec` after idle time waits ~8 ms (an RCU grace "
-                 "period) to move its pid 1 into its cgroups (`evalbox run` makes its launches' "
-                 "cgroups ahead): delegate cgroup v2, or echo 1 > /sys/kernel/rcu_expedited "
-                 "(host-wide: every grace period then interrupts all CPUs)"});
+    const bool unlocked = self_moves_unlocked();
+    f.push_back(
+        {"cgroup_v1_moves", unlocked || rcu_expedited == 1, false,
+         fmt::format("kernel {}{}", kernel,
+                     unlocked            ? ": a task moves itself without the threadgroup lock"
+                     : rcu_expedited < 0 ? ", rcu_expedited unreadable"
+                                         : fmt::format(", rcu_expedited {}", rcu_expedited)),
+         "before kernel 5.17 a task that moves itself into a cgroup v1 takes the "
+         "threadgroup lock: a launch after idle time waits ~8 ms (an RCU grace period) "
+         "to move its pid 1 into its cgroups: a newer kernel, a delegated cgroup v2, or "
+         "echo 1 > /sys/kernel/rcu_expedited (host-wide: every grace period then "
+         "interrupts all CPUs)"});
   }
   f.push_back({"reflink", reflink, false, state_dir.string(),
                "the state directory's filesystem has no reflink (btrfs/xfs do): the reflink "

@@ -53,9 +53,13 @@ struct host_features {
   // overlay mounts inside an unprivileged user namespace with userxattr (rootless images).
   whiteout_form image_whiteout = whiteout_form::copy;
   bool userns_overlay = false;
-  // /sys/kernel/rcu_expedited (-1: unreadable). On cgroup v1 a launch that moves its pid 1 into
-  // its cgroups after idle time waits for an RCU grace period, which this makes short.
+  // /sys/kernel/rcu_expedited (-1: unreadable). On cgroup v1 before kernel 5.17 a launch that
+  // moves its pid 1 into its cgroups after idle time waits for an RCU grace period, which this
+  // makes short.
   int rcu_expedited = -1;
+  // The kernel (5.17 and later) lets a single-threaded task move itself into a cgroup without
+  // the threadgroup lock, so that move waits for no grace period (`kernel` read as X.Y).
+  [[nodiscard]] bool self_moves_unlocked() const;
 
   // The same facts as a list, each with a one-line hint, for doctor.
   [[nodiscard]] std::vector<feature> features() const;

@@ -71,8 +71,9 @@ TEST(Probe, CgroupLimitsAreRequiredOnlyAsRoot) {
   EXPECT_FALSE(h.sandbox_ready()) << "no user namespaces: no sandbox";
 }
 
-// On cgroup v1 the move of a one-shot launch's pid 1 after idle time waits for an RCU grace
-// period unless grace periods are expedited: doctor says so, only where v1 is what is used.
+// On cgroup v1 pid 1 moves itself into its cgroups; before kernel 5.17 that move waits for an RCU
+// grace period after idle time unless grace periods are expedited: doctor says so, only where
+// v1 is what is used.
 TEST(Probe, CgroupV1MovesAreReportedWhereV1IsUsed) {
   auto find = [](const sys::host_features& h) -> std::optional<sys::feature> {
     for (const auto& f : h.features())
@@ -81,16 +82,27 @@ TEST(Probe, CgroupV1MovesAreReportedWhereV1IsUsed) {
   };
   sys::host_features h;
   h.cgroup_v1_controllers = {"cpuacct", "memory", "pids"};
+  h.kernel = "5.10.0-28-amd64";
   h.rcu_expedited = 0;
   auto f = find(h);
   ASSERT_TRUE(f);
   EXPECT_FALSE(f->available);
   EXPECT_FALSE(f->required);
-  EXPECT_EQ(f->detail, "rcu_expedited 0");
+  EXPECT_EQ(f->detail, "kernel 5.10.0-28-amd64, rcu_expedited 0");
   EXPECT_NE(f->hint.find("/sys/kernel/rcu_expedited"), std::string::npos) << f->hint;
   h.rcu_expedited = 1;
   ASSERT_TRUE(find(h));
   EXPECT_TRUE(find(h)->available);
+  h.rcu_expedited = 0;
+  for (const char* k : {"5.17.0", "6.1.0-18-amd64", "6.18.44-fc-v1147", "10.0"}) {
+    h.kernel = k;
+    ASSERT_TRUE(find(h));
+    EXPECT_TRUE(find(h)->available) << k << ": a task moves itself without the lock";
+  }
+  for (const char* k : {"5.16.20", "4.19.0", "", "6", "x.y", "5.x"}) {
+    h.kernel = k;
+    EXPECT_FALSE(h.self_moves_unlocked()) << "'" << k << "'";
+  }
   h.cgroup_v2_controllers = {"memory", "pids"};
   EXPECT_FALSE(find(h)) << "v2 clones pid 1 into its cgroup: nothing to say";
   // What this host says agrees with the kernel's own file.
