@@ -108,13 +108,11 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                                                     const std::string& leaf, const limits& lim);
 
 // Cgroups made ahead. On cgroup v1 a task enters a cgroup only by being moved into it (v2
-// clones it there: CLONE_INTO_CGROUP), and the first move after the host's cgroups were left
-// alone for a few milliseconds waits for an RCU grace period (the threadgroup lock's writer
-// side): 7.4-7.9 ms on the guests measured, paid by every launch that follows idle time, as a
-// launch after an agent's run does. So a warm helper makes its launch's cgroups while it
-// waits, under a name no run has ("@ahead-<helper pid>": a run id never holds '@'), moves the
-// process that will clone pid 1 into them there, and at the launch claims them (renamed to the
-// launch's name, limits set). The kill and removal at the end are those of any run cgroup.
+// clones it there: CLONE_INTO_CGROUP). A warm helper makes its launch's cgroups while it
+// waits, under a name no run has ("@ahead-<helper pid>": a run id never holds '@'), the process
+// that will clone pid 1 moves itself into them there (move_self), and at the launch the helper
+// claims them (renamed to the launch's name, limits set): pid 1 is born in them and the launch
+// makes no cgroup. The kill and removal at the end are those of any run cgroup.
 //
 // Whether launches here make their cgroups ahead: this host's launches use cgroup v1
 // (create_for_host's choice, with no v2 root forced by EVALBOX_CGROUP_V2_ROOT) and
