@@ -132,12 +132,15 @@ result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead() {
                             CLONE_VM | CLONE_FILES | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd);
   if (pid < 0) return sys_error(errno, "clone the starter");
   a->starter_ = sys::owned_process(pid, unique_fd(pidfd));
-  // Its answer (end of file: it died first). The tasks files and this pipe close when this
-  // returns: they are the helper's fds too (CLONE_FILES), and the starter is done with them.
+  // Its answer, or its exit (killed before it answered): the write end is the helper's too
+  // (CLONE_FILES), so no end of file would say so. The tasks files and the pipe close when this
+  // returns; the starter is done with them.
+  pollfd ready[2] = {{moved_read.get(), POLLIN, 0}, {a->starter_.pidfd(), POLLIN, 0}};
+  while (::poll(ready, 2, -1) < 0 && errno == EINTR) {
+  }
   int err = 0;
-  ssize_t n;
-  do n = ::read(moved_read.get(), &err, sizeof err);
-  while (n < 0 && errno == EINTR);
+  const ssize_t n =
+      (ready[0].revents & POLLIN) ? ::read(moved_read.get(), &err, sizeof err) : ssize_t{0};
   shared.task_count = 0;
   if (n != sizeof err) return make_error(error_kind::io, "the starter exited before its move");
   if (err != 0) return sys_error(err, "move the starter into the cgroups made ahead");

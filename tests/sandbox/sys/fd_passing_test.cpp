@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "sandbox/base/unique_fd.h"
 
@@ -128,6 +129,53 @@ TEST(FdPassing, MorePayloadThanAskedForIsRefusedAndItsDescriptorClosed) {
   EXPECT_EQ(errno, EMSGSIZE);
   EXPECT_EQ(fd, -1);
   EXPECT_EQ(open_fds(), before);
+}
+
+// The release of pid 1 carries one `tasks` file per cgroup v1 hierarchy: several descriptors
+// in one message arrive together, in order, each usable; one more than the receiver allows is
+// refused with all of them closed.
+TEST(FdPassing, SeveralDescriptorsArriveTogetherInOrderUpToTheReceiversMaximum) {
+  auto sp = seqpacket_pair();
+  std::vector<unique_fd> reads, writes;
+  std::vector<int> sent;
+  for (int i = 0; i < 3; ++i) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    reads.emplace_back(p[0]);
+    writes.emplace_back(p[1]);
+    sent.push_back(p[1]);
+  }
+  ASSERT_EQ(send_fds(sp.a.get(), "x", 1, sent.data(), sent.size()), 1);
+  char got = 0;
+  int fds[max_fds] = {};
+  size_t n = 0;
+  ASSERT_EQ(recv_fds(sp.b.get(), &got, 1, fds, 3, &n), 1) << std::strerror(errno);
+  ASSERT_EQ(n, 3u);
+  for (size_t i = 0; i < n; ++i) {
+    unique_fd passed(fds[i]);
+    EXPECT_EQ(::fcntl(passed.get(), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    const char c = static_cast<char>('a' + i);
+    ASSERT_EQ(::write(passed.get(), &c, 1), 1);
+    char r = 0;
+    ASSERT_EQ(::read(reads[i].get(), &r, 1), 1);
+    EXPECT_EQ(r, c) << "descriptor " << i << " is not the one sent at its place";
+  }
+  // The same three to a receiver that allows two.
+  const int before = open_fds();
+  ASSERT_EQ(send_fds(sp.a.get(), "y", 1, sent.data(), sent.size()), 1);
+  errno = 0;
+  EXPECT_EQ(recv_fds(sp.b.get(), &got, 1, fds, 2, &n), -1);
+  EXPECT_EQ(errno, EMSGSIZE);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(open_fds(), before) << "a received descriptor was leaked";
+  // A message with none is one byte and no descriptor.
+  ASSERT_EQ(send_fds(sp.a.get(), "z", 1, nullptr, 0), 1);
+  EXPECT_EQ(recv_fds(sp.b.get(), &got, 1, fds, 3, &n), 1);
+  EXPECT_EQ(got, 'z');
+  EXPECT_EQ(n, 0u);
+  errno = 0;
+  EXPECT_EQ(send_fds(sp.a.get(), "w", 1, sent.data(), max_fds + 1), -1) << "more than max_fds";
+  EXPECT_EQ(errno, EINVAL);
 }
 
 TEST(FdPassing, AMessageNeedsAtLeastOneByte) {
