@@ -245,7 +245,7 @@ status supervisor::clone_child(compiled& c, channels& ch) {
     if (::poll(&gone, 1, 0) == 0) return clone_entering_ahead(c, ch, args);
     ahead_.terminate();
   }
-  drop_starter();  // pid 1 comes from here: moved into the cgroup at its release
+  drop_starter();  // pid 1 comes from here: it moves itself into the cgroup at its release
   started_ = clock::now();
   const pid_t pid = sys::clone3(&args);
   if (pid < 0)
@@ -277,8 +277,8 @@ status supervisor::clone_entering_ahead(compiled& c, channels& ch, const clone_a
   e.cgroup_fd = into_cgroup_ ? static_cast<int>(args.cgroup) : -1;
   c.ctx.ahead = e;
   int st = 0;
-  // A starter killed from outside meanwhile is no use: the child below clones pid 1, which is
-  // then moved into the cgroup at its release.
+  // A starter killed from outside meanwhile is no use: the child below clones pid 1, which
+  // then moves itself into the cgroup at its release.
   if (born_in_cgroup_ && cg_ahead_->starter_gone()) drop_starter();
   if (born_in_cgroup_) {
     // The starter, in the run's cgroups since the helper waited, does what the child below

@@ -539,7 +539,7 @@ TEST_F(WarmHelper, AWarmHelperKeepsNoFdItInherited) {
 }
 
 // On cgroup v1 a waiting helper holds its launch's cgroups, made ahead, with the process that
-// will clone pid 1 already inside (moved there while no launch was under way); the launch
+// will clone pid 1 already inside (it moved itself in when it was made); the launch
 // claims them under its own name, and nothing of the "@ahead-" name is left.
 TEST_F(WarmHelper, OnCgroupV1AWaitingHelperHoldsItsCgroupsWithItsStarterInside) {
   namespace fs = std::filesystem;
@@ -577,7 +577,7 @@ TEST_F(WarmHelper, OnCgroupV1AWaitingHelperHoldsItsCgroupsWithItsStarterInside) 
 }
 
 // A starter killed before its launch (from outside) is no use: the helper clones pid 1 itself
-// and moves it into the run's cgroup, as without cgroups made ahead.
+// and pid 1 moves itself into the run's cgroup at its release, as without cgroups made ahead.
 TEST_F(WarmHelper, AStarterKilledBeforeItsLaunchLeavesPid1ToTheHelper) {
   namespace fs = std::filesystem;
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(),
