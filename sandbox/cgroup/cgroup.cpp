@@ -21,6 +21,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/unique_fd.h"
+#include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/probe.h"
 
 namespace evalbox::sandbox::cgroup {
@@ -203,6 +204,8 @@ class v1_cgroup final : public run_cgroup {
     return {};
   }
   result<std::vector<unique_fd>> open_tasks() const override {
+    if (leaves_.size() > sys::max_fds)
+      return make_error(error_kind::internal, "{} cgroup hierarchies", leaves_.size());
     std::vector<unique_fd> out;
     for (const auto& [ctl, dir] : leaves_) {
       // O_CREAT for the fake trees of tests; cgroupfs has the file.

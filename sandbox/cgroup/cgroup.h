@@ -52,7 +52,7 @@ class run_cgroup {
   // it holds the host's cgroup mutex: the launch uses move_self there instead.
   virtual status add_pid(pid_t pid) = 0;
   // v1: each leaf's `tasks` file, opened for writing, for move_self; v2: none (a task is
-  // cloned in or added).
+  // cloned in or added). At most sys::max_fds, so that one message carries them all.
   virtual result<std::vector<unique_fd>> open_tasks() const = 0;
   virtual result<usage> read_usage() const = 0;
   // The CPU time alone (one file), for checking a CPU limit while the run goes on.

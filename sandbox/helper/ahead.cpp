@@ -106,9 +106,7 @@ result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead() {
   std::unique_ptr<cgroup_ahead> a(new cgroup_ahead);
   cgroup::remove_stale_ahead();
   a->cg_ = EB_TRY(cgroup::create_ahead(::getpid()));
-  const std::vector<unique_fd> tasks = EB_TRY(a->cg_->open_tasks());
-  if (tasks.size() > std::size(shared.tasks))
-    return make_error(error_kind::internal, "{} cgroup hierarchies", tasks.size());
+  const std::vector<unique_fd> tasks = EB_TRY(a->cg_->open_tasks());  // at most max_fds
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return sys_error(errno, "pipe2");
   unique_fd go_read(go[0]);

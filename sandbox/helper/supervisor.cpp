@@ -353,9 +353,7 @@ status supervisor::release_child(channels& ch) {
   // Pid 1 must outlive the program under memory pressure so the report gets out; the
   // program's process resets this to 0. Needs CAP_SYS_RESOURCE: best effort.
   (void)write_proc(pid, "oom_score_adj", "-1000");
-  int fds[sys::max_fds];
-  if (tasks.size() > std::size(fds))
-    return make_error(error_kind::internal, "{} cgroup hierarchies", tasks.size());
+  int fds[sys::max_fds];  // open_tasks opens no more
   for (size_t i = 0; i < tasks.size(); ++i) fds[i] = tasks[i].get();
   if (sys::send_fds(ch.sync.write.get(), "x", 1, fds, tasks.size()) != 1)
     return sys_error(errno, "release the child");
