@@ -3,12 +3,14 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -64,12 +66,31 @@ class helper_env {
     (void)write_file(plan_path, pretty_json(plan.to_json()));
     std::error_code ec;
     fs::remove(record_path, ec);
+    // With `cgroup_message`, the helper takes the run's cgroup from it on fd 3, as from a
+    // launcher; without, it makes its own.
+    int sv[2] = {-1, -1};
+    if (cgroup_message && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      sandbox::run_record r;
+      r.error = "socketpair failed";
+      return r;
+    }
     pid_t pid = ::fork();
     if (pid == 0) {
       const std::string h = helper_binary().string();
-      ::execl(h.c_str(), h.c_str(), "--plan", plan_path.c_str(), "--record", record_path.c_str(),
-              nullptr);
+      if (cgroup_message) {
+        ::dup2(sv[1], 3);
+        ::execl(h.c_str(), h.c_str(), "--plan", plan_path.c_str(), "--record", record_path.c_str(),
+                "--cgroup-fd", "3", nullptr);
+      } else {
+        ::execl(h.c_str(), h.c_str(), "--plan", plan_path.c_str(), "--record", record_path.c_str(),
+                nullptr);
+      }
       ::_exit(127);
+    }
+    if (cgroup_message) {
+      ::close(sv[1]);
+      (void)!::write(sv[0], cgroup_message->data(), cgroup_message->size());
+      ::close(sv[0]);  // end of file: the message is whole
     }
     if (while_running) while_running(pid);
     int st = 0;
@@ -89,6 +110,8 @@ class helper_env {
   }
 
   sandbox::launch_plan plan;
+  // The launcher's cgroup message ({"cgroup": description} or {"error": why}) for the next run.
+  std::optional<std::string> cgroup_message;
 
  private:
   temp_dir tmp_;

@@ -243,6 +243,22 @@ TEST_F(Helper, APid1WhoseHelperDiesBeforeReleasingItExits) {
       ::rmdir(dir.c_str());
 }
 
+// On cgroup v1 pid 1 moves itself into the run's cgroups with the `tasks` files that come with
+// its release, before anything of the run runs. A cgroup it cannot enter — here a leaf whose
+// `tasks` is /dev/full, which refuses every write — fails the launch at that step, and the
+// program never starts outside its limits.
+TEST_F(Helper, APid1ThatCannotEnterItsCgroupsRunsNothing) {
+  const std::filesystem::path leaf = env_.dir() / "unenterable";
+  ASSERT_TRUE(make_dirs(leaf, 0755));
+  ASSERT_EQ(::symlink("/dev/full", (leaf / "tasks").c_str()), 0);
+  env_.cgroup_message =
+      json{{"cgroup", {{"version", "v1"}, {"leaves", {{"pids", leaf.string()}}}}}}.dump();
+  auto r = env_.run({"/bin/sh", "-c", "touch /workspace/ran"});
+  EXPECT_EQ(r.error_step, "enter the run's cgroups");
+  EXPECT_NE(r.error.find("ENOSPC"), std::string::npos) << r.error;
+  EXPECT_FALSE(std::filesystem::exists(env_.workspace() / "ran")) << "the program ran";
+}
+
 TEST_F(Helper, LeavesNoCgroupBehind) {
   auto r = env_.run({"/bin/true"});
   ASSERT_EQ(r.error, "");
