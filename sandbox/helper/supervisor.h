@@ -112,6 +112,7 @@ class supervisor {
   bool truncated_ = false;
   bool disk_full_ = false;  // the run's disk had no free block at a sample
   std::chrono::steady_clock::time_point next_disk_sample_;
+  std::chrono::steady_clock::time_point next_cpu_check_;  // of the CPU limit
 };
 
 }  // namespace evalbox::sandbox::helper
