@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -271,12 +272,14 @@ int close_fds(const child_context& ctx) noexcept {
 }
 
 int reset_oom_score() noexcept {
-  // The id change made us non-dumpable, which leaves /proc/self owned by an unmapped id;
-  // exec would make the program dumpable anyway.
+  // The id change made us non-dumpable, which leaves /proc/self owned by an unmapped id; exec
+  // makes the program dumpable anyway. The flag is the memory's, which this process shares with
+  // pid 1 until exec (program_entry): set back at once, so pid 1 never stays dumpable.
   if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
   unique_fd fd(::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
-  if (!fd) return errno;
-  return ::write(fd.get(), "0", 1) == 1 ? 0 : errno;
+  const int err = !fd ? errno : ::write(fd.get(), "0", 1) == 1 ? 0 : errno;
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 && err == 0) return errno;
+  return err;
 }
 
 int drop_caps(const child_context& ctx) noexcept {
@@ -440,6 +443,35 @@ void enter_made_ahead(const child_context& ctx) noexcept {
   ::close(e.holder_pidfd);
 }
 
+// The program's process, until exec.
+int program_entry(void* arg) noexcept {
+  const child_context& ctx = *static_cast<const child_context*>(arg);
+  for (size_t i = 0; i < ctx.program.size(); ++i) {
+    if (int err = run_step(ctx, ctx.program[i]); err != 0) fail(ctx, 1, i, err);
+  }
+  ::_exit(127);  // the last step is exec
+}
+
+// Pid 1 starts the program's process sharing its memory until exec (CLONE_VM | CLONE_VFORK, as
+// posix_spawn does, on a stack of its own): a fork would copy pid 1's page tables (those of
+// the helper it was cloned from), take a copy-on-write fault on every page either side then
+// writes, and free it all again at exec. Everything the program's steps change is the
+// process's own (ids, capabilities, Landlock, seccomp, fds, limits, session) except the
+// memory's dumpable flag (reset_oom_score sets it back); pid 1 waits meanwhile.
+pid_t start_program(const child_context& ctx) noexcept {
+  constexpr size_t stack_size = 1 << 20;  // the steps use a few KiB; untouched pages cost nothing
+  void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  (void)::mprotect(stack, 4096, PROT_NONE);  // an overflow faults instead of writing below
+  const pid_t pid = ::clone(program_entry, static_cast<char*>(stack) + stack_size,
+                            CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<child_context*>(&ctx));
+  const int err = errno;
+  ::munmap(stack, stack_size);  // the program has its own memory now (or never started)
+  errno = err;
+  return pid;
+}
+
 }  // namespace
 
 void child_main(const child_context& ctx) noexcept {
@@ -460,14 +492,8 @@ void child_main(const child_context& ctx) noexcept {
   for (size_t i = 0; i < ctx.setup.size(); ++i) {
     if (int err = run_step(ctx, ctx.setup[i]); err != 0) fail(ctx, 0, i, err);
   }
-  pid_t program = ::fork();
+  const pid_t program = start_program(ctx);
   if (program < 0) fail(ctx, 0, ctx.setup.size(), errno);
-  if (program == 0) {
-    for (size_t i = 0; i < ctx.program.size(); ++i) {
-      if (int err = run_step(ctx, ctx.program[i]); err != 0) fail(ctx, 1, i, err);
-    }
-    ::_exit(127);  // the last step is exec
-  }
   run_init(ctx, program);
 }
 

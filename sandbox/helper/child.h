@@ -4,8 +4,9 @@
 // into "step <name>: <ERRNO>".
 //
 // Processes: the clone3 child is pid 1 of the run's pid namespace. It runs the `setup` steps
-// (mounts, pivot_root, hostname, loopback, rlimits), then forks the program's process, which
-// runs the `program` steps (session, stdio, fds, privileges, Landlock, seccomp) and execs.
+// (mounts, pivot_root, hostname, loopback, rlimits), then starts the program's process, which
+// runs the `program` steps (session, stdio, fds, privileges, Landlock, seccomp) and execs; until
+// that exec it shares pid 1's memory (CLONE_VM | CLONE_VFORK) and pid 1 waits.
 // Pid 1 stays as a tiny init: it reaps, and when the program's process exits it reports the
 // wait status to the helper and exits, and the kernel kills every other process of the run.
 //

@@ -345,6 +345,19 @@ TEST_P(Escape, CannotPtraceAHostProcess) {
 
 // No mount, no remount: the program holds no capability. An image's /usr (made here: busybox
 // has none) is the run's own to write; the host's never is.
+// Pid 1 reports the program's wait status to the helper: a program that could trace it or
+// write its memory could forge its own result. Pid 1 keeps its capabilities in the run's user
+// namespace and is not dumpable, also after starting the program in its own memory.
+TEST_P(Escape, CannotTraceOrReadTheMemoryOfPid1) {
+  auto r = run(
+      {"/bin/sh", "-c",
+       fmt::format("{0} ptrace 1; {0} read /proc/1/mem; {0} write /proc/1/mem; exit 0", hostile)});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(output().find("refused ptrace: EPERM"), std::string::npos) << output();
+  EXPECT_NE(output().find("refused /proc/1/mem: EACCES"), std::string::npos) << output();
+  EXPECT_EQ(output().find("ok "), std::string::npos) << output();
+}
+
 TEST_P(Escape, CannotMountOverUsrOrRemountItWritable) {
   auto r = run({"/bin/sh", "-c",
                 fmt::format("{1}{0} mount-usr; {0} remount-usr-rw; {0} write-usr", hostile,
