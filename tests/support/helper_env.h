@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,10 +75,18 @@ class helper_env {
       r.error = "socketpair failed";
       return r;
     }
+    if (before_plan && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      sandbox::run_record r;
+      r.error = "socketpair failed";
+      return r;
+    }
     pid_t pid = ::fork();
     if (pid == 0) {
       const std::string h = helper_binary().string();
-      if (cgroup_message) {
+      if (before_plan) {
+        ::dup2(sv[1], 3);
+        ::execl(h.c_str(), h.c_str(), "--warm-fd", "3", nullptr);
+      } else if (cgroup_message) {
         ::dup2(sv[1], 3);
         ::execl(h.c_str(), h.c_str(), "--plan", plan_path.c_str(), "--record", record_path.c_str(),
                 "--cgroup-fd", "3", nullptr);
@@ -87,7 +96,19 @@ class helper_env {
       }
       ::_exit(127);
     }
-    if (cgroup_message) {
+    if (before_plan) {
+      // Started ahead, as a launcher's warm helper: once it waits for its plan (in recvfrom),
+      // `before_plan`, then the plan's line; the helper makes the run's cgroup itself.
+      ::close(sv[1]);
+      wait_in_syscall(pid, SYS_recvfrom);
+      before_plan(pid);
+      const std::string line =
+          json{{"plan", plan_path.string()}, {"record", record_path.string()}, {"cgroup", "helper"}}
+              .dump() +
+          "\n";
+      (void)!::write(sv[0], line.data(), line.size());
+      ::close(sv[0]);
+    } else if (cgroup_message) {
       ::close(sv[1]);
       (void)!::write(sv[0], cgroup_message->data(), cgroup_message->size());
       ::close(sv[0]);  // end of file: the message is whole
@@ -112,8 +133,21 @@ class helper_env {
   sandbox::launch_plan plan;
   // The launcher's cgroup message ({"cgroup": description} or {"error": why}) for the next run.
   std::optional<std::string> cgroup_message;
+  // Set: the next run's helper is a warm one (--warm-fd), and this is called with its pid while
+  // it waits for its plan (after it has made what it makes ahead and read the host's layout).
+  std::function<void(pid_t)> before_plan;
 
  private:
+  // Waits (up to 10 s) until process `pid` is blocked in system call `nr`.
+  static void wait_in_syscall(pid_t pid, long nr) {
+    const std::string file = "/proc/" + std::to_string(pid) + "/syscall";
+    const std::string want = std::to_string(nr) + " ";
+    for (int i = 0; i < 2000; ++i) {
+      if (read_file(file).value_or("").rfind(want, 0) == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
   temp_dir tmp_;
   uid_t uid_;
   gid_t gid_;

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -257,6 +259,22 @@ TEST_F(Helper, APid1ThatCannotEnterItsCgroupsRunsNothing) {
   EXPECT_EQ(r.error_step, "enter the run's cgroups");
   EXPECT_NE(r.error.find("ENOSPC"), std::string::npos) << r.error;
   EXPECT_FALSE(std::filesystem::exists(env_.workspace() / "ran")) << "the program ran";
+}
+
+// A warm helper reads the host's layout while it waits (compile.h); a plan that comes more than
+// 10 s later (after an agent's run, say) is compiled against the host as it is then. Here what
+// changed is the helper's own RLIMIT_NOFILE hard limit, lowered from outside while it waited:
+// compiled against the stale layout, pid 1 would ask for the old hard limit and be refused.
+TEST_F(Helper, AWarmHelperWhosePlanComesLateReadsTheHostAgain) {
+  env_.before_plan = [](pid_t helper) {
+    const rlimit lowered{1000, 1000};
+    ASSERT_EQ(::prlimit(helper, RLIMIT_NOFILE, &lowered, nullptr), 0) << std::strerror(errno);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10500));
+  };
+  auto r = env_.run({"/bin/sh", "-c", "ulimit -Hn"});
+  ASSERT_TRUE(r.error.empty()) << r.error_step << ": " << r.error;
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(env_.output(), "1000\n");
 }
 
 TEST_F(Helper, LeavesNoCgroupBehind) {
