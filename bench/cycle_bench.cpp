@@ -7,12 +7,17 @@
 // their `…/namespaces_at_launch` twins take a warm helper that did not make the run's user and
 // network namespaces ahead (EVALBOX_NAMESPACES_AHEAD=0, sandbox/helper/ahead.h).
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -196,6 +201,118 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false,
   (void)session->close();
 }
 
+// Starts argv (an absolute path) with posix_spawn (a vfork: no copy of this process, as
+// hyperfine starts a peer), its output to /dev/null; its wait status.
+int spawn_and_wait(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  ::posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int err = ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&fa);
+  if (err != 0) return -1;
+  int st = -1;
+  ::waitpid(pid, &st, 0);
+  return st;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The in-process launch against bwrap with the agent layout (scripts/bench-peers' command, the
+// medium workspace bound at /workspace), in pairs: each iteration one launch, then one bwrap,
+// each after the same 10 ms of idle time (the next warm helper starts in the first of them, as
+// an agent's run gives it time to). On a shared host whose speed changes from one minute to
+// the next, the ratio of neighbours holds where medians taken minutes apart do not. The
+// iteration's time is the launch's; the counters are medians over the pairs.
+void bm_launch_against_bwrap(benchmark::State& state) {
+  const char* bwrap = "/usr/bin/bwrap";
+  if (::access(bwrap, X_OK) != 0)
+    return state.SkipWithError("no /usr/bin/bwrap (scripts/bootstrap bubblewrap)");
+  auto ws = ensure_workspace(medium_workspace);
+  if (!ws) return state.SkipWithError(ws.error().message.c_str());
+  auto session = env().preparer().prepare(env().request(*ws, workspace_strategy::auto_select));
+  if (!session) return state.SkipWithError(session.error().message.c_str());
+  const fs::path creds = env().dir() / "bwrap-creds" / "auth.json";
+  (void)make_dirs(creds.parent_path(), 0700);
+  (void)write_file(creds, "{\"token\":\"bench-0123456789\"}\n", 0600);
+  const std::vector<std::string> peer = {bwrap,
+                                         "--unshare-all",
+                                         "--die-with-parent",
+                                         "--ro-bind",
+                                         "/usr",
+                                         "/usr",
+                                         "--symlink",
+                                         "usr/bin",
+                                         "/bin",
+                                         "--symlink",
+                                         "usr/lib",
+                                         "/lib",
+                                         "--symlink",
+                                         "usr/lib64",
+                                         "/lib64",
+                                         "--symlink",
+                                         "usr/sbin",
+                                         "/sbin",
+                                         "--ro-bind",
+                                         "/etc",
+                                         "/etc",
+                                         "--proc",
+                                         "/proc",
+                                         "--dev",
+                                         "/dev",
+                                         "--tmpfs",
+                                         "/tmp",
+                                         "--tmpfs",
+                                         "/home/agent",
+                                         "--ro-bind",
+                                         creds.string(),
+                                         "/home/agent/.agent/auth.json",
+                                         "--setenv",
+                                         "HOME",
+                                         "/home/agent",
+                                         "--chdir",
+                                         "/workspace",
+                                         "--bind",
+                                         ws->string(),
+                                         "/workspace",
+                                         "/bin/true"};
+  launch_options lo;
+  lo.label = "agent";
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t).count();
+  };
+  std::vector<double> ours, theirs, ratios;
+  for (auto _ : state) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto t0 = clock::now();
+    if (auto ok = check(launch(*session, lo)); !ok)
+      return state.SkipWithError(ok.error().message.c_str());
+    const double a = ms_since(t0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto t1 = clock::now();
+    if (spawn_and_wait(peer) != 0) return state.SkipWithError("bwrap with the agent layout failed");
+    const double b = ms_since(t1);
+    state.SetIterationTime(a / 1000);
+    ours.push_back(a);
+    theirs.push_back(b);
+    ratios.push_back(a / b);
+  }
+  state.counters["launch_ms"] = median_of(ours);
+  state.counters["bwrap_agent_ms"] = median_of(theirs);
+  state.counters["ratio"] = median_of(ratios);
+  (void)session->close();
+}
+
 void bm_fork_exec_true(benchmark::State& state) {
   cpu_counter cpu{state};
   for (auto _ : state) run_child({"/bin/true"});
@@ -252,6 +369,9 @@ void register_all() {
   ms(benchmark::RegisterBenchmark("launch/agent/cold_helper", [](benchmark::State& st) {
     bm_launch(st, false, false, helper_path::cold);
   }));
+  benchmark::RegisterBenchmark("launch/agent/against_bwrap", bm_launch_against_bwrap)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   ms(benchmark::RegisterBenchmark("launch/grading",
                                   [](benchmark::State& st) { bm_launch(st, true); }));
   ms(benchmark::RegisterBenchmark("launch/agent_without_net_namespace",
