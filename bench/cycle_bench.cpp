@@ -5,10 +5,14 @@
 // Launches take the warm helper (sandbox/launch/launcher.h); the `…/cold_helper` twins of the
 // medium cycle and the agent launch start a helper for each launch (EVALBOX_WARM_HELPER=0), and
 // their `…/namespaces_at_launch` twins take a warm helper that did not make the run's user and
-// network namespaces ahead (EVALBOX_NAMESPACES_AHEAD=0, sandbox/helper/ahead.h).
+// network namespaces ahead (EVALBOX_NAMESPACES_AHEAD=0, sandbox/helper/ahead.h). The
+// `…/against_<peer>` benchmarks alternate evalbox and a peer command in one process (the launch
+// against bwrap with the agent layout, the medium cycle against `unshare -Urmpn`) and report the
+// median ratio of the pairs: the figure that holds on a host whose speed drifts.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -19,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -227,12 +232,41 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// evalbox against a peer command in pairs: each iteration `ours` once, then `peer` once, each
+// after the same 10 ms of idle time (the next warm helper starts in the first of them, as an
+// agent's run gives it time to). On a shared host whose speed changes from one minute to the
+// next, the ratio of neighbours holds where medians taken minutes apart do not. The
+// iteration's time is ours; the counters are medians over the pairs: ours, the peer's
+// (`peer_counter`) and the ratio.
+void run_paired(benchmark::State& state, const std::function<status()>& ours,
+                const std::vector<std::string>& peer, const char* peer_counter) {
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t).count();
+  };
+  std::vector<double> a_ms, b_ms, ratios;
+  for (auto _ : state) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto t0 = clock::now();
+    if (auto ok = ours(); !ok) return state.SkipWithError(ok.error().message.c_str());
+    const double a = ms_since(t0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto t1 = clock::now();
+    if (spawn_and_wait(peer) != 0)
+      return state.SkipWithError(fmt::format("{} failed", fmt::join(peer, " ")).c_str());
+    const double b = ms_since(t1);
+    state.SetIterationTime(a / 1000);
+    a_ms.push_back(a);
+    b_ms.push_back(b);
+    ratios.push_back(a / b);
+  }
+  state.counters["evalbox_ms"] = median_of(a_ms);
+  state.counters[peer_counter] = median_of(b_ms);
+  state.counters["ratio"] = median_of(ratios);
+}
+
 // The in-process launch against bwrap with the agent layout (scripts/bench-peers' command, the
-// medium workspace bound at /workspace), in pairs: each iteration one launch, then one bwrap,
-// each after the same 10 ms of idle time (the next warm helper starts in the first of them, as
-// an agent's run gives it time to). On a shared host whose speed changes from one minute to
-// the next, the ratio of neighbours holds where medians taken minutes apart do not. The
-// iteration's time is the launch's; the counters are medians over the pairs.
+// medium workspace bound at /workspace).
 void bm_launch_against_bwrap(benchmark::State& state) {
   const char* bwrap = "/usr/bin/bwrap";
   if (::access(bwrap, X_OK) != 0)
@@ -287,30 +321,27 @@ void bm_launch_against_bwrap(benchmark::State& state) {
                                          "/bin/true"};
   launch_options lo;
   lo.label = "agent";
-  using clock = std::chrono::steady_clock;
-  auto ms_since = [](clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(clock::now() - t).count();
-  };
-  std::vector<double> ours, theirs, ratios;
-  for (auto _ : state) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    const auto t0 = clock::now();
-    if (auto ok = check(launch(*session, lo)); !ok)
-      return state.SkipWithError(ok.error().message.c_str());
-    const double a = ms_since(t0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    const auto t1 = clock::now();
-    if (spawn_and_wait(peer) != 0) return state.SkipWithError("bwrap with the agent layout failed");
-    const double b = ms_since(t1);
-    state.SetIterationTime(a / 1000);
-    ours.push_back(a);
-    theirs.push_back(b);
-    ratios.push_back(a / b);
-  }
-  state.counters["launch_ms"] = median_of(ours);
-  state.counters["bwrap_agent_ms"] = median_of(theirs);
-  state.counters["ratio"] = median_of(ratios);
+  run_paired(
+      state, [&]() -> status { return check(launch(*session, lo)); }, peer, "bwrap_agent_ms");
   (void)session->close();
+}
+
+// The full cycle (medium workspace, network none) against `unshare -Urmpn --fork --mount-proc
+// /bin/true`.
+void bm_cycle_against_unshare(benchmark::State& state) {
+  auto ws = ensure_workspace(medium_workspace);
+  if (!ws) return state.SkipWithError(ws.error().message.c_str());
+  helper_start start(helper_path::warm);
+  auto cycle = [&]() -> status {
+    auto session = env().preparer().prepare(env().request(*ws, workspace_strategy::auto_select));
+    if (!session) return std::unexpected(session.error());
+    launch_options lo;
+    lo.label = "agent";
+    EB_TRY(check(launch(*session, lo)));
+    return session->close();
+  };
+  run_paired(state, cycle, {"/usr/bin/unshare", "-Urmpn", "--fork", "--mount-proc", "/bin/true"},
+             "unshare_ms");
 }
 
 void bm_fork_exec_true(benchmark::State& state) {
@@ -370,6 +401,9 @@ void register_all() {
     bm_launch(st, false, false, helper_path::cold);
   }));
   benchmark::RegisterBenchmark("launch/agent/against_bwrap", bm_launch_against_bwrap)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("cycle/net_none/medium/against_unshare", bm_cycle_against_unshare)
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
   ms(benchmark::RegisterBenchmark("launch/grading",
