@@ -384,6 +384,21 @@ bool is_within(const fs::path& path, const fs::path& prefix) {
   return true;
 }
 
+bool is_normal_absolute(std::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  if (path.size() == 1) return true;
+  if (path.back() == '/') return false;
+  size_t start = 1;  // each component: path[start, end)
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 bool is_safe_relative(const fs::path& rel) {
   if (rel.empty() || rel.is_absolute() || rel.has_root_name()) return false;
   for (const auto& part : rel) {

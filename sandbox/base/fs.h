@@ -75,6 +75,9 @@ status remove_tree(const std::filesystem::path& path);
 std::filesystem::path normalize(const std::filesystem::path& path);
 // True when `path` equals `prefix` or lies below it, lexically (both normalized first).
 bool is_within(const std::filesystem::path& path, const std::filesystem::path& prefix);
+// True when `path` is absolute and already what normalize() returns: no empty, "." or ".."
+// component and no trailing separator ("/" itself is). A check of the characters, no allocation.
+bool is_normal_absolute(std::string_view path);
 // A relative path with no "..", no absolute root and no empty components.
 bool is_safe_relative(const std::filesystem::path& rel);
 

@@ -26,6 +26,18 @@ TEST(IsWithin, ComparesWholeComponents) {
   EXPECT_FALSE(is_within("/a/b/../c", "/a/b"));
 }
 
+// The check that lets compile() skip normalize(): it must say yes exactly when normalize()
+// would give the path back unchanged.
+TEST(IsNormalAbsolute, SaysYesExactlyWhenNormalizeChangesNothing) {
+  for (const char* p : {"/",       "/a",  "/a/b", "/a/.hidden", "/a/..b",  "/a/b.", "/dev/pts",
+                        "",        "a",   "a/b",  "/a/",        "/a//b",   "//a",   "/a/./b",
+                        "/a/../b", "/..", "/.",   "/a/b/.",     "/a/b/..", "./a"}) {
+    EXPECT_EQ(is_normal_absolute(p), normalize(p).string() == p) << '"' << p << '"';
+  }
+  EXPECT_TRUE(is_normal_absolute("/home/agent/.codex/auth.json"));
+  EXPECT_FALSE(is_normal_absolute("/home/agent/../../etc"));
+}
+
 TEST(IsSafeRelative, RejectsEscapes) {
   EXPECT_TRUE(is_safe_relative(".codex/auth.json"));
   EXPECT_FALSE(is_safe_relative("../x"));
