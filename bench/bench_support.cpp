@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -103,16 +104,13 @@ child_result run_child(const std::vector<std::string>& argv,
   for (const auto& e : extra_env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   child_result r;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    ::dup2(null, 0);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  if (pid < 0) return r;
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  for (int fd : {0, 1, 2}) ::posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
+  pid_t pid = -1;
+  const int err = ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data());
+  ::posix_spawn_file_actions_destroy(&fa);
+  if (err != 0) return r;
   ::wait4(pid, &r.status, 0, &r.usage);
   return r;
 }

@@ -54,7 +54,8 @@ struct child_result {
   rusage usage{};   // of the child and the descendants it waited for
 };
 
-// fork + exec argv (argv[0] an absolute path), stdout/stderr to /dev/null; waits.
+// Starts argv (argv[0] an absolute path) with posix_spawn — a vfork, no copy of the benchmark's
+// page tables, as hyperfine starts a command — its standard streams on /dev/null; waits.
 child_result run_child(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env = {});
 

@@ -10,20 +10,18 @@
 // against bwrap with the agent layout, the medium cycle against `unshare -Urmpn`) and report the
 // median ratio of the pairs: the figure that holds on a host whose speed drifts.
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -206,25 +204,6 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false,
   (void)session->close();
 }
 
-// Starts argv (an absolute path) with posix_spawn (a vfork: no copy of this process, as
-// hyperfine starts a peer), its output to /dev/null; its wait status.
-int spawn_and_wait(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  ::posix_spawn_file_actions_init(&fa);
-  ::posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  ::posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int err = ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  ::posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) return -1;
-  int st = -1;
-  ::waitpid(pid, &st, 0);
-  return st;
-}
-
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -252,7 +231,7 @@ void run_paired(benchmark::State& state, const std::function<status()>& ours,
     const double a = ms_since(t0);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto t1 = clock::now();
-    if (spawn_and_wait(peer) != 0)
+    if (run_child(peer).status != 0)
       return state.SkipWithError(fmt::format("{} failed", fmt::join(peer, " ")).c_str());
     const double b = ms_since(t1);
     state.SetIterationTime(a / 1000);
@@ -278,47 +257,16 @@ void bm_launch_against_bwrap(benchmark::State& state) {
   const fs::path creds = env().dir() / "bwrap-creds" / "auth.json";
   (void)make_dirs(creds.parent_path(), 0700);
   (void)write_file(creds, "{\"token\":\"bench-0123456789\"}\n", 0600);
-  const std::vector<std::string> peer = {bwrap,
-                                         "--unshare-all",
-                                         "--die-with-parent",
-                                         "--ro-bind",
-                                         "/usr",
-                                         "/usr",
-                                         "--symlink",
-                                         "usr/bin",
-                                         "/bin",
-                                         "--symlink",
-                                         "usr/lib",
-                                         "/lib",
-                                         "--symlink",
-                                         "usr/lib64",
-                                         "/lib64",
-                                         "--symlink",
-                                         "usr/sbin",
-                                         "/sbin",
-                                         "--ro-bind",
-                                         "/etc",
-                                         "/etc",
-                                         "--proc",
-                                         "/proc",
-                                         "--dev",
-                                         "/dev",
-                                         "--tmpfs",
-                                         "/tmp",
-                                         "--tmpfs",
-                                         "/home/agent",
-                                         "--ro-bind",
-                                         creds.string(),
-                                         "/home/agent/.agent/auth.json",
-                                         "--setenv",
-                                         "HOME",
-                                         "/home/agent",
-                                         "--chdir",
-                                         "/workspace",
-                                         "--bind",
-                                         ws->string(),
-                                         "/workspace",
-                                         "/bin/true"};
+  // scripts/bench-peers' bwrap-agent command, word for word.
+  std::vector<std::string> peer = {bwrap};
+  std::istringstream words(
+      "--unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink "
+      "usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --ro-bind /etc /etc "
+      "--proc /proc --dev /dev --tmpfs /tmp --tmpfs /home/agent");
+  for (std::string w; words >> w;) peer.push_back(w);
+  peer.insert(peer.end(), {"--ro-bind", creds.string(), "/home/agent/.agent/auth.json", "--setenv",
+                           "HOME", "/home/agent", "--chdir", "/workspace", "--bind", ws->string(),
+                           "/workspace", "/bin/true"});
   launch_options lo;
   lo.label = "agent";
   run_paired(
