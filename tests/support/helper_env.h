@@ -69,13 +69,10 @@ class helper_env {
     fs::remove(record_path, ec);
     // With `cgroup_message`, the helper takes the run's cgroup from it on fd 3, as from a
     // launcher; without, it makes its own.
+    // With `before_plan`, it starts warm and gets its plan's line there instead.
     int sv[2] = {-1, -1};
-    if (cgroup_message && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-      sandbox::run_record r;
-      r.error = "socketpair failed";
-      return r;
-    }
-    if (before_plan && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    if ((cgroup_message || before_plan) &&
+        ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
       sandbox::run_record r;
       r.error = "socketpair failed";
       return r;
@@ -96,21 +93,23 @@ class helper_env {
       }
       ::_exit(127);
     }
-    if (before_plan) {
-      // Started ahead, as a launcher's warm helper: once it waits for its plan (in recvfrom),
-      // `before_plan`, then the plan's line; the helper makes the run's cgroup itself.
+    if (sv[0] >= 0) {
       ::close(sv[1]);
-      wait_in_syscall(pid, SYS_recvfrom);
-      before_plan(pid);
-      const std::string line =
-          json{{"plan", plan_path.string()}, {"record", record_path.string()}, {"cgroup", "helper"}}
-              .dump() +
-          "\n";
-      (void)!::write(sv[0], line.data(), line.size());
-      ::close(sv[0]);
-    } else if (cgroup_message) {
-      ::close(sv[1]);
-      (void)!::write(sv[0], cgroup_message->data(), cgroup_message->size());
+      std::string message;
+      if (before_plan) {
+        // Started ahead, as a launcher's warm helper: once it waits for its plan (in recvfrom),
+        // `before_plan`, then the plan's line; the helper makes the run's cgroup itself.
+        wait_in_syscall(pid, SYS_recvfrom);
+        before_plan(pid);
+        message = json{{"plan", plan_path.string()},
+                       {"record", record_path.string()},
+                       {"cgroup", "helper"}}
+                      .dump() +
+                  "\n";
+      } else {
+        message = *cgroup_message;
+      }
+      (void)!::write(sv[0], message.data(), message.size());
       ::close(sv[0]);  // end of file: the message is whole
     }
     if (while_running) while_running(pid);
