@@ -222,8 +222,10 @@ double median(std::vector<double> v) {
 // CPU time of everything on it ÷ wall time): concurrency 1 already keeps more than one core
 // busy (the next warm helper starts while a run goes on; the kernel tears namespaces down in
 // its own threads), so with the same CPU per run no concurrency can beat cores ÷
-// c1_cores_busy times concurrency 1 (speedup_ceiling).
-void bm_scaling(benchmark::State& state, int runs, int rounds) {
+// c1_cores_busy times concurrency 1 (speedup_ceiling). `cold` (harness/scaling_cold_helper):
+// the same with a helper started per launch (EVALBOX_WARM_HELPER=0), which keeps that work on
+// the run's path at concurrency 1 instead of on the other core.
+void bm_scaling(benchmark::State& state, int runs, int rounds, bool cold) {
   const std::vector<int> levels = {1, 2, 4};
   std::vector<fs::path> suites;
   for (int c : levels) {
@@ -238,7 +240,7 @@ void bm_scaling(benchmark::State& state, int runs, int rounds) {
     double total = 0;
     for (int round = 0; round < rounds; ++round) {
       for (size_t i = 0; i < levels.size(); ++i) {
-        auto r = run_suite_once(suites[i], runs);
+        auto r = run_suite_once(suites[i], runs, cold);
         if (!r) return state.SkipWithError(r.error().message.c_str());
         total += r->secs;
         rate[i].push_back(runs / r->secs);
@@ -346,12 +348,15 @@ void register_all() {
       ->UseManualTime()
       ->Iterations(1)
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark(
-      fmt::format("harness/scaling/runs:{}/rounds:{}", runs, rounds).c_str(),
-      [runs, rounds](benchmark::State& st) { bm_scaling(st, runs, rounds); })
-      ->UseManualTime()
-      ->Iterations(1)
-      ->Unit(benchmark::kMillisecond);
+  for (bool cold : {false, true}) {
+    benchmark::RegisterBenchmark(
+        fmt::format("harness/scaling{}/runs:{}/rounds:{}", cold ? "_cold_helper" : "", runs, rounds)
+            .c_str(),
+        [runs, rounds, cold](benchmark::State& st) { bm_scaling(st, runs, rounds, cold); })
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
+  }
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 # bench/report.py (scripts/bench's table): a suite none of whose benchmarks matched the filter
 # (`scripts/bench --filter scaling` leaves cycle_bench.json empty) is absent from the report, and
 # the suites that ran are reported with their ratio to the floor; the scaling rounds with the
-# machine's busy cores.
+# machine's busy cores, with a warm helper and with one started per launch.
 set -euo pipefail
 src=$1
 tmp=$(mktemp -d)
@@ -30,11 +30,23 @@ cat > "$tmp/harness_bench.json" <<'JSON'
    "c1_runs_per_s": 80.0, "c1_cpu_ms_per_run": 12.0, "c1_cores_busy": 1.04,
    "c2_runs_per_s": 104.0, "c2_cpu_ms_per_run": 12.5, "c2_cores_busy": 1.47, "c2_speedup": 1.3,
    "c4_runs_per_s": 112.0, "c4_cpu_ms_per_run": 13.0, "c4_cores_busy": 1.69, "c4_speedup": 1.4,
-   "speedup_ceiling": 1.92}
+   "speedup_ceiling": 1.92},
+  {"name": "harness/scaling_cold_helper/runs:200/rounds:3/iterations:1/manual_time",
+   "run_name": "harness/scaling_cold_helper/runs:200/rounds:3/iterations:1/manual_time",
+   "real_time": 9500, "time_unit": "ms", "load_before": 2.0, "load_after": 2.0,
+   "c1_runs_per_s": 70.0, "c1_cpu_ms_per_run": 11.0, "c1_cores_busy": 0.98,
+   "c2_runs_per_s": 105.0, "c2_cpu_ms_per_run": 11.5, "c2_cores_busy": 1.45, "c2_speedup": 1.5,
+   "speedup_ceiling": 2.04}
 ]}
 JSON
 report=$(python3 "$src/bench/report.py" "$tmp/harness_bench.json")
 grep -q '| 2 | 104.0 | 1.30 | 12.50 | 1.47 |' <<<"$report" || fail "the scaling row of concurrency 2"
+# The same rounds with a helper started per launch: a table of their own, after the warm one's;
+# the target's line stays the warm helper's.
+cold=$(sed -n '/a helper started per launch/,$p' <<<"$report")
+grep -q '| 2 | 105.0 | 1.50 | 11.50 | 1.45 |' <<<"$cold" || fail "the cold helper's row"
+grep -q '| 2 | 104.0 |' <<<"$cold" && fail "the warm rows under the cold heading"
+grep -q 'at most 2.04×' <<<"$report" && fail "the cold rounds' bound taken for the target's"
 grep -q 'at most 1.92× with concurrency 1' <<<"$report" || fail "the speed-up's bound"
 # Nothing matched at all: an empty report, not a crash.
 python3 "$src/bench/report.py" "$tmp/cycle_bench.json" > /dev/null || fail "only empty suites"
