@@ -130,12 +130,13 @@ def main():
               f"({fmt_ms(bare)} ms) | {per_run - bare:.2f} ms | — | — |")
     cold = next((r for name, r in rows.items()
                  if name.startswith("harness/scaling_cold_helper/") and "time_ms" in r), None)
-    for what, r in (("", scaling), (", a helper started per launch (EVALBOX_WARM_HELPER=0)", cold)):
+    cold_title = ", a helper started per launch (EVALBOX_WARM_HELPER=0)"
+    for what, r in (("", scaling), (cold_title, cold)):
         if not r:
             continue
         print()
-        print(f"| concurrency{what} | runs/s | × concurrency 1 | CPU ms per run (runner + helpers) "
-              "| machine's busy cores |")
+        print(f"| concurrency{what} | runs/s | × concurrency 1 "
+              "| CPU ms per run (runner + helpers) | machine's busy cores |")
         print("|---:|---:|---:|---:|---:|")
         for c in (1, 2, 4):
             rate, cpu = r.get(f"c{c}_runs_per_s"), r.get(f"c{c}_cpu_ms_per_run")
@@ -145,6 +146,7 @@ def main():
             busy = r.get(f"c{c}_cores_busy")
             busy_text = f"{busy:.2f}" if busy is not None else "—"
             print(f"| {c} | {rate:.1f} | {up:.2f} | {cpu:.2f} | {busy_text} |")
+
 
 if __name__ == "__main__":
     main()
