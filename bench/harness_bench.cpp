@@ -183,8 +183,8 @@ result<suite_run> run_suite_once(const fs::path& suite, int runs, bool cold = fa
   // The suite's files stay until the benchmark process ends (its temporary directory goes
   // then). Deleting thousands of them here taxed the next suites on an ext4 without a journal
   // (this machine's): every inode allocated there skips, one by one, those freed in the last
-  // minute (six while their inode table block is dirty; recently_deleted): 10-14 % of the
-  // runs' CPU.
+  // minute (six while their inode table block is dirty; recently_deleted): 10-14 % of all CPU
+  // samples at concurrency 1.
   // 0: every run passed, 1: some task failed; anything else is a harness failure.
   if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
     return make_error(error_kind::internal, "evalbox run exited with status {:#x}", st);

@@ -75,6 +75,10 @@ def main():
                 return r[key]
         return None
 
+    def measured(prefix):  # the first row under `prefix` that has a time (not skipped)
+        return next((r for name, r in rows.items() if name.startswith(prefix) and "time_ms" in r),
+                    None)
+
     print()
     print("| target | figure | goal | verdict |")
     print("|---|---:|---:|---|")
@@ -114,8 +118,7 @@ def main():
         target(f"runner peak RSS {what}, {label}", hi / lo if lo and hi else None, "≤ 1.10",
                lambda v: v <= 1.10)
     # harness/scaling/runs:N/rounds:R: concurrency 1, 2 and 4 interleaved, medians of rounds.
-    scaling = next((r for name, r in rows.items()
-                    if name.startswith("harness/scaling/") and "time_ms" in r), None)
+    scaling = measured("harness/scaling/")
     if scaling:
         speedup = scaling.get("c2_speedup")
         ceiling = scaling.get("speedup_ceiling")
@@ -128,8 +131,7 @@ def main():
     if per_run and bare:
         print(f"| harness overhead per run (concurrency 1) over the bare sandboxes "
               f"({fmt_ms(bare)} ms) | {per_run - bare:.2f} ms | — | — |")
-    cold = next((r for name, r in rows.items()
-                 if name.startswith("harness/scaling_cold_helper/") and "time_ms" in r), None)
+    cold = measured("harness/scaling_cold_helper/")
     cold_title = ", a helper started per launch (EVALBOX_WARM_HELPER=0)"
     for what, r in (("", scaling), (cold_title, cold)):
         if not r:
