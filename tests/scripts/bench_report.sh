@@ -2,7 +2,7 @@
 # bench/report.py (scripts/bench's table): a suite none of whose benchmarks matched the filter
 # (`scripts/bench --filter scaling` leaves cycle_bench.json empty) is absent from the report, and
 # the suites that ran are reported with their ratio to the floor; the scaling rounds with the
-# machine's busy cores, with a warm helper and with one started per launch.
+# machine's busy cores, with a warm helper and with one started per launch; the paired targets.
 set -euo pipefail
 src=$1
 tmp=$(mktemp -d)
@@ -48,6 +48,29 @@ grep -q '| 2 | 105.0 | 1.50 | 11.50 | 1.45 |' <<<"$cold" || fail "the cold helpe
 grep -q '| 2 | 104.0 |' <<<"$cold" && fail "the warm rows under the cold heading"
 grep -q 'at most 2.04×' <<<"$report" && fail "the cold rounds' bound taken for the target's"
 grep -q 'at most 1.92× with concurrency 1' <<<"$report" || fail "the speed-up's bound"
+# The cycle's and the launch's targets are judged in pairs (each side's median and the median
+# ratio of the pairs); the unpaired ratio is shown beside them with no verdict of its own.
+cat > "$tmp/cycle_pairs.json" <<'JSON'
+{"benchmarks": [
+  {"name": "floor/unshare_Urmpn_true/real_time", "run_name": "floor/unshare_Urmpn_true/real_time",
+   "real_time": 2.0, "time_unit": "ms"},
+  {"name": "cycle/net_none/medium/real_time", "run_name": "cycle/net_none/medium/real_time",
+   "real_time": 4.6, "time_unit": "ms"},
+  {"name": "cycle/net_none/medium/against_unshare/manual_time_median",
+   "run_name": "cycle/net_none/medium/against_unshare/manual_time", "aggregate_name": "median",
+   "real_time": 6.1, "time_unit": "ms", "evalbox_ms": 5.9, "unshare_ms": 3.5, "ratio": 1.68},
+  {"name": "launch/agent/against_bwrap/manual_time_median",
+   "run_name": "launch/agent/against_bwrap/manual_time", "aggregate_name": "median",
+   "real_time": 5.6, "time_unit": "ms", "evalbox_ms": 5.6, "bwrap_agent_ms": 6.8, "ratio": 0.82}
+]}
+JSON
+report=$(python3 "$src/bench/report.py" "$tmp/cycle_pairs.json")
+grep -q 'unshare -Urmpn`, in pairs (5.90 against 3.50 ms) | 1.68 | ≤ 2 | met |' <<<"$report" \
+  || fail "the cycle's paired target"
+grep -q '| full cycle (medium) ÷ `unshare -Urmpn`, unpaired medians | 2.30 | — | judged in pairs' \
+  <<<"$report" || fail "the unpaired ratio beside it"
+grep -q 'in pairs (5.60 against 6.80 ms) | 0.82 | ≤ 0.8 | MISSED |' <<<"$report" \
+  || fail "the launch's paired target"
 # Nothing matched at all: an empty report, not a crash.
 python3 "$src/bench/report.py" "$tmp/cycle_bench.json" > /dev/null || fail "only empty suites"
 echo "ok"
