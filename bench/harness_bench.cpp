@@ -1,8 +1,9 @@
 // Harness throughput: `evalbox run` of N noop runs (each an agent sandbox, a grading sandbox
 // and an fsynced result) at concurrency 1 and 2, the warm helper against a cold one at
 // concurrency 1, its scaling with concurrency 1, 2 and 4 (runs interleaved, with the CPU time
-// per run), the runner's peak RSS at 100 vs 1,000 runs, and the sandbox work of one such run
-// done in-process (the bare cost the harness adds to).
+// per run, beside the machine's own floors at the same concurrency), the runner's peak RSS at
+// 100 vs 1,000 runs, and the sandbox work of one such run done in-process (the bare cost the
+// harness adds to).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -213,6 +214,62 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// The machine's own floors at the same concurrency, measured in the same rounds as
+// harness/scaling: what 1, 2 and 4 workers (threads of this process) get done of a fixed
+// total, so that evalbox's speed-up can be read against what the machine gives work of each
+// kind. `spin` only computes (no system call, no memory but a register's worth): its speed-up
+// says how many cores there are. `spawn_true` starts `/bin/true` with posix_spawn and waits,
+// and `unshare` does the same with `unshare -Urmpn --fork --mount-proc /bin/true`: an address
+// space made and torn down per start, and for `unshare` five namespaces — what every sandbox
+// is made of. On a guest whose page tables the hypervisor keeps (PVM, shadow paging), making
+// and tearing down address spaces scales far worse than computing does
+// (docs/performance.md, "What the machine gives concurrency 2").
+struct floor_kind {
+  const char* name;
+  int total;  // units of work per concurrency, split among the workers
+  bool (*unit)();
+};
+
+bool spin_unit() {
+  volatile unsigned long x = 0;
+  for (unsigned long i = 0; i < 1'000'000; ++i) x = x + i;  // ~0.5 ms here
+  return true;
+}
+
+bool spawn_true_unit() { return run_child({"/bin/true"}).status == 0; }
+
+bool unshare_unit() {
+  return run_child({"/usr/bin/unshare", "-Urmpn", "--fork", "--mount-proc", "/bin/true"}).status ==
+         0;
+}
+
+struct floor_round {
+  double per_s = 0;       // units per second
+  double cores_busy = 0;  // the machine's busy CPU time ÷ wall time
+  bool ok = true;
+};
+
+floor_round run_floor(const floor_kind& kind, int concurrency) {
+  std::vector<std::thread> workers;
+  std::vector<char> ok(static_cast<size_t>(concurrency), 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const double busy0 = machine_busy_secs();
+  for (int w = 0; w < concurrency; ++w) {
+    const int share = kind.total / concurrency + (w < kind.total % concurrency ? 1 : 0);
+    workers.emplace_back([&kind, &ok, w, share] {
+      for (int i = 0; i < share; ++i)
+        if (!kind.unit()) ok[static_cast<size_t>(w)] = 0;
+    });
+  }
+  for (auto& t : workers) t.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  floor_round r;
+  r.per_s = kind.total / secs;
+  r.cores_busy = (machine_busy_secs() - busy0) / secs;
+  r.ok = std::all_of(ok.begin(), ok.end(), [](char c) { return c != 0; });
+  return r;
+}
+
 // Throughput against cores: rounds of `evalbox run` at concurrency 1, 2 and 4 in turn (so a
 // change in the machine's load hits every concurrency alike), medians of the rounds. Per
 // concurrency C: runs/s (c<C>_runs_per_s), CPU time of the process tree per run
@@ -225,7 +282,9 @@ double median(std::vector<double> v) {
 // its own threads), so with the same CPU per run no concurrency can beat cores ÷
 // c1_cores_busy times concurrency 1 (speedup_ceiling). `cold` (harness/scaling_cold_helper):
 // the same with a helper started per launch (EVALBOX_WARM_HELPER=0), which keeps that work on
-// the run's path at concurrency 1 instead of on the other core.
+// the run's path at concurrency 1 instead of on the other core. The warm rounds also measure
+// the machine's floors (floor_kind) at each concurrency right after evalbox's run at it:
+// floor_<kind>_c<C>_per_s, _speedup (each round's ratio, then the median) and _cores_busy.
 void bm_scaling(benchmark::State& state, int runs, int rounds, bool cold) {
   const std::vector<int> levels = {1, 2, 4};
   std::vector<fs::path> suites;
@@ -234,10 +293,19 @@ void bm_scaling(benchmark::State& state, int runs, int rounds, bool cold) {
     if (!suite) return state.SkipWithError(suite.error().message.c_str());
     suites.push_back(*suite);
   }
+  const std::vector<floor_kind> floors =
+      cold ? std::vector<floor_kind>{}
+           : std::vector<floor_kind>{{"spin", 2 * runs, spin_unit},
+                                     {"spawn_true", 2 * runs, spawn_true_unit},
+                                     {"unshare", runs, unshare_unit}};
   for (auto _ : state) {
     state.counters["load_before"] = load_average();
     std::vector<std::vector<double>> rate(levels.size()), cpu(levels.size()),
         speedup(levels.size()), cores(levels.size());
+    // [floor][level]: units per second, speed-up over concurrency 1, busy cores.
+    std::vector<std::vector<std::vector<double>>> floor_rate(
+        floors.size(), std::vector<std::vector<double>>(levels.size())),
+        floor_speedup = floor_rate, floor_cores = floor_rate;
     double total = 0;
     for (int round = 0; round < rounds; ++round) {
       for (size_t i = 0; i < levels.size(); ++i) {
@@ -248,6 +316,14 @@ void bm_scaling(benchmark::State& state, int runs, int rounds, bool cold) {
         cpu[i].push_back(r->cpu_secs * 1000.0 / runs);
         cores[i].push_back(r->machine_cpu_secs / r->secs);
         speedup[i].push_back(rate[i].back() / rate[0].back());
+        for (size_t f = 0; f < floors.size(); ++f) {
+          const floor_round fr = run_floor(floors[f], levels[i]);
+          if (!fr.ok)
+            return state.SkipWithError(fmt::format("floor {} failed", floors[f].name).c_str());
+          floor_rate[f][i].push_back(fr.per_s);
+          floor_cores[f][i].push_back(fr.cores_busy);
+          floor_speedup[f][i].push_back(fr.per_s / floor_rate[f][0].back());
+        }
       }
     }
     state.SetIterationTime(total);
@@ -258,6 +334,14 @@ void bm_scaling(benchmark::State& state, int runs, int rounds, bool cold) {
       state.counters[c + "cpu_ms_per_run"] = median(cpu[i]);
       state.counters[c + "cores_busy"] = median(cores[i]);
       if (i > 0) state.counters[c + "speedup"] = median(speedup[i]);
+    }
+    for (size_t f = 0; f < floors.size(); ++f) {
+      for (size_t i = 0; i < levels.size(); ++i) {
+        const std::string c = fmt::format("floor_{}_c{}_", floors[f].name, levels[i]);
+        state.counters[c + "per_s"] = median(floor_rate[f][i]);
+        state.counters[c + "cores_busy"] = median(floor_cores[f][i]);
+        if (i > 0) state.counters[c + "speedup"] = median(floor_speedup[f][i]);
+      }
     }
     const double c1_cores = median(cores[0]);
     if (c1_cores > 0)

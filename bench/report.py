@@ -53,6 +53,26 @@ def fmt_ms(x):
     return f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.0f}"
 
 
+def print_floors(scaling):
+    """The machine's floors measured in the warm scaling rounds (bench/harness_bench.cpp)."""
+    floors = (("spin", "computing alone (a loop in registers)"),
+              ("spawn_true", "posix_spawn `/bin/true`, waited for"),
+              ("unshare", "`unshare -Urmpn --fork --mount-proc /bin/true`"))
+    if any(f"floor_{k}_c1_per_s" in scaling for k, _ in floors):
+        print()
+        print("| the machine's floor, in the same rounds | per s at concurrency 1 | × at 2 | × at 4 "
+              "| machine's busy cores at 1 / 2 |")
+        print("|---|---:|---:|---:|---:|")
+        for key, what in floors:
+            rate = scaling.get(f"floor_{key}_c1_per_s")
+            if rate is None:
+                continue
+            nums = (scaling.get(f"floor_{key}_{k}")
+                    for k in ("c2_speedup", "c4_speedup", "c1_cores_busy", "c2_cores_busy"))
+            t2, t4, b1, b2 = (f"{v:.2f}" if v is not None else "—" for v in nums)
+            print(f"| {what} | {rate:.1f} | {t2} | {t4} | {b1} / {b2} |")
+
+
 def main():
     rows, floors = load(sys.argv[1:])
     base = next(iter(floors.values()), None)
@@ -64,8 +84,10 @@ def main():
             continue
         floor = floors.get(r["binary"], base)
         ratio = f"{r['time_ms'] / floor:.1f}" if floor else "—"
+        # The machine's floors measured in the scaling rounds have a table of their own.
         notes = ", ".join(f"{k} {v:.2f}" if k == "ratio" else f"{k} {v:.1f}"
-                          for k, v in r.items() if k not in ("time_ms", "binary"))
+                          for k, v in r.items()
+                          if k not in ("time_ms", "binary") and not k.startswith("floor_"))
         print(f"| `{name}` | {fmt_ms(r['time_ms'])} | {ratio} | {notes} |")
 
     def t(name):
@@ -144,6 +166,18 @@ def main():
         target("harness noop runs/s, concurrency 2 ÷ concurrency 1 (interleaved rounds, load "
                f"{scaling.get('load_before', 0):.1f} → {scaling.get('load_after', 0):.1f}{bound})",
                speedup, "≥ 1.7", lambda v: v >= 1.7, "×")
+        # What the machine itself gives concurrency 2 in the same rounds: a sandbox is made of
+        # address spaces and namespaces made and torn down, so evalbox's speed-up is read
+        # against `unshare -Urmpn`'s (the floor) as well as against the absolute goal.
+        floor = scaling.get("floor_unshare_c2_speedup")
+        if speedup is not None and floor:
+            spin = scaling.get("floor_spin_c2_speedup")
+            spawn = scaling.get("floor_spawn_true_c2_speedup")
+            print("| the same speed-up ÷ `unshare -Urmpn --fork --mount-proc /bin/true`'s at "
+                  f"concurrency 2 in the same rounds ({floor:.2f}×; computing alone "
+                  f"{spin or 0:.2f}×, posix_spawn `/bin/true` {spawn or 0:.2f}×) "
+                  f"| {speedup / floor:.2f} | ≥ 1 | "
+                  f"{'scales as the floor does' if speedup >= floor else 'scales less than the floor'} |")
     per_run = runs[(n, 1)].get("ms_per_run") if n else None
     bare = t("harness/bare_agent_plus_grading")
     if per_run and bare:
@@ -166,6 +200,8 @@ def main():
             busy = r.get(f"c{c}_cores_busy")
             busy_text = f"{busy:.2f}" if busy is not None else "—"
             print(f"| {c} | {rate:.1f} | {up:.2f} | {cpu:.2f} | {busy_text} |")
+        if r is scaling:
+            print_floors(scaling)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,15 @@ cat > "$tmp/harness_bench.json" <<'JSON'
    "c1_runs_per_s": 80.0, "c1_cpu_ms_per_run": 12.0, "c1_cores_busy": 1.04,
    "c2_runs_per_s": 104.0, "c2_cpu_ms_per_run": 12.5, "c2_cores_busy": 1.47, "c2_speedup": 1.3,
    "c4_runs_per_s": 112.0, "c4_cpu_ms_per_run": 13.0, "c4_cores_busy": 1.69, "c4_speedup": 1.4,
-   "speedup_ceiling": 1.92},
+   "speedup_ceiling": 1.92,
+   "floor_spin_c1_per_s": 2400.0, "floor_spin_c1_cores_busy": 1.01,
+   "floor_spin_c2_speedup": 1.95, "floor_spin_c2_cores_busy": 1.9, "floor_spin_c4_speedup": 1.9,
+   "floor_spawn_true_c1_per_s": 550.0, "floor_spawn_true_c1_cores_busy": 1.0,
+   "floor_spawn_true_c2_speedup": 1.09, "floor_spawn_true_c2_cores_busy": 1.98,
+   "floor_spawn_true_c4_speedup": 1.08,
+   "floor_unshare_c1_per_s": 138.0, "floor_unshare_c1_cores_busy": 1.0,
+   "floor_unshare_c2_speedup": 1.2, "floor_unshare_c2_cores_busy": 1.87,
+   "floor_unshare_c4_speedup": 1.26},
   {"name": "harness/scaling_cold_helper/runs:200/rounds:3/iterations:1/manual_time",
    "run_name": "harness/scaling_cold_helper/runs:200/rounds:3/iterations:1/manual_time",
    "real_time": 9500, "time_unit": "ms", "load_before": 2.0, "load_after": 2.0,
@@ -48,6 +56,14 @@ grep -q '| 2 | 105.0 | 1.50 | 11.50 | 1.45 |' <<<"$cold" || fail "the cold helpe
 grep -q '| 2 | 104.0 |' <<<"$cold" && fail "the warm rows under the cold heading"
 grep -q 'at most 2.04×' <<<"$report" && fail "the cold rounds' bound taken for the target's"
 grep -q 'at most 1.92× with concurrency 1' <<<"$report" || fail "the speed-up's bound"
+# The machine's floors from the same rounds: a table of their own (not in the notes column),
+# and the speed-up read against `unshare -Urmpn`'s (1.3 ÷ 1.2).
+grep -q '| posix_spawn `/bin/true`, waited for | 550.0 | 1.09 | 1.08 | 1.00 / 1.98 |' <<<"$report" \
+  || fail "the floors' table"
+grep -q 'floor_spin' <<<"$report" && fail "the floors' counters in the notes"
+grep -q "at concurrency 2 in the same rounds (1.20×; computing alone 1.95×, posix_spawn \`/bin/true\` 1.09×) | 1.08 | ≥ 1 | scales as the floor does |" \
+  <<<"$report" || fail "the speed-up against the floor's"
+grep -q 'floor, in the same rounds' <<<"$cold" && fail "the floors' table under the cold heading"
 # The cycle's and the launch's targets are judged in pairs (each side's median and the median
 # ratio of the pairs); the unpaired ratio is shown beside them with no verdict of its own.
 cat > "$tmp/cycle_pairs.json" <<'JSON'
