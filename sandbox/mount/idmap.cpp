@@ -1,5 +1,7 @@
 // Idmapped binds: a cached user namespace per idmap, open_tree + mount_setattr + move_mount.
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,10 +32,33 @@ status write_map(pid_t pid, const char* which, std::string_view line) {
   return {};
 }
 
-// A user namespace whose maps are "from to 1" for uid and gid: the idmap of the mount.
-// Created by a forked child that only unshares and waits on a pipe (it may be forked from a
-// multi-threaded process, so it makes system calls only), then released once its
-// /proc/PID/ns/user is open.
+// The child that makes an idmap's user namespace: it shares the caller's memory (CLONE_VM:
+// no copy of the caller's page tables, and no copy-on-write fault in the caller afterwards for
+// every page it writes) and runs on this stack of its own. One child at a time uses it: every
+// caller holds the cache's mutex (cached_userns). It makes only the system calls below, with
+// every signal blocked from before its birth (no handler of the caller's runs on this stack).
+// A failed call writes errno, which it shares with the calling thread; that thread is then
+// blocked in read() on `ready` and looks at errno only after a call of its own fails.
+alignas(64) char userns_child_stack[16 << 10];
+
+struct userns_child_fds {
+  int ready_w;   // child -> parent: unshared ('k') or not ('e')
+  int done_r;    // parent -> child: maps written, exit
+  int close[2];  // the parent's ends, whose copies in the child would hold the pipes open
+};
+
+int userns_child(void* arg) noexcept {
+  const auto* fds = static_cast<const userns_child_fds*>(arg);
+  for (int fd : fds->close) (void)::close(fd);
+  char c = ::unshare(CLONE_NEWUSER) == 0 ? 'k' : 'e';
+  (void)!::write(fds->ready_w, &c, 1);
+  (void)!::read(fds->done_r, &c, 1);
+  ::_exit(0);
+}
+
+// A user namespace whose maps are "from to 1" for uid and gid: the idmap of the mount. Created
+// by a child that only unshares and waits on a pipe (the caller may be multi-threaded), then
+// released once its /proc/PID/ns/user is open.
 result<unique_fd> make_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid) {
   int ready[2];  // child -> parent: unshared
   int done[2];   // parent -> child: maps written, exit
@@ -41,17 +66,16 @@ result<unique_fd> make_idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid
   unique_fd ready_r(ready[0]), ready_w(ready[1]);
   if (::pipe2(done, O_CLOEXEC) != 0) return sys_error(errno, "pipe2");
   unique_fd done_r(done[0]), done_w(done[1]);
-  const pid_t pid = ::fork();
-  if (pid < 0) return sys_error(errno, "fork (idmap user namespace)");
-  if (pid == 0) {
-    // Our copies of the parent's ends would keep the pipe open: close them first.
-    ready_r.reset();
-    done_w.reset();
-    char c = ::unshare(CLONE_NEWUSER) == 0 ? 'k' : 'e';
-    (void)!::write(ready_w.get(), &c, 1);
-    (void)!::read(done_r.get(), &c, 1);
-    ::_exit(0);
-  }
+  static userns_child_fds fds;  // read by the child while the caller waits for its byte
+  fds = {ready_w.get(), done_r.get(), {ready_r.get(), done_w.get()}};
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::clone(userns_child, userns_child_stack + sizeof userns_child_stack,
+                            CLONE_VM | SIGCHLD, &fds);
+  const int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) return sys_error(clone_errno, "clone (idmap user namespace)");
   // Killed and reaped on every way out: once its namespace is open, it has done its part.
   sys::owned_process child(pid, unique_fd());
   ready_w.reset();

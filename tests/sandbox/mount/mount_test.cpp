@@ -7,12 +7,16 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/unique_fd.h"
@@ -177,6 +181,40 @@ TEST_F(Mounts, AReadOnlyBindRefusesWrites) {
   auto w = write_file(top_ / "a" / "g", "y");
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().sys_errno, EROFS);
+}
+
+// Each idmap's user namespace is made by a child sharing the caller's memory on a stack of its
+// own (idmap.cpp): two idmaps one after the other (the stack used twice), each bind showing the
+// source's owner as its own id, read-only, from a caller with threads, and no child left after.
+TEST_F(Mounts, IdmappedBindsShowTheSourceOwnerAsTheMappedIdAndLeaveNoChild) {
+  EVALBOX_REQUIRE_FEATURE(testing::host().idmapped_mounts, "idmapped mounts");
+  ASSERT_TRUE(write_file(top_ / "x" / "f", "x"));
+  ASSERT_EQ(::chown((top_ / "x" / "f").c_str(), 0, 0), 0);
+  std::atomic<bool> stop{false};
+  std::thread busy([&stop] {  // another thread of the caller, allocating while the child runs
+    while (!stop) std::string(1000, 'x').swap(*std::make_unique<std::string>());
+  });
+  const status first = bind_idmapped(top_ / "x", top_ / "a", 0, 0, 60001, 60002);
+  const status second = bind_idmapped(top_ / "x", top_ / "c", 0, 0, 60003, 60004);
+  stop = true;
+  busy.join();
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_TRUE(second) << second.error().message;
+  struct stat a {
+  }, c{};
+  ASSERT_EQ(::stat((top_ / "a" / "f").c_str(), &a), 0);
+  ASSERT_EQ(::stat((top_ / "c" / "f").c_str(), &c), 0);
+  EXPECT_EQ(a.st_uid, 60001u);
+  EXPECT_EQ(a.st_gid, 60002u);
+  EXPECT_EQ(c.st_uid, 60003u);
+  EXPECT_EQ(c.st_gid, 60004u);
+  EXPECT_EQ(read_file(top_ / "c" / "f").value_or(""), "x");
+  auto w = write_file(top_ / "a" / "g", "y");
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().sys_errno, EROFS);
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // every child was reaped
+  EXPECT_EQ(errno, ECHILD);
 }
 
 TEST_F(Mounts, AnOverlayPathOverlayfsCannotTakeIsRefusedBeforeMounting) {
