@@ -7,8 +7,6 @@
 namespace evalbox::adapters::claude_code {
 namespace {
 
-using harness::get_field;
-using harness::get_string;
 using harness::observation;
 using harness::step;
 using harness::tool_call;
@@ -18,9 +16,9 @@ using harness::transcript;
 // and reports the cache reads as the cached part (docs/transcript.md, "usage").
 harness::usage input_usage(const json& u) {
   harness::usage out;
-  auto input = harness::get_u64(u, "input_tokens");
-  auto created = harness::get_u64(u, "cache_creation_input_tokens");
-  auto read = harness::get_u64(u, "cache_read_input_tokens");
+  auto input = json_find<uint64_t>(u, "input_tokens");
+  auto created = json_find<uint64_t>(u, "cache_creation_input_tokens");
+  auto read = json_find<uint64_t>(u, "cache_read_input_tokens");
   if (input || created || read) {
     out.input_tokens = input.value_or(0) + created.value_or(0) + read.value_or(0);
   }
@@ -34,7 +32,7 @@ std::string result_text(const json& content) {
   std::string out;
   if (content.is_array()) {
     for (const json& block : content) {
-      if (auto text = get_string(block, "text")) {
+      if (auto text = json_find<std::string>(block, "text")) {
         if (!out.empty()) out += '\n';
         out += *text;
       }
@@ -74,15 +72,15 @@ class parser {
   }
 
   void on_event(const json& e) {
-    std::string type = get_string(e, "type").value_or("");
+    std::string type = json_find<std::string>(e, "type").value_or("");
     if (type == "system") {
-      std::string subtype = get_string(e, "subtype").value_or("");
+      std::string subtype = json_find<std::string>(e, "subtype").value_or("");
       if (subtype == "init") {
         // A follow-up invocation appended to the stream starts over: it needs its own result.
         saw_result_ = false;
         invocation_first_step_ = t_.steps.size();
-        t_.session_id = get_string(e, "session_id").value_or(t_.session_id);
-        t_.model = get_string(e, "model").value_or(t_.model);
+        t_.session_id = json_find<std::string>(e, "session_id").value_or(t_.session_id);
+        t_.model = json_find<std::string>(e, "model").value_or(t_.model);
       } else {
         ++t_.unknown_events["system/" + subtype];
       }
@@ -101,41 +99,42 @@ class parser {
   step& new_step(std::string source) { return harness::append_step(t_, std::move(source)); }
 
   void on_assistant(const json& e) {
-    const json& message = get_field(e, "message");
-    std::string id = get_string(message, "id").value_or("");
+    const json& message = json_member(e, "message");
+    std::string id = json_find<std::string>(message, "id").value_or("");
     // A client-generated error reply ("API Error: 500 ...", model "<synthetic>") is not the
     // model speaking.
-    bool synthetic = get_field(e, "error").is_string() ||
-                     get_string(message, "model").value_or("") == "<synthetic>";
+    bool synthetic = json_member(e, "error").is_string() ||
+                     json_find<std::string>(message, "model").value_or("") == "<synthetic>";
     // Claude Code may send one assistant event per content block of the same message.
     bool same_message = !id.empty() && id == last_message_id_ && !t_.steps.empty();
     step& s = same_message ? t_.steps.back() : new_step(synthetic ? "system" : "agent");
     if (!same_message && !synthetic) {
       // The stream repeats message_start usage: input is final, output_tokens is a placeholder
       // (1), so per-step output stays unknown; the result event has the true totals.
-      harness::usage u = input_usage(get_field(message, "usage"));
+      harness::usage u = input_usage(json_member(message, "usage"));
       if (!u.unknown()) s.metrics = u;
     }
     last_message_id_ = id;
-    const json& content = get_field(message, "content");
+    const json& content = json_member(message, "content");
     if (!content.is_array()) return;
     for (const json& block : content) {
-      std::string kind = get_string(block, "type").value_or("");
+      std::string kind = json_find<std::string>(block, "type").value_or("");
       if (kind == "text") {
         if (!s.message.empty()) s.message += '\n';
-        s.message += get_string(block, "text").value_or("");
+        s.message += json_find<std::string>(block, "text").value_or("");
       } else if (kind == "thinking") {
         if (!s.reasoning.empty()) s.reasoning += '\n';
-        s.reasoning += get_string(block, "thinking").value_or("");
+        s.reasoning += json_find<std::string>(block, "thinking").value_or("");
       } else if (kind == "redacted_thinking") {
         // Encrypted; nothing readable to keep.
       } else if (kind == "tool_use" || kind == "server_tool_use") {
         tool_call call;
-        call.id = get_string(block, "id").value_or("");
-        call.tool = harness::normalize_tool_name(get_string(block, "name").value_or(""));
-        const json& input = get_field(block, "input");
+        call.id = json_find<std::string>(block, "id").value_or("");
+        call.tool =
+            harness::normalize_tool_name(json_find<std::string>(block, "name").value_or(""));
+        const json& input = json_member(block, "input");
         call.input = input.is_null() ? json::object() : input;
-        if (call.tool == "shell") call.command = get_string(call.input, "command");
+        if (call.tool == "shell") call.command = json_find<std::string>(call.input, "command");
         calls_.add(call.id, static_cast<size_t>(&s - t_.steps.data()), s.tool_calls.size());
         s.tool_calls.push_back(std::move(call));
       } else {
@@ -146,9 +145,9 @@ class parser {
 
   void on_user(const json& e) {
     last_message_id_.clear();
-    const json& message = get_field(e, "message");
-    const json& content = get_field(message, "content");
-    std::string timestamp = get_string(e, "timestamp").value_or("");
+    const json& message = json_member(e, "message");
+    const json& content = json_member(message, "content");
+    std::string timestamp = json_find<std::string>(e, "timestamp").value_or("");
     if (content.is_string()) {
       step& s = new_step("user");
       s.message = content.get<std::string>();
@@ -157,12 +156,12 @@ class parser {
     }
     if (!content.is_array()) return;
     for (const json& block : content) {
-      std::string kind = get_string(block, "type").value_or("");
+      std::string kind = json_find<std::string>(block, "type").value_or("");
       if (kind == "tool_result") {
-        on_tool_result(block, get_field(e, "tool_use_result"), timestamp);
+        on_tool_result(block, json_member(e, "tool_use_result"), timestamp);
       } else if (kind == "text") {
         step& s = new_step("user");
-        s.message = get_string(block, "text").value_or("");
+        s.message = json_find<std::string>(block, "text").value_or("");
         s.timestamp = timestamp;
       } else {
         ++t_.unknown_events["user/" + kind];
@@ -173,10 +172,10 @@ class parser {
   void on_tool_result(const json& block, const json& tool_use_result,
                       const std::string& timestamp) {
     observation obs;
-    obs.call_id = get_string(block, "tool_use_id").value_or("");
-    std::string text = result_text(get_field(block, "content"));
+    obs.call_id = json_find<std::string>(block, "tool_use_id").value_or("");
+    std::string text = result_text(json_member(block, "content"));
     // Write results carry no is_error key at all: missing means success.
-    obs.is_error = harness::get_bool(block, "is_error").value_or(false);
+    obs.is_error = json_find<bool>(block, "is_error").value_or(false);
     step* owner = calls_.owner(t_, obs.call_id);
     const tool_call* call = calls_.call(t_, obs.call_id);
     bool shell = call != nullptr && call->tool == "shell";
@@ -185,7 +184,7 @@ class parser {
       // with "Exit code N" first. An interrupted command has no status to report.
       if (obs.is_error) {
         obs.exit_code = exit_code_in(text);
-      } else if (!harness::get_bool(tool_use_result, "interrupted").value_or(false)) {
+      } else if (!json_find<bool>(tool_use_result, "interrupted").value_or(false)) {
         obs.exit_code = 0;
       }
     }
@@ -201,26 +200,26 @@ class parser {
   void on_result(const json& e) {
     saw_result_ = true;
     t_.completed = true;
-    std::string subtype = get_string(e, "subtype").value_or("");
+    std::string subtype = json_find<std::string>(e, "subtype").value_or("");
     // A follow-up prompt resumes the session in a second invocation whose stream the adapter
     // appends: counts add up, and the last result decides the outcome.
-    if (auto n = harness::get_int(e, "num_turns")) t_.num_turns = t_.num_turns.value_or(0) + *n;
-    if (auto ms = harness::get_u64(e, "duration_ms")) {
+    if (auto n = json_find<int>(e, "num_turns")) t_.num_turns = t_.num_turns.value_or(0) + *n;
+    if (auto ms = json_find<uint64_t>(e, "duration_ms")) {
       t_.duration_ms = t_.duration_ms.value_or(0) + *ms;
     }
-    if (auto id = get_string(e, "session_id")) t_.session_id = *id;
+    if (auto id = json_find<std::string>(e, "session_id")) t_.session_id = *id;
 
-    const json& u = get_field(e, "usage");
+    const json& u = json_member(e, "usage");
     harness::usage total = input_usage(u);
-    total.output_tokens = harness::get_u64(u, "output_tokens");
-    total.cost_usd = harness::get_double(e, "total_cost_usd");
+    total.output_tokens = json_find<uint64_t>(u, "output_tokens");
+    total.cost_usd = json_find<double>(e, "total_cost_usd");
     t_.total += total;
     t_.error.reset();
     t_.final_message.reset();
 
     // subtype "success" with is_error true is how an upstream HTTP error arrives.
-    bool failed = harness::get_bool(e, "is_error").value_or(false) || subtype != "success";
-    std::optional<std::string> text = get_string(e, "result");
+    bool failed = json_find<bool>(e, "is_error").value_or(false) || subtype != "success";
+    std::optional<std::string> text = json_find<std::string>(e, "result");
     if (!failed) {
       t_.final_message = text;
       for (auto it = t_.steps.rbegin(); !t_.final_message && it != t_.steps.rend(); ++it) {
@@ -232,7 +231,7 @@ class parser {
       t_.error = *text;
     } else {
       t_.error = fmt::format("claude-code: {}", subtype.empty() ? "error" : subtype);
-      if (auto status = harness::get_int(e, "api_error_status")) {
+      if (auto status = json_find<int>(e, "api_error_status")) {
         *t_.error += fmt::format(" (api_error_status {})", *status);
       }
     }

@@ -67,17 +67,17 @@ std::optional<std::string> unquote_word(std::string_view s) {
 // Joins the text blocks of an MCP result's `content`.
 std::string mcp_output(const json& item) {
   std::string out;
-  const json& res = harness::get_field(item, "result");
-  const json& content = harness::get_field(res, "content");
+  const json& res = json_member(item, "result");
+  const json& content = json_member(res, "content");
   if (content.is_array()) {
     for (const json& block : content) {
-      if (auto text = harness::get_string(block, "text")) {
+      if (auto text = json_find<std::string>(block, "text")) {
         if (!out.empty()) out += '\n';
         out += *text;
       }
     }
   }
-  if (auto msg = harness::get_string(harness::get_field(item, "error"), "message")) {
+  if (auto msg = json_find<std::string>(json_member(item, "error"), "message")) {
     if (!out.empty()) out += '\n';
     out += *msg;
   }
@@ -104,35 +104,35 @@ class parser {
   }
 
   void on_event(const json& e) {
-    std::string type = harness::get_string(e, "type").value_or("");
+    std::string type = json_find<std::string>(e, "type").value_or("");
     if (type == "thread.started") {
-      t_.session_id = harness::get_string(e, "thread_id").value_or("");
+      t_.session_id = json_find<std::string>(e, "thread_id").value_or("");
       items_.clear();  // a resumed session (follow-up) counts item ids from 0 again
     } else if (type == "turn.started") {
       turn_open_ = true;
     } else if (type == "turn.completed") {
       turn_open_ = false;
       saw_terminal_ = true;
-      const json& u = harness::get_field(e, "usage");
+      const json& u = json_member(e, "usage");
       harness::usage turn;
-      turn.input_tokens = harness::get_u64(u, "input_tokens");
-      turn.cached_input_tokens = harness::get_u64(u, "cached_input_tokens");
-      turn.output_tokens = harness::get_u64(u, "output_tokens");
-      turn.reasoning_tokens = harness::get_u64(u, "reasoning_output_tokens");
+      turn.input_tokens = json_find<uint64_t>(u, "input_tokens");
+      turn.cached_input_tokens = json_find<uint64_t>(u, "cached_input_tokens");
+      turn.output_tokens = json_find<uint64_t>(u, "output_tokens");
+      turn.reasoning_tokens = json_find<uint64_t>(u, "reasoning_output_tokens");
       t_.total += turn;  // Codex reports no cost: cost_usd stays null
     } else if (type == "turn.failed") {
       turn_open_ = false;
       saw_terminal_ = true;
       failed_message_ =
-          harness::get_string(harness::get_field(e, "error"), "message").value_or("turn failed");
+          json_find<std::string>(json_member(e, "error"), "message").value_or("turn failed");
     } else if (type == "error") {
       // A top-level error is not fatal by itself (Codex also reports retries this way); it
       // becomes the run's error only through turn.failed or an unfinished stream.
-      std::string message = harness::get_string(e, "message").value_or("error");
+      std::string message = json_find<std::string>(e, "message").value_or("error");
       new_step("system").message = message;
       last_error_ = std::move(message);
     } else if (type == "item.started" || type == "item.updated" || type == "item.completed") {
-      on_item(harness::get_field(e, "item"), type == "item.completed");
+      on_item(json_member(e, "item"), type == "item.completed");
     } else {
       ++t_.unknown_events[harness::unknown_event_key(type)];
     }
@@ -142,8 +142,8 @@ class parser {
   step& new_step(std::string source) { return harness::append_step(t_, std::move(source)); }
 
   void on_item(const json& item, bool completed) {
-    std::string id = harness::get_string(item, "id").value_or("");
-    std::string type = harness::get_string(item, "type").value_or("");
+    std::string id = json_find<std::string>(item, "id").value_or("");
+    std::string type = json_find<std::string>(item, "type").value_or("");
     auto it = items_.find(id);
     bool first = it == items_.end();
     if (first) {
@@ -159,12 +159,12 @@ class parser {
     step& s = t_.steps[it->second];
 
     if (type == "agent_message") {
-      s.message = harness::get_string(item, "text").value_or("");
+      s.message = json_find<std::string>(item, "text").value_or("");
       if (completed) last_agent_message_ = s.message;
     } else if (type == "reasoning") {
-      s.reasoning = harness::get_string(item, "text").value_or("");
+      s.reasoning = json_find<std::string>(item, "text").value_or("");
     } else if (type == "error") {
-      s.message = harness::get_string(item, "message").value_or("error");
+      s.message = json_find<std::string>(item, "message").value_or("error");
     } else {
       update_tool(s, id, type, item, completed);
     }
@@ -184,42 +184,42 @@ class parser {
                    bool completed) {
     tool_call call;
     call.id = id;
-    std::string status = harness::get_string(item, "status").value_or("");
+    std::string status = json_find<std::string>(item, "status").value_or("");
     observation obs;
     obs.call_id = id;
     obs.is_error = status == "failed" || status == "declined";
     if (type == "command_execution") {
-      std::string command = harness::get_string(item, "command").value_or("");
+      std::string command = json_find<std::string>(item, "command").value_or("");
       call.tool = "shell";
       call.input = json{{"command", command}};
       call.command = unwrap_shell_command(command).value_or(command);
-      obs.exit_code = harness::get_int(item, "exit_code");
+      obs.exit_code = json_find<int>(item, "exit_code");
       obs.output =
-          harness::truncate_output(harness::get_string(item, "aggregated_output").value_or(""));
+          harness::truncate_output(json_find<std::string>(item, "aggregated_output").value_or(""));
       if (obs.exit_code && *obs.exit_code != 0) obs.is_error = true;
     } else if (type == "file_change") {
-      const json& changes = harness::get_field(item, "changes");
+      const json& changes = json_member(item, "changes");
       call.tool = "edit";
       call.input = json{{"changes", changes.is_array() ? changes : json::array()}};
       std::string summary;
       for (const json& c : call.input["changes"]) {
         if (!summary.empty()) summary += '\n';
-        summary += harness::get_string(c, "kind").value_or("?") + " " +
-                   harness::get_string(c, "path").value_or("?");
+        summary += json_find<std::string>(c, "kind").value_or("?") + " " +
+                   json_find<std::string>(c, "path").value_or("?");
       }
       obs.output = std::move(summary);
     } else if (type == "mcp_tool_call") {
-      call.tool = fmt::format("mcp:{}/{}", harness::get_string(item, "server").value_or(""),
-                              harness::get_string(item, "tool").value_or(""));
-      const json& args = harness::get_field(item, "arguments");
+      call.tool = fmt::format("mcp:{}/{}", json_find<std::string>(item, "server").value_or(""),
+                              json_find<std::string>(item, "tool").value_or(""));
+      const json& args = json_member(item, "arguments");
       call.input = args.is_null() ? json::object() : args;
       obs.output = harness::truncate_output(mcp_output(item));
-      if (!harness::get_field(item, "error").is_null()) obs.is_error = true;
+      if (!json_member(item, "error").is_null()) obs.is_error = true;
     } else if (type == "web_search") {
       call.tool = "web_search";
-      call.input = json{{"query", harness::get_string(item, "query").value_or("")}};
+      call.input = json{{"query", json_find<std::string>(item, "query").value_or("")}};
     } else if (type == "todo_list") {
-      const json& items = harness::get_field(item, "items");
+      const json& items = json_member(item, "items");
       call.tool = "todo";
       call.input = json{{"items", items.is_array() ? items : json::array()}};
     }
@@ -265,9 +265,9 @@ struct rollout_call {
 
 // The command of an exec_command ({"cmd": "..."}) or shell ({"command": [argv]}) call.
 std::optional<std::string> rollout_command(const std::string& name, const json& args) {
-  if (name == "exec_command") return harness::get_string(args, "cmd");
+  if (name == "exec_command") return json_find<std::string>(args, "cmd");
   if (name == "shell" || name == "local_shell") {
-    const json& argv = harness::get_field(args, "command");
+    const json& argv = json_member(args, "command");
     if (!argv.is_array() || argv.empty()) return std::nullopt;
     // ["bash", "-lc", script] -> script, like unwrap_shell_command does for the stream.
     if (argv.size() == 3 && argv[1].is_string() &&
@@ -307,26 +307,26 @@ int add_unreported_commands(harness::transcript& t, std::string_view rollout_jso
   std::map<std::string, size_t> by_id;
   bool this_thread = t.session_id.empty();
   auto on_line = [&](const json& line) {
-    const std::string type = harness::get_string(line, "type").value_or("");
-    const json& payload = harness::get_field(line, "payload");
+    const std::string type = json_find<std::string>(line, "type").value_or("");
+    const json& payload = json_member(line, "payload");
     if (type == "session_meta") {
-      this_thread = t.session_id.empty() || harness::get_string(payload, "id") == t.session_id;
+      this_thread = t.session_id.empty() || json_find<std::string>(payload, "id") == t.session_id;
       return;
     }
     if (!this_thread || type != "response_item") return;
-    const std::string ptype = harness::get_string(payload, "type").value_or("");
-    const std::string call_id = harness::get_string(payload, "call_id").value_or("");
+    const std::string ptype = json_find<std::string>(payload, "type").value_or("");
+    const std::string call_id = json_find<std::string>(payload, "call_id").value_or("");
     if (ptype == "function_call") {
-      std::string text = harness::get_string(payload, "arguments").value_or("");
+      std::string text = json_find<std::string>(payload, "arguments").value_or("");
       json args = json_too_deep(text) ? json() : json::parse(text, nullptr, false);
-      auto command = rollout_command(harness::get_string(payload, "name").value_or(""), args);
+      auto command = rollout_command(json_find<std::string>(payload, "name").value_or(""), args);
       if (!command || call_id.empty()) return;
       by_id[call_id] = calls.size();
       calls.push_back({call_id, *command, args.is_object() ? args : json::object(), {}, {}, false});
     } else if (ptype == "function_call_output") {
       auto it = by_id.find(call_id);
       if (it == by_id.end()) return;
-      const json& out = harness::get_field(payload, "output");
+      const json& out = json_member(payload, "output");
       parse_function_output(out.is_string() ? out.get<std::string>() : out.dump(),
                             calls[it->second]);
       calls[it->second].has_output = true;

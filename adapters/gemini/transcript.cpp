@@ -6,9 +6,6 @@
 namespace evalbox::adapters::gemini {
 namespace {
 
-using harness::get_field;
-using harness::get_string;
-
 // Gemini CLI's built-in tool names -> evalbox's normalized ones.
 std::string tool_name(const std::string& name) {
   static const std::map<std::string, std::string> names = {
@@ -24,31 +21,32 @@ std::string tool_name(const std::string& name) {
 class parser {
  public:
   void on_event(const json& e) {
-    const std::string type = get_string(e, "type").value_or("");
-    const std::string ts = get_string(e, "timestamp").value_or("");
+    const std::string type = json_find<std::string>(e, "type").value_or("");
+    const std::string ts = json_find<std::string>(e, "timestamp").value_or("");
     if (type == "init") {
-      if (auto id = get_string(e, "session_id")) t_.session_id = *id;
-      if (auto m = get_string(e, "model")) t_.model = *m;
+      if (auto id = json_find<std::string>(e, "session_id")) t_.session_id = *id;
+      if (auto m = json_find<std::string>(e, "model")) t_.model = *m;
     } else if (type == "message") {
-      if (get_string(e, "role").value_or("") != "assistant") return;  // the prompt echoed
+      if (json_find<std::string>(e, "role").value_or("") != "assistant")
+        return;  // the prompt echoed
       harness::step& s = open_step(ts);
-      s.message += get_string(e, "content").value_or("");
+      s.message += json_find<std::string>(e, "content").value_or("");
     } else if (type == "tool_use") {
       harness::step& s = open_step(ts);
       harness::tool_call c;
-      c.id = get_string(e, "tool_id").value_or("");
-      c.tool = tool_name(get_string(e, "tool_name").value_or(""));
-      const json& params = get_field(e, "parameters");
+      c.id = json_find<std::string>(e, "tool_id").value_or("");
+      c.tool = tool_name(json_find<std::string>(e, "tool_name").value_or(""));
+      const json& params = json_member(e, "parameters");
       c.input = params.is_object() ? params : json::object();
-      if (c.tool == "shell") c.command = get_string(c.input, "command");
+      if (c.tool == "shell") c.command = json_find<std::string>(c.input, "command");
       calls_.add(c.id, static_cast<size_t>(&s - t_.steps.data()), s.tool_calls.size());
       s.tool_calls.push_back(std::move(c));
     } else if (type == "tool_result") {
       harness::observation o;
-      o.call_id = get_string(e, "tool_id").value_or("");
-      o.is_error = get_string(e, "status").value_or("") != "success";
-      std::string out = get_string(e, "output").value_or("");
-      if (auto msg = get_string(get_field(e, "error"), "message")) {
+      o.call_id = json_find<std::string>(e, "tool_id").value_or("");
+      o.is_error = json_find<std::string>(e, "status").value_or("") != "success";
+      std::string out = json_find<std::string>(e, "output").value_or("");
+      if (auto msg = json_find<std::string>(json_member(e, "error"), "message")) {
         out += (out.empty() ? "" : "\n") + *msg;
         o.is_error = true;
       }
@@ -60,7 +58,7 @@ class parser {
       on_result(e);
     } else if (type == "error") {
       // A non-fatal warning from the client; the run's outcome comes from `result`.
-      last_error_ = get_string(e, "message").value_or("error");
+      last_error_ = json_find<std::string>(e, "message").value_or("error");
     } else {
       ++t_.unknown_events[harness::unknown_event_key(type)];
     }
@@ -96,15 +94,15 @@ class parser {
   void on_result(const json& e) {
     saw_result_ = true;
     t_.completed = true;
-    const json& stats = get_field(e, "stats");
+    const json& stats = json_member(e, "stats");
     harness::usage u;
-    u.input_tokens = harness::get_u64(stats, "input_tokens");
-    u.output_tokens = harness::get_u64(stats, "output_tokens");
-    u.cached_input_tokens = harness::get_u64(stats, "cached");
+    u.input_tokens = json_find<uint64_t>(stats, "input_tokens");
+    u.output_tokens = json_find<uint64_t>(stats, "output_tokens");
+    u.cached_input_tokens = json_find<uint64_t>(stats, "cached");
     t_.total += u;
-    if (auto ms = harness::get_u64(stats, "duration_ms"))
+    if (auto ms = json_find<uint64_t>(stats, "duration_ms"))
       t_.duration_ms = t_.duration_ms.value_or(0) + *ms;
-    const std::string status = get_string(e, "status").value_or("");
+    const std::string status = json_find<std::string>(e, "status").value_or("");
     t_.error.reset();
     t_.final_message.reset();
     if (status == "success") {
@@ -115,7 +113,7 @@ class parser {
         }
       return;
     }
-    auto msg = get_string(get_field(e, "error"), "message");
+    auto msg = json_find<std::string>(json_member(e, "error"), "message");
     t_.error = msg ? *msg : "gemini: " + (status.empty() ? std::string("error") : status);
   }
 

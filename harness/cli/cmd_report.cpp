@@ -12,6 +12,7 @@
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_get.h"
 #include "sandbox/base/log.h"
 
 namespace evalbox::cli {
@@ -72,7 +73,7 @@ int report_command(const report_args& a) {
       plan ? harness::planned_ids(*plan) : std::vector<std::string>();
   std::vector<bool> seen(planned.size(), false);
   auto note = [&](const json& r) -> status {
-    std::string id = harness::report_text::str(r, "run_id");
+    std::string id = json_value_or(r, "run_id", "");
     auto it = std::lower_bound(planned.begin(), planned.end(), id);
     if (it != planned.end() && *it == id) seen[static_cast<size_t>(it - planned.begin())] = true;
     return {};

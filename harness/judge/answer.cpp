@@ -8,6 +8,7 @@
 #include "harness/judge/prompt.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/json_checks.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
 
@@ -63,7 +64,7 @@ result<std::vector<judge_verdict>> parse_judge_answer(std::string_view text,
   if (!doc.is_object()) return bad("is not a JSON object");
   if (doc.size() != 1 || !doc.contains("checks"))
     return bad("must be an object with the one key \"checks\"");
-  const json& checks = doc["checks"];
+  const json& checks = json_member(doc, "checks");
   if (!checks.is_array()) return bad("has \"checks\" that is not a list");
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < ids.size(); ++i) index.emplace(ids[i], i);
@@ -73,19 +74,22 @@ result<std::vector<judge_verdict>> parse_judge_answer(std::string_view text,
     if (!c.is_object() || c.size() != 3 || !c.contains("id") || !c.contains("verdict") ||
         !c.contains("reason"))
       return bad("has an entry that is not exactly {\"id\", \"verdict\", \"reason\"}");
-    if (!c["id"].is_string() || !c["verdict"].is_string() || !c["reason"].is_string())
+    auto id_field = json_find<std::string>(c, "id");
+    auto verdict_field = json_find<std::string>(c, "verdict");
+    auto reason_field = json_find<std::string>(c, "reason");
+    if (!id_field || !verdict_field || !reason_field)
       return bad("has an entry whose id, verdict or reason is not a string");
-    const auto id = c["id"].get<std::string>();
+    const std::string& id = *id_field;
     auto it = index.find(id);
     if (it == index.end())
       return bad(fmt::format("names \"{}\", which is not a proposition id", id.substr(0, 40)));
     if (seen[it->second]) return bad(fmt::format("names \"{}\" twice", id));
     seen[it->second] = true;
-    const auto verdict = c["verdict"].get<std::string>();
+    const std::string& verdict = *verdict_field;
     if (verdict != "pass" && verdict != "fail")
       return bad(
           fmt::format("gives {} the verdict \"{}\", not pass or fail", id, verdict.substr(0, 20)));
-    auto reason = c["reason"].get<std::string>();
+    std::string reason = std::move(*reason_field);
     if (trim(reason).empty()) return bad(fmt::format("gives {} no reason", id));
     if (reason.size() > max_judge_reason_bytes)
       return bad(fmt::format("gives {} a reason longer than {} bytes", id, max_judge_reason_bytes));

@@ -9,6 +9,7 @@
 #include "harness/judge/answer.h"
 #include "harness/judge/http.h"
 #include "sandbox/base/json_checks.h"
+#include "sandbox/base/json_get.h"
 #include "sandbox/base/log.h"
 #include "sandbox/launch/host_program.h"
 
@@ -17,11 +18,6 @@ namespace evalbox::harness {
 namespace {
 
 using ak = judge_spec::adapter_kind;
-
-std::optional<uint64_t> token_count(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) return std::nullopt;
-  return j[key].get<uint64_t>();
-}
 
 // A short, printable excerpt of a reply body for an error message.
 std::string excerpt(std::string_view body) {
@@ -122,37 +118,35 @@ result<judge_exchange> read_judge_reply(const judge_spec& judge, std::string_vie
     return make_error(error_kind::io, "the judge's reply is not a JSON object: {}", excerpt(body));
   judge_exchange x;
   bool any = false;
-  const json& use = doc.contains("usage") ? doc["usage"] : json(nullptr);
-  x.tokens.input_tokens = token_count(use, "input_tokens");
-  x.tokens.output_tokens = token_count(use, "output_tokens");
+  // Any shape: a field that is missing or of another type is no count and no text.
+  const json& use = json_member(doc, "usage");
+  x.tokens.input_tokens = json_find<uint64_t>(use, "input_tokens");
+  x.tokens.output_tokens = json_find<uint64_t>(use, "output_tokens");
+  auto add_text = [&](const json& part, std::string_view type) {
+    if (json_value_or(part, "type", "") != type) return;
+    if (auto t = json_find<std::string>(part, "text")) {
+      x.text += *t;
+      any = true;
+    }
+  };
+  auto each = [](const json& list, auto&& fn) {
+    if (list.is_array())
+      for (const auto& item : list) fn(item);
+  };
   if (judge.adapter == ak::openai_responses) {
     // output: [{type: message, content: [{type: output_text, text}]}, {type: reasoning}, ...]
-    if (use.is_object() && use.contains("input_tokens_details"))
-      x.tokens.cached_input_tokens = token_count(use["input_tokens_details"], "cached_tokens");
-    if (use.is_object() && use.contains("output_tokens_details"))
-      x.tokens.reasoning_tokens = token_count(use["output_tokens_details"], "reasoning_tokens");
-    if (doc.contains("output") && doc["output"].is_array())
-      for (const auto& item : doc["output"]) {
-        if (!item.is_object() || item.value("type", "") != "message" || !item.contains("content") ||
-            !item["content"].is_array())
-          continue;
-        for (const auto& part : item["content"])
-          if (part.is_object() && part.value("type", "") == "output_text" &&
-              part.contains("text") && part["text"].is_string()) {
-            x.text += part["text"].get<std::string>();
-            any = true;
-          }
-      }
+    x.tokens.cached_input_tokens =
+        json_find<uint64_t>(json_member(use, "input_tokens_details"), "cached_tokens");
+    x.tokens.reasoning_tokens =
+        json_find<uint64_t>(json_member(use, "output_tokens_details"), "reasoning_tokens");
+    each(json_member(doc, "output"), [&](const json& item) {
+      if (json_value_or(item, "type", "") != "message") return;
+      each(json_member(item, "content"), [&](const json& part) { add_text(part, "output_text"); });
+    });
   } else {
     // content: [{type: text, text}, ...]
-    if (use.is_object()) x.tokens.cached_input_tokens = token_count(use, "cache_read_input_tokens");
-    if (doc.contains("content") && doc["content"].is_array())
-      for (const auto& part : doc["content"])
-        if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
-            part["text"].is_string()) {
-          x.text += part["text"].get<std::string>();
-          any = true;
-        }
+    x.tokens.cached_input_tokens = json_find<uint64_t>(use, "cache_read_input_tokens");
+    each(json_member(doc, "content"), [&](const json& part) { add_text(part, "text"); });
   }
   if (!any)
     return make_error(error_kind::io, "the judge's reply holds no answer text: {}", excerpt(body));

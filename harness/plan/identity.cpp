@@ -6,6 +6,7 @@
 
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
 
@@ -41,18 +42,17 @@ struct reader {
                       where, fmt::format(f, std::forward<Args>(args)...));
   }
   result<std::string> string(const json& j, const char* key, bool digest = false) const {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_string()) return bad("`{}` must be a string", key);
-    if (digest && !is_sha256_hex(it->get_ref<const std::string&>()))
+    auto s = json_find<std::string>(j, key);
+    if (!s) return bad("`{}` must be a string", key);
+    if (digest && !is_sha256_hex(*s))
       return bad("`{}` must be a SHA-256 digest (64 hex digits)", key);
-    return it->get<std::string>();
+    return std::move(*s);
   }
   result<int> integer(const json& j, const char* key, int min) const {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() < min ||
-        it->get<int64_t>() > 1'000'000'000)
+    auto n = json_find<int>(j, key);
+    if (!n || *n < min || *n > 1'000'000'000)
       return bad("`{}` must be an integer of at least {}", key, min);
-    return it->get<int>();
+    return *n;
   }
 };
 

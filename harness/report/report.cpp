@@ -11,6 +11,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_get.h"
 #include "sandbox/base/log.h"
 
 namespace evalbox::harness {
@@ -33,27 +34,13 @@ std::string cost(const stats::cost_total& c) {
 }
 
 std::string error_message_of(const json& r) {
-  const json& e = field(field(r, "execution"), "error");  // any shape: records come from disk
-  const json& g = field(field(r, "grading"), "error");
-  if (e.is_string()) return e.get<std::string>();
-  if (g.is_string()) return "grader: " + g.get<std::string>();
+  // Any shape: records come from disk.
+  if (auto e = json_find<std::string>(json_member(r, "execution"), "error")) return *e;
+  if (auto g = json_find<std::string>(json_member(r, "grading"), "error")) return "grader: " + *g;
   return "not assessed";
 }
 
-const json& field(const json& j, const char* key) {
-  static const json null_value;
-  return j.is_object() && j.contains(key) ? j[key] : null_value;
-}
-
-std::string str(const json& j, const char* key) {
-  const json& v = field(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-bool passed(const json& check) {
-  const json& v = field(check, "passed");
-  return v.is_boolean() && v.get<bool>();
-}
+bool passed(const json& check) { return json_value_or(check, "passed", false); }
 
 std::string failed_check_ids(const run_detail& run) {
   std::string failed;

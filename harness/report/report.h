@@ -226,9 +226,6 @@ std::string interval(const std::optional<stats::interval>& ci);  // "[48.1, 74.9
 std::string cost(const stats::cost_total& c);         // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
 std::string error_message_of(const json& record);     // why a run is an error
 std::string failed_check_ids(const run_detail& run);  // "a, b": the checks the run failed
-// j[key], or null when j is not an object or has no such key (records come from disk).
-const json& field(const json& j, const char* key);
-std::string str(const json& j, const char* key);  // field() as a string, "" if it is not one
 bool passed(const json& check);  // a check's "passed" is true (any other value: not passed)
 // JSON that can sit inside an HTML <script> block: j.dump() (bytes that are not UTF-8 replaced)
 // with "<", ">", "&", U+2028 and U+2029 escaped, so that "</script>" or "<!--" in a diff cannot

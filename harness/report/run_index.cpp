@@ -7,20 +7,17 @@
 
 #include "harness/report/report.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
 
 namespace {
 
-using report_text::field;
-using report_text::str;
-
-std::string candidate_of(const json& r) { return str(field(r, "candidate"), "id"); }
-std::string fixture_of(const json& r) { return str(field(r, "fixture"), "id"); }
-int trial_of(const json& r) {
-  const json& t = field(r, "trial");
-  return t.is_number_integer() ? t.get<int>() : 0;
+std::string candidate_of(const json& r) {
+  return json_value_or(json_member(r, "candidate"), "id", "");
 }
+std::string fixture_of(const json& r) { return json_value_or(json_member(r, "fixture"), "id", ""); }
+int trial_of(const json& r) { return json_value_or(r, "trial", 0); }
 
 // The statistics' view of one record.
 stats::run_outcome outcome_of(const json& r) {
@@ -30,28 +27,23 @@ stats::run_outcome outcome_of(const json& r) {
   o.trial = trial_of(r);
   // Only "passed" and "failed" say anything about the task; anything else (not_assessed, a
   // missing verdict) is an infrastructure error, outside every denominator.
-  std::string v = str(r, "verdict");
+  std::string v = json_value_or(r, "verdict", "");
   o.outcome = v == "passed"   ? stats::run_outcome::verdict::passed
               : v == "failed" ? stats::run_outcome::verdict::failed
                               : stats::run_outcome::verdict::error;
   if (o.outcome == stats::run_outcome::verdict::error)
     o.error_message = report_text::error_message_of(r);
-  const json& wall = field(field(r, "timings"), "wall_ms");
-  if (wall.is_number()) o.wall_ms = wall.get<double>();
-  const json& u = field(r, "usage");
-  if (field(u, "input_tokens").is_number_unsigned())
-    o.input_tokens = u["input_tokens"].get<uint64_t>();
-  if (field(u, "output_tokens").is_number_unsigned())
-    o.output_tokens = u["output_tokens"].get<uint64_t>();
-  if (field(u, "cost_usd").is_number()) o.cost_usd = u["cost_usd"].get<double>();
-  const json& ju = field(r, "judge_usage");
+  o.wall_ms = json_find<double>(json_member(r, "timings"), "wall_ms");
+  const json& u = json_member(r, "usage");
+  o.input_tokens = json_find<uint64_t>(u, "input_tokens");
+  o.output_tokens = json_find<uint64_t>(u, "output_tokens");
+  o.cost_usd = json_find<double>(u, "cost_usd");
+  const json& ju = json_member(r, "judge_usage");
   if (ju.is_object()) {
     o.judged = true;
-    if (field(ju, "input_tokens").is_number_unsigned())
-      o.judge_input_tokens = ju["input_tokens"].get<uint64_t>();
-    if (field(ju, "output_tokens").is_number_unsigned())
-      o.judge_output_tokens = ju["output_tokens"].get<uint64_t>();
-    if (field(ju, "cost_usd").is_number()) o.judge_cost_usd = ju["cost_usd"].get<double>();
+    o.judge_input_tokens = json_find<uint64_t>(ju, "input_tokens");
+    o.judge_output_tokens = json_find<uint64_t>(ju, "output_tokens");
+    o.judge_cost_usd = json_find<double>(ju, "cost_usd");
   }
   return o;
 }
@@ -131,17 +123,19 @@ class detail_codec {
 
 run_detail detail_of(const json& r) {
   run_detail d;
-  const json& grading = field(r, "grading");
-  const json& checks = field(grading, "checks");
+  const json& grading = json_member(r, "grading");
+  const json& checks = json_member(grading, "checks");
   if (checks.is_array()) {
     d.checks.reserve(checks.size());
     for (const auto& c : checks)
-      d.checks.push_back({str(c, "id"), report_text::passed(c), str(c, "detail")});
+      d.checks.push_back(
+          {json_value_or(c, "id", ""), report_text::passed(c), json_value_or(c, "detail", "")});
   }
-  d.score = number_text(field(grading, "score"));
-  d.wall_ms = number_text(field(field(r, "timings"), "wall_ms"));
-  d.error_kind = str(field(r, "execution"), "error_kind");
-  if (d.error_kind.empty() && str(grading, "status") == "error") d.error_kind = "grader";
+  d.score = number_text(json_member(grading, "score"));
+  d.wall_ms = number_text(json_member(json_member(r, "timings"), "wall_ms"));
+  d.error_kind = json_value_or(json_member(r, "execution"), "error_kind", "");
+  if (d.error_kind.empty() && json_value_or(grading, "status", "") == "error")
+    d.error_kind = "grader";
   return d;
 }
 
@@ -185,9 +179,9 @@ class run_index::builder {
   void add(const json& record, record_location where,
            std::optional<record_location> aside = std::nullopt) {
     ++index_.seen_;
-    if (index_.suite_.empty()) index_.suite_ = str(record, "suite");
+    if (index_.suite_.empty()) index_.suite_ = json_value_or(record, "suite", "");
     index_.outcomes_.push_back(outcome_of(record));
-    index_.run_ids_.push_back(str(record, "run_id"));
+    index_.run_ids_.push_back(json_value_or(record, "run_id", ""));
     index_.where_.push_back(where);
     if (aside) index_.aside_.push_back(*aside);
     superseded_.push_back(false);

@@ -15,44 +15,44 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
   auto new_step = [&](std::string source) -> step& { return append_step(t, std::move(source)); };
 
   auto on_event = [&](const json& e) {
-    std::string type = get_string(e, "type").value_or("");
-    std::string timestamp = get_string(e, "timestamp").value_or("");
+    std::string type = json_find<std::string>(e, "type").value_or("");
+    std::string timestamp = json_find<std::string>(e, "timestamp").value_or("");
     if (type == "header") {
-      std::string schema = get_string(e, "schema").value_or("");
+      std::string schema = json_find<std::string>(e, "schema").value_or("");
       if (schema != events_schema && !bad_schema) {
         bad_schema = error{error_kind::invalid_argument,
                            fmt::format("events: schema \"{}\" is not {}", schema, events_schema)};
       }
-      if (auto v = get_string(e, "session_id")) t.session_id = *v;
-      if (auto v = get_string(e, "model")) t.model = *v;
-      if (auto v = get_string(e, "agent")) t.agent = *v;
+      if (auto v = json_find<std::string>(e, "session_id")) t.session_id = *v;
+      if (auto v = json_find<std::string>(e, "model")) t.model = *v;
+      if (auto v = json_find<std::string>(e, "agent")) t.agent = *v;
     } else if (type == "message") {
-      std::string role = get_string(e, "role").value_or("assistant");
+      std::string role = json_find<std::string>(e, "role").value_or("assistant");
       step& s = new_step(role == "user" ? "user" : role == "system" ? "system" : "agent");
-      s.message = get_string(e, "text").value_or("");
+      s.message = json_find<std::string>(e, "text").value_or("");
       s.timestamp = timestamp;
     } else if (type == "reasoning") {
       step& s = new_step("agent");
-      s.reasoning = get_string(e, "text").value_or("");
+      s.reasoning = json_find<std::string>(e, "text").value_or("");
       s.timestamp = timestamp;
     } else if (type == "tool_call") {
       tool_call call;
-      call.id = get_string(e, "id").value_or("");
-      call.tool = normalize_tool_name(get_string(e, "tool").value_or(""));
-      const json& input = get_field(e, "input");
+      call.id = json_find<std::string>(e, "id").value_or("");
+      call.tool = normalize_tool_name(json_find<std::string>(e, "tool").value_or(""));
+      const json& input = json_member(e, "input");
       call.input = input.is_null() ? json::object() : input;
-      if (call.tool == "shell") call.command = get_string(call.input, "command");
+      if (call.tool == "shell") call.command = json_find<std::string>(call.input, "command");
       step& s = new_step("agent");
       calls.add(call.id, t.steps.size() - 1, 0);
       s.tool_calls.push_back(std::move(call));
       s.timestamp = timestamp;
     } else if (type == "tool_result") {
       observation obs;
-      obs.call_id = get_string(e, "id").value_or("");
-      obs.exit_code = get_int(e, "exit_code");
-      obs.output = truncate_output(get_string(e, "output").value_or(""));
+      obs.call_id = json_find<std::string>(e, "id").value_or("");
+      obs.exit_code = json_find<int>(e, "exit_code");
+      obs.output = truncate_output(json_find<std::string>(e, "output").value_or(""));
       // Without an explicit flag, a non-zero exit is the error signal.
-      obs.is_error = get_bool(e, "is_error").value_or(obs.exit_code.value_or(0) != 0);
+      obs.is_error = json_find<bool>(e, "is_error").value_or(obs.exit_code.value_or(0) != 0);
       step* owner = calls.owner(t, obs.call_id);
       if (owner == nullptr) {
         // A result for a call never announced: keep it on a step of its own, not lost.
@@ -62,25 +62,25 @@ result<transcript> parse_evalbox_events(std::string_view jsonl, events_options o
       owner->observations.push_back(std::move(obs));
     } else if (type == "usage") {
       usage u;
-      u.input_tokens = get_u64(e, "input_tokens");
-      u.output_tokens = get_u64(e, "output_tokens");
-      u.cached_input_tokens = get_u64(e, "cached_input_tokens");
-      u.reasoning_tokens = get_u64(e, "reasoning_tokens");
-      u.cost_usd = get_double(e, "cost_usd");
+      u.input_tokens = json_find<uint64_t>(e, "input_tokens");
+      u.output_tokens = json_find<uint64_t>(e, "output_tokens");
+      u.cached_input_tokens = json_find<uint64_t>(e, "cached_input_tokens");
+      u.reasoning_tokens = json_find<uint64_t>(e, "reasoning_tokens");
+      u.cost_usd = json_find<double>(e, "cost_usd");
       t.total += u;
       if (!t.steps.empty()) {
         auto& metrics = t.steps.back().metrics;
         metrics = metrics.value_or(usage{}) + u;
       }
     } else if (type == "error") {
-      std::string message = get_string(e, "message").value_or("error");
+      std::string message = json_find<std::string>(e, "message").value_or("error");
       step& s = new_step("system");
       s.message = message;
       s.timestamp = timestamp;
       t.error = std::move(message);
     } else if (type == "final") {
       seen_final = true;
-      if (auto text = get_string(e, "text")) t.final_message = *text;
+      if (auto text = json_find<std::string>(e, "text")) t.final_message = *text;
     } else {
       ++t.unknown_events[unknown_event_key(type)];
     }

@@ -341,47 +341,6 @@ void for_each_jsonl_object(std::string_view jsonl, int& malformed,
   }
 }
 
-const json& get_field(const json& j, std::string_view key) {
-  static const json null_value;
-  if (!j.is_object()) return null_value;
-  auto it = j.find(key);
-  return it == j.end() ? null_value : *it;
-}
-
-std::optional<std::string> get_string(const json& j, std::string_view key) {
-  const json& v = get_field(j, key);
-  if (!v.is_string()) return std::nullopt;
-  return v.get<std::string>();
-}
-
-std::optional<uint64_t> get_u64(const json& j, std::string_view key) {
-  const json& v = get_field(j, key);
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0)
-    return static_cast<uint64_t>(v.get<int64_t>());
-  return std::nullopt;
-}
-
-std::optional<int> get_int(const json& j, std::string_view key) {
-  const json& v = get_field(j, key);
-  if (!v.is_number_integer()) return std::nullopt;
-  int64_t n = v.get<int64_t>();
-  if (n < INT32_MIN || n > INT32_MAX) return std::nullopt;
-  return static_cast<int>(n);
-}
-
-std::optional<double> get_double(const json& j, std::string_view key) {
-  const json& v = get_field(j, key);
-  if (!v.is_number()) return std::nullopt;
-  return v.get<double>();
-}
-
-std::optional<bool> get_bool(const json& j, std::string_view key) {
-  const json& v = get_field(j, key);
-  if (!v.is_boolean()) return std::nullopt;
-  return v.get<bool>();
-}
-
 step& append_step(transcript& t, std::string source) {
   step s;
   s.index = static_cast<int>(t.steps.size());
@@ -427,7 +386,7 @@ std::vector<std::string> commands(const transcript& t) {
       if (c.tool != "shell") continue;
       if (c.command) {
         out.push_back(*c.command);
-      } else if (auto cmd = get_string(c.input, "command")) {
+      } else if (auto cmd = json_find<std::string>(c.input, "command")) {
         out.push_back(*cmd);
       }
     }

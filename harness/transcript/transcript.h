@@ -20,6 +20,7 @@
 
 #include "sandbox/base/error.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_get.h"  // the accessor every event parser reads fields with
 
 namespace evalbox::harness {
 
@@ -137,15 +138,6 @@ std::string normalize_tool_name(std::string_view client_tool);
 void for_each_jsonl_object(std::string_view jsonl, int& malformed,
                            const std::function<void(const json&)>& fn,
                            std::optional<std::string>* too_long = nullptr);
-
-// Non-throwing field access for parsers: nullopt when the key is missing or has another type.
-std::optional<std::string> get_string(const json& j, std::string_view key);
-std::optional<uint64_t> get_u64(const json& j, std::string_view key);  // non-negative integers
-std::optional<int> get_int(const json& j, std::string_view key);
-std::optional<double> get_double(const json& j, std::string_view key);  // any number
-std::optional<bool> get_bool(const json& j, std::string_view key);
-// j[key] when present (any type), else null.
-const json& get_field(const json& j, std::string_view key);
 
 // Appends a step said by `source` ("agent", "user" or "system") with the next index.
 step& append_step(transcript& t, std::string source);

@@ -3,6 +3,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json_checks.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox {
 
@@ -39,5 +40,31 @@ result<json> read_json_file(const std::filesystem::path& path) {
   std::string text = EB_TRY(read_file(path));
   return parse_json(text, path.string());
 }
+
+// ---- json_get.h -------------------------------------------------------------------------------
+
+const json& json_member(const json& j, std::string_view key) noexcept {
+  static const json null_value;
+  if (!j.is_object()) return null_value;
+  auto it = j.find(key);
+  return it == j.end() ? null_value : *it;
+}
+
+namespace json_detail {
+
+std::unexpected<error> missing(std::string_view key) {
+  return make_error(error_kind::invalid_argument, "missing field '{}'", key);
+}
+
+std::unexpected<error> refused(std::string_view key, const json& v, std::string_view wanted,
+                               refusal why) {
+  if (why == refusal::range)
+    return make_error(error_kind::invalid_argument, "field '{}' is out of range: {}", key,
+                      v.dump(-1, ' ', false, json::error_handler_t::replace));
+  return make_error(error_kind::invalid_argument, "field '{}' is {} {}, not {}", key,
+                    v.is_array() || v.is_object() ? "an" : "a", v.type_name(), wanted);
+}
+
+}  // namespace json_detail
 
 }  // namespace evalbox

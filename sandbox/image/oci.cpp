@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sandbox/base/digest.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::sandbox::image {
 
@@ -21,40 +22,32 @@ result<json> parse_bounded(std::string_view text, std::string_view what) {
   return parse_json(text, what);
 }
 
-// Typed field access that reports, instead of throwing, what was wrong.
+// An object or array field, as a pointer (null when it is missing or null and not required).
 result<const json*> field(const json& obj, std::string_view key, json::value_t type, bool required,
                           std::string_view what) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
+  const json& v = json_member(obj, key);
+  if (v.is_null()) {
     if (required) return make_error(error_kind::invalid_argument, "{}: '{}' is missing", what, key);
     return static_cast<const json*>(nullptr);
   }
-  bool ok = it->type() == type ||
-            (type == json::value_t::number_integer && it->type() == json::value_t::number_unsigned);
+  bool ok = v.type() == type ||
+            (type == json::value_t::number_integer && v.type() == json::value_t::number_unsigned);
   if (!ok)
     return make_error(error_kind::invalid_argument, "{}: '{}' has the wrong type ({})", what, key,
-                      it->type_name());
-  return &*it;
+                      v.type_name());
+  return &v;
 }
 
 result<std::string> string_field(const json& obj, std::string_view key, bool required,
                                  std::string_view what) {
-  const json* v = EB_TRY(field(obj, key, json::value_t::string, required, what));
-  return v ? v->get<std::string>() : std::string();
+  if (required) return EB_TRY_CTX(json_get<std::string>(obj, key), what);
+  return EB_TRY_CTX(json_get_optional<std::string>(obj, key), what).value_or("");
 }
 
 result<std::vector<std::string>> strings_field(const json& obj, std::string_view key,
                                                std::string_view what) {
-  const json* v = EB_TRY(field(obj, key, json::value_t::array, false, what));
-  std::vector<std::string> out;
-  if (!v) return out;
-  for (const auto& item : *v) {
-    if (!item.is_string())
-      return make_error(error_kind::invalid_argument, "{}: '{}' must be a list of strings", what,
-                        key);
-    out.push_back(item.get<std::string>());
-  }
-  return out;
+  return EB_TRY_CTX(json_get_optional<std::vector<std::string>>(obj, key), what)
+      .value_or(std::vector<std::string>());
 }
 
 result<const json*> object_of(const json& doc, std::string_view what) {

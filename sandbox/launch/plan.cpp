@@ -3,20 +3,15 @@
 #include "sandbox/launch/plan.h"
 
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::sandbox {
 namespace {
 
+// A field of the plan, with the plan named in the error.
 template <class T>
 result<T> get(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end())
-    return make_error(error_kind::invalid_argument, "launch plan: missing {}", key);
-  try {
-    return it->get<T>();
-  } catch (const json::exception& e) {
-    return make_error(error_kind::invalid_argument, "launch plan: field {}: {}", key, e.what());
-  }
+  return EB_TRY_CTX(json_get<T>(j, key), "launch plan");
 }
 
 }  // namespace
@@ -130,8 +125,7 @@ result<launch_plan> launch_plan::from_json(const json& j) {
   p.landlock = EB_TRY(get<bool>(j, "landlock"));
   p.inherit_stdio = EB_TRY(get<bool>(j, "inherit_stdio"));
   p.stdin_path = EB_TRY(get<std::string>(j, "stdin_path"));
-  p.terminal = j.is_object() && j.contains("terminal") && j["terminal"].is_boolean() &&
-               j["terminal"].get<bool>();
+  p.terminal = json_value_or(j, "terminal", false);
   p.stdout_path = EB_TRY(get<std::string>(j, "stdout_path"));
   p.stderr_path = EB_TRY(get<std::string>(j, "stderr_path"));
   p.binding_digest = EB_TRY(get<std::string>(j, "binding_digest"));

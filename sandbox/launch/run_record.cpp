@@ -3,7 +3,7 @@
 
 #include <type_traits>
 
-#include "sandbox/base/json_checks.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::sandbox {
 
@@ -39,26 +39,16 @@ std::optional<outcome_kind> outcome_from(std::string_view s) {
 }
 
 // Field `key` of `j` as a T; `nullable` fields may be null (then nothing). Integers are
-// range-checked (checked_integer): a hostile record's 1e300 or -5 is refused, not misread.
+// range-checked: a hostile record's 1e300 or -5 is refused, not misread.
 template <class T>
 result<std::optional<T>> field(const json& j, const char* key, bool nullable = false) {
-  auto it = j.find(key);
-  if (it == j.end()) return make_error(error_kind::invalid_argument, "run record: missing {}", key);
-  if (nullable && it->is_null()) return std::optional<T>();
-  try {
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      return std::optional<T>(checked_integer<T>(*it));
-    } else {
-      return std::optional<T>(it->get<T>());
-    }
-  } catch (const json::exception& e) {
-    return make_error(error_kind::invalid_argument, "run record: field {}: {}", key, e.what());
-  }
+  if (nullable) return EB_TRY_CTX(json_get_optional<T>(j, key), "run record");
+  return std::optional<T>(EB_TRY_CTX(json_get<T>(j, key), "run record"));
 }
 
 template <class T>
 result<T> required(const json& j, const char* key) {
-  return *EB_TRY(field<T>(j, key));
+  return EB_TRY_CTX(json_get<T>(j, key), "run record");
 }
 
 }  // namespace
