@@ -1,14 +1,12 @@
 // `evalbox fixture ...`: commands for fixture authors. `fixture new` scaffolds a fixture;
 // `fixture test` (the sandboxed oracle/noop check) has its own section below.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
-
-#include <signal.h>
 
 #include <algorithm>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "harness/cli/commands.h"
@@ -19,6 +17,7 @@
 #include "harness/config/judges.h"
 #include "harness/fixture/load.h"
 #include "harness/fixture/scaffold.h"
+#include "harness/fixture/trust.h"
 #include "harness/results/results.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
@@ -129,21 +128,13 @@ std::expected<harness::suite_spec, int> fixture_suite(const std::vector<std::str
   return suite;
 }
 
-// A fixture is trusted when the oracle passes every trial and the untouched workspace (noop)
-// fails at least one check; says which check broke that.
+// Runs oracle and noop on each fixture and prints the verdict on each (harness/fixture/trust.h).
 int fixture_test(const fixture_test_args& a) {
   std::optional<harness::suite_spec> parent;
   auto made = fixture_suite(a.dirs, a.suite, a.images, parent);
   if (!made) return made.error();
   harness::suite_spec suite = std::move(*made);
-  for (const char* id : {"oracle", "noop"}) {
-    harness::candidate_spec c;
-    c.id = id;
-    c.adapter = id;
-    c.where = {suite.file.string(), 0, 0};
-    suite.candidates.push_back(std::move(c));
-  }
-  suite.trials = a.trials;
+  harness::add_trust_candidates(suite, a.trials);
   std::optional<temp_dir> scratch;
   std::filesystem::path results_path = a.results;
   if (results_path.empty()) {
@@ -165,70 +156,24 @@ int fixture_test(const fixture_test_args& a) {
     log::error("{}", done.error().message);
     return exit_internal;
   }
-  if (done->signal) return done->signal == SIGINT ? exit_sigint : exit_sigterm;
-  // A few runs per fixture: their records fit in memory.
-  auto records = harness::results_dir(results_path).read_records();
-  if (!records) {
-    log::error("{}", records.error().message);
+  if (done->signal) return harness::exit_status_of_signal(done->signal);
+  auto verdicts = harness::fixture_trust_of(suite, results_path);
+  if (!verdicts) {
+    log::error("{}", verdicts.error().message);
     return exit_internal;
   }
-
   int invalid = 0;
-  for (const auto& f : suite.fixtures) {
-    int oracle_n = 0, oracle_pass = 0, noop_failed = 0, noop_n = 0;
-    std::vector<std::string> problems;
-    std::set<std::string> noop_failing_checks;
-    for (const auto& r : *records) {
-      if (r["fixture"].value("id", "") != f.id) continue;
-      std::string cand = r["candidate"].value("id", "");
-      std::string verdict = r.value("verdict", "");
-      if (r["execution"].value("status", "") == "error" || verdict == "not_assessed") {
-        const auto& e =
-            r["execution"]["error"].is_string() ? r["execution"]["error"] : r["grading"]["error"];
-        problems.push_back(fmt::format("{} trial {} could not be assessed: {}", cand,
-                                       r.value("trial", 0),
-                                       e.is_string() ? e.get<std::string>() : "error"));
-        continue;
-      }
-      if (cand == "oracle") {
-        ++oracle_n;
-        if (verdict == "passed") {
-          ++oracle_pass;
-        } else {
-          for (const auto& c : r["grading"]["checks"])
-            if (!c.value("passed", false))
-              problems.push_back(fmt::format("the oracle fails check '{}' (trial {}): {}",
-                                             c.value("id", ""), r.value("trial", 0),
-                                             c.value("detail", "")));
-        }
-      } else {
-        ++noop_n;
-        bool any_failed = false;
-        for (const auto& c : r["grading"]["checks"])
-          if (!c.value("passed", false)) {
-            any_failed = true;
-            noop_failing_checks.insert(c.value("id", ""));
-          }
-        if (any_failed) ++noop_failed;
-      }
+  for (const auto& t : *verdicts) {
+    if (t.trusted()) {
+      fmt::print("ok       {:<24} oracle {}/{} passed; untouched workspace fails: {}\n",
+                 t.fixture_id, t.oracle_passed, t.oracle_runs,
+                 fmt::join(t.noop_failing_checks, ", "));
+      continue;
     }
-    if (noop_n > 0 && noop_failed == 0)
-      problems.push_back(
-          "the untouched workspace (noop) passes every check: the checks do not "
-          "test the task");
-    bool ok = problems.empty() && oracle_n == a.trials && oracle_pass == oracle_n;
-    if (ok) {
-      std::string failing;
-      for (const auto& c : noop_failing_checks) failing += (failing.empty() ? "" : ", ") + c;
-      fmt::print("ok       {:<24} oracle {}/{} passed; untouched workspace fails: {}\n", f.id,
-                 oracle_pass, oracle_n, failing);
-    } else {
-      ++invalid;
-      fmt::print("INVALID  {:<24} {}\n", f.id,
-                 problems.empty() ? "oracle did not run" : problems.front());
-      for (size_t i = 1; i < problems.size(); ++i)
-        fmt::print("         {:<24} {}\n", "", problems[i]);
-    }
+    ++invalid;
+    fmt::print("INVALID  {:<24} {}\n", t.fixture_id, t.problems.front());
+    for (size_t i = 1; i < t.problems.size(); ++i)
+      fmt::print("         {:<24} {}\n", "", t.problems[i]);
   }
   if (!a.results.empty()) fmt::print("results: {}\n", results_path.string());
   return invalid == 0 ? exit_ok : exit_task_failed;

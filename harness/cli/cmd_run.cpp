@@ -1,5 +1,4 @@
 // `evalbox run SUITE`: fixtures × candidates × trials in sandboxes, resumable, with reports.
-#include <signal.h>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -32,15 +31,6 @@ struct run_args {
   std::string keep_workspaces = "none";
   std::string keep_workspace_size = "1GiB";
 };
-
-// Exit status from the recorded runs of this plan: execution errors first, then grader
-// failures, then task failures.
-int exit_status(const planned_outcomes& planned) {
-  if (planned.execution_error) return exit_execution_failed;
-  if (planned.grader_error) return exit_grader_failed;
-  if (planned.task_failed) return exit_task_failed;
-  return exit_ok;
-}
 
 int run_command(const run_args& a) {
   auto keep = harness::parse_keep_policy(a.keep_workspaces);
@@ -132,9 +122,8 @@ int run_command(const run_args& a) {
   if (done->summary) fmt::print("{}", harness::render_terminal_summary(*done->summary));
   fmt::print("reports: {0}/report.md {0}/report.html {0}/summary.json {0}/junit.xml\n",
              o.results_dir.string());
-  if (done->signal == SIGINT) return exit_sigint;
-  if (done->signal == SIGTERM) return exit_sigterm;
-  return exit_status(done->planned);
+  if (done->signal) return harness::exit_status_of_signal(done->signal);
+  return harness::exit_status(done->planned.worst());
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/interactive.h"
+#include "harness/runner/request.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/units.h"
@@ -85,47 +86,25 @@ result<network_policy> parse_network(const std::string& text) {
 }
 
 result<session_request> make_request(const exec_args& a, const image_summary* image) {
-  session_request r;
-  r.run_id = fmt::format("sandbox-{}-{}", ::getpid(),
-                         std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
-  r.authorized_until = std::chrono::system_clock::now() + std::chrono::hours(24 * 365);
   if (a.command.empty()) return make_error(error_kind::invalid_argument, "no command given");
-  r.argv = a.command;
-  r.argv[0] = resolve_program(a.command[0]);
-  r.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-           {"HOME", "/home/agent"},
-           {"USER", "agent"}};
-  // The image's Env (its PATH first of all), but the managed home stays the home.
-  if (image) {
-    for (const auto& kv : image->env) {
-      auto eq = kv.find('=');
-      if (eq != std::string::npos && eq > 0 && kv.substr(0, eq) != "HOME")
-        r.env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-  }
-  for (const char* k : {"TERM", "LANG", "LC_ALL", "COLORTERM"}) {
-    if (const char* v = std::getenv(k); v && *v) r.env[k] = v;
-  }
-  r.workspace.strategy = workspace_strategy::auto_select;
-  if (!a.workspace.empty()) {
-    r.workspace.source = fs::absolute(a.workspace).lexically_normal();
-  } else {
-    // No host directory: the image's working directory is the workspace (copy-on-write).
-    fs::path wd = image->working_dir.empty() ? fs::path("/") : fs::path(image->working_dir);
-    r.workspace.target =
-        wd.lexically_normal() == "/" ? fs::path("/workspace") : wd.lexically_normal();
-    r.workspace.image_dir = r.workspace.target;
-  }
-  if (image) r.image = image_root{image->id, image->reference, image->manifest_digest};
-  r.home.adapter = "sandbox";
-  r.limits.memory_bytes = EB_TRY_CTX(parse_bytes(a.memory), "--memory");
-  r.limits.wall_ms = EB_TRY_CTX(parse_duration_ms(a.wall), "--wall");
-  r.limits.cpu_ms = EB_TRY_CTX(parse_duration_ms(a.cpu), "--cpu");
-  r.limits.disk_bytes = EB_TRY_CTX(parse_bytes(a.disk), "--disk");
-  r.limits.pids = a.pids;
-  r.network = EB_TRY(parse_network(a.network));
-  r.landlock = !a.no_landlock;
-  return r;
+  harness::exec_request_inputs in;
+  in.session_id =
+      fmt::format("sandbox-{}-{}", ::getpid(),
+                  std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
+  in.argv = a.command;
+  in.argv[0] = resolve_program(a.command[0]);
+  in.workspace = a.workspace;
+  in.image = image;
+  for (const char* k : {"TERM", "LANG", "LC_ALL", "COLORTERM"})
+    if (const char* v = std::getenv(k); v && *v) in.passed_env[k] = v;
+  in.limits.memory_bytes = EB_TRY_CTX(parse_bytes(a.memory), "--memory");
+  in.limits.wall_ms = EB_TRY_CTX(parse_duration_ms(a.wall), "--wall");
+  in.limits.cpu_ms = EB_TRY_CTX(parse_duration_ms(a.cpu), "--cpu");
+  in.limits.disk_bytes = EB_TRY_CTX(parse_bytes(a.disk), "--disk");
+  in.limits.pids = a.pids;
+  in.network = EB_TRY(parse_network(a.network));
+  in.landlock = !a.no_landlock;
+  return harness::make_exec_request(in);
 }
 
 int exit_code_for(const run_record& rec) {

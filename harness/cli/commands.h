@@ -5,24 +5,17 @@
 #include <functional>
 #include <string>
 
+#include "harness/runner/exit_status.h"
+
 namespace CLI {
 class App;
 }
 
 namespace evalbox::cli {
 
-// Exit codes shared by every command; `evalbox run` uses each of them (docs/cli.md, "Exit
-// codes"; scripts/check-docs fails when one is missing there).
-enum exit_code : int {
-  exit_ok = 0,
-  exit_task_failed = 1,
-  exit_execution_failed = 2,
-  exit_grader_failed = 3,
-  exit_usage = 64,  // invalid configuration or arguments
-  exit_internal = 70,
-  exit_sigint = 130,
-  exit_sigterm = 143,
-};
+// Exit codes shared by every command (harness/runner/exit_status.h).
+using harness::exit_code;
+using enum harness::exit_code;
 
 // A command's action, run after parsing; returns the process exit code.
 using action = std::function<int()>;

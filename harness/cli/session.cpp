@@ -5,18 +5,13 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <string_view>
 #include <thread>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
 #include "harness/fixture/load.h"
-#include "harness/results/results.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
 
 namespace evalbox::cli {
 
@@ -100,30 +95,17 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
                               const suite_run_options& options) {
   auto registry = make_registry();
   sandbox::cancel_token cancel;
-  suite_run out;
-  bool tty = ::isatty(STDERR_FILENO) == 1 && !std::getenv("CI");
-
-  harness::runner_options ro;
-  ro.results_dir = options.results_dir;
-  ro.concurrency = options.concurrency;
-  ro.retries = options.retries;
-  ro.resume = options.resume;
-  ro.keep_workspaces = options.keep_workspaces;
-  ro.keep_workspace_bytes = options.keep_workspace_bytes;
-  if (options.interactive)
-    ro.interactive = [&options, &cancel](const sandbox::prepared_session& s,
-                                         sandbox::launch_options o) {
-      return options.interactive(s, std::move(o), cancel);
+  harness::suite_run_options o = options;
+  o.cancel = &cancel;
+  if (options.shell)
+    o.interactive = [&options, &cancel](const sandbox::prepared_session& s,
+                                        sandbox::launch_options l) {
+      return options.shell(s, std::move(l), cancel);
     };
-  ro.interactive_grader = options.interactive_grader;
-  ro.workspace_override = options.workspace_override;
-  ro.sandbox = sandbox::default_preparer_options();
-  if (const char* home = std::getenv("HOME"); home && *home && std::string_view(home) != "/")
-    ro.protected_roots.push_back(home);
-  ro.cancel = &cancel;
   if (!options.quiet) {
-    ro.on_notice = [](const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); };
-    ro.on_progress = [tty](const harness::progress& p) {
+    const bool tty = ::isatty(STDERR_FILENO) == 1 && !std::getenv("CI");
+    o.on_notice = [](const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); };
+    o.on_progress = [tty](const harness::progress& p) {
       double eta = p.done > 0 ? p.elapsed_s / p.done * (p.total - p.done) : 0;
       if (tty) {
         fmt::print(stderr, "\r\033[K[{}/{}] {} passed, {} failed, {} errors, ETA {:.0f}s  {}",
@@ -134,67 +116,12 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
       }
     };
   }
-  {
-    // A home directory that holds the results or fixtures cannot be protected wholesale.
-    auto& roots = ro.protected_roots;
-    roots.erase(std::remove_if(roots.begin(), roots.end(),
-                               [&](const std::filesystem::path& r) {
-                                 if (is_within(normalize(options.results_dir), r)) return true;
-                                 if (!options.workspace_override.empty() &&
-                                     is_within(normalize(options.workspace_override), r))
-                                   return true;
-                                 for (const auto& f : suite.fixtures)
-                                   if (is_within(f.dir, r)) return true;
-                                 return is_within(suite.file, r);
-                               }),
-                roots.end());
-  }
   signal_watch watch(cancel);
-  auto totals = harness::run_suite(suite, runs, registry, ro);
+  auto done = harness::run_and_report(suite, runs, registry, o);
+  suite_run out;
   out.signal = watch.signal();
-  // Stopped before any run (while an image was imported): the signal is the outcome.
-  if (!totals && out.signal && totals.error().kind == error_kind::cancelled) return out;
-  if (!totals) return std::unexpected(totals.error());
-  out.totals = *totals;
-  // One pass over results.jsonl indexes the runs for the reports and notes how the planned
-  // runs ended; the reports then read back one record at a time.
-  std::vector<std::string_view> planned;  // sorted; views of the run ids in `runs`
-  planned.reserve(runs.size());
-  for (const auto& r : runs) planned.push_back(r.run_id);
-  std::sort(planned.begin(), planned.end());
-  std::vector<bool> recorded(planned.size(), false);
-  auto note = [&](const json& r) -> status {
-    auto id = r.find("run_id");
-    if (id == r.end() || !id->is_string()) return {};
-    auto at = std::lower_bound(planned.begin(), planned.end(),
-                               std::string_view(id->get_ref<const std::string&>()));
-    if (at == planned.end() || *at != id->get_ref<const std::string&>()) return {};
-    recorded[static_cast<size_t>(at - planned.begin())] = true;
-    static const json none;
-    const json& exec = r.contains("execution") ? r["execution"] : none;
-    const json& grading = r.contains("grading") ? r["grading"] : none;
-    if (exec.is_object() && exec.value("status", "") == "error")
-      out.planned.execution_error = true;
-    else if (grading.is_object() && grading.value("status", "") == "error")
-      out.planned.grader_error = true;
-    else if (r.value("verdict", "") != "passed")
-      out.planned.task_failed = true;
-    return {};
-  };
-  auto index =
-      EB_TRY(harness::run_index::of_results(harness::results_dir(options.results_dir), note));
-  // An interrupted run's reports say how many of its planned runs have no record yet.
-  auto s = harness::summarize_runs(index, suite.baseline);
-  if (s) {
-    auto missing = static_cast<uint64_t>(std::count(recorded.begin(), recorded.end(), false));
-    if (missing > 0) s->missing = harness::stats::missing_runs{planned.size(), missing};
-    if (auto w = harness::write_reports(options.results_dir, *s, index, suite.name); !w)
-      s = std::unexpected(std::move(w).error());
-  }
-  if (!s)
-    log::warn("reports: {}", s.error().message);
-  else
-    out.summary = std::move(*s);
+  if (!done) return std::unexpected(std::move(done).error());
+  static_cast<harness::suite_run&>(out) = std::move(*done);
   return out;
 }
 

@@ -1,54 +1,34 @@
-// What `evalbox run` and `evalbox fixture test` share: signal handling (Ctrl-C stops
-// scheduling and kills running sandboxes), the progress line, running a planned suite and
-// writing its reports.
+// What `evalbox run`, `evalbox fixture test`, `evalbox fixture shell` and `evalbox runs shell`
+// share on the command line, around harness::run_and_report: signal handling (Ctrl-C stops
+// scheduling and kills running sandboxes), the progress line, and loading a runnable suite.
 #pragma once
 
 #include <expected>
-#include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "harness/config/spec.h"
 #include "harness/plan/plan.h"
-#include "harness/report/report.h"
-#include "harness/runner/runner.h"
+#include "harness/runner/suite_run.h"
 
 namespace evalbox::cli {
 
-// What the records of the planned runs say (every record of a planned run id in the results
-// directory, an older one of a rerun included): the exit status of `evalbox run`.
-struct planned_outcomes {
-  bool execution_error = false;  // a run could not be carried out
-  bool grader_error = false;     // a run could not be graded
-  bool task_failed = false;      // a run was graded and did not pass
-};
-
-struct suite_run {
-  harness::run_totals totals;
-  // Read from results.jsonl with the reports, one record at a time: the records themselves
-  // are not kept (a suite of thousands of runs would hold them all).
-  planned_outcomes planned;
-  std::optional<harness::stats::summary> summary;
-  int signal = 0;  // SIGINT/SIGTERM that stopped it, else 0
-};
-
-struct suite_run_options {
-  std::filesystem::path results_dir;
-  int concurrency = 1;
-  int retries = 0;
-  bool resume = true;
+struct suite_run_options : harness::suite_run_options {
   bool quiet = false;  // no progress output
-  harness::keep_policy keep_workspaces = harness::keep_policy::none;
-  uint64_t keep_workspace_bytes = harness::default_keep_bytes;
-  // A person's shell instead of the agent (harness::runner_options::interactive), given the
+  // A person's shell instead of the agent (harness::suite_run_options::interactive), given the
   // suite's cancel token, which SIGINT and SIGTERM set.
   std::function<result<sandbox::run_record>(const sandbox::prepared_session&,
                                             sandbox::launch_options, sandbox::cancel_token&)>
-      interactive;
-  bool interactive_grader = false;
-  std::filesystem::path workspace_override;
+      shell;
 };
 
-// Plans nothing: runs `runs` of `suite`, then writes the reports from results.jsonl.
+struct suite_run : harness::suite_run {
+  int signal = 0;  // SIGINT/SIGTERM that stopped it, else 0
+};
+
+// Runs `runs` of `suite` with SIGINT/SIGTERM watched and progress shown, then writes the
+// reports (harness::run_and_report).
 result<suite_run> run_planned(const harness::suite_spec& suite,
                               const std::vector<harness::run_spec>& runs,
                               const suite_run_options& options);

@@ -2,14 +2,14 @@
 #include "harness/cli/shell_session.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/interactive.h"
 #include "harness/cli/session.h"
-#include "harness/report/report.h"
+#include "harness/results/record.h"
 #include "harness/results/results.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/json_get.h"
 #include "sandbox/base/log.h"
 
 namespace evalbox::cli {
@@ -22,42 +22,33 @@ std::string tail_of(const std::filesystem::path& path, size_t max = 2000) {
 }
 
 // What the record says: each check, pass or fail, and the verdict.
-int print_grading(const json& r, const std::filesystem::path& run_dir, const std::string& cmd) {
-  // The record is read through field()/str(): a key that is missing, or of another type, reads
-  // as null or "" rather than failing.
-  using harness::report_text::field;
-  using harness::report_text::str;
-  const json& exec = field(r, "execution");
-  if (str(exec, "status") == "error") {
-    const std::string error = str(exec, "error");
+int print_grading(const json& record, const std::filesystem::path& run_dir,
+                  const std::string& cmd) {
+  const harness::recorded_run r = harness::read_recorded_run(record);
+  if (r.ending == harness::run_ending::execution_error) {
     fmt::print("evalbox {}: the run could not be carried out: {}\n", cmd,
-               error.empty() ? "error" : error);
+               r.error.empty() ? "error" : r.error);
     if (const std::string log = tail_of(run_dir / "setup.log"); !log.empty())
       fmt::print("setup output:\n{}{}", log, log.ends_with('\n') ? "" : "\n");
     return exit_execution_failed;
   }
-  const json& shell = field(field(exec, "records"), "shell");
+  // The shell's own record, beside the agent's in a run (any shape: it comes from disk).
+  const json& shell =
+      json_member(json_member(json_member(record, "execution"), "records"), "shell");
   if (shell.is_object()) {
-    const std::string outcome = str(shell, "outcome");
+    const std::string outcome = json_value_or(shell, "outcome", "");
     fmt::print("evalbox {}: the shell ended ({} {}); grading what it left:\n", cmd,
-               outcome.empty() ? "?" : outcome, field(shell, "exit_code").dump());
+               outcome.empty() ? "?" : outcome, json_member(shell, "exit_code").dump());
   }
-  const json& g = field(r, "grading");
-  int passing = 0, total = 0;
-  const json& checks = field(g, "checks");
-  for (const auto& c : checks.is_array() ? checks : json::array()) {
-    ++total;
-    const bool ok = harness::report_text::passed(c);
-    passing += ok ? 1 : 0;
-    std::string detail = str(c, "detail");
-    if (auto nl = detail.find('\n'); nl != std::string::npos) detail = detail.substr(0, nl);
-    fmt::print("  {}  {:<24} {}\n", ok ? "pass" : "FAIL", str(c, "id"), detail);
+  int passing = 0;
+  for (const auto& c : r.checks) {
+    passing += c.passed ? 1 : 0;
+    const std::string detail = c.detail.substr(0, c.detail.find('\n'));
+    fmt::print("  {}  {:<24} {}\n", c.passed ? "pass" : "FAIL", c.id, detail);
   }
-  std::string verdict = str(r, "verdict");
-  if (verdict.empty()) verdict = "not_assessed";
-  fmt::print("verdict: {} ({} of {} checks pass)\n", verdict, passing, total);
-  if (const std::string error = str(g, "error"); !error.empty())
-    fmt::print("grading error: {}\n", error);
+  const std::string verdict = r.verdict.empty() ? "not_assessed" : r.verdict;
+  fmt::print("verdict: {} ({} of {} checks pass)\n", verdict, passing, r.checks.size());
+  if (!r.error.empty()) fmt::print("grading error: {}\n", r.error);
   if (verdict == "passed") return exit_ok;
   if (verdict == "failed") return exit_task_failed;
   return exit_grader_failed;
@@ -77,7 +68,7 @@ int run_shell_session(const harness::suite_spec& suite, const shell_session_opti
   o.concurrency = 1;
   o.resume = false;
   o.quiet = true;
-  o.interactive = launch_interactive;
+  o.shell = launch_interactive;
   o.interactive_grader = options.grader;
   o.workspace_override = options.workspace;
   auto done = run_planned(suite, *runs, o);
@@ -85,14 +76,14 @@ int run_shell_session(const harness::suite_spec& suite, const shell_session_opti
     log::error("{}", done.error().message);
     return exit_internal;
   }
-  if (done->signal) return done->signal == SIGINT ? exit_sigint : exit_sigterm;
+  if (done->signal) return harness::exit_status_of_signal(done->signal);
   auto records = harness::results_dir(scratch.path()).read_records();
   if (!records || records->empty()) {
     log::error("{}: the run left no record{}", options.command,
                records ? "" : ": " + records.error().message);
     return exit_internal;
   }
-  const std::string id = records->front().value("run_id", "");
+  const std::string id = json_value_or(records->front(), "run_id", "");
   return print_grading(records->front(), harness::results_dir(scratch.path()).run_dir(id),
                        options.command);
 }

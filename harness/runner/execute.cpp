@@ -57,32 +57,6 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-sandbox::resource_limits effective_limits(const limits_spec& suite, const fixture_spec& f) {
-  sandbox::resource_limits l;
-  limits_spec spec = suite.merged_with(f.limits);
-  if (spec.wall_ms) l.wall_ms = *spec.wall_ms;
-  if (spec.cpu_ms) l.cpu_ms = *spec.cpu_ms;
-  if (spec.memory_bytes) l.memory_bytes = *spec.memory_bytes;
-  if (spec.pids) l.pids = *spec.pids;
-  if (spec.disk_bytes) l.disk_bytes = *spec.disk_bytes;
-  if (spec.output_bytes) l.output_bytes = *spec.output_bytes;
-  return l;
-}
-
-sandbox::network_policy to_policy(const network_spec& n) {
-  sandbox::network_policy p;
-  p.mode = n.mode == network_spec::mode_kind::allow ? sandbox::network_mode::allow
-                                                    : sandbox::network_mode::none;
-  p.allow = n.allow;
-  // Only a Harbor task whose internet is allowed asks for the host's network (harbor.h): its
-  // own task.toml is the opt-in, and the run record says "host (unsafe)".
-  if (n.mode == network_spec::mode_kind::host) {
-    p.mode = sandbox::network_mode::host;
-    p.unsafe_host_network = true;
-  }
-  return p;
-}
-
 // What a Harbor verifier may leave in /logs/verifier that is kept under the run directory: it
 // ran over what the agent left, so its files are bounded like any agent-influenced data.
 constexpr size_t max_verifier_files = 64;
@@ -743,72 +717,6 @@ class attempt {
 };
 
 }  // namespace
-
-std::map<std::string, std::string> run_environment(const sandbox::image_summary* image) {
-  auto env = base_environment();
-  if (!image) return env;
-  for (const auto& kv : image->env) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
-    if (name == "HOME") continue;  // the managed home is where the agent's files are
-    if (name == "PATH") value = "/evalbox/bin:" + value;
-    env[name] = std::move(value);
-  }
-  return env;
-}
-
-fs::path workspace_target(const fixture_spec& fixture, const sandbox::image_summary* image) {
-  if (fixture.has_workspace || !fixture.environment) return "/workspace";
-  if (fixture.environment->workdir) return *fixture.environment->workdir;
-  if (image && !image->working_dir.empty() && fs::path(image->working_dir) != "/")
-    return fs::path(image->working_dir).lexically_normal();
-  return "/workspace";
-}
-
-std::chrono::system_clock::time_point authorized_until(const sandbox::resource_limits& limits) {
-  return std::chrono::system_clock::now() + std::chrono::hours(1) +
-         std::chrono::milliseconds(limits.wall_ms * 4);
-}
-
-result<sandbox::session_request> make_session_request(const request_inputs& in) {
-  const fixture_spec& fixture = in.fixture;
-  const candidate_spec& cand = in.candidate;
-  sandbox::session_request req;
-  req.run_id = in.session_id;
-  req.limits = effective_limits(in.suite_limits, fixture);
-  req.authorized_until = authorized_until(req.limits);
-  req.argv = in.plan.argv;
-  req.env = run_environment(in.image);
-  for (const auto& [k, v] : in.plan.env) req.env[k] = v;
-  for (const auto& [k, v] : cand.env) req.env[k] = v;
-  req.workspace.digest = fixture.digest;
-  req.workspace.target = workspace_target(fixture, in.image);
-  if (fixture.has_workspace)
-    req.workspace.source = fixture.workspace_dir();
-  else
-    req.workspace.image_dir = req.workspace.target;  // the image's own directory, as it is
-  if (in.image)
-    req.image = sandbox::image_root{in.image->id, in.image->reference, in.image->manifest_digest};
-  req.home = in.plan.home;
-  for (const auto& [target, source] : cand.home_files) {
-    auto content = EB_TRY(read_file(source, 1u << 20));
-    req.home.files.push_back({target, std::move(content), 0644});
-  }
-  req.secrets = in.plan.secrets;
-  req.bundles = in.plan.bundles;
-  if (fixture.has_bin) req.bundles.push_back({fixture.bin_dir(), in.bin_digest, "/evalbox/bin"});
-  req.readonly_paths = in.plan.readonly_paths;
-  req.host_binds = in.plan.host_binds;
-  req.protected_roots = in.protected_roots;
-  if (fixture.has_grader) req.protected_roots.push_back(fixture.grader_dir());
-  if (fixture.harbor) req.protected_roots.push_back(fixture.harbor->tests_dir);
-  if (!in.plan.runs_fixture_solution && fixture.has_solution)
-    req.protected_roots.push_back(fixture.solution_script().parent_path());
-  req.network = to_policy(cand.network ? *cand.network : fixture.network);
-  req.landlock = in.plan.landlock;
-  return req;
-}
 
 run_state execute_attempt(const execution_context& x, const run_spec& r, int number,
                           std::optional<sandbox::prepared_session>& session) {

@@ -1,7 +1,7 @@
 // One attempt at one run, as the ordered phases the runner takes it through:
 //
 //   plan     the adapter turns the fixture and candidate into an agent plan
-//   request  the plan becomes a sandbox session request (make_session_request)
+//   request  the plan becomes a sandbox session request (request.h)
 //   prepare  the preparer materializes the session (workspace, home, leases, cgroup)
 //   setup    the fixture's setup commands, in the session, without credentials or network
 //   agent    the agent's launch, and its follow-up when the fixture has one
@@ -23,6 +23,7 @@
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
 #include "harness/results/results.h"
+#include "harness/runner/request.h"
 #include "harness/runner/run_json.h"
 #include "harness/runner/runner.h"
 #include "sandbox/base/error.h"
@@ -30,40 +31,6 @@
 #include "sandbox/spec/request.h"
 
 namespace evalbox::harness {
-
-// What the session request of one attempt is made from.
-struct request_inputs {
-  const fixture_spec& fixture;
-  const candidate_spec& candidate;
-  const agent_plan& plan;
-  const limits_spec& suite_limits;  // the suite's defaults, under the fixture's own
-  std::string session_id;           // names the run directory and cgroups (host-wide)
-  // Never visible to the agent: the options' roots and the results root.
-  std::vector<std::filesystem::path> protected_roots;
-  std::string bin_digest;  // tree digest of the fixture's bin/, when it has one
-  // The fixture's environment image as the store resolved it; null: the host's root.
-  const sandbox::image_summary* image = nullptr;
-};
-
-// The environment every launch of a run starts from: base_environment(), then the image's Env
-// (its PATH after /evalbox/bin; HOME stays the managed home), when there is an image.
-std::map<std::string, std::string> run_environment(const sandbox::image_summary* image);
-
-// Where the run's workspace is seen: /workspace for a fixture with workspace/, else the
-// fixture's environment.workdir, else the image's WorkingDir (/workspace when it has none).
-std::filesystem::path workspace_target(const fixture_spec& fixture,
-                                       const sandbox::image_summary* image);
-
-// The phase "request": the plan's argv, environment (the base environment, then the plan's,
-// then the candidate's), home (with the candidate's home_files read in), leases, bundles
-// (the fixture's bin/ at /evalbox/bin), limits and network, and the roots the agent must never
-// see — the grader files always, the fixture's solution unless the plan runs it. An error
-// when a home file cannot be read.
-result<sandbox::session_request> make_session_request(const request_inputs& in);
-
-// Until when the preparer accepts the request: an hour plus four times the wall limit from
-// now, room for the setup, agent, follow-up and grading launches of one attempt.
-std::chrono::system_clock::time_point authorized_until(const sandbox::resource_limits& limits);
 
 // What every attempt of a suite shares.
 struct execution_context {

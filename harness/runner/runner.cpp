@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -18,14 +19,17 @@
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
+#include "sandbox/spec/system_paths.h"
 
 namespace evalbox::harness {
+
+namespace fs = std::filesystem;
 
 using clock_type = std::chrono::steady_clock;
 
 std::map<std::string, std::string> base_environment() {
   return {{"PATH", "/evalbox/bin:/usr/local/bin:/usr/bin:/bin"},
-          {"HOME", "/home/agent"},
+          {"HOME", sandbox::sandbox_home},
           {"TMPDIR", "/tmp"},
           {"LANG", "C.UTF-8"},
           {"TERM", "dumb"},
@@ -108,7 +112,8 @@ class suite_execution {
     };
     const int last = sched_.attempts(r.run_id, [&](int attempt) {
       teardown();
-      st = execute_attempt(x_, r, attempt, session);
+      st = options_.attempt ? options_.attempt(x_, r, attempt, session)
+                            : execute_attempt(x_, r, attempt, session);
       return scheduling_view(st);
     });
     bool recorded = false;
@@ -174,8 +179,33 @@ class suite_execution {
 
 }  // namespace
 
+std::optional<fs::path> host_home() {
+  const char* home = std::getenv("HOME");
+  if (!home || !*home || std::string_view(home) == "/") return std::nullopt;
+  return fs::path(home);
+}
+
+std::vector<fs::path> protected_roots_for(const suite_spec& suite, const runner_options& options,
+                                          const std::optional<fs::path>& home) {
+  std::vector<fs::path> roots = options.protected_roots;
+  if (options.protect_host_home && home) roots.push_back(*home);
+  const fs::path results = normalize(options.results_dir);
+  const fs::path override_dir =
+      options.workspace_override.empty() ? fs::path() : normalize(options.workspace_override);
+  std::erase_if(roots, [&](const fs::path& r) {
+    if (is_within(results, r)) return true;
+    if (!override_dir.empty() && is_within(override_dir, r)) return true;
+    for (const auto& f : suite.fixtures)
+      if (is_within(f.dir, r)) return true;
+    return is_within(suite.file, r);
+  });
+  return roots;
+}
+
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,
-                             const adapter_registry& adapters, const runner_options& options) {
+                             const adapter_registry& adapters, const runner_options& given) {
+  runner_options options = given;
+  options.protected_roots = protected_roots_for(suite, given, host_home());
   // Absolute from here on: the results root is also a protected root of every session.
   results_dir results(normalize(options.results_dir));
   EB_TRY_CTX(results.create(), "results directory");

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@
 #include "sandbox/preparer/preparer.h"
 
 namespace evalbox::harness {
+
+struct execution_context;  // execute.h
+struct run_state;          // run_json.h
+
+// One attempt at a run (execute.h's execute_attempt). Tests put attempts that need no sandbox
+// in its place, to drive the runner's scheduling, retries, records and tally without root.
+using attempt_function = std::function<run_state(const execution_context&, const run_spec&, int,
+                                                 std::optional<sandbox::prepared_session>&)>;
 
 struct progress {
   int total = 0;  // runs in this invocation (excluding already recorded ones)
@@ -40,8 +49,10 @@ struct runner_options {
   int retries = 0;  // extra attempts for infrastructure errors, with backoff
   bool resume = true;
   sandbox::preparer_options sandbox;
-  // Never visible to agents besides the results dir and graders (e.g. the host home).
+  // Never visible to agents besides the results dir and graders; run_suite adds the host
+  // user's home (protected_roots_for).
   std::vector<std::filesystem::path> protected_roots;
+  bool protect_host_home = true;
   // Set from a signal-handling thread: stop scheduling, kill running sandboxes.
   sandbox::cancel_token* cancel = nullptr;
   std::function<void(const progress&)> on_progress;
@@ -63,6 +74,7 @@ struct runner_options {
   // The workspace every run starts from instead of its fixture's (evalbox runs shell: a copy
   // of a kept workspace; the directory itself is never written).
   std::filesystem::path workspace_override;
+  attempt_function attempt;  // unset: execute_attempt
 };
 
 struct run_totals {
@@ -76,6 +88,17 @@ struct run_totals {
 
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,
                              const adapter_registry& adapters, const runner_options& options);
+
+// The roots no session of the suite may see, besides the results directory and the graders:
+// `options.protected_roots` and `host_home` (when protect_host_home), less every root that holds
+// the results directory, the suite file, a fixture or the workspace override — a home that
+// holds them cannot be protected wholesale.
+std::vector<std::filesystem::path> protected_roots_for(
+    const suite_spec& suite, const runner_options& options,
+    const std::optional<std::filesystem::path>& host_home);
+
+// The invoking user's home: $HOME, unless it is unset, empty or "/".
+std::optional<std::filesystem::path> host_home();
 
 // The environment every launch starts from (PATH with /evalbox/bin first, HOME, TMPDIR, ...).
 std::map<std::string, std::string> base_environment();

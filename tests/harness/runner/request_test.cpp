@@ -1,7 +1,7 @@
 // The phase "request" without a sandbox: what a run's session request hides from the agent
 // (grader files always, the fixture's solution unless the plan runs it), in which order
 // environments override each other, and the limits, network and bundles it asks for.
-#include "harness/runner/execute.h"
+#include "harness/runner/request.h"
 
 #include <gtest/gtest.h>
 
@@ -182,6 +182,77 @@ TEST_F(SessionRequest, WithoutWorkspaceTheWorkdirOfTheFixtureThenTheImageIsTheWo
   EXPECT_EQ(request(&image)->workspace.target, "/workspace");
   image.working_dir.clear();
   EXPECT_EQ(request(&image)->workspace.image_dir, "/workspace");
+}
+
+sandbox::image_summary exec_image() {
+  sandbox::image_summary i;
+  i.reference = "oci:/images/py313:latest";
+  i.id = "sha256:" + std::string(64, 'c');
+  i.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "PYTHONUNBUFFERED=1", "HOME=/root", "LANG=C"};
+  i.working_dir = "/srv/app";
+  return i;
+}
+
+// `evalbox sandbox exec`: the same reading of an image as a run's, but no /evalbox/bin and no
+// fixture; the caller's terminal variables pass through.
+TEST(ExecRequest, TakesTheImagesEnvironmentAndWorkingDirectory) {
+  auto image = exec_image();
+  exec_request_inputs in;
+  in.session_id = "sandbox-1";
+  in.argv = {"/bin/sh", "-c", "true"};
+  in.image = &image;
+  in.passed_env = {{"TERM", "xterm"}, {"LANG", "en_US.UTF-8"}};
+  in.limits.memory_bytes = 1u << 30;
+  in.landlock = false;
+  auto r = make_exec_request(in);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->env.at("PATH"), "/usr/local/bin:/usr/bin:/bin") << "no /evalbox/bin here";
+  EXPECT_EQ(r->env.at("HOME"), "/home/agent") << "the image's HOME never wins";
+  EXPECT_EQ(r->env.at("PYTHONUNBUFFERED"), "1");
+  EXPECT_EQ(r->env.at("LANG"), "en_US.UTF-8") << "the caller's over the image's";
+  EXPECT_EQ(r->env.at("TERM"), "xterm");
+  EXPECT_EQ(r->workspace.target, "/srv/app");
+  EXPECT_EQ(r->workspace.image_dir, "/srv/app");
+  EXPECT_TRUE(r->workspace.source.empty());
+  ASSERT_TRUE(r->image);
+  EXPECT_EQ(r->image->id, image.id);
+  EXPECT_EQ(r->limits.memory_bytes, 1u << 30);
+  EXPECT_FALSE(r->landlock);
+  EXPECT_EQ(r->home.adapter, "sandbox");
+}
+
+TEST(ExecRequest, AHostDirectoryIsTheWorkspaceWhateverTheImageSays) {
+  auto image = exec_image();
+  exec_request_inputs in;
+  in.argv = {"/bin/true"};
+  in.workspace = "/srv/repo/./src/..";
+  in.image = &image;
+  auto r = make_exec_request(in);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->workspace.source, "/srv/repo/");
+  EXPECT_TRUE(r->workspace.image_dir.empty());
+}
+
+TEST(ExecRequest, AnImageWithoutAUsableWorkingDirectoryWorksInWorkspace) {
+  for (const char* wd : {"", "/", "relative/dir"}) {
+    auto image = exec_image();
+    image.working_dir = wd;
+    exec_request_inputs in;
+    in.argv = {"/bin/true"};
+    in.image = &image;
+    auto r = make_exec_request(in);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->workspace.target, "/workspace") << "WorkingDir '" << wd << "'";
+  }
+}
+
+TEST(ExecRequest, RefusesNoCommandAndNothingToRunIn) {
+  exec_request_inputs in;
+  in.workspace = "/srv/repo";
+  EXPECT_EQ(make_exec_request(in).error().kind, error_kind::invalid_argument);
+  in.argv = {"/bin/true"};
+  in.workspace.clear();
+  EXPECT_EQ(make_exec_request(in).error().message, "neither a workspace nor an image");
 }
 
 }  // namespace

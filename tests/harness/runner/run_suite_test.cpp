@@ -1,0 +1,215 @@
+// run_suite without a sandbox: its attempts replaced through runner_options::attempt, the
+// runner's own rules are seen end to end without root — every run recorded once, resumed runs
+// skipped, infrastructure errors retried and task failures never, a cancel recording nothing
+// unfinished, and the tally and progress matching the records.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "harness/results/record.h"
+#include "harness/results/results.h"
+#include "harness/runner/execute.h"
+#include "harness/runner/runner.h"
+#include "harness/runner/suite_run.h"
+#include "sandbox/base/fs.h"
+#include "sandbox/base/json.h"
+
+namespace evalbox::harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunSuite : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    suite_.name = "s";
+    suite_.file = dir_.path() / "suite.yaml";
+    suite_.trials = 2;
+    for (const char* id : {"a", "b"}) {
+      fixture_spec f;
+      f.id = id;
+      f.dir = dir_.path() / "fixtures" / id;
+      f.digest = std::string(64, id[0]);
+      suite_.fixtures.push_back(std::move(f));
+    }
+    candidate_spec c;
+    c.id = "agent";
+    c.adapter = "command";
+    suite_.candidates.push_back(std::move(c));
+    options_.results_dir = dir_.path() / "results";
+    options_.sandbox.state_root = dir_.path() / "state";
+    options_.concurrency = 2;
+    options_.protect_host_home = false;
+  }
+
+  std::vector<run_spec> plan() {
+    auto runs = plan_runs(suite_, {});
+    EXPECT_TRUE(runs) << runs.error().message;
+    return runs.value_or(std::vector<run_spec>{});
+  }
+
+  // What every attempt does first, as execute_attempt does: a fresh run directory.
+  static run_state begin(const execution_context& x, const run_spec& r) {
+    EXPECT_TRUE(make_dirs(x.results.run_dir(r.run_id)));
+    return run_state{};
+  }
+
+  // Attempts that pass on fixture a and fail on b, counting every call.
+  attempt_function scripted(std::map<std::string, int>& calls) {
+    return [this, &calls](const execution_context& x, const run_spec& r, int,
+                          std::optional<sandbox::prepared_session>&) {
+      std::lock_guard lock(mu_);
+      ++calls[r.run_id];
+      run_state st = begin(x, r);
+      st.verdict = suite_.fixtures[r.fixture].id == "a" ? run_verdict::passed : run_verdict::failed;
+      return st;
+    };
+  }
+
+  std::vector<recorded_run> records() {
+    auto all = results_dir(options_.results_dir).read_records();
+    EXPECT_TRUE(all) << all.error().message;
+    std::vector<recorded_run> out;
+    for (const auto& j : all.value_or(std::vector<json>{})) out.push_back(read_recorded_run(j));
+    return out;
+  }
+
+  temp_dir dir_{"evalbox-run-suite"};
+  suite_spec suite_;
+  runner_options options_;
+  adapter_registry adapters_;
+  std::mutex mu_;
+};
+
+TEST_F(RunSuite, RecordsEveryRunOnceAndTalliesWhatItRecorded) {
+  std::map<std::string, int> calls;
+  options_.attempt = scripted(calls);
+  std::vector<progress> seen;
+  std::mutex seen_mu;
+  options_.on_progress = [&](const progress& p) {
+    std::lock_guard lock(seen_mu);
+    seen.push_back(p);
+  };
+  auto runs = plan();
+  ASSERT_EQ(runs.size(), 4u);
+  auto totals = run_suite(suite_, runs, adapters_, options_);
+  ASSERT_TRUE(totals) << totals.error().message;
+  EXPECT_EQ(totals->planned, 4);
+  EXPECT_EQ(totals->passed, 2);
+  EXPECT_EQ(totals->failed, 2);
+  auto recorded = records();
+  ASSERT_EQ(recorded.size(), 4u);
+  for (const auto& r : recorded) {
+    EXPECT_EQ(calls[r.run_id], 1) << r.run_id;
+    EXPECT_EQ(r.ending, r.fixture_id == "a" ? run_ending::passed : run_ending::task_failed);
+  }
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen.back().done, 4);
+  EXPECT_EQ(seen.back().passed + seen.back().failed, 4);
+}
+
+TEST_F(RunSuite, AResumedSuiteSkipsWhatIsRecorded) {
+  std::map<std::string, int> calls;
+  options_.attempt = scripted(calls);
+  auto runs = plan();
+  ASSERT_TRUE(run_suite(suite_, {runs[0]}, adapters_, options_));
+  auto again = run_suite(suite_, runs, adapters_, options_);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->skipped, 1);
+  EXPECT_EQ(calls[runs[0].run_id], 1) << "a recorded run is not run again";
+  EXPECT_EQ(records().size(), 4u);
+  options_.resume = false;
+  ASSERT_TRUE(run_suite(suite_, {runs[0]}, adapters_, options_));
+  EXPECT_EQ(calls[runs[0].run_id], 2) << "--no-resume runs it again";
+}
+
+TEST_F(RunSuite, RetriesInfrastructureErrorsButNeverTaskFailures) {
+  std::map<std::string, int> calls;
+  options_.retries = 2;
+  options_.attempt = [&](const execution_context& x, const run_spec& r, int attempt,
+                         std::optional<sandbox::prepared_session>&) {
+    std::lock_guard lock(mu_);
+    ++calls[r.run_id];
+    run_state st = begin(x, r);
+    if (suite_.fixtures[r.fixture].id == "a" && attempt == 0)
+      st.fail(run_error_kind::sandbox, "mount: EBUSY");  // passes on the second attempt
+    else
+      st.verdict = suite_.fixtures[r.fixture].id == "a" ? run_verdict::passed : run_verdict::failed;
+    return st;
+  };
+  auto runs = plan();
+  auto totals = run_suite(suite_, runs, adapters_, options_);
+  ASSERT_TRUE(totals) << totals.error().message;
+  EXPECT_EQ(totals->passed, 2);
+  EXPECT_EQ(totals->execution_errors, 0);
+  for (const auto& r : records())
+    EXPECT_EQ(calls[r.run_id], r.fixture_id == "a" ? 2 : 1) << r.fixture_id;
+}
+
+TEST_F(RunSuite, AnAgentErrorIsRecordedAsAnExecutionErrorWithoutRetry) {
+  std::map<std::string, int> calls;
+  options_.retries = 3;
+  options_.attempt = [&](const execution_context& x, const run_spec& r, int,
+                         std::optional<sandbox::prepared_session>&) {
+    std::lock_guard lock(mu_);
+    ++calls[r.run_id];
+    run_state st = begin(x, r);
+    st.fail(run_error_kind::agent, "the client exited 1");
+    return st;
+  };
+  auto totals = run_suite(suite_, plan(), adapters_, options_);
+  ASSERT_TRUE(totals) << totals.error().message;
+  EXPECT_EQ(totals->execution_errors, 4);
+  for (const auto& r : records()) {
+    EXPECT_EQ(r.ending, run_ending::execution_error);
+    EXPECT_EQ(r.error, "the client exited 1");
+    EXPECT_EQ(calls[r.run_id], 1) << "an agent's failure would happen again";
+  }
+}
+
+TEST_F(RunSuite, ACancelRecordsNothingUnfinished) {
+  sandbox::cancel_token cancel;
+  options_.cancel = &cancel;
+  options_.concurrency = 1;
+  std::atomic<int> started{0};
+  options_.attempt = [&](const execution_context& x, const run_spec& r, int,
+                         std::optional<sandbox::prepared_session>&) {
+    run_state st = begin(x, r);
+    if (++started == 2) {  // Ctrl-C while the second run is under way
+      cancel.requested = true;
+      st.cancelled = true;
+      return st;
+    }
+    st.verdict = run_verdict::passed;
+    return st;
+  };
+  auto totals = run_suite(suite_, plan(), adapters_, options_);
+  ASSERT_TRUE(totals) << totals.error().message;
+  EXPECT_EQ(started.load(), 2) << "no run starts after the cancel";
+  EXPECT_EQ(records().size(), 1u) << "only the run that finished before it";
+}
+
+TEST_F(RunSuite, TheReportsAndTheExitStatusComeFromTheRecords) {
+  std::map<std::string, int> calls;
+  suite_run_options o;
+  o.results_dir = options_.results_dir;
+  o.sandbox = options_.sandbox;
+  auto runs = plan();
+  // run_and_report takes no attempt function: drive it over records run_suite made.
+  options_.attempt = scripted(calls);
+  ASSERT_TRUE(run_suite(suite_, runs, adapters_, options_));
+  auto done = run_and_report(suite_, runs, adapters_, o);  // every run recorded: none runs
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(done->totals.skipped, 4);
+  EXPECT_EQ(done->planned.worst(), run_ending::task_failed);
+  EXPECT_EQ(exit_status(done->planned.worst()), exit_task_failed);
+  EXPECT_EQ(done->planned_without_record, 0u);
+  ASSERT_TRUE(done->summary);
+  EXPECT_TRUE(fs::exists(options_.results_dir / "report.md"));
+  EXPECT_TRUE(fs::exists(options_.results_dir / "summary.json"));
+}
+
+}  // namespace
+}  // namespace evalbox::harness
