@@ -10,6 +10,7 @@
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/spec/system_paths.h"
 
 namespace evalbox::adapters {
 
@@ -161,7 +162,7 @@ class claude_code_adapter final : public harness::adapter {
 
     p.home.adapter = "claude-code";
     p.home.directories = {fs::path(config_dir)};
-    p.env["CLAUDE_CONFIG_DIR"] = "/home/agent/" + std::string(config_dir);
+    p.env["CLAUDE_CONFIG_DIR"] = (fs::path(sandbox::sandbox_home) / config_dir).string();
     p.env["DISABLE_TELEMETRY"] = "1";
     p.env["DISABLE_AUTOUPDATER"] = "1";
     p.env["DISABLE_ERROR_REPORTING"] = "1";

@@ -8,6 +8,7 @@
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/spec/system_paths.h"
 
 namespace evalbox::adapters {
 
@@ -208,7 +209,7 @@ class codex_adapter final : public harness::adapter {
 
     p.home.adapter = "codex";
     p.home.directories = {fs::path(codex_home)};
-    p.env["CODEX_HOME"] = "/home/agent/" + std::string(codex_home);
+    p.env["CODEX_HOME"] = (fs::path(sandbox::sandbox_home) / codex_home).string();
 
     std::string config = "# Written by evalbox for this run.\n";
     if (auto m = string_setting(c, "model"); !m.empty())

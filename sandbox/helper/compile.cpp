@@ -276,7 +276,7 @@ void add_tmp(new_root& r, const launch_plan& plan) {
 // read-only paths, the caller's extra mounts).
 void add_session_binds(new_root& r, const launch_plan& plan) {
   r.bind(plan.workspace_dir, plan.workspace_target, true, false);
-  r.bind(plan.home_dir, "/home/agent", true, false);
+  r.bind(plan.home_dir, sandbox_home, true, false);
   for (const auto& m : plan.mounts)
     r.bind(m.source.string(), r.beside_links(m.target), m.writable, m.is_file);
 }
@@ -555,7 +555,7 @@ void add_policies(compiled& c, const launch_plan& plan, const host_view& host) {
     std::vector<landlock::path_rule> rules = {
         {"/", plan.image ? landlock::access::read_write : landlock::access::read_only},
         {plan.workspace_target, landlock::access::read_write},
-        {"/home/agent", landlock::access::read_write},
+        {sandbox_home, landlock::access::read_write},
         {"/tmp", landlock::access::read_write},
         {"/dev/shm", landlock::access::read_write},
         {"/dev/pts", landlock::access::device},

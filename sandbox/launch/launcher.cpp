@@ -27,6 +27,7 @@
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/launch/plan.h"
+#include "sandbox/spec/system_paths.h"
 #include "sandbox/sys/process.h"
 #include "sandbox/sys/syscalls.h"
 
@@ -51,7 +52,7 @@ std::atomic<int> next_seq{0};
 
 // Credential leases are the writable file binds inside the managed home.
 bool is_secret_mount(const bind_mount& m) {
-  return m.writable && m.is_file && is_within(m.target, "/home/agent");
+  return m.writable && m.is_file && is_within(m.target, sandbox_home);
 }
 
 // A started helper and the launcher's end of its socket (fd 3 in the helper): the cgroup

@@ -1,8 +1,9 @@
-// The host directories every sandbox sees read-only at the same path: what any program needs
-// to run (the loader, libraries, binaries). One list for the three places that must agree on
-// it: validate (argv[0]'s directory there needs no check of its own: it is visible anyway),
-// the preparer (no extra bind for a path below one of them) and the helper, which mounts them
-// (a symlink such as Debian's /bin -> usr/bin is recreated; a missing one is skipped).
+// The paths every sandbox has: its workspace and managed home, and the host directories every
+// sandbox sees read-only at the same path, what any program needs to run (the loader,
+// libraries, binaries). One list for the three places that must agree on it: validate
+// (argv[0]'s directory there needs no check of its own: it is visible anyway), the preparer (no
+// extra bind for a path below one of them) and the helper, which mounts them (a symlink such as
+// Debian's /bin -> usr/bin is recreated; a missing one is skipped).
 #pragma once
 
 #include <array>
@@ -10,6 +11,10 @@
 #include <string_view>
 
 namespace evalbox::sandbox {
+
+// Where every sandbox sees its two writable trees: the workspace and the managed home.
+inline constexpr const char* sandbox_workspace = "/workspace";
+inline constexpr const char* sandbox_home = "/home/agent";
 
 // In mount order.
 inline constexpr std::array<std::string_view, 7> system_paths = {

@@ -10,6 +10,7 @@
 
 #include "sandbox/base/error.h"
 #include "sandbox/spec/request.h"
+#include "sandbox/spec/system_paths.h"
 
 namespace evalbox::sandbox {
 
@@ -26,10 +27,6 @@ struct limit_bounds {
 
 // A credential source larger than this is not a credential.
 constexpr uint64_t max_credential_bytes = 1u << 20;
-
-// Where the sandbox sees its two writable trees.
-inline constexpr const char* sandbox_workspace = "/workspace";
-inline constexpr const char* sandbox_home = "/home/agent";
 
 struct validation_context {
   std::filesystem::path state_root;  // protected (runs, leases); never a source
