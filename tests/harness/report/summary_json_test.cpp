@@ -9,6 +9,7 @@
 #include "harness/report/stats.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "tests/support/golden.h"
 
 namespace evalbox::harness::stats {
 namespace {
@@ -66,9 +67,8 @@ TEST(SummaryJsonContract, MatchesTheGoldenFile) {
   auto s = golden_summary();
   ASSERT_TRUE(s) << s.error().message;
   const json actual = to_json(*s);
-  if (std::getenv("EVALBOX_UPDATE_GOLDEN")) {
+  if (evalbox::testing::golden_update_requested())
     ASSERT_TRUE(write_file(golden, pretty_json(actual)));
-  }
   auto expected = read_json_file(golden);
   ASSERT_TRUE(expected) << expected.error().message;
   EXPECT_EQ(actual, *expected) << "got:\n" << pretty_json(actual);
