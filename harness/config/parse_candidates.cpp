@@ -20,6 +20,64 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// home_files: {target in the home: source file}; sources relative to the suite file, and they
+// must exist now.
+void parse_home_files(reader& r, const YAML::Node& n, const std::string& what, const fs::path& base,
+                      candidate_spec& c) {
+  auto hf = r.mapping(n, what + ".home_files", {}, {}, true);
+  if (!hf) return;
+  for (const auto& [target, source] : hf->entries) {
+    std::string name = fmt::format("{}.home_files['{}']", what, target);
+    if (!is_safe_relative(fs::path(target))) {
+      r.fail(source,
+             fmt::format("{}: target '{}' must be a relative path without '..'", name, target),
+             "targets are relative to the agent's home directory");
+      continue;
+    }
+    auto src = r.string(source, name);
+    if (!src) continue;
+    fs::path full = normalize(base / expand_home(*src));
+    std::error_code ec;
+    if (!fs::exists(full, ec)) {
+      r.fail(source, fmt::format("{}: source '{}' does not exist ({})", name, *src, full.string()),
+             "sources are relative to the suite file");
+      continue;
+    }
+    c.home_files[target] = full;
+  }
+}
+
+// env: {NAME: value}: variables the candidate's agent is started with.
+void parse_env(reader& r, const YAML::Node& n, const std::string& what, candidate_spec& c) {
+  auto ef = r.mapping(n, what + ".env", {}, {}, true);
+  if (!ef) return;
+  for (const auto& [k, v] : ef->entries) {
+    if (!is_env_name(k)) {
+      r.fail(v, fmt::format("{}.env: '{}' is not a variable name", what, k),
+             "use letters, digits and '_', not starting with a digit");
+      continue;
+    }
+    if (auto s = r.string(v, fmt::format("{}.env.{}", what, k), true)) c.env[k] = *s;
+  }
+}
+
+// credential: HANDLE or credentials: [HANDLE, ...], not both; the handles are checked against
+// the suite's credentials by parse_candidates.
+void parse_candidate_credentials(reader& r, const fields& f, const std::string& what,
+                                 candidate_spec& c) {
+  if (f.has("credential") && f.has("credentials"))
+    r.fail(f.get("credentials"), fmt::format("{} has both credential and credentials", what),
+           "list every handle under `credentials`");
+  if (f.has("credential")) {
+    if (auto s = r.string(f.get("credential"), what + ".credential")) c.credentials.push_back(*s);
+  }
+  if (f.has("credentials")) {
+    if (auto l = r.string_list(f.get("credentials"), what + ".credentials")) c.credentials = *l;
+  }
+}
+
+// One candidate: the keys every adapter shares, and every other key kept as an adapter setting
+// (the adapter checks its own).
 std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
                                               const fs::path& base,
                                               std::span<const std::string> adapters) {
@@ -50,53 +108,10 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
                                 : fmt::format("known adapters: {}", fmt::join(adapters, ", ")));
     }
   }
-  if (f->has("home_files")) {
-    YAML::Node h = f->get("home_files");
-    if (auto hf = r.mapping(h, what + ".home_files", {}, {}, true)) {
-      for (const auto& [target, source] : hf->entries) {
-        std::string name = fmt::format("{}.home_files['{}']", what, target);
-        if (!is_safe_relative(fs::path(target))) {
-          r.fail(source,
-                 fmt::format("{}: target '{}' must be a relative path without '..'", name, target),
-                 "targets are relative to the agent's home directory");
-          continue;
-        }
-        auto src = r.string(source, name);
-        if (!src) continue;
-        fs::path full = normalize(base / expand_home(*src));
-        std::error_code ec;
-        if (!fs::exists(full, ec)) {
-          r.fail(source,
-                 fmt::format("{}: source '{}' does not exist ({})", name, *src, full.string()),
-                 "sources are relative to the suite file");
-          continue;
-        }
-        c.home_files[target] = full;
-      }
-    }
-  }
-  if (f->has("env")) {
-    if (auto ef = r.mapping(f->get("env"), what + ".env", {}, {}, true)) {
-      for (const auto& [k, v] : ef->entries) {
-        if (!is_env_name(k)) {
-          r.fail(v, fmt::format("{}.env: '{}' is not a variable name", what, k),
-                 "use letters, digits and '_', not starting with a digit");
-          continue;
-        }
-        if (auto s = r.string(v, fmt::format("{}.env.{}", what, k), true)) c.env[k] = *s;
-      }
-    }
-  }
+  if (f->has("home_files")) parse_home_files(r, f->get("home_files"), what, base, c);
+  if (f->has("env")) parse_env(r, f->get("env"), what, c);
   if (f->has("network")) c.network = parse_network(r, f->get("network"), what + ".network");
-  if (f->has("credential") && f->has("credentials"))
-    r.fail(f->get("credentials"), fmt::format("{} has both credential and credentials", what),
-           "list every handle under `credentials`");
-  if (f->has("credential")) {
-    if (auto s = r.string(f->get("credential"), what + ".credential")) c.credentials.push_back(*s);
-  }
-  if (f->has("credentials")) {
-    if (auto l = r.string_list(f->get("credentials"), what + ".credentials")) c.credentials = *l;
-  }
+  parse_candidate_credentials(r, *f, what, c);
   for (const auto& [k, v] : f->entries) {
     if (std::find(std::begin(common), std::end(common), k) != std::end(common)) continue;
     c.settings[k] = setting{r.to_json(v), r.at(v)};

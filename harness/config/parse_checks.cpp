@@ -191,6 +191,44 @@ void parse_tests_check(reader& r, const YAML::Node& n, const std::string& what, 
            "passing in pass_to_pass)");
 }
 
+// evidence: [final_message | diff | commands | "file:PATH"], each named once.
+void parse_evidence(reader& r, const YAML::Node& e, const std::string& what, judge_check& out) {
+  auto l = r.string_list(e, what + ".evidence", true);
+  if (!l) return;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < l->size(); ++i) {
+    const std::string& s = (*l)[i];
+    judge_check::evidence_spec item;
+    using ek = judge_check::evidence_kind;
+    if (s == "final_message") {
+      item.kind = ek::final_message;
+    } else if (s == "diff") {
+      item.kind = ek::diff;
+    } else if (s == "commands") {
+      item.kind = ek::commands;
+    } else if (s.starts_with("file:")) {
+      item.kind = ek::file;
+      item.path = s.substr(5);
+      if (item.path.empty() || !is_safe_relative(fs::path(item.path))) {
+        r.fail(
+            e[i],
+            fmt::format("{}.evidence[{}] '{}' must name a relative path without '..'", what, i, s),
+            "paths are relative to /workspace, e.g. file:NOTES.md");
+        continue;
+      }
+    } else {
+      r.fail(e[i], fmt::format("{}.evidence[{}] '{}' is not a kind of evidence", what, i, s),
+             "use final_message, diff, commands or file:PATH");
+      continue;
+    }
+    if (!seen.insert(item.label()).second) {
+      r.fail(e[i], fmt::format("{}.evidence names '{}' twice", what, s), "keep one");
+      continue;
+    }
+    out.evidence.push_back(std::move(item));
+  }
+}
+
 // judge: {propositions: [...], evidence: [final_message | diff | commands | "file:PATH"],
 // judge: NAME}. Whether NAME is one of the suite's judges is checked with the suite
 // (check_judges in judges.h): a fixture alone does not know them.
@@ -215,44 +253,7 @@ void parse_judge_check(reader& r, const YAML::Node& n, const std::string& what, 
                                    max_judge_proposition_bytes));
     }
   }
-  if (f->has("evidence")) {
-    YAML::Node e = f->get("evidence");
-    if (auto l = r.string_list(e, what + ".evidence", true)) {
-      std::set<std::string> seen;
-      for (size_t i = 0; i < l->size(); ++i) {
-        const std::string& s = (*l)[i];
-        judge_check::evidence_spec item;
-        using ek = judge_check::evidence_kind;
-        if (s == "final_message") {
-          item.kind = ek::final_message;
-        } else if (s == "diff") {
-          item.kind = ek::diff;
-        } else if (s == "commands") {
-          item.kind = ek::commands;
-        } else if (s.starts_with("file:")) {
-          item.kind = ek::file;
-          item.path = s.substr(5);
-          if (item.path.empty() || !is_safe_relative(fs::path(item.path))) {
-            r.fail(e[i],
-                   fmt::format("{}.evidence[{}] '{}' must name a relative path without "
-                               "'..'",
-                               what, i, s),
-                   "paths are relative to /workspace, e.g. file:NOTES.md");
-            continue;
-          }
-        } else {
-          r.fail(e[i], fmt::format("{}.evidence[{}] '{}' is not a kind of evidence", what, i, s),
-                 "use final_message, diff, commands or file:PATH");
-          continue;
-        }
-        if (!seen.insert(item.label()).second) {
-          r.fail(e[i], fmt::format("{}.evidence names '{}' twice", what, s), "keep one");
-          continue;
-        }
-        out.evidence.push_back(std::move(item));
-      }
-    }
-  }
+  if (f->has("evidence")) parse_evidence(r, f->get("evidence"), what, out);
   if (f->has("judge")) {
     out.judge_where = r.at(f->get("judge"));
     if (auto s = r.string(f->get("judge"), what + ".judge")) out.judge = *s;

@@ -45,138 +45,175 @@ void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
   }
 }
 
+namespace {
+
+using ak = judge_spec::adapter_kind;
+
+// adapter: how the judge is reached (openai-responses, anthropic-messages or command).
+void parse_judge_adapter(reader& r, const fields& f, const std::string& what, judge_spec& j) {
+  if (!f.has("adapter")) return;
+  if (auto a = r.string(f.get("adapter"), what + ".adapter")) {
+    if (*a == "openai-responses")
+      j.adapter = ak::openai_responses;
+    else if (*a == "anthropic-messages")
+      j.adapter = ak::anthropic_messages;
+    else if (*a == "command")
+      j.adapter = ak::command;
+    else
+      r.fail(f.get("adapter"), fmt::format("{}.adapter '{}' is not a judge adapter", what, *a),
+             "use openai-responses, anthropic-messages or command");
+  }
+}
+
+// model, argv: the model an HTTP judge asks (required there), the program a command judge runs
+// (required there, and only there).
+void parse_judge_program(reader& r, const fields& f, const YAML::Node& n, const std::string& what,
+                         const fs::path& base_dir, judge_spec& j) {
+  const bool http = j.adapter != ak::command;
+  if (f.has("model")) {
+    if (auto s = r.string(f.get("model"), what + ".model")) j.model = *s;
+  } else if (http) {
+    r.fail(n, fmt::format("{} is missing 'model'", what), "add `model: ...`");
+  }
+  if (f.has("argv")) {
+    if (!http) {
+      if (auto l = r.string_list(f.get("argv"), what + ".argv")) {
+        j.argv = *l;
+        // Like a command candidate's program: relative to the suite file when it names a path.
+        if (j.argv[0].find('/') != std::string::npos && !fs::path(j.argv[0]).is_absolute())
+          j.argv[0] = normalize(base_dir / j.argv[0]).string();
+      }
+    } else {
+      r.fail(f.get("argv"), fmt::format("{}.argv is for `adapter: command`", what));
+    }
+  } else if (!http) {
+    r.fail(n, fmt::format("{} is missing 'argv'", what),
+           "give the program that reads the request JSON on stdin, e.g. argv: [./judge.sh]");
+  }
+}
+
+// base_url, api_key_env: where an HTTP judge's API is and which host variable holds its key
+// (the vendor's by default; never the key itself).
+void parse_judge_address(reader& r, const fields& f, const std::string& what, judge_spec& j) {
+  const bool http = j.adapter != ak::command;
+  if (f.has("base_url")) {
+    YAML::Node b = f.get("base_url");
+    if (auto s = r.string(b, what + ".base_url")) {
+      if (!http)
+        r.fail(b, fmt::format("{}.base_url is for the HTTP adapters", what));
+      else if (!s->starts_with("http://") && !s->starts_with("https://"))
+        r.fail(b, fmt::format("{}.base_url '{}' must start with http:// or https://", what, *s),
+               "e.g. https://api.openai.com");
+      else
+        j.base_url = *s;
+    }
+  } else if (http) {
+    j.base_url =
+        j.adapter == ak::openai_responses ? "https://api.openai.com" : "https://api.anthropic.com";
+  }
+  while (j.base_url.ends_with('/')) j.base_url.pop_back();
+  if (f.has("api_key_env")) {
+    YAML::Node k = f.get("api_key_env");
+    if (auto s = r.string(k, what + ".api_key_env")) {
+      const bool valid = std::all_of(s->begin(), s->end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      });
+      if (!valid || std::isdigit(static_cast<unsigned char>(s->front())))
+        r.fail(k, fmt::format("{}.api_key_env '{}' is not a variable name", what, *s),
+               "name the variable that holds the key, e.g. OPENAI_API_KEY (never the key)");
+      else
+        j.api_key_env = *s;
+    }
+  } else if (http) {
+    j.api_key_env = j.adapter == ak::openai_responses ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+  }
+}
+
+// votes, retries, timeout, max_evidence, max_output_tokens: what one grading may ask of the
+// judge, each bounded.
+void parse_judge_budget(reader& r, const fields& f, const std::string& what, judge_spec& j) {
+  if (f.has("votes")) {
+    if (auto c = r.positive_integer(f.get("votes"), what + ".votes")) {
+      if (*c > max_judge_votes)
+        r.fail(f.get("votes"), fmt::format("{}.votes is more than {}", what, max_judge_votes));
+      else
+        j.votes = static_cast<int>(*c);
+    }
+  }
+  if (f.has("retries")) {
+    YAML::Node rn = f.get("retries");
+    if (rn.IsScalar() && rn.Scalar() == "0") {
+      j.retries = 0;
+    } else if (auto c = r.positive_integer(rn, what + ".retries")) {
+      if (*c > 10)
+        r.fail(rn, fmt::format("{}.retries is more than 10", what));
+      else
+        j.retries = static_cast<int>(*c);
+    }
+  }
+  if (f.has("timeout")) {
+    YAML::Node t = f.get("timeout");
+    auto ms = t.IsScalar()
+                  ? parse_duration_ms(t.Scalar())
+                  : result<uint64_t>(make_error(error_kind::invalid_argument, "not a duration"));
+    if (!ms || *ms == 0)
+      r.fail(t, fmt::format("{}.timeout must be a duration like 60s or 2m", what));
+    else
+      j.timeout_ms = *ms;
+  }
+  if (f.has("max_evidence")) {
+    YAML::Node t = f.get("max_evidence");
+    auto b = t.IsScalar()
+                 ? parse_bytes(t.Scalar())
+                 : result<uint64_t>(make_error(error_kind::invalid_argument, "not a size"));
+    if (!b || *b == 0 || *b > (1u << 20))
+      r.fail(t, fmt::format("{}.max_evidence must be a size from 1B to 1MiB, e.g. 32KiB", what));
+    else
+      j.max_evidence_bytes = *b;
+  }
+  if (f.has("max_output_tokens")) {
+    if (auto c = r.positive_integer(f.get("max_output_tokens"), what + ".max_output_tokens"))
+      j.max_output_tokens = *c;
+  }
+}
+
+// One judge, NAME: {...}; nothing when any of it is wrong. The adapter is read first: which
+// keys are required, allowed and defaulted depends on it.
+std::optional<judge_spec> parse_judge(reader& r, const std::string& name, const YAML::Node& n,
+                                      const fs::path& base_dir) {
+  static constexpr std::string_view known[] = {
+      "adapter", "model",   "base_url", "api_key_env",  "argv",
+      "votes",   "timeout", "retries",  "max_evidence", "max_output_tokens"};
+  static constexpr std::string_view required[] = {"adapter"};
+  const std::string what = fmt::format("judges.{}", name);
+  auto f = r.mapping(n, what, known, required);
+  if (!f) return std::nullopt;
+  const size_t before = r.error_count();
+  judge_spec j;
+  j.name = name;
+  j.where = r.at(n);
+  parse_judge_adapter(r, *f, what, j);
+  parse_judge_program(r, *f, n, what, base_dir, j);
+  parse_judge_address(r, *f, what, j);
+  parse_judge_budget(r, *f, what, j);
+  if (r.error_count() != before) return std::nullopt;
+  return j;
+}
+
+}  // namespace
+
 // judges: {NAME: {adapter, model, base_url, api_key_env, argv, votes, timeout, retries,
 // max_evidence, max_output_tokens}} (docs/suite-format.md).
 void parse_judges(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
   auto m = r.mapping(n, "judges", {}, {}, true);
   if (!m) return;
-  static constexpr std::string_view known[] = {
-      "adapter", "model",   "base_url", "api_key_env",  "argv",
-      "votes",   "timeout", "retries",  "max_evidence", "max_output_tokens"};
-  static constexpr std::string_view required[] = {"adapter"};
   for (const auto& [name, v] : m->entries) {
-    const std::string what = fmt::format("judges.{}", name);
     if (!is_valid_id(name, true)) {
       r.fail(v, fmt::format("judge name '{}' is not a valid name", name),
              "use letters, digits, '.', '_' and '-'");
       continue;
     }
-    auto f = r.mapping(v, what, known, required);
-    if (!f) continue;
-    const size_t before = r.error_count();
-    judge_spec j;
-    j.name = name;
-    j.where = r.at(v);
-    using ak = judge_spec::adapter_kind;
-    if (f->has("adapter")) {
-      if (auto a = r.string(f->get("adapter"), what + ".adapter")) {
-        if (*a == "openai-responses")
-          j.adapter = ak::openai_responses;
-        else if (*a == "anthropic-messages")
-          j.adapter = ak::anthropic_messages;
-        else if (*a == "command")
-          j.adapter = ak::command;
-        else
-          r.fail(f->get("adapter"), fmt::format("{}.adapter '{}' is not a judge adapter", what, *a),
-                 "use openai-responses, anthropic-messages or command");
-      }
-    }
-    const bool http = j.adapter != ak::command;
-    if (f->has("model")) {
-      if (auto s = r.string(f->get("model"), what + ".model")) j.model = *s;
-    } else if (http) {
-      r.fail(v, fmt::format("{} is missing 'model'", what), "add `model: ...`");
-    }
-    if (f->has("argv")) {
-      if (!http) {
-        if (auto l = r.string_list(f->get("argv"), what + ".argv")) {
-          j.argv = *l;
-          // Like a command candidate's program: relative to the suite file when it names a path.
-          if (j.argv[0].find('/') != std::string::npos && !fs::path(j.argv[0]).is_absolute())
-            j.argv[0] = normalize(base_dir / j.argv[0]).string();
-        }
-      } else {
-        r.fail(f->get("argv"), fmt::format("{}.argv is for `adapter: command`", what));
-      }
-    } else if (!http) {
-      r.fail(v, fmt::format("{} is missing 'argv'", what),
-             "give the program that reads the request JSON on stdin, e.g. argv: [./judge.sh]");
-    }
-    if (f->has("base_url")) {
-      YAML::Node b = f->get("base_url");
-      if (auto s = r.string(b, what + ".base_url")) {
-        if (!http)
-          r.fail(b, fmt::format("{}.base_url is for the HTTP adapters", what));
-        else if (!s->starts_with("http://") && !s->starts_with("https://"))
-          r.fail(b, fmt::format("{}.base_url '{}' must start with http:// or https://", what, *s),
-                 "e.g. https://api.openai.com");
-        else
-          j.base_url = *s;
-      }
-    } else if (http) {
-      j.base_url = j.adapter == ak::openai_responses ? "https://api.openai.com"
-                                                     : "https://api.anthropic.com";
-    }
-    while (j.base_url.ends_with('/')) j.base_url.pop_back();
-    if (f->has("api_key_env")) {
-      YAML::Node k = f->get("api_key_env");
-      if (auto s = r.string(k, what + ".api_key_env")) {
-        const bool valid = std::all_of(s->begin(), s->end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-        });
-        if (!valid || std::isdigit(static_cast<unsigned char>(s->front())))
-          r.fail(k, fmt::format("{}.api_key_env '{}' is not a variable name", what, *s),
-                 "name the variable that holds the key, e.g. OPENAI_API_KEY (never the key)");
-        else
-          j.api_key_env = *s;
-      }
-    } else if (http) {
-      j.api_key_env = j.adapter == ak::openai_responses ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
-    }
-    if (f->has("votes")) {
-      if (auto c = r.positive_integer(f->get("votes"), what + ".votes")) {
-        if (*c > max_judge_votes)
-          r.fail(f->get("votes"), fmt::format("{}.votes is more than {}", what, max_judge_votes));
-        else
-          j.votes = static_cast<int>(*c);
-      }
-    }
-    if (f->has("retries")) {
-      YAML::Node rn = f->get("retries");
-      if (rn.IsScalar() && rn.Scalar() == "0") {
-        j.retries = 0;
-      } else if (auto c = r.positive_integer(rn, what + ".retries")) {
-        if (*c > 10)
-          r.fail(rn, fmt::format("{}.retries is more than 10", what));
-        else
-          j.retries = static_cast<int>(*c);
-      }
-    }
-    if (f->has("timeout")) {
-      YAML::Node t = f->get("timeout");
-      auto ms = t.IsScalar()
-                    ? parse_duration_ms(t.Scalar())
-                    : result<uint64_t>(make_error(error_kind::invalid_argument, "not a duration"));
-      if (!ms || *ms == 0)
-        r.fail(t, fmt::format("{}.timeout must be a duration like 60s or 2m", what));
-      else
-        j.timeout_ms = *ms;
-    }
-    if (f->has("max_evidence")) {
-      YAML::Node t = f->get("max_evidence");
-      auto b = t.IsScalar()
-                   ? parse_bytes(t.Scalar())
-                   : result<uint64_t>(make_error(error_kind::invalid_argument, "not a size"));
-      if (!b || *b == 0 || *b > (1u << 20))
-        r.fail(t, fmt::format("{}.max_evidence must be a size from 1B to 1MiB, e.g. 32KiB", what));
-      else
-        j.max_evidence_bytes = *b;
-    }
-    if (f->has("max_output_tokens")) {
-      if (auto c = r.positive_integer(f->get("max_output_tokens"), what + ".max_output_tokens"))
-        j.max_output_tokens = *c;
-    }
-    if (r.error_count() == before) spec.judges[name] = std::move(j);
+    if (auto j = parse_judge(r, name, v, base_dir)) spec.judges[name] = std::move(*j);
   }
 }
 
