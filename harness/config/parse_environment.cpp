@@ -10,7 +10,6 @@
 #include "harness/config/parse_parts.h"
 #include "harness/config/validate.h"
 #include "sandbox/base/fs.h"
-#include "sandbox/base/units.h"
 
 namespace evalbox::harness::parsing {
 
@@ -24,32 +23,12 @@ limits_spec parse_limits(reader& r, const YAML::Node& n, std::string_view what) 
   if (!f) return out;
   for (const auto& [key, value] : f->entries) {
     std::string name = fmt::format("{}.{}", what, key);
-    if (key == "pids") {
-      out.pids = r.positive_integer(value, name);
-      continue;
-    }
-    if (!value.IsScalar() || value.Scalar().empty()) {
-      r.fail(value, fmt::format("{} must be a value like {}", name,
-                                key == "wall" || key == "cpu" ? "10m or 90s" : "2GiB"));
-      continue;
-    }
-    bool duration = key == "wall" || key == "cpu";
-    auto parsed = duration ? parse_duration_ms(value.Scalar()) : parse_bytes(value.Scalar());
-    if (!parsed) {
-      r.fail(value, fmt::format("{}: {}", name, parsed.error().message),
-             duration ? "units: ms, s, m, h, d (e.g. 10m, 1h30m)"
-                      : "units: B, KiB, MiB, GiB, TiB (or K, M, G, T in powers of 1000)");
-      continue;
-    }
-    if (*parsed == 0) {
-      r.fail(value, fmt::format("{} must be greater than zero", name));
-      continue;
-    }
-    if (key == "wall") out.wall_ms = *parsed;
-    if (key == "cpu") out.cpu_ms = *parsed;
-    if (key == "memory") out.memory_bytes = *parsed;
-    if (key == "disk") out.disk_bytes = *parsed;
-    if (key == "output") out.output_bytes = *parsed;
+    if (key == "pids") out.pids = r.positive_integer(value, name);
+    if (key == "wall") out.wall_ms = r.duration_ms(value, name);
+    if (key == "cpu") out.cpu_ms = r.duration_ms(value, name);
+    if (key == "memory") out.memory_bytes = r.size_bytes(value, name);
+    if (key == "disk") out.disk_bytes = r.size_bytes(value, name);
+    if (key == "output") out.output_bytes = r.size_bytes(value, name);
   }
   return out;
 }

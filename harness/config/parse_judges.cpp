@@ -10,7 +10,6 @@
 #include "harness/config/parse_parts.h"
 #include "harness/config/validate.h"
 #include "sandbox/base/fs.h"
-#include "sandbox/base/units.h"
 
 namespace evalbox::harness::parsing {
 
@@ -48,6 +47,9 @@ void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
 namespace {
 
 using ak = judge_spec::adapter_kind;
+
+// The most evidence a judge may be given per item (max_evidence).
+constexpr uint64_t max_judge_evidence_bytes = 1u << 20;
 
 // adapter: how the judge is reached (openai-responses, anthropic-messages or command).
 void parse_judge_adapter(reader& r, const fields& f, const std::string& what, judge_spec& j) {
@@ -152,24 +154,17 @@ void parse_judge_budget(reader& r, const fields& f, const std::string& what, jud
     }
   }
   if (f.has("timeout")) {
-    YAML::Node t = f.get("timeout");
-    auto ms = t.IsScalar()
-                  ? parse_duration_ms(t.Scalar())
-                  : result<uint64_t>(make_error(error_kind::invalid_argument, "not a duration"));
-    if (!ms || *ms == 0)
-      r.fail(t, fmt::format("{}.timeout must be a duration like 60s or 2m", what));
-    else
-      j.timeout_ms = *ms;
+    if (auto ms = r.duration_ms(f.get("timeout"), what + ".timeout")) j.timeout_ms = *ms;
   }
   if (f.has("max_evidence")) {
-    YAML::Node t = f.get("max_evidence");
-    auto b = t.IsScalar()
-                 ? parse_bytes(t.Scalar())
-                 : result<uint64_t>(make_error(error_kind::invalid_argument, "not a size"));
-    if (!b || *b == 0 || *b > (1u << 20))
-      r.fail(t, fmt::format("{}.max_evidence must be a size from 1B to 1MiB, e.g. 32KiB", what));
-    else
-      j.max_evidence_bytes = *b;
+    YAML::Node m = f.get("max_evidence");
+    if (auto b = r.size_bytes(m, what + ".max_evidence")) {
+      if (*b > max_judge_evidence_bytes)
+        r.fail(m, fmt::format("{}.max_evidence is more than 1MiB", what),
+               "at most 1MiB per evidence item; the default is 32KiB");
+      else
+        j.max_evidence_bytes = *b;
+    }
   }
   if (f.has("max_output_tokens")) {
     if (auto c = r.positive_integer(f.get("max_output_tokens"), what + ".max_output_tokens"))

@@ -13,6 +13,7 @@
 
 #include "harness/config/validate.h"
 #include "sandbox/base/fs.h"
+#include "sandbox/base/units.h"
 
 namespace evalbox::harness::parsing {
 
@@ -142,6 +143,49 @@ std::optional<uint64_t> reader::positive_integer(const YAML::Node& n, std::strin
   }
   fail(n, fmt::format("{} must be a whole number, found {}", what, describe(n)));
   return std::nullopt;
+}
+
+namespace {
+
+// One unit as the formats write it: an example for a value that is not a scalar, the parser,
+// and the units it reads (the hint of every message about it).
+struct unit_reading {
+  std::string_view example;
+  result<uint64_t> (*parse)(std::string_view);
+  std::string_view units;
+};
+
+constexpr unit_reading duration_reading{"10m or 90s", parse_duration_ms,
+                                        "units: ms, s, m, h, d (e.g. 10m, 1h30m)"};
+constexpr unit_reading size_reading{
+    "2GiB", parse_bytes, "units: B, KiB, MiB, GiB, TiB (or K, M, G, T in powers of 1000)"};
+
+std::optional<uint64_t> read_unit(reader& r, const YAML::Node& n, std::string_view what,
+                                  const unit_reading& unit) {
+  if (!n.IsScalar() || n.Scalar().empty()) {
+    r.fail(n, fmt::format("{} must be a value like {}", what, unit.example));
+    return std::nullopt;
+  }
+  auto parsed = unit.parse(n.Scalar());
+  if (!parsed) {
+    r.fail(n, fmt::format("{}: {}", what, parsed.error().message), std::string(unit.units));
+    return std::nullopt;
+  }
+  if (*parsed == 0) {
+    r.fail(n, fmt::format("{} must be greater than zero", what));
+    return std::nullopt;
+  }
+  return *parsed;
+}
+
+}  // namespace
+
+std::optional<uint64_t> reader::duration_ms(const YAML::Node& n, std::string_view what) {
+  return read_unit(*this, n, what, duration_reading);
+}
+
+std::optional<uint64_t> reader::size_bytes(const YAML::Node& n, std::string_view what) {
+  return read_unit(*this, n, what, size_reading);
 }
 
 std::optional<std::vector<std::string>> reader::string_list(const YAML::Node& n,

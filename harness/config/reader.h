@@ -67,6 +67,11 @@ class reader {
                                     bool allow_empty = false);
   std::optional<double> number(const YAML::Node& n, std::string_view what);
   std::optional<uint64_t> positive_integer(const YAML::Node& n, std::string_view what);
+  // A duration in milliseconds, or a size in bytes, greater than zero. Every duration and size
+  // of both formats is read here, by the one parser of each unit (sandbox/base/units.h), and
+  // reported one way: "WHAT: what the parser says", with the units as the hint.
+  std::optional<uint64_t> duration_ms(const YAML::Node& n, std::string_view what);
+  std::optional<uint64_t> size_bytes(const YAML::Node& n, std::string_view what);
   std::optional<std::vector<std::string>> string_list(const YAML::Node& n, std::string_view what,
                                                       bool allow_empty_list = false);
 
