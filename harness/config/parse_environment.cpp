@@ -15,6 +15,16 @@ namespace evalbox::harness::parsing {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// How to write an image reference, for a fixture's or suite's environment.image and a suite's
+// images alike.
+constexpr std::string_view image_reference_hint =
+    "write oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:NAME:TAG] or rootfs:DIR "
+    "(paths relative to this file)";
+
+}  // namespace
+
 // limits: {wall, cpu, memory, pids, disk, output}
 limits_spec parse_limits(reader& r, const YAML::Node& n, std::string_view what) {
   static constexpr std::string_view known[] = {"wall", "cpu", "memory", "pids", "disk", "output"};
@@ -72,9 +82,7 @@ std::optional<environment_spec> parse_environment(reader& r, const YAML::Node& n
     e.image_where = r.at(image);
     if (auto s = r.string(image, "environment.image")) {
       if (std::string why = image_reference_problem(*s); !why.empty())
-        r.fail(image, fmt::format("environment.image {}", why),
-               "write oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:NAME:TAG] or "
-               "rootfs:DIR (paths relative to this file)");
+        r.fail(image, fmt::format("environment.image {}", why), std::string(image_reference_hint));
       else
         e.image = *s;
     }
@@ -147,9 +155,7 @@ void parse_images(reader& r, const YAML::Node& n, const fs::path& base_dir, suit
     auto source = r.string(v, fmt::format("images.{}", ref));
     if (!source) continue;
     if (std::string why = image_reference_problem(*source); !why.empty())
-      r.fail(v, fmt::format("images.{} {}", ref, why),
-             "write oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:NAME:TAG] or "
-             "rootfs:DIR (paths relative to this file)");
+      r.fail(v, fmt::format("images.{} {}", ref, why), std::string(image_reference_hint));
     else
       spec.images[ref] = resolve_image_reference(*source, base_dir);
   }
