@@ -69,7 +69,7 @@ bool check_schema(reader& r, const fields& f, std::string_view expected) {
   return s.has_value();
 }
 
-// id: the fixture's id, lowercase (it names its runs).
+// id: the fixture's id, [a-z0-9][a-z0-9._-]*.
 void parse_fixture_id(reader& r, const YAML::Node& n, fixture_spec& spec) {
   if (auto id = r.string(n, "id")) {
     spec.id = *id;

@@ -20,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// file: {path, exists | absent | equals | contains | matches | json: {pointer, equals}}.
 void parse_file_check(reader& r, const YAML::Node& n, const std::string& what, file_check& out) {
   static constexpr std::string_view known[] = {"path",     "exists",  "absent", "equals",
                                                "contains", "matches", "json"};
@@ -77,6 +78,7 @@ void parse_file_check(reader& r, const YAML::Node& n, const std::string& what, f
   }
 }
 
+// git: {paths: [...], state: changed | unchanged}.
 void parse_git_check(reader& r, const YAML::Node& n, const std::string& what, git_check& out) {
   static constexpr std::string_view known[] = {"paths", "state"};
   auto f = r.mapping(n, what, known, known);
@@ -103,6 +105,8 @@ void parse_git_check(reader& r, const YAML::Node& n, const std::string& what, gi
   }
 }
 
+// transcript: exactly one of command_matches, final_message_matches, tool_used,
+// forbid_command, max_steps.
 void parse_transcript_check(reader& r, const YAML::Node& n, const std::string& what,
                             transcript_check& out) {
   static constexpr std::string_view known[] = {"command_matches", "final_message_matches",
@@ -260,6 +264,7 @@ void parse_judge_check(reader& r, const YAML::Node& n, const std::string& what, 
   }
 }
 
+// One check: {id, weight, and exactly one kind with its own keys}.
 std::optional<check_spec> parse_check(reader& r, const YAML::Node& n, size_t index) {
   static constexpr std::string_view known[] = {"id",  "weight",     "shell", "file",
                                                "git", "transcript", "tests", "judge"};
