@@ -146,8 +146,56 @@ judges:
   EXPECT_NE(all.find("judges.c.votes is more than 9"), std::string::npos) << all;
   EXPECT_NE(all.find("judges.d is missing 'argv'"), std::string::npos) << all;
   EXPECT_NE(all.find("judges.e.argv is for `adapter: command`"), std::string::npos) << all;
-  EXPECT_NE(all.find("judges.e.timeout must be a duration"), std::string::npos) << all;
+  EXPECT_NE(all.find("judges.e.timeout: 'soon' is not a duration"), std::string::npos) << all;
   EXPECT_EQ(errors.size(), 8u) << all;
+}
+
+// A judge's timeout and max_evidence are read as a fixture's limits are (reader::duration_ms,
+// reader::size_bytes): the parser's own words, the units as the hint, zero refused; and
+// max_evidence has its own upper bound.
+TEST(judge_parse, durations_and_sizes_are_reported_as_limits_are) {
+  std::vector<config_error> errors;
+  parse_suite(R"y(schema: evalbox.suite.v1
+name: s
+fixtures: [fx]
+candidates: [{id: noop, adapter: noop}]
+limits: {wall: 10 fortnights}
+judges:
+  a: {adapter: command, argv: [j], timeout: 10 fortnights, max_evidence: 0B}
+  b: {adapter: command, argv: [j], timeout: 0s, max_evidence: 2MiB}
+  c: {adapter: command, argv: [j], timeout: [1m], max_evidence: 3 parsecs}
+  ok: {adapter: command, argv: [j], timeout: 1h30m, max_evidence: " 1MiB "}
+)y",
+              errors);
+  const std::string all = join_messages(errors);
+  EXPECT_EQ(all,
+            "suite.yaml:5:16: limits.wall: '10 fortnights': a number needs a unit here (hint: "
+            "units: ms, s, m, h, d (e.g. 10m, 1h30m))\n"
+            "suite.yaml:7:45: judges.a.timeout: '10 fortnights': a number needs a unit here "
+            "(hint: units: ms, s, m, h, d (e.g. 10m, 1h30m))\n"
+            "suite.yaml:7:74: judges.a.max_evidence must be greater than zero\n"
+            "suite.yaml:8:45: judges.b.timeout must be greater than zero\n"
+            "suite.yaml:8:63: judges.b.max_evidence is more than 1MiB (hint: at most 1MiB per "
+            "evidence item; the default is 32KiB)\n"
+            "suite.yaml:9:45: judges.c.timeout must be a value like 10m or 90s\n"
+            "suite.yaml:9:65: judges.c.max_evidence: '3 parsecs' has an unknown size unit "
+            "'parsecs' (use B, KiB, MiB, GiB, TiB, KB, MB, GB) (hint: units: B, KiB, MiB, GiB, "
+            "TiB (or K, M, G, T in powers of 1000))");
+}
+
+TEST(judge_parse, a_judge_with_mixed_units_and_spaces) {
+  std::vector<config_error> errors;
+  auto s = parse_suite(R"y(schema: evalbox.suite.v1
+name: s
+fixtures: [fx]
+candidates: [{id: noop, adapter: noop}]
+judges:
+  ok: {adapter: command, argv: [j], timeout: 1h30m, max_evidence: " 1MiB "}
+)y",
+                       errors);
+  ASSERT_TRUE(errors.empty()) << join_messages(errors);
+  EXPECT_EQ(s.judges.at("ok").timeout_ms, 5'400'000u);
+  EXPECT_EQ(s.judges.at("ok").max_evidence_bytes, 1u << 20);
 }
 
 TEST(judge_parse, check_judges_finds_unknown_judges_and_unset_keys) {

@@ -1,0 +1,187 @@
+// A suite's candidates (each an adapter with its settings, home files, environment, network
+// and credential handles), the credentials they lease and the baseline the report compares
+// them against.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "harness/config/parse_parts.h"
+#include "harness/config/validate.h"
+#include "sandbox/base/fs.h"
+
+namespace evalbox::harness::parsing {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// home_files: {target in the home: source file}; sources relative to the suite file, and they
+// must exist now.
+void parse_home_files(reader& r, const YAML::Node& n, const std::string& what, const fs::path& base,
+                      candidate_spec& c) {
+  auto hf = r.mapping(n, what + ".home_files", {}, {}, true);
+  if (!hf) return;
+  for (const auto& [target, source] : hf->entries) {
+    std::string name = fmt::format("{}.home_files['{}']", what, target);
+    if (!is_safe_relative(fs::path(target))) {
+      r.fail(source,
+             fmt::format("{}: target '{}' must be a relative path without '..'", name, target),
+             "targets are relative to the agent's home directory");
+      continue;
+    }
+    auto src = r.string(source, name);
+    if (!src) continue;
+    fs::path full = normalize(base / expand_home(*src));
+    std::error_code ec;
+    if (!fs::exists(full, ec)) {
+      r.fail(source, fmt::format("{}: source '{}' does not exist ({})", name, *src, full.string()),
+             "sources are relative to the suite file");
+      continue;
+    }
+    c.home_files[target] = full;
+  }
+}
+
+// env: {NAME: value}: variables the candidate's agent is started with.
+void parse_env(reader& r, const YAML::Node& n, const std::string& what, candidate_spec& c) {
+  auto ef = r.mapping(n, what + ".env", {}, {}, true);
+  if (!ef) return;
+  for (const auto& [k, v] : ef->entries) {
+    if (!is_env_name(k)) {
+      r.fail(v, fmt::format("{}.env: '{}' is not a variable name", what, k),
+             "use letters, digits and '_', not starting with a digit");
+      continue;
+    }
+    if (auto s = r.string(v, fmt::format("{}.env.{}", what, k), true)) c.env[k] = *s;
+  }
+}
+
+// credential: HANDLE or credentials: [HANDLE, ...], not both; the handles are checked against
+// the suite's credentials by parse_candidates.
+void parse_candidate_credentials(reader& r, const fields& f, const std::string& what,
+                                 candidate_spec& c) {
+  if (f.has("credential") && f.has("credentials"))
+    r.fail(f.get("credentials"), fmt::format("{} has both credential and credentials", what),
+           "list every handle under `credentials`");
+  if (f.has("credential")) {
+    if (auto s = r.string(f.get("credential"), what + ".credential")) c.credentials.push_back(*s);
+  }
+  if (f.has("credentials")) {
+    if (auto l = r.string_list(f.get("credentials"), what + ".credentials")) c.credentials = *l;
+  }
+}
+
+// One candidate: the keys every adapter shares, and every other key kept as an adapter setting
+// (the adapter checks its own).
+std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
+                                              const fs::path& base,
+                                              std::span<const std::string> adapters) {
+  static constexpr std::string_view common[] = {"id",      "adapter",    "home_files", "env",
+                                                "network", "credential", "credentials"};
+  static constexpr std::string_view required[] = {"id", "adapter"};
+  std::string what = fmt::format("candidates[{}]", index);
+  auto f = r.mapping(n, what, common, required, /*allow_unknown=*/true);
+  if (!f) return std::nullopt;
+  candidate_spec c;
+  c.where = r.at(n);
+  if (f->has("id")) {
+    if (auto id = r.string(f->get("id"), what + ".id")) {
+      c.id = *id;
+      if (!is_valid_id(*id, false))
+        r.fail(f->get("id"), fmt::format("candidate id '{}' is not a valid id", *id),
+               "use [a-z0-9][a-z0-9._-]*");
+      else
+        what = fmt::format("candidates.{}", *id);
+    }
+  }
+  if (f->has("adapter")) {
+    if (auto a = r.string(f->get("adapter"), what + ".adapter")) {
+      c.adapter = *a;
+      if (std::find(adapters.begin(), adapters.end(), *a) == adapters.end())
+        r.fail(f->get("adapter"), fmt::format("{} names unknown adapter '{}'", what, *a),
+               adapters.empty() ? std::string("no adapter is registered")
+                                : fmt::format("known adapters: {}", fmt::join(adapters, ", ")));
+    }
+  }
+  if (f->has("home_files")) parse_home_files(r, f->get("home_files"), what, base, c);
+  if (f->has("env")) parse_env(r, f->get("env"), what, c);
+  if (f->has("network")) c.network = parse_network(r, f->get("network"), what + ".network");
+  parse_candidate_credentials(r, *f, what, c);
+  for (const auto& [k, v] : f->entries) {
+    if (std::find(std::begin(common), std::end(common), k) != std::end(common)) continue;
+    c.settings[k] = setting{r.to_json(v), r.at(v)};
+  }
+  return c;
+}
+
+}  // namespace
+
+// credentials: {handle: path, ...}; paths relative to the suite file, `~` expanded.
+void parse_credentials(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
+  if (auto cf = r.mapping(n, "credentials", {}, {}, true)) {
+    for (const auto& [handle, path] : cf->entries) {
+      if (!is_valid_id(handle, true)) {
+        r.fail(path, fmt::format("credential handle '{}' is not a valid name", handle),
+               "use letters, digits, '.', '_' and '-'");
+        continue;
+      }
+      if (auto p = r.string(path, fmt::format("credentials.{}", handle)))
+        spec.credentials[handle] = normalize(base_dir / expand_home(*p));
+    }
+  }
+}
+
+// candidates: [...]: each one, ids unique, each credential handle defined by the suite (so
+// credentials are parsed first).
+void parse_candidates(reader& r, const YAML::Node& list, const fs::path& base_dir,
+                      std::span<const std::string> adapters, suite_spec& spec) {
+  if (!list.IsSequence() || list.size() == 0) {
+    r.fail(list,
+           list.IsSequence() ? std::string("candidates must not be empty")
+                             : fmt::format("candidates must be a list, found {}", type_name(list)),
+           "add at least one `- {id: ..., adapter: ...}`");
+    return;
+  }
+  std::map<std::string, source_location> ids;
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto c = parse_candidate(r, list[i], i, base_dir, adapters);
+    if (!c) continue;
+    if (!c->id.empty()) {
+      auto [it, fresh] = ids.emplace(c->id, c->where);
+      if (!fresh)
+        r.fail(c->where, fmt::format("candidate id '{}' is used twice", c->id),
+               fmt::format("the first is at {}; give each candidate its own id",
+                           it->second.to_string()));
+    }
+    for (const auto& h : c->credentials) {
+      if (!spec.credentials.contains(h))
+        r.fail(c->where,
+               fmt::format("candidate '{}' uses credential '{}', which the suite does not "
+                           "define",
+                           c->id, h),
+               fmt::format("add `credentials: {{{}: PATH}}` at the top level of the suite", h));
+    }
+    spec.candidates.push_back(std::move(*c));
+  }
+}
+
+// baseline: a candidate id (so candidates are parsed first).
+void parse_baseline(reader& r, const YAML::Node& n, suite_spec& spec) {
+  auto b = r.string(n, "baseline");
+  if (!b) return;
+  spec.baseline = *b;
+  if (!spec.candidates.empty() && !spec.find_candidate(*b)) {
+    std::set<std::string> ids;
+    for (const auto& c : spec.candidates)
+      if (!c.id.empty()) ids.insert(c.id);
+    r.fail(n, fmt::format("baseline '{}' is not a candidate", *b),
+           fmt::format("name one of: {}", fmt::join(ids, ", ")));
+  }
+}
+
+}  // namespace evalbox::harness::parsing

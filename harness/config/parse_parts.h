@@ -1,0 +1,47 @@
+// The parsers parse.cpp's two entry points call, one .cpp file per subject. Private to
+// harness/config, like reader.h. Each parser reads one key's value, records every problem
+// through the reader and returns (or fills in) only what was valid.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "harness/config/reader.h"
+#include "harness/config/spec.h"
+
+namespace evalbox::harness::parsing {
+
+// parse_environment.cpp: what a run gets around it.
+// limits: {wall, cpu, memory, pids, disk, output}; `what` names the key in messages.
+limits_spec parse_limits(reader& r, const YAML::Node& n, std::string_view what);
+// network: none | {allow: [host:port, ...]}
+network_spec parse_network(reader& r, const YAML::Node& n, std::string_view what);
+// environment: {image: REF, workdir: /dir}
+std::optional<environment_spec> parse_environment(reader& r, const YAML::Node& n);
+// workspace: {git: URL-or-PATH, commit: SHA}
+std::optional<git_workspace_spec> parse_git_workspace(reader& r, const YAML::Node& n);
+// A suite's images: {REF: SOURCE} and harbor: {threshold: X} (Harbor tasks, docs/harbor.md).
+void parse_images(reader& r, const YAML::Node& n, const std::filesystem::path& base_dir,
+                  suite_spec& spec);
+void parse_harbor(reader& r, const YAML::Node& n, suite_spec& spec);
+
+// parse_checks.cpp: a fixture's checks: [...], each of one kind, ids unique, some weight > 0.
+void parse_checks(reader& r, const YAML::Node& list, fixture_spec& spec);
+
+// parse_candidates.cpp: a suite's credentials, candidates and baseline, in that order (each
+// refers to the one before).
+void parse_credentials(reader& r, const YAML::Node& n, const std::filesystem::path& base_dir,
+                       suite_spec& spec);
+void parse_candidates(reader& r, const YAML::Node& list, const std::filesystem::path& base_dir,
+                      std::span<const std::string> adapters, suite_spec& spec);
+void parse_baseline(reader& r, const YAML::Node& n, suite_spec& spec);
+
+// parse_judges.cpp: a suite's judges: {NAME: {...}} and prices: {MODEL: {...}}.
+void parse_judges(reader& r, const YAML::Node& n, const std::filesystem::path& base_dir,
+                  suite_spec& spec);
+void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec);
+
+}  // namespace evalbox::harness::parsing
