@@ -18,7 +18,6 @@
 
 #include <fmt/ranges.h>
 
-#include "harness/results/fast_json.h"
 #include "harness/results/results.h"
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
@@ -57,92 +56,6 @@ content_digest digest_of(std::string_view line) {
   std::from_chars(hex.data(), hex.data() + 16, d.hi, 16);
   std::from_chars(hex.data() + 16, hex.data() + 32, d.lo, 16);
   return d;
-}
-
-// Reads only what the merge needs of a line — its top-level "schema" and "run_id" — while
-// checking that the whole line is JSON that results_dir::for_each_record would take (a torn or
-// garbled line, or one nested deeper than max_json_depth, is no record). No document is built:
-// a record is a few kilobytes, and a merge reads every one of them.
-class record_keys final : public nlohmann::json_sax<json> {
- public:
-  std::string schema, run_id;
-
-  bool null() override { return value(); }
-  bool boolean(bool) override { return value(); }
-  bool number_integer(number_integer_t) override { return value(); }
-  bool number_unsigned(number_unsigned_t) override { return value(); }
-  bool number_float(number_float_t, const string_t&) override { return value(); }
-  bool binary(binary_t&) override { return value(); }
-  bool string(string_t& v) override {
-    if (depth_ == 1 && key_ == "schema") schema = v;
-    if (depth_ == 1 && key_ == "run_id") run_id = v;
-    return value();
-  }
-  bool start_object(std::size_t) override { return ++depth_ <= max_json_depth; }
-  bool end_object() override {
-    --depth_;
-    return true;
-  }
-  bool start_array(std::size_t) override { return ++depth_ <= max_json_depth; }
-  bool end_array() override {
-    --depth_;
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (depth_ == 1) {
-      key_ = k;
-      // A repeated key: the document keeps the last value, whatever its type.
-      if (k == "schema") schema.clear();
-      if (k == "run_id") run_id.clear();
-    }
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  // A value at the top level is not an object: no record.
-  bool value() const { return depth_ > 0; }
-  size_t depth_ = 0;
-  std::string key_;
-};
-
-// Calls `visit(line, where, run_id)` for every complete line of `file` that is an
-// evalbox.run.v1 record (as results_dir::for_each_record counts them), reading in large chunks.
-status scan_records(const fs::path& file,
-                    const std::function<status(std::string_view line, record_location where,
-                                               std::string_view run_id)>& visit) {
-  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return {};
-    return sys_error(errno, "open {}", file.string());
-  }
-  std::string buf;
-  uint64_t buf_offset = 0;  // file offset of buf[0]
-  std::vector<char> chunk(1u << 20);
-  for (;;) {
-    ssize_t n = ::read(fd.get(), chunk.data(), chunk.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error(errno, "read {}", file.string());
-    if (n == 0) break;  // what is left in buf is a torn last line: not a record
-    buf.append(chunk.data(), static_cast<size_t>(n));
-    size_t start = 0;
-    for (;;) {
-      const char* nl =
-          static_cast<const char*>(std::memchr(buf.data() + start, '\n', buf.size() - start));
-      if (!nl) break;
-      const size_t stop = static_cast<size_t>(nl - buf.data());
-      std::string_view line(buf.data() + start, stop - start);
-      record_keys keys;
-      if (!line.empty() && sax_parse(line, keys, record_keys()) && keys.schema == run_schema)
-        EB_TRY(visit(line, {buf_offset + start, line.size()}, keys.run_id));
-      start = stop + 1;
-    }
-    buf.erase(0, start);
-    buf_offset += start;
-  }
-  return {};
 }
 
 // The line at `where` of an open results.jsonl, into `line` (reused: a fresh buffer of a few
@@ -611,18 +524,19 @@ result<merge_report> merge_shards(const merge_options& options) {
   for_each_in_parallel(sources.size(), [&](size_t i) {
     const auto si = static_cast<uint32_t>(i);
     scanned& sc = scans[si];
-    sc.walked = scan_records(
-        sources[si].dir / "results.jsonl",
-        [&](std::string_view line, record_location where, std::string_view run_id) -> status {
-          std::optional<uint64_t> id = id_number(run_id);
-          std::optional<uint32_t> pos = id ? position_of(*id) : std::nullopt;
-          if (!pos) {
-            ++sc.foreign;
-            return {};
-          }
-          sc.seen.emplace_back(*pos, slot{si, where, digest_of(line)});
-          return {};
-        });
+    sc.walked = for_each_line(sources[si].dir / "results.jsonl",
+                              [&](std::string_view line, record_location where) -> status {
+                                const std::optional<std::string> run_id = record_run_id(line);
+                                if (!run_id) return {};
+                                std::optional<uint64_t> id = id_number(*run_id);
+                                std::optional<uint32_t> pos = id ? position_of(*id) : std::nullopt;
+                                if (!pos) {
+                                  ++sc.foreign;
+                                  return {};
+                                }
+                                sc.seen.emplace_back(*pos, slot{si, where, digest_of(line)});
+                                return {};
+                              });
   });
   std::vector<slot> slots(planned.size());  // by position in `planned`
   for (uint32_t si = 0; si < sources.size(); ++si) {
