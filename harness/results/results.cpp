@@ -158,14 +158,54 @@ class field_builder final : public nlohmann::json_sax<json> {
   bool top_schema_ = false;  // the last top-level key is "schema"
 };
 
-// results_dir::for_each_record of `file`, with or without `keep`.
-status for_each_record_of(
-    const fs::path& file, const record_fields* keep,
-    const std::function<status(const json& record, record_location where)>& visit);
+// Reads only a line's top-level "schema" and "run_id" while checking that the whole line is
+// JSON that parse_record would take (a torn or garbled line, or one nested deeper than
+// max_json_depth, is no record). No document is built: a record is a few kilobytes, and a merge
+// reads every one of them.
+class record_keys final : public nlohmann::json_sax<json> {
+ public:
+  std::string schema, run_id;
 
-}  // namespace
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool string(string_t& v) override {
+    if (depth_ == 1 && key_ == "schema") schema = v;
+    if (depth_ == 1 && key_ == "run_id") run_id = v;
+    return value();
+  }
+  bool start_object(std::size_t) override { return ++depth_ <= max_json_depth; }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override { return ++depth_ <= max_json_depth; }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      key_ = k;
+      // A repeated key: the document keeps the last value, whatever its type.
+      if (k == "schema") schema.clear();
+      if (k == "run_id") run_id.clear();
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
 
-namespace {
+ private:
+  // A value at the top level is not an object: no record.
+  bool value() const { return depth_ > 0; }
+  size_t depth_ = 0;
+  std::string key_;
+};
 
 // The whole document, from SAX events: what json::parse builds (its own builder, wrapped).
 class document_builder final : public nlohmann::json_sax<json> {
@@ -213,40 +253,33 @@ json parse_record(std::string_view line, const record_fields* keep) {
   return std::move(b.result);
 }
 
-fs::path results_dir::run_dir(const std::string& run_id) const { return root_ / "runs" / run_id; }
-
-status results_dir::create() const { return make_dirs(root_ / "runs"); }
-
-status results_dir::for_each_record(
-    const std::function<status(const json& record, record_location where)>& visit) const {
-  return for_each_record_of(results_file(), nullptr, visit);
+std::optional<std::string> record_run_id(std::string_view line) {
+  if (line.empty()) return std::nullopt;
+  record_keys keys;
+  if (!sax_parse(line, keys, record_keys()) || keys.schema != run_schema) return std::nullopt;
+  return std::move(keys.run_id);
 }
 
-status results_dir::for_each_record(
-    const record_fields& keep,
-    const std::function<status(const json& record, record_location where)>& visit) const {
-  return for_each_record_of(results_file(), &keep, visit);
-}
-
-namespace {
-
-status for_each_record_of(
-    const fs::path& file, const record_fields* keep,
-    const std::function<status(const json& record, record_location where)>& visit) {
-  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+status for_each_line(
+    const fs::path& results_file,
+    const std::function<status(std::string_view line, record_location where)>& visit) {
+  unique_fd fd(::open(results_file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) return {};
-    return sys_error(errno, "open {}", file.string());
+    return sys_error(errno, "open {}", results_file.string());
   }
-  std::string chunk(64 * 1024, '\0');
+  // Reads of 64 KiB: few enough system calls for a file of a hundred thousand records, and a
+  // buffer whose size does not depend on the file.
+  constexpr size_t chunk_size = 64 * 1024;
+  const auto chunk = std::make_unique_for_overwrite<char[]>(chunk_size);
   std::string partial;       // the start of a line that continues in the next chunk
   uint64_t line_offset = 0;  // where the line being assembled starts in the file
   for (;;) {
-    ssize_t n = ::read(fd.get(), chunk.data(), chunk.size());
+    ssize_t n = ::read(fd.get(), chunk.get(), chunk_size);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error(errno, "read {}", file.string());
+    if (n < 0) return sys_error(errno, "read {}", results_file.string());
     if (n == 0) break;  // what is left in `partial` is a torn last line: the run is not recorded
-    const char* data = chunk.data();
+    const char* data = chunk.get();
     size_t start = 0, end = static_cast<size_t>(n);
     while (start < end) {
       const void* nl = std::memchr(data + start, '\n', end - start);
@@ -263,17 +296,42 @@ status for_each_record_of(
       record_location where{line_offset, line.size()};
       line_offset += line.size() + 1;
       start = stop + 1;
-      if (!line.empty()) {
-        json record = parse_record(line, keep);
-        if (!record.is_null()) EB_TRY(visit(record, where));
-      }
+      EB_TRY(visit(line, where));
       partial.clear();
     }
   }
   return {};
 }
 
+fs::path results_dir::run_dir(const std::string& run_id) const { return root_ / "runs" / run_id; }
+
+status results_dir::create() const { return make_dirs(root_ / "runs"); }
+
+namespace {
+
+// results_dir::for_each_record of `file`, with or without `keep`.
+status for_each_record_of(
+    const fs::path& file, const record_fields* keep,
+    const std::function<status(const json& record, record_location where)>& visit) {
+  return for_each_line(file, [&](std::string_view line, record_location where) -> status {
+    if (line.empty()) return {};
+    json record = parse_record(line, keep);
+    return record.is_null() ? status{} : visit(record, where);
+  });
+}
+
 }  // namespace
+
+status results_dir::for_each_record(
+    const std::function<status(const json& record, record_location where)>& visit) const {
+  return for_each_record_of(results_file(), nullptr, visit);
+}
+
+status results_dir::for_each_record(
+    const record_fields& keep,
+    const std::function<status(const json& record, record_location where)>& visit) const {
+  return for_each_record_of(results_file(), &keep, visit);
+}
 
 result<std::vector<json>> results_dir::read_records() const {
   std::vector<json> out;

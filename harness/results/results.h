@@ -3,9 +3,9 @@
 // from results.jsonl alone (summary.json, report.md, junit.xml). docs/results.md documents the
 // evalbox.run.v1 record every line of results.jsonl carries.
 //
-// results.jsonl grows with every run, so readers walk it one record at a time
-// (for_each_record) and come back for a record by its place in the file (record_reader)
-// rather than holding every record in memory.
+// results.jsonl grows with every run, so readers walk it one line at a time (for_each_line, the
+// one scanner of the file; for_each_record parses each line on top of it) and come back for a
+// record by its place in the file (record_reader) rather than holding every record in memory.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,10 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/base/error.h"
@@ -60,6 +62,24 @@ class record_fields {
 // garbage, a document nested deeper than max_json_depth. Readers skip those.
 json parse_record(std::string_view line, const record_fields* keep = nullptr);
 
+// The top-level "run_id" of a line that is an evalbox.run.v1 record as parse_record decides it
+// (empty when the run id is not a string), or nullopt when the line is no record. The line is
+// lexed whole but no document is built: for a reader that only places records by their run id
+// (a merge reads every record of every shard).
+std::optional<std::string> record_run_id(std::string_view line);
+
+// The scanner of results.jsonl, under every reader of it: calls `visit` with each complete line
+// of `results_file`, in file order, and where it lies. A line is handed over as it is written,
+// blank or not JSON alike (which of them are records is parse_record's and record_run_id's
+// question), without its '\n' (a '\r' before it stays: JSON whitespace). A torn last line (no
+// '\n': a crash mid-append) is not handed over, and a missing file has no lines. Memory holds
+// one read's chunk and the longest line, never the file: a line is a view into the chunk, copied
+// only when it straddles two reads, and valid only during the call. An error from `visit` stops
+// the scan and is returned.
+status for_each_line(
+    const std::filesystem::path& results_file,
+    const std::function<status(std::string_view line, record_location where)>& visit);
+
 class results_dir {
  public:
   explicit results_dir(std::filesystem::path root) : root_(std::move(root)) {}
@@ -69,9 +89,10 @@ class results_dir {
 
   status create() const;
   // Calls `visit` with every complete evalbox.run.v1 record of results.jsonl, in file order,
-  // and where it lies; only the record being visited is in memory. Lines that are not such a
-  // record are skipped, and so is a torn last line (a crash mid-append). A missing file has no
-  // records. An error from `visit` stops the walk and is returned.
+  // and where it lies (for_each_line, each line parsed with parse_record); only the record being
+  // visited is in memory. Lines that are not such a record are skipped, and so is a torn last
+  // line (a crash mid-append). A missing file has no records. An error from `visit` stops the
+  // walk and is returned.
   status for_each_record(
       const std::function<status(const json& record, record_location where)>& visit) const;
   // The same, each record parsed with only `keep`'s fields (parse_record).

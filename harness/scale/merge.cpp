@@ -18,7 +18,6 @@
 
 #include <fmt/ranges.h>
 
-#include "harness/results/fast_json.h"
 #include "harness/results/results.h"
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
@@ -57,92 +56,6 @@ content_digest digest_of(std::string_view line) {
   std::from_chars(hex.data(), hex.data() + 16, d.hi, 16);
   std::from_chars(hex.data() + 16, hex.data() + 32, d.lo, 16);
   return d;
-}
-
-// Reads only what the merge needs of a line — its top-level "schema" and "run_id" — while
-// checking that the whole line is JSON that results_dir::for_each_record would take (a torn or
-// garbled line, or one nested deeper than max_json_depth, is no record). No document is built:
-// a record is a few kilobytes, and a merge reads every one of them.
-class record_keys final : public nlohmann::json_sax<json> {
- public:
-  std::string schema, run_id;
-
-  bool null() override { return value(); }
-  bool boolean(bool) override { return value(); }
-  bool number_integer(number_integer_t) override { return value(); }
-  bool number_unsigned(number_unsigned_t) override { return value(); }
-  bool number_float(number_float_t, const string_t&) override { return value(); }
-  bool binary(binary_t&) override { return value(); }
-  bool string(string_t& v) override {
-    if (depth_ == 1 && key_ == "schema") schema = v;
-    if (depth_ == 1 && key_ == "run_id") run_id = v;
-    return value();
-  }
-  bool start_object(std::size_t) override { return ++depth_ <= max_json_depth; }
-  bool end_object() override {
-    --depth_;
-    return true;
-  }
-  bool start_array(std::size_t) override { return ++depth_ <= max_json_depth; }
-  bool end_array() override {
-    --depth_;
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (depth_ == 1) {
-      key_ = k;
-      // A repeated key: the document keeps the last value, whatever its type.
-      if (k == "schema") schema.clear();
-      if (k == "run_id") run_id.clear();
-    }
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  // A value at the top level is not an object: no record.
-  bool value() const { return depth_ > 0; }
-  size_t depth_ = 0;
-  std::string key_;
-};
-
-// Calls `visit(line, where, run_id)` for every complete line of `file` that is an
-// evalbox.run.v1 record (as results_dir::for_each_record counts them), reading in large chunks.
-status scan_records(const fs::path& file,
-                    const std::function<status(std::string_view line, record_location where,
-                                               std::string_view run_id)>& visit) {
-  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return {};
-    return sys_error(errno, "open {}", file.string());
-  }
-  std::string buf;
-  uint64_t buf_offset = 0;  // file offset of buf[0]
-  std::vector<char> chunk(1u << 20);
-  for (;;) {
-    ssize_t n = ::read(fd.get(), chunk.data(), chunk.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error(errno, "read {}", file.string());
-    if (n == 0) break;  // what is left in buf is a torn last line: not a record
-    buf.append(chunk.data(), static_cast<size_t>(n));
-    size_t start = 0;
-    for (;;) {
-      const char* nl =
-          static_cast<const char*>(std::memchr(buf.data() + start, '\n', buf.size() - start));
-      if (!nl) break;
-      const size_t stop = static_cast<size_t>(nl - buf.data());
-      std::string_view line(buf.data() + start, stop - start);
-      record_keys keys;
-      if (!line.empty() && sax_parse(line, keys, record_keys()) && keys.schema == run_schema)
-        EB_TRY(visit(line, {buf_offset + start, line.size()}, keys.run_id));
-      start = stop + 1;
-    }
-    buf.erase(0, start);
-    buf_offset += start;
-  }
-  return {};
 }
 
 // The line at `where` of an open results.jsonl, into `line` (reused: a fresh buffer of a few
@@ -540,12 +453,13 @@ void for_each_in_parallel(size_t n, const std::function<void(size_t)>& work) {
   for (auto& t : others) t.join();
 }
 
-}  // namespace
+// The passes of merge_shards, in the order it runs them.
 
-result<merge_report> merge_shards(const merge_options& options) {
+// Every input a results directory of one plan and one split, the output's earlier merge (if
+// any) first, then the shards in the order given.
+result<std::vector<source>> open_sources(const merge_options& options) {
   if (options.shards.empty())
     return make_error(error_kind::invalid_argument, "no shard directory given");
-  // ---- inputs: every one a results directory of the same plan ----
   for (const auto& dir : options.shards)
     if (same_dir(dir, options.into))
       return make_error(error_kind::invalid_argument,
@@ -554,7 +468,6 @@ result<merge_report> merge_shards(const merge_options& options) {
   std::vector<source> sources;
   auto output = EB_TRY(open_output(options.into));
   if (output) sources.push_back(std::move(*output));
-  const bool had_output = !sources.empty();
   for (const auto& dir : options.shards) sources.push_back(EB_TRY(open_shard(dir)));
   const source& first = sources.front();
   for (const auto& s : sources) {
@@ -570,61 +483,90 @@ result<merge_report> merge_shards(const merge_options& options) {
                         first.dir.string(), first.plan.shard_count, s.dir.string(),
                         s.plan.shard_count);
   }
+  return sources;
+}
 
-  merge_report out;
-  out.plan = first.plan;
-  out.plan.shard_index = 0;
+// The output's plan: the inputs' plan, as the merge of every shard they hold.
+plan_identity merged_plan(const std::vector<source>& sources) {
+  plan_identity plan = sources.front().plan;
+  plan.shard_index = 0;
   std::set<int> merged;
   for (const auto& s : sources) merged.insert(s.shards.begin(), s.shards.end());
-  out.plan.merged.assign(merged.begin(), merged.end());
+  plan.merged.assign(merged.begin(), merged.end());
+  return plan;
+}
 
-  // ---- the plan's runs, by id ----
-  std::vector<planned_run> planned;  // plan order
-  {
-    const std::vector<matrix_run> matrix = matrix_runs(out.plan);
-    planned.reserve(matrix.size());
+// The plan's runs in plan order (a run's position names it in every later pass), and their
+// positions by run id.
+class plan_runs {
+ public:
+  explicit plan_runs(const plan_identity& plan) {
+    const std::vector<matrix_run> matrix = matrix_runs(plan);
+    runs_.reserve(matrix.size());
     for (const auto& r : matrix)
-      planned.push_back({*id_number(r.run_id), r.fixture, r.candidate, r.trial, r.shard});
+      runs_.push_back({*id_number(r.run_id), r.fixture, r.candidate, r.trial, r.shard});
+    by_id_.resize(runs_.size());
+    for (uint32_t i = 0; i < by_id_.size(); ++i) by_id_[i] = i;
+    std::sort(by_id_.begin(), by_id_.end(),
+              [&](uint32_t a, uint32_t b) { return runs_[a].id < runs_[b].id; });
   }
-  std::vector<uint32_t> by_id(planned.size());  // positions in `planned`, by run id
-  for (uint32_t i = 0; i < by_id.size(); ++i) by_id[i] = i;
-  std::sort(by_id.begin(), by_id.end(),
-            [&](uint32_t a, uint32_t b) { return planned[a].id < planned[b].id; });
-  auto position_of = [&](uint64_t id) -> std::optional<uint32_t> {
-    auto it = std::lower_bound(by_id.begin(), by_id.end(), id,
-                               [&](uint32_t p, uint64_t v) { return planned[p].id < v; });
-    if (it == by_id.end() || planned[*it].id != id) return std::nullopt;
-    return *it;
-  };
-  out.planned = planned.size();
 
-  // ---- pass 1: index every source; one record per run across them ----
-  // Each source's records in file order (its reruns included), read on as many threads as
-  // there are CPUs (the lexing is most of a merge's CPU time); what a source holds is only
-  // compared with the others, in the order of the sources, once it is read to the end.
-  struct scanned {
-    std::vector<std::pair<uint32_t, slot>> seen;
-    uint64_t foreign = 0;
-    status walked;
-  };
+  [[nodiscard]] size_t size() const { return runs_.size(); }
+  const planned_run& operator[](uint32_t pos) const { return runs_[pos]; }
+
+  // The position of the run `run_id` names; nullopt when it is no run of the plan.
+  [[nodiscard]] std::optional<uint32_t> position_of(std::string_view run_id) const {
+    const std::optional<uint64_t> id = id_number(run_id);
+    if (!id) return std::nullopt;
+    auto it = std::lower_bound(by_id_.begin(), by_id_.end(), *id,
+                               [&](uint32_t p, uint64_t v) { return runs_[p].id < v; });
+    if (it == by_id_.end() || runs_[*it].id != *id) return std::nullopt;
+    return *it;
+  }
+
+ private:
+  std::vector<planned_run> runs_;  // plan order
+  std::vector<uint32_t> by_id_;    // positions in runs_, by run id
+};
+
+// What one source holds of the plan: its records of planned runs in file order (a rerun's
+// older records included), how many records were of no run of the plan, and how reading ended.
+struct scanned {
+  std::vector<std::pair<uint32_t, slot>> seen;
+  uint64_t foreign = 0;
+  status walked;
+};
+
+// Each source's results.jsonl, on as many threads as there are CPUs (the lexing is most of a
+// merge's CPU time): per record of a planned run, only where its line lies and its digest.
+std::vector<scanned> scan_sources(const std::vector<source>& sources, const plan_runs& plan) {
   std::vector<scanned> scans(sources.size());
   for_each_in_parallel(sources.size(), [&](size_t i) {
     const auto si = static_cast<uint32_t>(i);
     scanned& sc = scans[si];
-    sc.walked = scan_records(
-        sources[si].dir / "results.jsonl",
-        [&](std::string_view line, record_location where, std::string_view run_id) -> status {
-          std::optional<uint64_t> id = id_number(run_id);
-          std::optional<uint32_t> pos = id ? position_of(*id) : std::nullopt;
-          if (!pos) {
-            ++sc.foreign;
-            return {};
-          }
-          sc.seen.emplace_back(*pos, slot{si, where, digest_of(line)});
-          return {};
-        });
+    sc.walked = for_each_line(sources[si].dir / "results.jsonl",
+                              [&](std::string_view line, record_location where) -> status {
+                                const std::optional<std::string> run_id = record_run_id(line);
+                                if (!run_id) return {};
+                                const std::optional<uint32_t> pos = plan.position_of(*run_id);
+                                if (!pos) {
+                                  ++sc.foreign;
+                                  return {};
+                                }
+                                sc.seen.emplace_back(*pos, slot{si, where, digest_of(line)});
+                                return {};
+                              });
   });
-  std::vector<slot> slots(planned.size());  // by position in `planned`
+  return scans;
+}
+
+// The record each planned run is taken from (slot::none: no input records it), by position in
+// the plan. Each source's newest record of a run stands for it; across sources, in their order,
+// the same record again is a duplicate and a different one a conflict.
+result<std::vector<slot>> choose_records(const std::vector<source>& sources,
+                                         std::vector<scanned> scans, const plan_runs& plan,
+                                         merge_report& out) {
+  std::vector<slot> slots(plan.size());
   for (uint32_t si = 0; si < sources.size(); ++si) {
     const source& s = sources[si];
     if (!scans[si].walked)
@@ -657,17 +599,20 @@ result<merge_report> merge_shards(const merge_options& options) {
           "two different records of run {}: {}:{} and {}:{}; a run is recorded once, so one of "
           "them is from a rerun (--no-resume) or another attempt at the same shard: remove the "
           "line you do not want (and its runs/{:016x} directory), then merge again",
-          run_name(out.plan, planned[pos]), (a.dir / "results.jsonl").string(),
+          run_name(out.plan, plan[pos]), (a.dir / "results.jsonl").string(),
           line_at(a.dir / "results.jsonl", taken.where.offset), (s.dir / "results.jsonl").string(),
-          line_at(s.dir / "results.jsonl", mine.where.offset), planned[pos].id);
+          line_at(s.dir / "results.jsonl", mine.where.offset), plan[pos].id);
     }
   }
-  scans = {};
+  return slots;
+}
 
-  // ---- what is missing, by shard ----
+// The planned runs that no input records, by shard (out.gaps, out.missing, out.recorded).
+void find_gaps(const std::vector<source>& sources, const plan_runs& plan,
+               const std::vector<slot>& slots, merge_report& out) {
   std::map<int, shard_gap> gaps;
-  for (uint32_t pos = 0; pos < planned.size(); ++pos) {
-    const planned_run& r = planned[pos];
+  for (uint32_t pos = 0; pos < plan.size(); ++pos) {
+    const planned_run& r = plan[pos];
     shard_gap& g = gaps[r.shard];
     g.shard = r.shard;
     ++g.planned;
@@ -682,170 +627,285 @@ result<merge_report> merge_shards(const merge_options& options) {
     out.gaps.push_back(std::move(g));
   }
   out.recorded = out.planned - out.missing;
-  if (out.missing > 0 && !options.partial) return out;
+}
 
-  // ---- pass 2: write ----
-  const fs::path into = options.into;
-  EB_TRY(make_dirs(into / "runs"));
-  unique_fd lock(::open(into.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!lock) return sys_error(errno, "open {}", into.string());
-  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
-    return errno == EWOULDBLOCK
-               ? make_error(error_kind::busy, "{}: another evalbox merge is writing it",
-                            into.string())
-               : sys_error(errno, "flock {}", into.string());
-  results_dir target(into);
-  unique_fd results_fd(
-      ::open(target.results_file().c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
-  if (!results_fd) return sys_error(errno, "open {}", target.results_file().string());
-  EB_TRY(drop_torn_tail(results_fd.get(), target.results_file()));
-  const off_t base = ::lseek(results_fd.get(), 0, SEEK_END);
-  if (base < 0) return sys_error(errno, "lseek {}", target.results_file().string());
-  // A first merge says which shards the directory is the merge of before it adds anything, so
-  // that a merge killed midway is a directory evalbox merge finishes when run again.
-  if (!had_output) EB_TRY(write_plan(into, out.plan));
-  // The runs taken from each source, in the order of its results.jsonl; each line is read back
-  // by where pass 1 found it.
-  std::vector<uint32_t> order;
-  for (uint32_t pos = 0; pos < slots.size(); ++pos)
-    if (slots[pos].source != slot::none && !(had_output && slots[pos].source == 0))
-      order.push_back(pos);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return std::pair(slots[a].source, slots[a].where.offset) <
-           std::pair(slots[b].source, slots[b].where.offset);
-  });
-  // The reports' index, of what the output already holds, then of each line as it is appended:
-  // the lines are lexed once more here, not a third time from the merged file.
-  run_index::incremental index(target.results_file());
-  if (base > 0) {
-    auto add = [&](const json& record, record_location where) { return index.add(record, where); };
-    EB_TRY(target.for_each_record(report_fields(), add));
-  }
-  // The lines of `order`, one at a time, from their sources: `order` goes forward through
-  // each source's file, so they are read a megabyte at a time, not a line at a time.
-  class line_reader {
-   public:
-    line_reader(const std::vector<source>& sources, const std::vector<slot>& slots)
-        : sources_(sources), slots_(slots) {}
-    status read(uint32_t pos, std::string& line) {
-      const slot& from = slots_[pos];
-      const fs::path file = sources_[from.source].dir / "results.jsonl";
-      if (from.source != open_) {
-        fd_ = unique_fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-        if (!fd_) return sys_error(errno, "open {}", file.string());
-        open_ = from.source;
-        buf_.clear();
-        buf_at_ = 0;
-      }
-      const uint64_t at = from.where.offset, size = from.where.size;
-      if (at < buf_at_ || at + size > buf_at_ + buf_.size()) {
-        buf_at_ = at;
-        EB_TRY(read_line_at(fd_.get(), file, {at, std::max<uint64_t>(size, 1u << 20)}, buf_,
-                            /*short_ok=*/true));
-        if (buf_.size() < size)
-          return make_error(error_kind::io, "{}: the record at byte {} changed while merging",
-                            file.string(), at);
-      }
-      line.assign(buf_, static_cast<size_t>(at - buf_at_), static_cast<size_t>(size));
-      return {};
+// The lines of the runs a merge brings, one at a time, from their sources: they are asked for
+// in the order of each source's file, so they are read a megabyte at a time, not a line at a
+// time.
+class line_reader {
+ public:
+  line_reader(const std::vector<source>& sources, const std::vector<slot>& slots)
+      : sources_(sources), slots_(slots) {}
+  status read(uint32_t pos, std::string& line) {
+    const slot& from = slots_[pos];
+    const fs::path file = sources_[from.source].dir / "results.jsonl";
+    if (from.source != open_) {
+      fd_ = unique_fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd_) return sys_error(errno, "open {}", file.string());
+      open_ = from.source;
+      buf_.clear();
+      buf_at_ = 0;
     }
+    const uint64_t at = from.where.offset, size = from.where.size;
+    if (at < buf_at_ || at + size > buf_at_ + buf_.size()) {
+      buf_at_ = at;
+      EB_TRY(read_line_at(fd_.get(), file, {at, std::max<uint64_t>(size, 1u << 20)}, buf_,
+                          /*short_ok=*/true));
+      if (buf_.size() < size)
+        return make_error(error_kind::io, "{}: the record at byte {} changed while merging",
+                          file.string(), at);
+    }
+    line.assign(buf_, static_cast<size_t>(at - buf_at_), static_cast<size_t>(size));
+    return {};
+  }
 
-   private:
-    const std::vector<source>& sources_;
-    const std::vector<slot>& slots_;
-    unique_fd fd_;
-    uint32_t open_ = slot::none;
-    std::string buf_;
-    uint64_t buf_at_ = 0;  // file offset of buf_[0]
-  };
+ private:
+  const std::vector<source>& sources_;
+  const std::vector<slot>& slots_;
+  unique_fd fd_;
+  uint32_t open_ = slot::none;
+  std::string buf_;
+  uint64_t buf_at_ = 0;  // file offset of buf_[0]
+};
 
-  // Two workers meet here: this thread indexes the lines and renders the reports, while a
-  // second brings each run's directory and then appends its line (the kernel's share: a mkdir
-  // and a link per file). The reports are rendered aside, reading the runs' files from the
-  // directories they are brought from (the same files), and put in place once every record is.
-  std::atomic<bool> stop{false};
-  merge_report brought;
-  status appended;
-  std::thread writer([&] {
-    appended = [&]() -> status {
-      appender append(std::move(results_fd), target.results_file());
-      line_reader lines(sources, slots);
-      std::string line;
-      std::optional<run_dirs> dirs;
-      uint32_t open_source = slot::none;
-      for (uint32_t pos : order) {
-        if (stop.load(std::memory_order_relaxed))
-          return make_error(error_kind::cancelled, "stopped: the reports failed");
-        const slot& from = slots[pos];
-        if (from.source != open_source) {
-          const source& s = sources[from.source];
-          dirs = EB_TRY(run_dirs::open(s.dir / "runs", into / "runs", options.copy));
-          open_source = from.source;
-        }
-        EB_TRY(lines.read(pos, line));
-        if (!EB_TRY(dirs->bring(fmt::format("{:016x}", planned[pos].id), brought)))
-          ++brought.without_dir;
-        ++brought.added;
-        EB_TRY(append.add(line));
-      }
-      return append.finish();
-    }();
-    if (!appended) stop = true;
-  });
-  const fs::path staging = into / ".merge-reports";
-  auto reported = [&]() -> result<stats::summary> {
-    line_reader lines(sources, slots);
+// Pass 2, the output (merge.h): its own steps in order in write(). Two workers share what a
+// class holds: a thread brings each run's directory and then appends its line, while the
+// caller's indexes the same lines and renders the reports aside; each stops when the other
+// fails.
+class output_writer {
+ public:
+  output_writer(const merge_options& options, const std::vector<source>& sources,
+                const plan_runs& plan, const std::vector<slot>& slots, merge_report& out)
+      : into_(options.into),
+        copy_(options.copy),
+        sources_(sources),
+        plan_(plan),
+        slots_(slots),
+        out_(out),
+        target_(options.into),
+        staging_(options.into / ".merge-reports") {}
+
+  status write() {
+    // Before anything is written: one merge at a time writes a directory.
+    EB_TRY(lock_output());
+    // A torn last line of a merge killed mid-append would swallow the next line appended.
+    EB_TRY(open_results());
+    // A first merge says which shards the directory is the merge of before it adds anything, so
+    // that a merge killed midway is a directory evalbox merge finishes when run again.
+    if (!sources_.front().is_output) EB_TRY(write_plan(into_, out_.plan));
+    // Each source's runs in the order of its file: its lines are read forward, in large reads.
+    order_ = runs_to_bring();
+    // The reports' index starts with what the output holds; the lines appended join it as they
+    // are read, lexed once more here rather than a third time from the merged file.
+    EB_TRY(index_output());
+    // Bringing the runs is the kernel's work and rendering the reports the CPU's: they overlap.
+    stats::summary summary = EB_TRY(bring_and_report());
+    out_.added = brought_.added;
+    out_.linked = brought_.linked;
+    out_.copied = brought_.copied;
+    out_.without_dir = brought_.without_dir;
+    // The reports change only once every record is in, so they always describe a whole file.
+    EB_TRY(put_reports_in_place());
+    // The entries made are durable before plan.json names every shard merged: a merge killed
+    // before this point is finished by merging again.
+    if (::fsync(lock_.get()) != 0) return sys_error(errno, "fsync {}", into_.string());
+    EB_TRY(write_plan(into_, out_.plan));
+    out_.written = true;
+    out_.summary = std::move(summary);
+    return {};
+  }
+
+ private:
+  // The output's runs/ made, and the output locked against a second merge for as long as this
+  // one writes (the lock goes with the descriptor).
+  status lock_output() {
+    EB_TRY(make_dirs(into_ / "runs"));
+    lock_ = unique_fd(::open(into_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!lock_) return sys_error(errno, "open {}", into_.string());
+    if (::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0)
+      return errno == EWOULDBLOCK
+                 ? make_error(error_kind::busy, "{}: another evalbox merge is writing it",
+                              into_.string())
+                 : sys_error(errno, "flock {}", into_.string());
+    return {};
+  }
+
+  // The output's results.jsonl open for appending, ending with a complete line; base_ is its
+  // size, where the first line appended will lie.
+  status open_results() {
+    const fs::path file = target_.results_file();
+    results_fd_ = unique_fd(::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+    if (!results_fd_) return sys_error(errno, "open {}", file.string());
+    EB_TRY(drop_torn_tail(results_fd_.get(), file));
+    const off_t end = ::lseek(results_fd_.get(), 0, SEEK_END);
+    if (end < 0) return sys_error(errno, "lseek {}", file.string());
+    base_ = static_cast<uint64_t>(end);
+    return {};
+  }
+
+  // Whether the run at `pos` is brought by this merge: recorded by a shard, not already in the
+  // output.
+  [[nodiscard]] bool brought(uint32_t pos) const {
+    const slot& s = slots_[pos];
+    return s.source != slot::none && !sources_[s.source].is_output;
+  }
+
+  // The runs this merge brings, by source and by where their lines lie in it.
+  [[nodiscard]] std::vector<uint32_t> runs_to_bring() const {
+    std::vector<uint32_t> order;
+    for (uint32_t pos = 0; pos < slots_.size(); ++pos)
+      if (brought(pos)) order.push_back(pos);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return std::pair(slots_[a].source, slots_[a].where.offset) <
+             std::pair(slots_[b].source, slots_[b].where.offset);
+    });
+    return order;
+  }
+
+  // The reports' index, of what the output already holds.
+  status index_output() {
+    index_.emplace(target_.results_file());
+    if (base_ == 0) return {};
+    auto add = [&](const json& record, record_location where) {
+      return index_->add(record, where);
+    };
+    return target_.for_each_record(report_fields(), add);
+  }
+
+  // The two workers, run to their end; the summary the reports were rendered from. On failure,
+  // the first cause: the writer's own, else the reports' (which stopped the writer).
+  result<stats::summary> bring_and_report() {
+    writer_ = std::thread([this] {
+      appended_ = append_runs();
+      if (!appended_) stop_ = true;
+    });
+    result<stats::summary> reported = render_reports();
+    if (!reported) stop_ = true;
+    if (writer_.joinable()) writer_.join();
+    if (!appended_ || !reported) {
+      (void)remove_tree(staging_);
+      const bool writer_stopped = !appended_ && appended_.error().kind == error_kind::cancelled;
+      if (!appended_ && !writer_stopped) return std::unexpected(std::move(appended_).error());
+      if (!reported) return std::unexpected(std::move(reported).error().with_context("reports"));
+      return std::unexpected(std::move(appended_).error());
+    }
+    return reported;
+  }
+
+  // The writer's thread: each run's directory brought (the kernel's share: a mkdir and a link
+  // per file), then its line appended, so that a directory is complete before its record.
+  status append_runs() {
+    appender append(std::move(results_fd_), target_.results_file());
+    line_reader lines(sources_, slots_);
     std::string line;
-    uint64_t offset = static_cast<uint64_t>(base);
-    for (uint32_t pos : order) {
-      if (stop.load(std::memory_order_relaxed)) return stats::summary{};  // the writer failed
+    std::optional<run_dirs> dirs;
+    uint32_t open_source = slot::none;
+    for (uint32_t pos : order_) {
+      if (stop_.load(std::memory_order_relaxed))
+        return make_error(error_kind::cancelled, "stopped: the reports failed");
+      const slot& from = slots_[pos];
+      if (from.source != open_source) {
+        const source& s = sources_[from.source];
+        dirs = EB_TRY(run_dirs::open(s.dir / "runs", into_ / "runs", copy_));
+        open_source = from.source;
+      }
       EB_TRY(lines.read(pos, line));
-      EB_TRY(index.add_line(line, {offset, line.size()}));
+      if (!EB_TRY(dirs->bring(fmt::format("{:016x}", plan_[pos].id), brought_)))
+        ++brought_.without_dir;
+      ++brought_.added;
+      EB_TRY(append.add(line));
+    }
+    return append.finish();
+  }
+
+  // This thread: the lines appended indexed at the places they will have in the output, then
+  // every report rendered into the staging directory, reading the runs' files from the inputs
+  // they are being brought from (the same files).
+  result<stats::summary> render_reports() {
+    line_reader lines(sources_, slots_);
+    std::string line;
+    uint64_t offset = base_;
+    for (uint32_t pos : order_) {
+      if (stop_.load(std::memory_order_relaxed)) return stats::summary{};  // the writer failed
+      EB_TRY(lines.read(pos, line));
+      EB_TRY(index_->add_line(line, {offset, line.size()}));
       offset += line.size() + 1;
     }
-    auto runs = EB_TRY(std::move(index).finish());
+    auto runs = EB_TRY(std::move(*index_).finish());
     // Without the fields set aside, the renderers read the records back from results.jsonl:
     // only once it is complete.
-    if (!runs.reads_aside()) writer.join();
-    auto s = EB_TRY(summarize_runs(runs, out.plan.baseline));
-    if (out.missing > 0) s.missing = stats::missing_runs{out.planned, out.missing};
-    (void)remove_tree(staging);
-    EB_TRY(make_dirs(staging));
+    if (!runs.reads_aside()) writer_.join();
+    auto s = EB_TRY(summarize_runs(runs, out_.plan.baseline));
+    if (out_.missing > 0) s.missing = stats::missing_runs{out_.planned, out_.missing};
+    (void)remove_tree(staging_);
+    EB_TRY(make_dirs(staging_));
     html_options html;
-    html.run_dir = [&](const std::string& id) -> fs::path {
-      const std::optional<uint64_t> n = id_number(id);
-      const std::optional<uint32_t> pos = n ? position_of(*n) : std::nullopt;
-      if (pos && slots[*pos].source != slot::none && !(had_output && slots[*pos].source == 0))
-        return sources[slots[*pos].source].dir / "runs" / id;
-      return into / "runs" / id;
-    };
-    EB_TRY(write_reports(staging, s, runs, out.plan.suite, all_report_formats, html));
+    html.run_dir = [this](const std::string& id) { return run_dir_for_reports(id); };
+    EB_TRY(write_reports(staging_, s, runs, out_.plan.suite, all_report_formats, html));
     return s;
-  }();
-  if (!reported) stop = true;
-  if (writer.joinable()) writer.join();
-  if (!appended || !reported) {
-    (void)remove_tree(staging);
-    // The first cause: the writer's own failure, else the reports' (which stopped the writer).
-    const bool writer_stopped = !appended && appended.error().kind == error_kind::cancelled;
-    if (!appended && !writer_stopped) return std::unexpected(std::move(appended).error());
-    if (!reported) return std::unexpected(std::move(reported).error().with_context("reports"));
-    return std::unexpected(std::move(appended).error());
   }
-  out.added = brought.added;
-  out.linked = brought.linked;
-  out.copied = brought.copied;
-  out.without_dir = brought.without_dir;
-  for (report_format f : all_report_formats) {
-    const fs::path from = staging / report_file_name(f), to = into / report_file_name(f);
-    if (::rename(from.c_str(), to.c_str()) != 0)
-      return sys_error(errno, "rename {} -> {}", from.string(), to.string());
+
+  // Where the reports read a run's files while the merge brings them: from its source.
+  [[nodiscard]] fs::path run_dir_for_reports(const std::string& id) const {
+    const std::optional<uint32_t> pos = plan_.position_of(id);
+    if (pos && brought(*pos)) return sources_[slots_[*pos].source].dir / "runs" / id;
+    return into_ / "runs" / id;
   }
-  (void)::rmdir(staging.c_str());
-  if (::fsync(lock.get()) != 0) return sys_error(errno, "fsync {}", into.string());
-  EB_TRY(write_plan(into, out.plan));
-  out.written = true;
-  out.summary = std::move(*reported);
+
+  // Each report renamed over the output's: a reader sees the old report or the new, whole.
+  status put_reports_in_place() {
+    for (report_format f : all_report_formats) {
+      const fs::path from = staging_ / report_file_name(f), to = into_ / report_file_name(f);
+      if (::rename(from.c_str(), to.c_str()) != 0)
+        return sys_error(errno, "rename {} -> {}", from.string(), to.string());
+    }
+    (void)::rmdir(staging_.c_str());
+    return {};
+  }
+
+  const fs::path into_;
+  const bool copy_;
+  const std::vector<source>& sources_;
+  const plan_runs& plan_;
+  const std::vector<slot>& slots_;
+  merge_report& out_;
+  const results_dir target_;
+  const fs::path staging_;  // the reports, rendered aside until every record is appended
+
+  unique_fd lock_;               // holds the output's flock
+  unique_fd results_fd_;         // the output's results.jsonl; the writer's once it starts
+  uint64_t base_ = 0;            // the output's results.jsonl before this merge appends
+  std::vector<uint32_t> order_;  // runs_to_bring()
+  std::optional<run_index::incremental> index_;
+  // Shared by the two workers: the writer's thread, what it brought, how it ended, and the
+  // flag either sets to stop the other.
+  std::thread writer_;
+  merge_report brought_;
+  status appended_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace
+
+result<merge_report> merge_shards(const merge_options& options) {
+  // Check the sources: every input is a results directory of one plan and one split, or the
+  // merge is refused before a record is read.
+  const std::vector<source> sources = EB_TRY(open_sources(options));
+  merge_report out;
+  out.plan = merged_plan(sources);
+  // Index the plan: a record is placed by its run id, and each run costs a few bytes (merge.h).
+  const plan_runs plan(out.plan);
+  out.planned = plan.size();
+  // Scan, then choose: every input read to its end before they are compared, so that a
+  // conflict stops the merge before anything is written.
+  const std::vector<slot> slots =
+      EB_TRY(choose_records(sources, scan_sources(sources, plan), plan, out));
+  // Find the gaps: without `partial`, runs missing stop the merge here, naming them.
+  find_gaps(sources, plan, slots, out);
+  if (out.missing > 0 && !options.partial) return out;
+  // Write: runs brought and appended, reports put in place once every record is.
+  output_writer writer(options, sources, plan, slots, out);
+  EB_TRY(writer.write());
   return out;
 }
 

@@ -1,6 +1,7 @@
-// results.jsonl is read one record at a time: which lines count as records (a torn last line,
-// blank lines and other schemas do not), the location each record is reported with, and
-// reading a record back by that location.
+// results.jsonl is scanned one line at a time (an empty file, a torn last line, lines that are
+// not JSON, a line longer than many reads, CRLF), and read one record at a time: which lines
+// count as records (a torn last line, blank lines and other schemas do not), the location each
+// record is reported with, and reading a record back by that location.
 #include "harness/results/results.h"
 #include "sandbox/base/json.h"
 
@@ -151,6 +152,170 @@ TEST(ResultsRecords, AFailedVisitStopsTheWalk) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().message, "stop here");
   EXPECT_EQ(seen, 2);
+}
+
+// ---- the scanner under every reader: each complete line, and where it lies ----
+
+struct scanned_lines {
+  std::vector<std::string> lines;
+  std::vector<record_location> where;
+};
+
+scanned_lines scan(const std::filesystem::path& file) {
+  scanned_lines got;
+  auto s = for_each_line(file, [&](std::string_view l, record_location where) -> status {
+    got.lines.emplace_back(l);
+    got.where.push_back(where);
+    return {};
+  });
+  EXPECT_TRUE(s) << s.error().message;
+  return got;
+}
+
+// Each location names its line's bytes in the file, its newline excluded.
+void expect_locations_hold_the_lines(const std::string& text, const scanned_lines& got) {
+  ASSERT_EQ(got.lines.size(), got.where.size());
+  for (size_t i = 0; i < got.lines.size(); ++i) {
+    EXPECT_EQ(text.substr(got.where[i].offset, got.where[i].size), got.lines[i]) << i;
+    EXPECT_EQ(text[got.where[i].offset + got.where[i].size], '\n') << i;
+  }
+}
+
+TEST(ResultsLines, AnEmptyOrMissingFileHasNoLines) {
+  evalbox::temp_dir tmp;
+  ASSERT_TRUE(write_file(tmp.path() / "empty.jsonl", ""));
+  EXPECT_TRUE(scan(tmp.path() / "empty.jsonl").lines.empty());
+  EXPECT_TRUE(scan(tmp.path() / "missing.jsonl").lines.empty());
+  EXPECT_TRUE(results_dir(tmp.path()).for_each_record([](const json&, record_location) {
+    ADD_FAILURE() << "no record in an empty file";
+    return status{};
+  }));
+}
+
+// A line is handed over whatever it holds: which lines are records is for the parsers to say.
+TEST(ResultsLines, BlankAndNonJsonLinesAreLinesToo) {
+  evalbox::temp_dir tmp;
+  const auto file = tmp.path() / "results.jsonl";
+  const std::string text = line(run("a")) + "\n" + "not json\n" + "{\"schema\":\n" + line(run("b"));
+  ASSERT_TRUE(write_file(file, text));
+  scanned_lines got = scan(file);
+  EXPECT_EQ(got.lines, (std::vector<std::string>{canonical_json(run("a")), "", "not json",
+                                                 "{\"schema\":", canonical_json(run("b"))}));
+  expect_locations_hold_the_lines(text, got);
+}
+
+// A crash mid-append leaves a last line without its newline: it is no line, however long, and
+// a file that holds nothing else has none.
+TEST(ResultsLines, ATornLastLineIsNotHandedOver) {
+  evalbox::temp_dir tmp;
+  const auto file = tmp.path() / "results.jsonl";
+  ASSERT_TRUE(write_file(file, line(run("torn")).substr(0, 20)));
+  EXPECT_TRUE(scan(file).lines.empty());
+  const std::string torn = line(run("long", std::string(300000, 'x')));
+  const std::string text = line(run("a")) + torn.substr(0, torn.size() - 1);
+  ASSERT_TRUE(write_file(file, text));
+  scanned_lines got = scan(file);
+  EXPECT_EQ(got.lines, (std::vector<std::string>{canonical_json(run("a"))}));
+  // The same line once its newline is written: whole.
+  ASSERT_TRUE(write_file(file, text + "\n"));
+  got = scan(file);
+  ASSERT_EQ(got.lines.size(), 2u);
+  EXPECT_EQ(got.lines[1], canonical_json(run("long", std::string(300000, 'x'))));
+  expect_locations_hold_the_lines(text + "\n", got);
+}
+
+// There is no cap on a line's length: a line longer than many reads is handed over whole, and
+// the lines after it are where they are.
+TEST(ResultsLines, ALineLongerThanManyReadsIsHandedOverWhole) {
+  evalbox::temp_dir tmp;
+  const auto file = tmp.path() / "results.jsonl";
+  const std::string long_line(3u << 20, 'y');
+  const std::string text = "short\n" + long_line + "\n\nafter\n";
+  ASSERT_TRUE(write_file(file, text));
+  scanned_lines got = scan(file);
+  ASSERT_EQ(got.lines.size(), 4u);
+  EXPECT_EQ(got.lines[1].size(), long_line.size());
+  EXPECT_EQ(got.lines[1], long_line);
+  EXPECT_EQ(got.lines[3], "after");
+  expect_locations_hold_the_lines(text, got);
+}
+
+// A line ended by CRLF (a file that went through a Windows editor) keeps its '\r', which JSON
+// takes as whitespace: the record is read, and read back, as with LF alone.
+TEST(ResultsLines, ACrlfLineKeepsItsCarriageReturnAndIsStillARecord) {
+  evalbox::temp_dir tmp;
+  results_dir dir(tmp.path());
+  const std::string crlf = canonical_json(run("a")) + "\r\n";
+  const std::string text = crlf + line(run("b")) + "not json\r\n";
+  ASSERT_TRUE(write_file(dir.results_file(), text));
+  scanned_lines got = scan(dir.results_file());
+  ASSERT_EQ(got.lines.size(), 3u);
+  EXPECT_EQ(got.lines[0], canonical_json(run("a")) + "\r");
+  expect_locations_hold_the_lines(text, got);
+  visited v = walk(dir);
+  EXPECT_EQ(v.ids, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(v.where.size(), 2u);
+  EXPECT_EQ(v.where[0].size, crlf.size() - 1);
+  auto reader = record_reader::open(dir.results_file());
+  ASSERT_TRUE(reader);
+  auto back = reader->read(v.where[0]);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, run("a"));
+  EXPECT_EQ(record_run_id(got.lines[0]), "a");
+  EXPECT_EQ(record_run_id(got.lines[2]), std::nullopt);
+}
+
+TEST(ResultsLines, AFailedVisitStopsTheScan) {
+  evalbox::temp_dir tmp;
+  const auto file = tmp.path() / "results.jsonl";
+  ASSERT_TRUE(write_file(file, "a\nb\nc\n"));
+  int seen = 0;
+  auto s = for_each_line(file, [&](std::string_view, record_location) -> status {
+    if (++seen == 2) return make_error(error_kind::io, "stop here");
+    return {};
+  });
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "stop here");
+  EXPECT_EQ(seen, 2);
+}
+
+TEST(ResultsLines, AnUnreadableFileIsAnError) {
+  evalbox::temp_dir tmp;
+  ASSERT_TRUE(make_dirs(tmp.path() / "results.jsonl"));  // a directory: open works, read fails
+  auto s = for_each_line(tmp.path() / "results.jsonl",
+                         [](std::string_view, record_location) { return status{}; });
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("results.jsonl"), std::string::npos) << s.error().message;
+}
+
+// ---- a record's run id, read without building the record ----
+
+// record_run_id counts a line as a record exactly when parse_record does.
+TEST(RecordRunId, IsARecordExactlyWhenParseRecordSaysSo) {
+  auto nested = [](size_t depth) {
+    return R"({"schema":"evalbox.run.v1","run_id":"n","x":)" + std::string(depth - 1, '[') +
+           std::string(depth - 1, ']') + "}";
+  };
+  for (std::string text :
+       {std::string(R"({"schema":"other.v1","run_id":"x"})"), std::string(R"({"run_id":"x"})"),
+        std::string(R"([{"schema":"evalbox.run.v1"}])"), std::string("\"evalbox.run.v1\""),
+        std::string(R"({"schema":"evalbox.run.v1","run_id":"x")"),           // torn
+        std::string("{\"schema\":\"evalbox.run.v1\",\"run_id\":\"\xff\"}"),  // not UTF-8
+        std::string(R"({"schema":"evalbox.run.v1"} trailing)"), std::string(), std::string(" "),
+        std::string("not json"), std::string(R"({"schema":"evalbox.run.v1","schema":1})"),
+        std::string(R"({"schema":1,"schema":"evalbox.run.v1","run_id":"y"})"),
+        canonical_json(run("a")), nested(max_json_depth), nested(max_json_depth + 1)}) {
+    EXPECT_EQ(record_run_id(text).has_value(), !parse_record(text).is_null()) << text;
+  }
+}
+
+TEST(RecordRunId, IsTheLastTopLevelRunIdAndEmptyWhenNotAString) {
+  EXPECT_EQ(record_run_id(canonical_json(run("a"))), "a");
+  EXPECT_EQ(record_run_id(R"({"schema":"evalbox.run.v1","x":{"run_id":"inner"},"run_id":"b"})"),
+            "b");
+  EXPECT_EQ(record_run_id(R"({"schema":"evalbox.run.v1","run_id":"a","run_id":"b"})"), "b");
+  EXPECT_EQ(record_run_id(R"({"schema":"evalbox.run.v1","run_id":"a","run_id":7})"), "");
+  EXPECT_EQ(record_run_id(R"({"schema":"evalbox.run.v1"})"), "");
 }
 
 // ---- records parsed with only some of their fields ----
