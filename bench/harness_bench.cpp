@@ -223,7 +223,7 @@ double median(std::vector<double> v) {
 // space made and torn down per start, and for `unshare` five namespaces — what every sandbox
 // is made of. On a guest whose page tables the hypervisor keeps (PVM, shadow paging), making
 // and tearing down address spaces scales far worse than computing does
-// (docs/performance.md, "What the machine gives concurrency 2").
+// (docs/performance-log.md, "What the machine gives concurrency 2").
 struct floor_kind {
   const char* name;
   int total;  // units of work per concurrency, split among the workers

@@ -13,8 +13,8 @@ skip_or_fail() {
 }
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null ||
    ! command -v sbatch >/dev/null || ! command -v munged >/dev/null; then
-  # scripts/bootstrap lists slurm-wlm and munge; on a machine set up before that, install them.
-  "$SRC/scripts/bootstrap" >"$WORK/apt.log" 2>&1 ||
+  # scripts/bootstrap --tests lists slurm-wlm and munge; a machine set up before that gets them.
+  "$SRC/scripts/bootstrap" --tests >"$WORK/apt.log" 2>&1 ||
     { tail -5 "$WORK/apt.log" >&2; skip_or_fail "Debian's slurm-wlm and munge cannot be installed"; }
 fi
 

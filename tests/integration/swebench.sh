@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 need_isolation
 python3 -c 'import pytest' 2>/dev/null || /usr/bin/python3 -c 'import pytest' ||
-  fail "pytest is not installed (scripts/bootstrap installs python3-pytest)"
+  fail "pytest is not installed (scripts/bootstrap --tests installs python3-pytest)"
 
 # The upstream repository: add() is wrong for negative numbers only after the "bug" commit.
 up=$WORK/repos/acme/calc

@@ -7,8 +7,8 @@
 # opens a copy of one.
 source "$(dirname "$0")/lib.sh"
 need_isolation
-command -v tmux >/dev/null || fail "tmux is missing (scripts/bootstrap installs it)"
-command -v busybox >/dev/null || fail "busybox is missing (scripts/bootstrap installs it)"
+command -v tmux >/dev/null || fail "tmux is missing (scripts/bootstrap --tests installs it)"
+command -v busybox >/dev/null || fail "busybox is missing (scripts/bootstrap --tests installs it)"
 
 SOCK=$WORK/tmux.sock
 T() { tmux -S "$SOCK" "$@"; }

@@ -115,7 +115,7 @@ chroot "$work/rootfs" /usr/bin/evalbox validate /usr/share/evalbox/examples/suit
 # does. Modest limits are given explicitly: podman otherwise raises RLIMIT_NOFILE and
 # RLIMIT_NPROC to its defaults, which needs CAP_SYS_RESOURCE (root here may lack it).
 for tool in podman runc; do
-  command -v $tool >/dev/null || skip "$tool is not installed (scripts/bootstrap)"
+  command -v $tool >/dev/null || skip "$tool is not installed (scripts/bootstrap --tests)"
 done
 podman=(podman --root "$work/podman/root" --runroot "$work/podman/run" --storage-driver vfs
         --cgroup-manager cgroupfs --events-backend file --runtime "$(command -v runc)")
