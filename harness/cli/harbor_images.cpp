@@ -3,11 +3,6 @@
 // for the user's own images, as `docker build` is for Harbor.
 #include "harness/cli/harbor_images.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <map>
 #include <system_error>
 
@@ -16,10 +11,8 @@
 #include "harness/cli/commands.h"
 #include "sandbox/base/digest.h"
 #include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "sandbox/launch/host_program.h"
 #include "sandbox/preparer/preparer.h"
-
-extern char** environ;
 
 namespace evalbox::cli {
 
@@ -27,59 +20,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// `name` as found on PATH, or empty.
-fs::path find_program(std::string_view name) {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path ? path : "/usr/bin:/bin";
-  while (!dirs.empty()) {
-    auto colon = dirs.find(':');
-    std::string_view d = dirs.substr(0, colon);
-    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
-    if (d.empty()) continue;
-    fs::path p = fs::path(d) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return {};
-}
-
-struct tool_run {
-  int exit_code = -1;  // -1: killed by a signal
-  std::string out;     // stdout, when captured
-};
-
-// Runs `argv` (argv[0] a path) with stdin from /dev/null, stdout captured (at most 64 KiB) or
-// appended to `log`, and stderr appended to `log`.
-result<tool_run> run_tool(const std::vector<std::string>& argv, const fs::path& log, bool capture) {
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  unique_fd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (!log_fd) return sys_error(errno, "open {}", log.string());
-  int pipe_fds[2] = {-1, -1};
-  if (capture && ::pipe2(pipe_fds, O_CLOEXEC) != 0) return sys_error(errno, "pipe");
-  unique_fd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, capture ? write_end.get() : log_fd.get(),
-                                   STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, log_fd.get(), STDERR_FILENO);
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return sys_error(rc, "start {}", args[0]);
-  write_end.reset();
-  tool_run r;
-  if (capture) {
-    auto out = read_fd(read_end.get(), 1u << 16, args[0] + "'s output");
-    if (out) r.out = std::move(*out);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// Runs `argv` (argv[0] a path) as the user's own tool: evalbox's environment, stdin from
+// /dev/null, in evalbox's process group (Ctrl-C at the terminal stops it too), stdout captured
+// (its last 64 KiB) or appended to `log`, and stderr appended to `log`.
+result<sandbox::host_program_result> run_tool(const std::vector<std::string>& argv,
+                                              const fs::path& log, bool capture) {
+  sandbox::host_program p;
+  p.argv = argv;
+  p.inherit_env = true;
+  p.own_process_group = false;
+  p.stdout_to = capture ? sandbox::host_output::capture : sandbox::host_output::log;
+  p.stderr_to = sandbox::host_output::log;
+  p.log = log;
+  return sandbox::run_host_program(p);
 }
 
 std::string trim(std::string s) {
@@ -102,8 +55,8 @@ class resolver {
   resolver(const harness::image_map& images, fs::path state_root,
            const std::function<void(const std::string&)>& say)
       : images_(images), dir_(std::move(state_root) / "harbor"), say_(say) {
-    podman_ = find_program("podman");
-    buildah_ = find_program("buildah");
+    podman_ = sandbox::find_host_program("podman");
+    buildah_ = sandbox::find_host_program("buildah");
   }
 
   void resolve(harness::fixture_spec& f, std::vector<harness::config_error>& errors) {
@@ -148,7 +101,7 @@ class resolver {
     if (!exists || exists->exit_code != 0) return std::nullopt;
     auto id =
         run_tool({podman_.string(), "image", "inspect", "--format", "{{.Id}}", ref}, log, true);
-    std::string hex = id ? trim(id->out) : "";
+    std::string hex = id ? trim(id->output) : "";
     if (hex.starts_with("sha256:")) hex = hex.substr(7);
     if (!id || id->exit_code != 0 || hex.size() != 64 ||
         hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
