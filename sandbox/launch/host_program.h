@@ -1,7 +1,7 @@
 // Host programs that evalbox itself runs outside any sandbox, on inputs it has vetted: git,
 // which fetches a fixture's repository into the state directory (harness/fixture/
 // git_source.cpp), a suite's `command` judge (harness/judge/client.cpp), which reads its
-// request on stdin, podman or buildah for a Harbor task's image (harness/cli/
+// request on stdin, podman or buildah for a Harbor task's image (harness/fixture/
 // harbor_images.cpp) and sbatch for `evalbox slurm --submit` (harness/cli/cmd_slurm.cpp). The
 // one spawner of such programs: posix_spawn, then an owned_process (sandbox/sys/process.h)
 // that kills the program on every path that leaves it behind. The caller sees plain data.
