@@ -10,7 +10,6 @@
 #include <string>
 
 #include "harness/cli/commands.h"
-#include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/cli/shell_session.h"

@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.h"
-#include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/fixture/load.h"

@@ -10,8 +10,8 @@
 #include <optional>
 
 #include "harness/cli/commands.h"
-#include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
+#include "harness/cli/session.h"
 #include "harness/cli/shell_session.h"
 #include "harness/fixture/load.h"
 #include "harness/results/results.h"

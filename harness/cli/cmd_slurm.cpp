@@ -1,10 +1,5 @@
 // `evalbox slurm SUITE --shards N`: the batch scripts of a Slurm job array that runs the suite's
 // shards and of the merge job after it; with --submit, submits both with sbatch.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -17,10 +12,8 @@
 #include "harness/scale/jobs.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/log.h"
-#include "sandbox/base/unique_fd.h"
 #include "sandbox/base/units.h"
-
-extern char** environ;
+#include "sandbox/launch/host_program.h"
 
 namespace evalbox::cli {
 
@@ -44,35 +37,26 @@ struct slurm_args {
 };
 
 // Runs `sbatch --parsable ARGS...` and returns the job id it prints ("id" or "id;cluster").
-// The one process evalbox starts outside a sandbox: the scheduler's own client.
+// The scheduler's own client, as the user would run it: found on evalbox's PATH, with evalbox's
+// environment (SLURM_* settings), in evalbox's process group, its messages on evalbox's stderr.
 result<std::string> sbatch(const std::vector<std::string>& args) {
-  std::vector<std::string> argv_s = {"sbatch", "--parsable"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return sys_error(errno, "pipe");
-  unique_fd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-  pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, "sbatch", &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return sys_error(rc, "run sbatch (is Slurm's client installed and on PATH?)");
-  write_end.reset();
-  auto out = read_fd(read_end.get(), 1u << 16, "sbatch's output");
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!out) return std::unexpected(std::move(out).error());
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  sandbox::host_program p;
+  p.argv = {"sbatch", "--parsable"};
+  p.argv.insert(p.argv.end(), args.begin(), args.end());
+  p.inherit_env = true;
+  p.own_process_group = false;
+  p.stderr_to = sandbox::host_output::inherit;
+  auto r = sandbox::run_host_program(p);
+  if (!r)
+    return std::unexpected(
+        std::move(r).error().with_context("run sbatch (is Slurm's client installed and on PATH?)"));
+  if (r->exit_code != 0)
     return make_error(error_kind::io, "sbatch {} failed (exit {}; its message is above)",
-                      fmt::join(args, " "), WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  std::string id = out->substr(0, out->find_first_of(";\n"));
+                      fmt::join(args, " "), r->exit_code);
+  const std::string& out = r->output;
+  std::string id = out.substr(0, out.find_first_of(";\n"));
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-    return make_error(error_kind::io, "sbatch printed '{}', not a job id", *out);
+    return make_error(error_kind::io, "sbatch printed '{}', not a job id", out);
   return id;
 }
 

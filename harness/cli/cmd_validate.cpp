@@ -12,10 +12,10 @@
 #include "harness/agent/adapter.h"
 #include "harness/agent/host_client.h"
 #include "harness/cli/commands.h"
-#include "harness/cli/harbor_images.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/session.h"
 #include "harness/config/parse.h"
+#include "harness/fixture/harbor_images.h"
 #include "harness/fixture/load.h"
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
@@ -193,15 +193,12 @@ void register_validate(CLI::App& app, action& out) {
             // (the --image options, a podman store, a build) before it can be checked.
             harness::suite_spec alone;
             alone.fixtures.push_back(std::move(*f));
-            auto images_given = image_options(alone, *image_args);
-            if (!images_given) {
-              errors.push_back({{arg, 0, 0}, images_given.error().message, ""});
-            } else {
-              auto more = resolve_harbor_images(
-                  alone.fixtures, *images_given, sandbox::default_preparer_options().state_root,
-                  [](const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); });
-              errors.insert(errors.end(), more.begin(), more.end());
-            }
+            auto more = harness::resolve_suite_images(
+                alone, *image_args, sandbox::default_preparer_options().state_root, say_progress);
+            if (!more)
+              errors.push_back({{arg, 0, 0}, more.error().message, ""});
+            else
+              errors.insert(errors.end(), more->begin(), more->end());
             f = std::move(alone.fixtures.front());
           }
           if (f) {
@@ -225,14 +222,12 @@ void register_validate(CLI::App& app, action& out) {
           if (s) {
             auto more = validate_candidates(*s);
             errors.insert(errors.end(), more.begin(), more.end());
-            if (auto given = image_options(*s, *image_args); !given) {
-              errors.push_back({{arg, 0, 0}, given.error().message, ""});
-            } else {
-              auto unresolved = resolve_harbor_images(
-                  s->fixtures, *given, sandbox::default_preparer_options().state_root,
-                  [](const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); });
-              errors.insert(errors.end(), unresolved.begin(), unresolved.end());
-            }
+            auto unresolved = harness::resolve_suite_images(
+                *s, *image_args, sandbox::default_preparer_options().state_root, say_progress);
+            if (!unresolved)
+              errors.push_back({{arg, 0, 0}, unresolved.error().message, ""});
+            else
+              errors.insert(errors.end(), unresolved->begin(), unresolved->end());
             std::vector<const harness::fixture_spec*> fixtures;
             for (const auto& fx : s->fixtures) fixtures.push_back(&fx);
             auto checked = check_images(prep(), fixtures, errors, images);

@@ -11,7 +11,9 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
+#include "harness/fixture/harbor_images.h"
 #include "harness/fixture/load.h"
+#include "sandbox/preparer/preparer.h"
 
 namespace evalbox::cli {
 
@@ -74,6 +76,20 @@ std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& p
     return std::unexpected(exit_usage);
   }
   return std::move(*suite);
+}
+
+void say_progress(const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); }
+
+int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::string>& options) {
+  auto errors = harness::resolve_suite_images(
+      suite, options, sandbox::default_preparer_options().state_root, say_progress);
+  if (!errors) {
+    fmt::print(stderr, "{}\n", errors.error().message);
+    return exit_usage;
+  }
+  if (errors->empty()) return exit_ok;
+  fmt::print(stderr, "{}\n", harness::join_messages(*errors));
+  return exit_usage;
 }
 
 std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite) {

@@ -1,6 +1,7 @@
 // What `evalbox run`, `evalbox fixture test`, `evalbox fixture shell` and `evalbox runs shell`
 // share on the command line, around harness::run_and_report: signal handling (Ctrl-C stops
-// scheduling and kills running sandboxes), the progress line, and loading a runnable suite.
+// scheduling and kills running sandboxes), the progress line, Harbor tasks' images resolved
+// before anything runs, and loading a runnable suite.
 #pragma once
 
 #include <expected>
@@ -32,6 +33,14 @@ struct suite_run : harness::suite_run {
 result<suite_run> run_planned(const harness::suite_spec& suite,
                               const std::vector<harness::run_spec>& runs,
                               const suite_run_options& options);
+
+// Prints a line of progress (an image saved or built) as "evalbox: LINE" on stderr.
+void say_progress(const std::string& line);
+
+// For a command: harness::resolve_suite_images with the images of `options` (--image) over the
+// suite's and the state directory's image caches, its progress and problems printed to stderr.
+// Returns exit_ok, or exit_usage when an image cannot be had (the message says how to get it).
+int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::string>& options);
 
 // Adapter-level validation of every candidate (its settings), as config errors. The adapter
 // names themselves were checked by load_suite against this same registry.

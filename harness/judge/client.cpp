@@ -66,7 +66,7 @@ attempt_result ask_command(const judge_spec& judge, const judge_prompt& prompt,
   if (const char* home = std::getenv("HOME")) p.env["HOME"] = home;
   if (!judge.api_key_env.empty()) p.env[judge.api_key_env] = api_key;
   p.input = judge_request_body(judge, prompt).dump(-1, ' ', false, json::error_handler_t::replace);
-  p.stdout_only = true;
+  p.stderr_to = sandbox::host_output::discard;
   p.max_output = max_judge_answer_bytes + 1;
   p.timeout = std::chrono::milliseconds(judge.timeout_ms);
   auto r = sandbox::run_host_program(p);
