@@ -13,6 +13,7 @@
 #include "harness/cli/registry.h"
 #include "harness/fixture/harbor_images.h"
 #include "harness/fixture/load.h"
+#include "harness/validate/validate.h"
 #include "sandbox/preparer/preparer.h"
 
 namespace evalbox::cli {
@@ -63,7 +64,8 @@ class signal_watch {
 }  // namespace
 
 std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& path) {
-  auto suite = harness::load_suite(path, make_registry().ids());
+  const auto registry = make_registry();
+  auto suite = harness::load_suite(path, registry.ids());
   if (!suite) {
     fmt::print(stderr, "{}\n", suite.error().message);
     return std::unexpected(suite.error().kind == error_kind::invalid_argument ||
@@ -71,7 +73,7 @@ std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& p
                                ? exit_usage
                                : exit_internal);
   }
-  if (auto problems = validate_candidates(*suite); !problems.empty()) {
+  if (auto problems = harness::validate_candidates(*suite, registry); !problems.empty()) {
     fmt::print(stderr, "{}\n", harness::join_messages(problems));
     return std::unexpected(exit_usage);
   }
@@ -92,19 +94,6 @@ int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::stri
   return exit_usage;
 }
 
-std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite) {
-  auto registry = make_registry();
-  std::vector<harness::config_error> errors;
-  for (const auto& c : suite.candidates) {
-    // An adapter name the registry does not know was reported by load_suite, which checks
-    // every candidate against these same names.
-    const auto* a = registry.find(c.adapter);
-    if (!a) continue;
-    auto e = a->validate(c);
-    errors.insert(errors.end(), e.begin(), e.end());
-  }
-  return errors;
-}
 
 result<suite_run> run_planned(const harness::suite_spec& suite,
                               const std::vector<harness::run_spec>& runs,

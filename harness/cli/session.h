@@ -42,10 +42,6 @@ void say_progress(const std::string& line);
 // Returns exit_ok, or exit_usage when an image cannot be had (the message says how to get it).
 int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::string>& options);
 
-// Adapter-level validation of every candidate (its settings), as config errors. The adapter
-// names themselves were checked by load_suite against this same registry.
-std::vector<harness::config_error> validate_candidates(const harness::suite_spec& suite);
-
 // The suite at `path`, loaded and its candidates validated, for a command that plans runs
 // (run, slurm, k8s). On a problem it prints the messages and returns the exit code:
 // exit_usage for a suite that is wrong or missing, exit_internal for one that cannot be read.
