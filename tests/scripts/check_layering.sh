@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/check-layering on a copy of the tree: clean as it is, and failing — with the file,
-# the line and what to do — on a new edge between sandbox folders, an allowed edge no include
-# uses any more, a raw system call outside sandbox/sys (in the sandbox or the harness),
-# RapidJSON outside the results lexer, and a sandbox folder its table does not list.
+# the line and what to do — on a new edge between sandbox or harness folders, an allowed edge
+# no include uses any more, a raw system call outside sandbox/sys (in the sandbox or the
+# harness), RapidJSON outside the results lexer, a folder its table does not list, and a link
+# list that differs from the include graph.
 set -euo pipefail
 src=$1
 work=$(mktemp -d)
@@ -58,6 +59,34 @@ cp "$work/results.cpp.orig" "$work/harness/results/results.cpp"
 mkdir "$work/sandbox/widget" && echo '#pragma once' >"$work/sandbox/widget/widget.h"
 expect_failure "sandbox/widget: a folder SANDBOX_EDGES does not list"
 rm -r "$work/sandbox/widget"
+
+# A harness format including what is built on it: results -> report.
+cp "$work/harness/results/record.cpp" "$work/record.cpp.orig"
+echo '#include "harness/report/report.h"' >>"$work/harness/results/record.cpp"
+line=$(wc -l <"$work/harness/results/record.cpp")
+expect_failure "harness/results/record.cpp:$line: may not include <harness/report/report.h>"
+cp "$work/record.cpp.orig" "$work/harness/results/record.cpp"
+
+# An allowed harness edge that nothing uses: fixture -> results is only the trust rule's.
+for f in trust.h trust.cpp; do cp "$work/harness/fixture/$f" "$work/$f.orig"; done
+sed -i '/#include "harness\/results\//d' "$work/harness/fixture/trust.h" "$work/harness/fixture/trust.cpp"
+expect_failure "harness/fixture -> harness/results is allowed but no include uses it"
+for f in trust.h trust.cpp; do cp "$work/$f.orig" "$work/harness/fixture/$f"; done
+
+# A new harness folder nobody placed in the graph.
+mkdir "$work/harness/widget" && echo '#pragma once' >"$work/harness/widget/widget.h"
+expect_failure "harness/widget: a folder HARNESS_EDGES does not list"
+rm -r "$work/harness/widget"
+
+# A link list that is not the include graph: a library linked that nothing includes, and an
+# include whose library is not linked.
+cp "$work/sandbox/net/CMakeLists.txt" "$work/net.cmake.orig"
+sed -i 's/target_link_libraries(evalbox_net PUBLIC evalbox_base)/target_link_libraries(evalbox_net PUBLIC evalbox_mount evalbox_base)/' \
+  "$work/sandbox/net/CMakeLists.txt"
+expect_failure "sandbox/net/CMakeLists.txt: links sandbox/mount without including it"
+sed -i 's/PUBLIC evalbox_mount evalbox_base)/PUBLIC evalbox_mount)/' "$work/sandbox/net/CMakeLists.txt"
+expect_failure "sandbox/net/CMakeLists.txt: includes sandbox/base without linking its library"
+cp "$work/net.cmake.orig" "$work/sandbox/net/CMakeLists.txt"
 
 check || { echo "FAIL: restoring the tree did not pass again:"; cat "$work/out"; exit 1; }
 echo "ok"
