@@ -189,10 +189,7 @@ class store {
   result<import_result> import_held(std::string_view reference,
                                     const std::filesystem::path& base_dir,
                                     const import_options& options, std::vector<locked_fd>& locks);
-  result<import_result> import_locked(std::string_view reference,
-                                      const std::filesystem::path& base_dir,
-                                      const import_options& options, std::vector<locked_fd>& locks,
-                                      std::vector<std::string>& hexes);
+  class importer;  // one import's passes (store.cpp)
   result<std::vector<image_info>> read_records();
   result<image_info> read_record(const std::filesystem::path& file);
   result<layer_info> read_layer(const std::string& diff_id);
