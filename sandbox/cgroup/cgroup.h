@@ -71,6 +71,17 @@ class run_cgroup {
   virtual status claim(const std::string& run_id, const std::string& leaf, const limits& lim) = 0;
 };
 
+// How destroy() empties and removes a cgroup directory that a plain rmdir refused (tasks are
+// still in it). kill_and_remove, the kernel's way, is what every cgroup made or adopted here
+// uses; tests over a fake tree (plain directories and files, whose "pids" are not theirs to
+// kill and whose "kernel files" rmdir will not remove) pass one of their own to the create_*
+// functions.
+using evict_fn = status (*)(const std::filesystem::path& dir);
+// Writes cgroup.kill where the kernel offers it (v2, 5.14+: atomic, even for a task forking
+// right now), SIGKILLs every pid in cgroup.procs until none is left, then removes the
+// directory, waiting (up to 10 s) for the killed tasks to be reaped.
+status kill_and_remove(const std::filesystem::path& dir);
+
 // Moves the calling task into the cgroup of each of `fds` (open_tasks) by writing "0": a
 // single-threaded process moving itself needs no threadgroup lock (kernel 5.17 and later), so
 // no grace period is waited for and the cgroup mutex is held for microseconds. No allocation:
@@ -93,13 +104,13 @@ result<std::unique_ptr<run_cgroup>> adopt(const json& description);
 // subtree_control files on the way down where the parent offers them.
 result<std::unique_ptr<run_cgroup>> create_v2(const std::filesystem::path& root,
                                               const std::string& run_id, const std::string& leaf,
-                                              const limits& lim);
+                                              const limits& lim, evict_fn evict = kill_and_remove);
 
 // v1 with the given controller mounts ("memory" -> /sys/fs/cgroup/memory, ...). Controllers
 // missing from the map are not used.
 result<std::unique_ptr<run_cgroup>> create_v1(
     const std::map<std::string, std::filesystem::path>& mounts, const std::string& run_id,
-    const std::string& leaf, const limits& lim);
+    const std::string& leaf, const limits& lim, evict_fn evict = kill_and_remove);
 
 // Chooses for this host: v2 when its root delegates memory and pids, else v1 when memory and
 // pids controllers are mounted and writable, else unsupported. EVALBOX_CGROUP_V2_ROOT forces
@@ -124,7 +135,8 @@ std::string ahead_cgroup_name(pid_t helper);
 // below the given controller mounts.
 result<std::unique_ptr<run_cgroup>> create_ahead(pid_t helper);
 result<std::unique_ptr<run_cgroup>> create_ahead_v1(
-    const std::map<std::string, std::filesystem::path>& mounts, pid_t helper);
+    const std::map<std::string, std::filesystem::path>& mounts, pid_t helper,
+    evict_fn evict = kill_and_remove);
 // Removes the empty "@ahead-<pid>" cgroups of helpers no longer alive (killed before they could
 // remove their own). Best effort: a cgroup in use is never removed (rmdir refuses).
 void remove_stale_ahead();
