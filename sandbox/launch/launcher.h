@@ -2,6 +2,10 @@
 // single-threaded helper `evalbox-sandbox` — a warm one started ahead of need, else one spawned
 // for it (Boost.Process, in launcher.cpp only) — and returns its run record. Thread-safe: the
 // harness launches from many worker threads.
+//
+// A launch, in order: plan it (plan_launch: a pure function of the session and the options),
+// write the plan's files, start the helper (warm or cold), hand it the run's cgroup, await its
+// record.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
+#include "sandbox/launch/plan.h"
 #include "sandbox/launch/run_record.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/spec/request.h"
@@ -59,6 +64,38 @@ std::filesystem::path helper_path();
 
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel = nullptr);
+
+// What a launch takes from its prepared session, as plain data (view_of): a launch plan is a
+// function of it and the launch options alone, so it can be checked without preparing a
+// session. `request`, `image` and `mounts` are borrowed from the session.
+struct session_view {
+  const session_request* request = nullptr;
+  uid_t sandbox_uid = 0;
+  gid_t sandbox_gid = 0;
+  std::filesystem::path launch_dir;  // where the launch's files go
+  std::filesystem::path workspace_dir;
+  std::filesystem::path workspace_target = "/workspace";
+  std::filesystem::path home_dir;
+  const session_image* image = nullptr;  // nullptr: the allow-listed host root
+  const std::vector<bind_mount>* mounts = nullptr;
+  bool disk_quota_enforced = false;
+  std::string binding_digest;
+};
+session_view view_of(const prepared_session& session);
+
+// A launch before anything of it exists: the helper's plan and the launcher's files, all named
+// <launch dir>/<label>-<seq>.* (.root: the new root's mount point, .stdin, .stdout, .stderr).
+struct planned_launch {
+  launch_plan plan;
+  std::filesystem::path launch_dir;
+  std::string plan_path;    // <base>.plan.json: the plan, for the helper
+  std::string record_path;  // <base>.record.json: where the helper writes the run record
+};
+
+// The plan of launch number `seq` of this process (it names the launch's files and cgroup):
+// the session's root, binds and ids, the program, limits and network of the request unless
+// `options` overrides them, and the standard streams. Pure: nothing is created.
+planned_launch plan_launch(const session_view& session, const launch_options& options, int seq);
 
 // The warm helper (docs/sandbox.md, "Order of steps"). After its first launch a process keeps
 // one helper started ahead of need by a thread of its own that lives as long as the process
