@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -425,13 +424,12 @@ const host_cgroups& host_layout() {
 
 }  // namespace
 
-result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
+result<std::unique_ptr<run_cgroup>> create_for_host(const host_options& host,
+                                                    const std::string& run_id,
                                                     const std::string& leaf, const limits& lim) {
   // For tests and unusual hosts: force cgroup v2 at a given root (e.g. the controller-less
   // unified mount, to exercise CLONE_INTO_CGROUP).
-  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced) {
-    return create_v2(forced, run_id, leaf, lim);
-  }
+  if (!host.v2_root.empty()) return create_v2(host.v2_root, run_id, leaf, lim);
   const host_cgroups& h = host_layout();
   if (!h.v2_root.empty()) return create_v2(h.v2_root, run_id, leaf, lim);
   if (h.v1.contains("memory") && h.v1.contains("pids")) return create_v1(h.v1, run_id, leaf, lim);
@@ -440,10 +438,8 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                     "cgroup v1 memory and pids mounts");
 }
 
-bool ahead_applies() {
-  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced) return false;
-  if (const char* v = std::getenv("EVALBOX_CGROUP_AHEAD"); v && std::string_view(v) == "0")
-    return false;
+bool ahead_applies(const host_options& host) {
+  if (!host.v2_root.empty() || !host.ahead) return false;
   const host_cgroups& h = host_layout();
   return h.v2_root.empty() && h.v1.contains("memory") && h.v1.contains("pids");
 }
@@ -460,8 +456,8 @@ result<std::unique_ptr<run_cgroup>> create_ahead_v1(const std::map<std::string, 
   return std::unique_ptr<run_cgroup>(std::move(cg));
 }
 
-result<std::unique_ptr<run_cgroup>> create_ahead(pid_t helper) {
-  if (!ahead_applies())
+result<std::unique_ptr<run_cgroup>> create_ahead(const host_options& host, pid_t helper) {
+  if (!ahead_applies(host))
     return make_error(error_kind::unsupported, "cgroups are made ahead on cgroup v1 only");
   return create_ahead_v1(host_layout().v1, helper, kill_and_remove);
 }
@@ -484,15 +480,14 @@ void remove_stale_ahead() {
   }
 }
 
-std::vector<fs::path> run_cgroup_parents() {
+std::vector<fs::path> run_cgroup_parents(const host_options& host) {
   const host_cgroups& h = host_layout();
   std::vector<fs::path> out;
   if (!h.v2_root.empty()) out.push_back(h.v2_root / "evalbox");
   for (const auto& [ctl, mount] : h.v1)
     if (std::find(out.begin(), out.end(), mount / "evalbox") == out.end())
       out.push_back(mount / "evalbox");
-  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced)
-    out.push_back(fs::path(forced) / "evalbox");
+  if (!host.v2_root.empty()) out.push_back(host.v2_root / "evalbox");
   return out;
 }
 

@@ -29,6 +29,18 @@
 
 namespace evalbox::sandbox::cgroup {
 
+// Where this host's launches make their cgroups, as the environment set it: read once at each
+// process's edge (default_preparer_options in evalbox, the helper's main) and passed down.
+// The defaults are an unset environment's.
+struct host_options {
+  // EVALBOX_CGROUP_V2_ROOT: a cgroup v2 root to make every launch's cgroup in (and to reclaim
+  // from) instead of the host's hierarchy: for tests (the controller-less unified mount, to
+  // exercise CLONE_INTO_CGROUP) and hosts that mount cgroup2 elsewhere. Empty: the host's.
+  std::filesystem::path v2_root;
+  // EVALBOX_CGROUP_AHEAD=0 makes it false: on cgroup v1 no cgroups are made ahead.
+  bool ahead = true;
+};
+
 struct limits {
   uint64_t memory_bytes = 0;  // 0: unlimited
   uint64_t pids = 0;          // 0: unlimited
@@ -113,9 +125,10 @@ result<std::unique_ptr<run_cgroup>> create_v1(
     const std::string& leaf, const limits& lim, evict_fn evict = kill_and_remove);
 
 // Chooses for this host: v2 when its root delegates memory and pids, else v1 when memory and
-// pids controllers are mounted and writable, else unsupported. EVALBOX_CGROUP_V2_ROOT forces
-// v2 at that root.
-result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
+// pids controllers are mounted and writable, else unsupported. A `host.v2_root` forces v2 at
+// that root.
+result<std::unique_ptr<run_cgroup>> create_for_host(const host_options& host,
+                                                    const std::string& run_id,
                                                     const std::string& leaf, const limits& lim);
 
 // Cgroups made ahead. On cgroup v1 a task enters a cgroup only by being moved into it (v2
@@ -126,14 +139,14 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
 // makes no cgroup. The kill and removal at the end are those of any run cgroup.
 //
 // Whether launches here make their cgroups ahead: this host's launches use cgroup v1
-// (create_for_host's choice, with no v2 root forced by EVALBOX_CGROUP_V2_ROOT) and
-// EVALBOX_CGROUP_AHEAD is not 0. The launcher then leaves a warm helper to make its cgroup.
-bool ahead_applies();
+// (create_for_host's choice, with no v2 root forced by `host.v2_root`) and `host.ahead`. The
+// launcher then leaves a warm helper to make its cgroup.
+bool ahead_applies(const host_options& host);
 // "@ahead-<pid>".
 std::string ahead_cgroup_name(pid_t helper);
 // The cgroups of helper `helper`, made ahead, without limits (v1 only): on this host, or
 // below the given controller mounts.
-result<std::unique_ptr<run_cgroup>> create_ahead(pid_t helper);
+result<std::unique_ptr<run_cgroup>> create_ahead(const host_options& host, pid_t helper);
 result<std::unique_ptr<run_cgroup>> create_ahead_v1(
     const std::map<std::string, std::filesystem::path>& mounts, pid_t helper,
     evict_fn evict = kill_and_remove);
@@ -144,7 +157,7 @@ void remove_stale_ahead();
 // Every directory under which create_for_host may make a run's cgroups on this host
 // (<v2 root>/evalbox, <v1 controller mount>/evalbox), whether or not it exists: for a
 // teardown that checks its own run's cgroups without reading the mount table. The host's
-// layout is looked up once per process; EVALBOX_CGROUP_V2_ROOT is read on each call.
-std::vector<std::filesystem::path> run_cgroup_parents();
+// layout is looked up once per process; a `host.v2_root` is one more.
+std::vector<std::filesystem::path> run_cgroup_parents(const host_options& host);
 
 }  // namespace evalbox::sandbox::cgroup

@@ -11,7 +11,8 @@
 // before that line: the launcher is gone or let it go, and it exits without running anything.
 //
 // Table of contents (each pass in the order it runs; docs/sandbox.md explains why):
-//   0. arguments, fds                    main.cpp: parse_arguments, close_inherited_fds, and a
+//   0. arguments, environment, fds       main.cpp: parse_arguments, settings_from_env (the one
+//                                        read of its environment), close_inherited_fds, and a
 //                                        warm helper's wait_for_launch (make_ahead meanwhile)
 //   1. read the plan                     main.cpp: run_launch (plan.h; a bad plan is an error
 //                                        record)
@@ -151,6 +152,21 @@ std::expected<arguments, int> parse_arguments(int argc, char** argv) {
   return a;
 }
 
+// What the helper takes from its environment (docs/cli.md): read here, once, and passed down.
+struct helper_settings {
+  bool namespaces_ahead = true;  // EVALBOX_NAMESPACES_AHEAD=0: a warm helper makes none ahead
+  cgroup::host_options cgroups;  // EVALBOX_CGROUP_V2_ROOT, EVALBOX_CGROUP_AHEAD
+};
+
+helper_settings settings_from_env() {
+  auto value = [](const char* v) -> std::string_view { return v ? v : ""; };  // "": unset
+  helper_settings s;
+  s.namespaces_ahead = value(std::getenv("EVALBOX_NAMESPACES_AHEAD")) != "0";
+  s.cgroups.v2_root = value(std::getenv("EVALBOX_CGROUP_V2_ROOT"));
+  s.cgroups.ahead = value(std::getenv("EVALBOX_CGROUP_AHEAD")) != "0";
+  return s;
+}
+
 // Nothing but the standard streams and the socket: a helper starts with every fd its
 // launcher's process held without close-on-exec at that moment (a pipe that another thread
 // made with pipe(2) for a judge's output, say), and a warm helper may wait for minutes;
@@ -197,13 +213,13 @@ void hold_termination() {
 // The run's user and network namespaces (ahead.h), and on cgroup v1 its cgroups. Where the
 // host refuses, the launch makes them, as in a cold helper. With cgroups made ahead the
 // parent-death signal is off until the plan comes: the launcher's end of file says it is gone.
-void make_ahead(launch_inputs& in) {
-  if (!namespaces_ahead_enabled()) return;
+void make_ahead(const helper_settings& settings, launch_inputs& in) {
+  if (!settings.namespaces_ahead) return;
   auto holder = make_namespaces_ahead();
   if (!holder) return;
   in.ahead = std::move(*holder);
-  if (!cgroup::ahead_applies()) return;
-  if (auto made = make_cgroup_ahead()) {
+  if (!cgroup::ahead_applies(settings.cgroups)) return;
+  if (auto made = make_cgroup_ahead(settings.cgroups)) {
     in.cgroups_ahead = std::move(*made);
     ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
   } else {
@@ -217,10 +233,10 @@ void make_ahead(launch_inputs& in) {
 // launcher is gone or let it go: end of file, or it died after sending the plan); what was made
 // ahead is removed with `in`. SIGKILL ends a waiting helper at once; the "@ahead-<pid>" cgroups
 // it leaves are removed by the next warm helper (cgroup::remove_stale_ahead).
-bool wait_for_launch(int warm_fd, launch_inputs& in) {
+bool wait_for_launch(int warm_fd, const helper_settings& settings, launch_inputs& in) {
   ignore_termination();
   const pid_t launcher = ::getppid();
-  make_ahead(in);
+  make_ahead(settings, in);
   // The host's layout (compile.h), for the launch to compile against. It is what the host
   // looked like when the helper started; a launch that comes after longer than `layout_fresh`
   // (a helper that waited through an agent's run) reads it again.
@@ -261,7 +277,7 @@ result<launch_plan> read_plan(const std::string& path) {
 
 // The launch itself (supervisor.h: compile, clone, supervise, classify, tear down), then its
 // record; a plan that cannot be read is an error record too.
-int run_launch(launch_inputs in) {
+int run_launch(launch_inputs in, const helper_settings& settings) {
   run_record rec;
   auto plan = read_plan(in.plan_path);
   if (!plan) {
@@ -269,8 +285,8 @@ int run_launch(launch_inputs in) {
     rec.error = plan.error().message;
     return write_record(in.record_path, rec);
   }
-  supervisor sup(*plan, rec, unique_fd(in.cgroup_fd), std::move(in.cgroup_received),
-                 std::move(in.ahead), std::move(in.cgroups_ahead));
+  supervisor sup(*plan, rec, settings.cgroups, unique_fd(in.cgroup_fd),
+                 std::move(in.cgroup_received), std::move(in.ahead), std::move(in.cgroups_ahead));
   if (in.host_layout) sup.use_host_layout(std::move(*in.host_layout));
   if (auto s = sup.run(); !s) {
     if (rec.error_step.empty()) rec.error_step = "helper";
@@ -287,13 +303,14 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   const auto args = parse_arguments(argc, argv);
   if (!args) return args.error();
+  const helper_settings settings = settings_from_env();
   close_inherited_fds(*args);
   launch_inputs in{
       .plan_path = args->plan_path, .record_path = args->record_path, .cgroup_fd = args->cgroup_fd};
-  if (args->warm_fd >= 0 && !wait_for_launch(args->warm_fd, in)) return 0;
+  if (args->warm_fd >= 0 && !wait_for_launch(args->warm_fd, settings, in)) return 0;
   if (in.plan_path.empty() || in.record_path.empty())
     return usage_error("--plan and --record are required");
-  return run_launch(std::move(in));
+  return run_launch(std::move(in), settings);
 }
 
 }  // namespace evalbox::sandbox::helper

@@ -103,23 +103,32 @@ std::string unique_suffix() { return random_suffix(); }
 
 }  // namespace
 
-result<layer_limits> limits_from_env(layer_limits base) {
-  if (const char* v = std::getenv("EVALBOX_IMAGE_MAX_LAYER_BYTES"); v && *v) {
-    auto bytes = parse_bytes(v);
+result<layer_limits> parse_limits(std::string_view max_bytes, std::string_view max_entries,
+                                  layer_limits base) {
+  if (!max_bytes.empty()) {
+    auto bytes = parse_bytes(max_bytes);
     if (!bytes || *bytes == 0)
       return make_error(error_kind::invalid_argument,
-                        "EVALBOX_IMAGE_MAX_LAYER_BYTES='{}': expected a size such as 32GiB", v);
+                        "EVALBOX_IMAGE_MAX_LAYER_BYTES='{}': expected a size such as 32GiB",
+                        max_bytes);
     base.max_bytes = *bytes;
   }
-  if (const char* v = std::getenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES"); v && *v) {
+  if (!max_entries.empty()) {
+    const std::string v(max_entries);
     char* end = nullptr;
-    unsigned long long n = std::strtoull(v, &end, 10);
+    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
     if (!end || *end != '\0' || n == 0)
       return make_error(error_kind::invalid_argument,
                         "EVALBOX_IMAGE_MAX_LAYER_ENTRIES='{}': expected a positive count", v);
     base.max_entries = n;
   }
   return base;
+}
+
+result<layer_limits> limits_from_env(layer_limits base) {
+  const char* bytes = std::getenv("EVALBOX_IMAGE_MAX_LAYER_BYTES");
+  const char* entries = std::getenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES");
+  return parse_limits(bytes ? bytes : "", entries ? entries : "", base);
 }
 
 std::vector<fs::path> image_info::lower_dirs() const {

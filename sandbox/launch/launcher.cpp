@@ -17,7 +17,6 @@
 #include <boost/process/posix.hpp>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -34,8 +33,8 @@ namespace evalbox::sandbox {
 namespace fs = std::filesystem;
 namespace bp = boost::process;
 
-fs::path helper_path() {
-  if (const char* env = std::getenv("EVALBOX_HELPER"); env && *env) return env;
+fs::path helper_path(const launch_settings& settings) {
+  if (!settings.helper.empty()) return settings.helper;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -141,7 +140,7 @@ class warm_pool {
       w.swap(ready_);
       cv_.notify_all();
     }
-    if (!w || w->path != helper) return std::nullopt;  // a changed EVALBOX_HELPER: killed
+    if (!w || w->path != helper) return std::nullopt;  // another helper binary: killed
     if (has_exited(w->process)) {
       ++replaced_;
       return std::nullopt;  // reaped by its owned_process; the thread starts another
@@ -229,6 +228,11 @@ bool send_launch(helper_process& w, const std::string& plan_path, const std::str
   return false;
 }
 
+// The cgroup options of the session's launch settings.
+cgroup::host_options cgroup_options(const launch_settings& s) {
+  return {.v2_root = s.cgroup_v2_root, .ahead = s.cgroup_ahead};
+}
+
 // The image the new root is stacked from, as the helper reads it.
 plan_image image_of(const session_image& img) {
   plan_image pi;
@@ -286,11 +290,12 @@ struct started_helper {
 
 // The helper: a warm one (launcher.h) handed the plan's line, else one started now with the plan
 // on its command line (a launch that inherits the caller's stdio always starts its own).
-result<started_helper> start_helper(const planned_launch& l, const launch_options& options) {
-  const fs::path helper = helper_path();
-  const bool warm_wanted = !options.inherit_stdio && warm_helper_enabled();
+result<started_helper> start_helper(const planned_launch& l, const launch_options& options,
+                                    const launch_settings& settings) {
+  const fs::path helper = helper_path(settings);
+  const bool warm_wanted = !options.inherit_stdio && settings.warm_helper;
   // On cgroup v1 a warm helper makes the cgroup itself, ahead (cgroup.h, "Cgroups made ahead").
-  const bool helper_makes_cgroup = warm_wanted && cgroup::ahead_applies();
+  const bool helper_makes_cgroup = warm_wanted && cgroup::ahead_applies(cgroup_options(settings));
   std::optional<helper_process> h;
   if (warm_wanted) {
     h = warm_pool::get().take(helper);
@@ -313,10 +318,10 @@ result<started_helper> start_helper(const planned_launch& l, const launch_option
 // otherwise come one after the other) and handed over on the helper's fd 3 (docs/sandbox.md,
 // "Order of steps"), or why none could be made, which the helper reports — unless the helper
 // makes its own. Nothing follows on the socket, which is closed.
-void hand_over_cgroup(started_helper& s, const launch_plan& p) {
+void hand_over_cgroup(started_helper& s, const launch_plan& p, const cgroup::host_options& host) {
   if (!s.makes_cgroup) {
     json msg;
-    if (auto cg = cgroup::create_for_host(p.run_id, fmt::format("{}-{}", p.label, p.seq),
+    if (auto cg = cgroup::create_for_host(host, p.run_id, fmt::format("{}-{}", p.label, p.seq),
                                           {p.limits.memory_bytes, p.limits.pids})) {
       msg = {{"cgroup", (*cg)->describe()}};
       (*cg)->release();  // the helper's now (and the teardown's, should it die first)
@@ -365,11 +370,6 @@ result<run_record> await_record(helper_process& h, const planned_launch& l,
 }
 
 }  // namespace
-
-bool warm_helper_enabled() {
-  const char* v = std::getenv("EVALBOX_WARM_HELPER");
-  return !(v && std::string_view(v) == "0");
-}
 
 session_view view_of(const prepared_session& session) {
   session_view v;
@@ -422,9 +422,10 @@ planned_launch plan_launch(const session_view& session, const launch_options& op
   return l;
 }
 
-std::optional<pid_t> wait_for_warm_helper(std::chrono::milliseconds timeout) {
-  if (!warm_helper_enabled()) return std::nullopt;
-  return warm_pool::get().wait_ready(helper_path(), timeout);
+std::optional<pid_t> wait_for_warm_helper(const launch_settings& settings,
+                                          std::chrono::milliseconds timeout) {
+  if (!settings.warm_helper) return std::nullopt;
+  return warm_pool::get().wait_ready(helper_path(settings), timeout);
 }
 
 warm_helper_counts warm_helper_stats() {
@@ -432,13 +433,15 @@ warm_helper_counts warm_helper_stats() {
   return {p.warm_.load(), p.cold_.load(), p.replaced_.load()};
 }
 
-// The steps of a launch, in order.
+// The steps of a launch, in order. The settings (which helper, warm or cold, where cgroups go)
+// are the session's, read from the environment at the edge.
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel) {
+  const launch_settings& settings = session.options().launch;
   const planned_launch l = plan_launch(view_of(session), options, ++next_seq);
   EB_TRY(write_launch_files(l, options));
-  started_helper started = EB_TRY(start_helper(l, options));
-  hand_over_cgroup(started, l.plan);
+  started_helper started = EB_TRY(start_helper(l, options, settings));
+  hand_over_cgroup(started, l.plan, cgroup_options(settings));
   return await_record(started.helper, l, cancel);
 }
 

@@ -5,7 +5,8 @@
 //
 // A launch, in order: plan it (plan_launch: a pure function of the session and the options),
 // write the plan's files, start the helper (warm or cold), hand it the run's cgroup, await its
-// record.
+// record. How it starts the helper and makes the cgroup is the session's launch_settings
+// (preparer.h), read from the environment once, at the edge.
 #pragma once
 
 #include <sys/types.h>
@@ -58,9 +59,9 @@ struct launch_options {
   bool terminal = false;
 };
 
-// Where the helper binary is: EVALBOX_HELPER, else beside the running executable, else the
-// build tree path compiled in.
-std::filesystem::path helper_path();
+// Where the helper binary is: `settings.helper` (EVALBOX_HELPER), else beside the running
+// executable, else the build tree path compiled in.
+std::filesystem::path helper_path(const launch_settings& settings);
 
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel = nullptr);
@@ -104,12 +105,13 @@ planned_launch plan_launch(const session_view& session, const launch_options& op
 // it and pays no exec on its critical path; a launch that inherits the caller's stdio (a shell,
 // a terminal), a helper that died while it waited, or none ready yet: the launch spawns its own
 // (the cold path), with the same plan, steps and record. A plan goes to one helper only, once.
-// EVALBOX_WARM_HELPER=0 in the environment (read at each launch) keeps every launch cold.
-bool warm_helper_enabled();
+// A session whose launch_settings say warm_helper = false (EVALBOX_WARM_HELPER=0) launches cold.
 
-// Starts keeping a warm helper (when enabled and not kept yet) and waits up to `timeout` for
-// one to be waiting: its pid, or nothing (disabled, or none ready in time).
-std::optional<pid_t> wait_for_warm_helper(std::chrono::milliseconds timeout);
+// Starts keeping a warm helper of `settings`' helper binary (when `settings` enable it and none
+// is kept yet) and waits up to `timeout` for one to be waiting: its pid, or nothing (disabled,
+// or none ready in time).
+std::optional<pid_t> wait_for_warm_helper(const launch_settings& settings,
+                                          std::chrono::milliseconds timeout);
 
 // Counts since the process started, for tests and measurements.
 struct warm_helper_counts {
