@@ -32,7 +32,17 @@ bench_env::bench_env() : tmp_("evalbox-bench") {
   preparer_ = std::make_unique<sandbox::preparer>(opts);
 }
 
+sandbox::preparer& bench_env::cold_preparer() {
+  if (!cold_preparer_) {
+    auto opts = preparer_->options();
+    opts.launch.warm_helper = false;
+    cold_preparer_ = std::make_unique<sandbox::preparer>(opts);
+  }
+  return *cold_preparer_;
+}
+
 bench_env::~bench_env() {
+  cold_preparer_.reset();
   preparer_.reset();
   // The preparer binds <state>/runs onto itself (private propagation); leave no mount behind.
   (void)sandbox::mount::unmount_all_under(tmp_.path());

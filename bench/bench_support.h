@@ -29,6 +29,9 @@ class bench_env {
 
   [[nodiscard]] const std::filesystem::path& dir() const noexcept { return tmp_.path(); }
   [[nodiscard]] sandbox::preparer& preparer() noexcept { return *preparer_; }
+  // A second preparer over the same state root whose sessions launch cold (a helper started
+  // per launch: launch_settings::warm_helper false, as EVALBOX_WARM_HELPER=0 sets it).
+  [[nodiscard]] sandbox::preparer& cold_preparer();
   // A request shaped like an agent run: /bin/true, a managed home with a config file, one
   // credential lease, network none, Landlock on, limits large enough for the large workspace.
   [[nodiscard]] sandbox::session_request request(const std::filesystem::path& workspace,
@@ -43,6 +46,7 @@ class bench_env {
  private:
   temp_dir tmp_;
   std::unique_ptr<sandbox::preparer> preparer_;
+  std::unique_ptr<sandbox::preparer> cold_preparer_;
   std::map<std::string, sandbox::image_summary> images_;
 };
 

@@ -72,36 +72,38 @@ network_policy allow_list() {
 // The helper path for one benchmark: warm (one is waiting before the first iteration, as it
 // is for every later one, with the run's user and network namespaces made ahead), warm without
 // the namespaces made ahead (EVALBOX_NAMESPACES_AHEAD=0: clone3 makes them at the launch, as on
-// the cold path), or cold (EVALBOX_WARM_HELPER=0 while the benchmark runs).
+// the cold path), or cold (sessions of the cold preparer: EVALBOX_WARM_HELPER=0's setting).
 enum class helper_path { warm, warm_namespaces_at_launch, cold };
+
+// The preparer whose sessions launch the way `path` says.
+sandbox::preparer& preparer_for(helper_path path) {
+  return path == helper_path::cold ? env().cold_preparer() : env().preparer();
+}
+
+const launch_settings& warm_settings() { return env().preparer().options().launch; }
 
 // The waiting helper read EVALBOX_NAMESPACES_AHEAD when it started: replace it by one that
 // reads the current setting.
 void replace_waiting_helper() {
-  if (const auto pid = wait_for_warm_helper(std::chrono::seconds(5))) {
+  if (const auto pid = wait_for_warm_helper(warm_settings(), std::chrono::seconds(5))) {
     evalbox::unique_fd fd(sys::pidfd_open(*pid, 0));
     ::kill(*pid, SIGKILL);
     pollfd p{fd.get(), POLLIN, 0};
     (void)::poll(&p, 1, 5000);
   }
-  (void)wait_for_warm_helper(std::chrono::seconds(5));
+  (void)wait_for_warm_helper(warm_settings(), std::chrono::seconds(5));
 }
 
 struct helper_start {
   explicit helper_start(helper_path path) : path_(path) {
-    if (path_ == helper_path::cold) {
-      ::setenv("EVALBOX_WARM_HELPER", "0", 1);
-      return;
-    }
-    ::unsetenv("EVALBOX_WARM_HELPER");
-    (void)wait_for_warm_helper(std::chrono::seconds(5));
+    if (path_ == helper_path::cold) return;
+    (void)wait_for_warm_helper(warm_settings(), std::chrono::seconds(5));
     if (path_ == helper_path::warm_namespaces_at_launch) {
       ::setenv("EVALBOX_NAMESPACES_AHEAD", "0", 1);
       replace_waiting_helper();
     }
   }
   ~helper_start() {
-    if (path_ == helper_path::cold) ::unsetenv("EVALBOX_WARM_HELPER");
     if (path_ == helper_path::warm_namespaces_at_launch) {
       ::unsetenv("EVALBOX_NAMESPACES_AHEAD");
       replace_waiting_helper();
@@ -127,7 +129,7 @@ void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow,
   for (auto _ : state) {
     auto req = env().request(*ws, workspace_strategy::auto_select);
     if (allow) req.network = allow_list();
-    auto session = env().preparer().prepare(req);
+    auto session = preparer_for(path).prepare(req);
     if (!session) return state.SkipWithError(session.error().message.c_str());
     launch_options lo;
     lo.label = "agent";
@@ -169,7 +171,7 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false,
   // The launch does not depend on the workspace's size (it binds the prepared view).
   auto ws = ensure_workspace(small_workspace);
   if (!ws) return state.SkipWithError(ws.error().message.c_str());
-  auto session = env().preparer().prepare(env().request(*ws, workspace_strategy::auto_select));
+  auto session = preparer_for(path).prepare(env().request(*ws, workspace_strategy::auto_select));
   if (!session) return state.SkipWithError(session.error().message.c_str());
   const fs::path grader = env().dir() / "grader";
   (void)make_dirs(grader, 0755);
@@ -368,6 +370,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // The launcher finds the helper in the build tree unless told otherwise.
   ::setenv("EVALBOX_HELPER", EVALBOX_BENCH_HELPER, 0);
+  // Each benchmark chooses the warm helper or a cold start itself (helper_start, preparer_for).
+  ::unsetenv("EVALBOX_WARM_HELPER");
   evalbox::bench::register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

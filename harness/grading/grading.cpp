@@ -40,16 +40,22 @@ bool regex_search(const pattern& p, std::string_view text, check_result& r) {
   return *found;
 }
 
-// A test hook, compiled in (the end-to-end tests drive the release binary): with
-// EVALBOX_FAULT=check-throw:<id>, evaluating check <id> throws, as a bug in an evaluator or an
-// exhausted allocator would. docs/reliability.md documents it; nothing else reads it.
-void inject_fault(const check_spec& c) {
+// The test hook's setting (grading_inputs::fault): the inputs' when a test sets it, else the
+// EVALBOX_FAULT variable's, read here once per grading — compiled in, for the end-to-end tests
+// drive the release binary, whose runner sets no fault of its own. docs/reliability.md
+// documents it; nothing else reads it.
+std::string fault_of(const grading_inputs& in) {
+  if (in.fault) return *in.fault;
   const char* fault = std::getenv("EVALBOX_FAULT");
-  if (!fault) return;
+  return fault ? fault : "";
+}
+
+// With the fault "check-throw:<id>", evaluating check <id> throws, as a bug in an evaluator or
+// an exhausted allocator would.
+void inject_fault(const check_spec& c, std::string_view fault) {
   constexpr std::string_view check_throw = "check-throw:";
-  std::string_view f(fault);
-  if (f.starts_with(check_throw) && f.substr(check_throw.size()) == c.id)
-    throw std::runtime_error(fmt::format("fault injected by EVALBOX_FAULT={}", f));
+  if (fault.starts_with(check_throw) && fault.substr(check_throw.size()) == c.id)
+    throw std::runtime_error(fmt::format("fault injected by EVALBOX_FAULT={}", fault));
 }
 
 // A Harbor task's verifier: passes when its reward reaches the fixture's threshold; its score is
@@ -81,8 +87,8 @@ check_result evaluate_verifier(const check_spec& c, const grading_inputs& in) {
 }
 
 // One check, evaluated in-process or through the shell-check sandbox.
-check_result evaluate(const check_spec& c, const grading_inputs& in) {
-  inject_fault(c);
+check_result evaluate(const check_spec& c, const grading_inputs& in, std::string_view fault) {
+  inject_fault(c, fault);
   switch (c.kind) {
     case check_kind::judge:
       return evaluate_judge_check(c, in);
@@ -630,12 +636,13 @@ check_result evaluate_judge_check(const check_spec& c, const grading_inputs& in)
 grading_result grade(const grading_inputs& in) {
   grading_result g;
   double total = 0, passed = 0;
+  const std::string fault = fault_of(in);
   for (const auto& c : in.fixture.checks) {
     // Whatever goes wrong while evaluating one check — an error, an exception — is this run's
     // grader error (status "error", verdict not_assessed), never the end of the runner.
     check_result r;
     try {
-      r = evaluate(c, in);
+      r = evaluate(c, in, fault);
     } catch (const std::exception& e) {
       r = check_result{c.id, c.kind, c.weight, false, ""};
       r.error = fmt::format("could not be evaluated: {}", e.what());

@@ -108,6 +108,10 @@ struct grading_inputs {
   judge_asker ask_judge = {};
   std::string diff;
   const std::map<std::string, price_spec>* prices = nullptr;
+  // A test hook, never for real runs (docs/reliability.md): "check-throw:<id>" makes
+  // evaluating check <id> throw, as a bug in an evaluator would; "": no fault. Unset: the
+  // EVALBOX_FAULT variable's, which grade() reads once (the runner sets none of its own).
+  std::optional<std::string> fault;
 };
 
 struct grading_result {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace evalbox::log {
@@ -22,20 +23,26 @@ std::vector<std::string>& secrets() {
 void set_level(level lvl) noexcept { g_level.store(lvl); }
 level current_level() noexcept { return g_level.load(); }
 
+namespace {
+
+// The level a name says (EVALBOX_LOG's values); nothing for any other text.
+std::optional<level> level_named(std::string_view s) noexcept {
+  if (s == "debug") return level::debug;
+  if (s == "info") return level::info;
+  if (s == "warn") return level::warn;
+  if (s == "error") return level::error;
+  if (s == "off") return level::off;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// The edge's one read of EVALBOX_LOG (harness/cli/main.cpp calls it first thing); the level is
+// then the process's, read by every log call. An unknown value is ignored.
 void init_from_env() noexcept {
   const char* v = std::getenv("EVALBOX_LOG");
   if (!v) return;
-  std::string_view s = v;
-  if (s == "debug")
-    set_level(level::debug);
-  else if (s == "info")
-    set_level(level::info);
-  else if (s == "warn")
-    set_level(level::warn);
-  else if (s == "error")
-    set_level(level::error);
-  else if (s == "off")
-    set_level(level::off);
+  if (const auto l = level_named(v)) set_level(*l);
 }
 
 void redact_secret(std::string_view value) {

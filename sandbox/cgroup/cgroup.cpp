@@ -3,16 +3,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -119,9 +116,21 @@ status remove_dir(const fs::path& p) {
   return sys_error(errno, "rmdir({})", p.string());
 }
 
+}  // namespace
+
+status kill_and_remove(const fs::path& dir) {
+  // cgroup.kill (v2, 5.14+) kills atomically, even a task that is forking right now.
+  if (fs::exists(dir / "cgroup.kill")) (void)write_value(dir / "cgroup.kill", "1");
+  kill_tasks(dir / "cgroup.procs");
+  return remove_dir(dir);
+}
+
+namespace {
+
 class v2_cgroup final : public run_cgroup {
  public:
-  v2_cgroup(fs::path leaf, unique_fd dir) : leaf_(std::move(leaf)), dir_(std::move(dir)) {}
+  v2_cgroup(fs::path leaf, unique_fd dir, evict_fn evict)
+      : leaf_(std::move(leaf)), dir_(std::move(dir)), evict_(evict) {}
   ~v2_cgroup() override { (void)destroy(); }
   std::string_view version() const noexcept override { return "v2"; }
   int clone_into_fd() const noexcept override { return dir_.get(); }
@@ -147,18 +156,7 @@ class v2_cgroup final : public run_cgroup {
     // Empty once the run's processes are reaped, as after every normal end: one rmdir. Only a
     // cgroup that still holds tasks (EBUSY) has them killed first.
     if (::rmdir(leaf_.c_str()) == 0 || errno == ENOENT) return {};
-    if (is_fake()) {
-      // A fake cgroupfs (tests): the "kernel files" are ordinary files and the pids in them
-      // are not ours to kill.
-      std::error_code ec;
-      fs::remove_all(leaf_, ec);
-    } else {
-      // cgroup.kill (5.14+) kills atomically, even a task that is forking right now.
-      if (fs::exists(leaf_ / "cgroup.kill")) (void)write_value(leaf_ / "cgroup.kill", "1");
-      kill_tasks(leaf_ / "cgroup.procs");
-      EB_TRY(remove_dir(leaf_));
-    }
-    return {};
+    return evict_(leaf_);
   }
   std::vector<fs::path> paths() const override { return {leaf_}; }
   json describe() const override { return json{{"version", "v2"}, {"leaf", leaf_.string()}}; }
@@ -168,12 +166,9 @@ class v2_cgroup final : public run_cgroup {
   }
 
  private:
-  bool is_fake() const {
-    struct statfs sf {};
-    return ::statfs(leaf_.c_str(), &sf) == 0 && sf.f_type != CGROUP2_SUPER_MAGIC;
-  }
   fs::path leaf_;
   unique_fd dir_;
+  evict_fn evict_;
   bool destroyed_ = false;
 };
 
@@ -193,7 +188,8 @@ status set_v1_limits(const std::map<std::string, fs::path>& leaves, const limits
 
 class v1_cgroup final : public run_cgroup {
  public:
-  explicit v1_cgroup(std::map<std::string, fs::path> leaves) : leaves_(std::move(leaves)) {}
+  v1_cgroup(std::map<std::string, fs::path> leaves, evict_fn evict)
+      : leaves_(std::move(leaves)), evict_(evict) {}
   ~v1_cgroup() override { (void)destroy(); }
   std::string_view version() const noexcept override { return "v1"; }
   int clone_into_fd() const noexcept override { return -1; }
@@ -239,8 +235,7 @@ class v1_cgroup final : public run_cgroup {
     for (const auto& [ctl, dir] : leaves_) {
       // As for v2: one rmdir when empty; the tasks still in it are killed only when refused.
       if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) continue;
-      kill_tasks(dir / "cgroup.procs");
-      if (auto s = remove_dir(dir); !s && first) first = s;
+      if (auto s = evict_(dir); !s && first) first = s;
     }
     return first;
   }
@@ -269,6 +264,7 @@ class v1_cgroup final : public run_cgroup {
 
  private:
   std::map<std::string, fs::path> leaves_;
+  evict_fn evict_;
   bool destroyed_ = false;
 };
 
@@ -286,7 +282,8 @@ int move_self(const int* fds, size_t n) noexcept {
 }
 
 result<std::unique_ptr<run_cgroup>> create_v2(const fs::path& root, const std::string& run_id,
-                                              const std::string& leaf, const limits& lim) {
+                                              const std::string& leaf, const limits& lim,
+                                              evict_fn evict) {
   // Enable the controllers for the levels below, where offered (a fake or undelegated tree
   // may offer none; then the limit files below are what matters).
   auto enable = [](const fs::path& dir) {
@@ -305,7 +302,7 @@ result<std::unique_ptr<run_cgroup>> create_v2(const fs::path& root, const std::s
   if (::mkdir(dir.c_str(), 0755) != 0) return sys_error(errno, "mkdir({})", dir.string());
   unique_fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return sys_error(errno, "open({})", dir.string());
-  auto cg = std::make_unique<v2_cgroup>(dir, std::move(fd));
+  auto cg = std::make_unique<v2_cgroup>(dir, std::move(fd), evict);
   if (lim.memory_bytes) {
     EB_TRY(write_value(dir / "memory.max", std::to_string(lim.memory_bytes)));
     (void)write_value(dir / "memory.swap.max", "0");  // absent without swap accounting
@@ -318,7 +315,7 @@ namespace {
 
 // The v1 leaves named `name` below <mount>/evalbox, made now; on failure, none is left.
 result<std::unique_ptr<v1_cgroup>> make_v1_leaves(const std::map<std::string, fs::path>& mounts,
-                                                  const std::string& name) {
+                                                  const std::string& name, evict_fn evict) {
   std::map<std::string, fs::path> leaves;
   for (const auto& [ctl, mnt] : mounts) {
     if (mnt.empty()) continue;
@@ -331,20 +328,20 @@ result<std::unique_ptr<v1_cgroup>> make_v1_leaves(const std::map<std::string, fs
     }
     if (rc != 0) {
       int err = errno;
-      v1_cgroup partial(std::move(leaves));  // removes what was made
+      v1_cgroup partial(std::move(leaves), evict);  // removes what was made
       return sys_error(err, "mkdir({})", dir.string());
     }
     leaves[ctl] = dir;
   }
-  return std::make_unique<v1_cgroup>(std::move(leaves));
+  return std::make_unique<v1_cgroup>(std::move(leaves), evict);
 }
 
 }  // namespace
 
 result<std::unique_ptr<run_cgroup>> create_v1(const std::map<std::string, fs::path>& mounts,
                                               const std::string& run_id, const std::string& leaf,
-                                              const limits& lim) {
-  auto cg = EB_TRY(make_v1_leaves(mounts, launch_cgroup_name(run_id, leaf)));
+                                              const limits& lim, evict_fn evict) {
+  auto cg = EB_TRY(make_v1_leaves(mounts, launch_cgroup_name(run_id, leaf), evict));
   EB_TRY(set_v1_limits(cg->leaves(), lim));
   return std::unique_ptr<run_cgroup>(std::move(cg));
 }
@@ -377,7 +374,7 @@ result<std::unique_ptr<run_cgroup>> adopt(const json& d) {
     fs::path leaf = d["leaf"].get<std::string>();
     unique_fd fd(::open(leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd) return sys_error(errno, "open({})", leaf.string());
-    return std::make_unique<v2_cgroup>(std::move(leaf), std::move(fd));
+    return std::make_unique<v2_cgroup>(std::move(leaf), std::move(fd), kill_and_remove);
   }
   if (d["version"] != "v1" || !d.contains("leaves") || !d["leaves"].is_object()) return bad();
   std::map<std::string, fs::path> leaves;
@@ -385,7 +382,7 @@ result<std::unique_ptr<run_cgroup>> adopt(const json& d) {
     if (!dir.is_string()) return bad();
     leaves[ctl] = dir.get<std::string>();
   }
-  return std::make_unique<v1_cgroup>(std::move(leaves));
+  return std::make_unique<v1_cgroup>(std::move(leaves), kill_and_remove);
 }
 
 namespace {
@@ -427,13 +424,12 @@ const host_cgroups& host_layout() {
 
 }  // namespace
 
-result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
+result<std::unique_ptr<run_cgroup>> create_for_host(const host_options& host,
+                                                    const std::string& run_id,
                                                     const std::string& leaf, const limits& lim) {
   // For tests and unusual hosts: force cgroup v2 at a given root (e.g. the controller-less
   // unified mount, to exercise CLONE_INTO_CGROUP).
-  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced) {
-    return create_v2(forced, run_id, leaf, lim);
-  }
+  if (!host.v2_root.empty()) return create_v2(host.v2_root, run_id, leaf, lim);
   const host_cgroups& h = host_layout();
   if (!h.v2_root.empty()) return create_v2(h.v2_root, run_id, leaf, lim);
   if (h.v1.contains("memory") && h.v1.contains("pids")) return create_v1(h.v1, run_id, leaf, lim);
@@ -442,10 +438,8 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
                     "cgroup v1 memory and pids mounts");
 }
 
-bool ahead_applies() {
-  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced) return false;
-  if (const char* v = std::getenv("EVALBOX_CGROUP_AHEAD"); v && std::string_view(v) == "0")
-    return false;
+bool ahead_applies(const host_options& host) {
+  if (!host.v2_root.empty() || !host.ahead) return false;
   const host_cgroups& h = host_layout();
   return h.v2_root.empty() && h.v1.contains("memory") && h.v1.contains("pids");
 }
@@ -457,15 +451,15 @@ constexpr std::string_view ahead_prefix = "@ahead-";  // then the helper's pid
 std::string ahead_cgroup_name(pid_t helper) { return fmt::format("{}{}", ahead_prefix, helper); }
 
 result<std::unique_ptr<run_cgroup>> create_ahead_v1(const std::map<std::string, fs::path>& mounts,
-                                                    pid_t helper) {
-  auto cg = EB_TRY(make_v1_leaves(mounts, ahead_cgroup_name(helper)));
+                                                    pid_t helper, evict_fn evict) {
+  auto cg = EB_TRY(make_v1_leaves(mounts, ahead_cgroup_name(helper), evict));
   return std::unique_ptr<run_cgroup>(std::move(cg));
 }
 
-result<std::unique_ptr<run_cgroup>> create_ahead(pid_t helper) {
-  if (!ahead_applies())
+result<std::unique_ptr<run_cgroup>> create_ahead(const host_options& host, pid_t helper) {
+  if (!ahead_applies(host))
     return make_error(error_kind::unsupported, "cgroups are made ahead on cgroup v1 only");
-  return create_ahead_v1(host_layout().v1, helper);
+  return create_ahead_v1(host_layout().v1, helper, kill_and_remove);
 }
 
 void remove_stale_ahead() {
@@ -486,15 +480,14 @@ void remove_stale_ahead() {
   }
 }
 
-std::vector<fs::path> run_cgroup_parents() {
+std::vector<fs::path> run_cgroup_parents(const host_options& host) {
   const host_cgroups& h = host_layout();
   std::vector<fs::path> out;
   if (!h.v2_root.empty()) out.push_back(h.v2_root / "evalbox");
   for (const auto& [ctl, mount] : h.v1)
     if (std::find(out.begin(), out.end(), mount / "evalbox") == out.end())
       out.push_back(mount / "evalbox");
-  if (const char* forced = std::getenv("EVALBOX_CGROUP_V2_ROOT"); forced && *forced)
-    out.push_back(fs::path(forced) / "evalbox");
+  if (!host.v2_root.empty()) out.push_back(host.v2_root / "evalbox");
   return out;
 }
 

@@ -29,6 +29,18 @@
 
 namespace evalbox::sandbox::cgroup {
 
+// Where this host's launches make their cgroups, as the environment set it: read once at each
+// process's edge (default_preparer_options in evalbox, the helper's main) and passed down.
+// The defaults are an unset environment's.
+struct host_options {
+  // EVALBOX_CGROUP_V2_ROOT: a cgroup v2 root to make every launch's cgroup in (and to reclaim
+  // from) instead of the host's hierarchy: for tests (the controller-less unified mount, to
+  // exercise CLONE_INTO_CGROUP) and hosts that mount cgroup2 elsewhere. Empty: the host's.
+  std::filesystem::path v2_root;
+  // EVALBOX_CGROUP_AHEAD=0 makes it false: on cgroup v1 no cgroups are made ahead.
+  bool ahead = true;
+};
+
 struct limits {
   uint64_t memory_bytes = 0;  // 0: unlimited
   uint64_t pids = 0;          // 0: unlimited
@@ -71,6 +83,17 @@ class run_cgroup {
   virtual status claim(const std::string& run_id, const std::string& leaf, const limits& lim) = 0;
 };
 
+// How destroy() empties and removes a cgroup directory that a plain rmdir refused (tasks are
+// still in it). kill_and_remove, the kernel's way, is what every cgroup made or adopted here
+// uses; tests over a fake tree (plain directories and files, whose "pids" are not theirs to
+// kill and whose "kernel files" rmdir will not remove) pass one of their own to the create_*
+// functions.
+using evict_fn = status (*)(const std::filesystem::path& dir);
+// Writes cgroup.kill where the kernel offers it (v2, 5.14+: atomic, even for a task forking
+// right now), SIGKILLs every pid in cgroup.procs until none is left, then removes the
+// directory, waiting (up to 10 s) for the killed tasks to be reaped.
+status kill_and_remove(const std::filesystem::path& dir);
+
 // Moves the calling task into the cgroup of each of `fds` (open_tasks) by writing "0": a
 // single-threaded process moving itself needs no threadgroup lock (kernel 5.17 and later), so
 // no grace period is waited for and the cgroup mutex is held for microseconds. No allocation:
@@ -93,18 +116,19 @@ result<std::unique_ptr<run_cgroup>> adopt(const json& description);
 // subtree_control files on the way down where the parent offers them.
 result<std::unique_ptr<run_cgroup>> create_v2(const std::filesystem::path& root,
                                               const std::string& run_id, const std::string& leaf,
-                                              const limits& lim);
+                                              const limits& lim, evict_fn evict = kill_and_remove);
 
 // v1 with the given controller mounts ("memory" -> /sys/fs/cgroup/memory, ...). Controllers
 // missing from the map are not used.
 result<std::unique_ptr<run_cgroup>> create_v1(
     const std::map<std::string, std::filesystem::path>& mounts, const std::string& run_id,
-    const std::string& leaf, const limits& lim);
+    const std::string& leaf, const limits& lim, evict_fn evict = kill_and_remove);
 
 // Chooses for this host: v2 when its root delegates memory and pids, else v1 when memory and
-// pids controllers are mounted and writable, else unsupported. EVALBOX_CGROUP_V2_ROOT forces
-// v2 at that root.
-result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
+// pids controllers are mounted and writable, else unsupported. A `host.v2_root` forces v2 at
+// that root.
+result<std::unique_ptr<run_cgroup>> create_for_host(const host_options& host,
+                                                    const std::string& run_id,
                                                     const std::string& leaf, const limits& lim);
 
 // Cgroups made ahead. On cgroup v1 a task enters a cgroup only by being moved into it (v2
@@ -115,16 +139,17 @@ result<std::unique_ptr<run_cgroup>> create_for_host(const std::string& run_id,
 // makes no cgroup. The kill and removal at the end are those of any run cgroup.
 //
 // Whether launches here make their cgroups ahead: this host's launches use cgroup v1
-// (create_for_host's choice, with no v2 root forced by EVALBOX_CGROUP_V2_ROOT) and
-// EVALBOX_CGROUP_AHEAD is not 0. The launcher then leaves a warm helper to make its cgroup.
-bool ahead_applies();
+// (create_for_host's choice, with no v2 root forced by `host.v2_root`) and `host.ahead`. The
+// launcher then leaves a warm helper to make its cgroup.
+bool ahead_applies(const host_options& host);
 // "@ahead-<pid>".
 std::string ahead_cgroup_name(pid_t helper);
 // The cgroups of helper `helper`, made ahead, without limits (v1 only): on this host, or
 // below the given controller mounts.
-result<std::unique_ptr<run_cgroup>> create_ahead(pid_t helper);
+result<std::unique_ptr<run_cgroup>> create_ahead(const host_options& host, pid_t helper);
 result<std::unique_ptr<run_cgroup>> create_ahead_v1(
-    const std::map<std::string, std::filesystem::path>& mounts, pid_t helper);
+    const std::map<std::string, std::filesystem::path>& mounts, pid_t helper,
+    evict_fn evict = kill_and_remove);
 // Removes the empty "@ahead-<pid>" cgroups of helpers no longer alive (killed before they could
 // remove their own). Best effort: a cgroup in use is never removed (rmdir refuses).
 void remove_stale_ahead();
@@ -132,7 +157,7 @@ void remove_stale_ahead();
 // Every directory under which create_for_host may make a run's cgroups on this host
 // (<v2 root>/evalbox, <v1 controller mount>/evalbox), whether or not it exists: for a
 // teardown that checks its own run's cgroups without reading the mount table. The host's
-// layout is looked up once per process; EVALBOX_CGROUP_V2_ROOT is read on each call.
-std::vector<std::filesystem::path> run_cgroup_parents();
+// layout is looked up once per process; a `host.v2_root` is one more.
+std::vector<std::filesystem::path> run_cgroup_parents(const host_options& host);
 
 }  // namespace evalbox::sandbox::cgroup

@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/helper/child.h"
@@ -19,11 +17,6 @@
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {
-
-bool namespaces_ahead_enabled() {
-  const char* v = std::getenv("EVALBOX_NAMESPACES_AHEAD");
-  return !v || std::strcmp(v, "0") != 0;
-}
 
 namespace {
 
@@ -102,10 +95,10 @@ cgroup_ahead::~cgroup_ahead() {
   if (cg_) (void)cg_->destroy();
 }
 
-result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead() {
+result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead(const cgroup::host_options& host) {
   std::unique_ptr<cgroup_ahead> a(new cgroup_ahead);
   cgroup::remove_stale_ahead();
-  a->cg_ = EB_TRY(cgroup::create_ahead(::getpid()));
+  a->cg_ = EB_TRY(cgroup::create_ahead(host, ::getpid()));
   const std::vector<unique_fd> tasks = EB_TRY(a->cg_->open_tasks());  // at most max_fds
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return sys_error(errno, "pipe2");

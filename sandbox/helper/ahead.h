@@ -15,9 +15,6 @@
 
 namespace evalbox::sandbox::helper {
 
-// Whether a warm helper makes its namespaces ahead: yes unless EVALBOX_NAMESPACES_AHEAD=0.
-bool namespaces_ahead_enabled();
-
 // Clones the holder into a new user namespace and a new network namespace owned by it. The
 // holder shares the caller's memory (no page tables copied, none freed at its end) but not its
 // fds: it closes every one, dies with the caller (parent-death signal) and otherwise sleeps
@@ -50,7 +47,7 @@ class cgroup_ahead {
   [[nodiscard]] bool starter_gone() const noexcept;
 
  private:
-  friend result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead();
+  friend result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead(const cgroup::host_options&);
   cgroup_ahead() = default;
   std::unique_ptr<cgroup::run_cgroup> cg_;
   sys::owned_process starter_;
@@ -58,7 +55,7 @@ class cgroup_ahead {
   void* stack_ = nullptr;
 };
 
-// Makes the cgroups and starts the starter in them (where cgroup::ahead_applies()).
-result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead();
+// Makes the cgroups and starts the starter in them (where cgroup::ahead_applies(host)).
+result<std::unique_ptr<cgroup_ahead>> make_cgroup_ahead(const cgroup::host_options& host);
 
 }  // namespace evalbox::sandbox::helper

@@ -689,7 +689,7 @@ status supervisor::take_cgroup(bool wait) {
       cg.reset();  // removed (and the starter in it killed) before the one made now
       drop_starter();
     }
-    if (auto cg = cgroup::create_for_host(plan_.run_id, leaf, lim)) {
+    if (auto cg = cgroup::create_for_host(cgroups_, plan_.run_id, leaf, lim)) {
       cg_ = std::move(*cg);
     } else if (root_) {
       return std::unexpected(std::move(cg.error()).with_context("create the run's cgroup"));

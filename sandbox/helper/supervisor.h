@@ -33,17 +33,19 @@ struct stream {
 
 class supervisor {
  public:
-  // `cgroup_fd`: where the launcher hands over the run's cgroup it made while the helper
-  // started (launcher.cpp); -1: the helper creates it itself. `cgroup_received`: what a warm
-  // helper read of that message already, with its plan.
+  // `cgroups`: where the helper creates the run's cgroup when it makes it itself (the
+  // environment's settings, read in main). `cgroup_fd`: where the launcher hands over the
+  // run's cgroup it made while the helper started (launcher.cpp); -1: the helper creates it.
+  // `cgroup_received`: what a warm helper read of that message already, with its plan.
   // `ahead`: the holder of namespaces made ahead (ahead.h), a warm helper's; none: clone3
   // makes them. `cgroups_ahead`: its cgroups made ahead (cgroup v1), claimed as the run's when
   // the helper makes the cgroup (no `cgroup_fd`); pid 1 is then born in them.
-  supervisor(const launch_plan& plan, run_record& rec, unique_fd cgroup_fd = {},
-             std::string cgroup_received = {}, sys::owned_process ahead = {},
-             std::unique_ptr<cgroup_ahead> cgroups_ahead = {})
+  supervisor(const launch_plan& plan, run_record& rec, cgroup::host_options cgroups,
+             unique_fd cgroup_fd = {}, std::string cgroup_received = {},
+             sys::owned_process ahead = {}, std::unique_ptr<cgroup_ahead> cgroups_ahead = {})
       : plan_(plan),
         rec_(rec),
+        cgroups_(std::move(cgroups)),
         cgroup_fd_(std::move(cgroup_fd)),
         cg_message_(std::move(cgroup_received)),
         ahead_(std::move(ahead)),
@@ -92,6 +94,7 @@ class supervisor {
 
   const launch_plan& plan_;
   run_record& rec_;
+  cgroup::host_options cgroups_;
   const bool root_ = ::geteuid() == 0;
   unique_fd cgroup_fd_;
   std::string cg_message_;  // the launcher's message as far as it has arrived

@@ -103,23 +103,32 @@ std::string unique_suffix() { return random_suffix(); }
 
 }  // namespace
 
-result<layer_limits> limits_from_env(layer_limits base) {
-  if (const char* v = std::getenv("EVALBOX_IMAGE_MAX_LAYER_BYTES"); v && *v) {
-    auto bytes = parse_bytes(v);
+result<layer_limits> parse_limits(std::string_view max_bytes, std::string_view max_entries,
+                                  layer_limits base) {
+  if (!max_bytes.empty()) {
+    auto bytes = parse_bytes(max_bytes);
     if (!bytes || *bytes == 0)
       return make_error(error_kind::invalid_argument,
-                        "EVALBOX_IMAGE_MAX_LAYER_BYTES='{}': expected a size such as 32GiB", v);
+                        "EVALBOX_IMAGE_MAX_LAYER_BYTES='{}': expected a size such as 32GiB",
+                        max_bytes);
     base.max_bytes = *bytes;
   }
-  if (const char* v = std::getenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES"); v && *v) {
+  if (!max_entries.empty()) {
+    const std::string v(max_entries);
     char* end = nullptr;
-    unsigned long long n = std::strtoull(v, &end, 10);
+    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
     if (!end || *end != '\0' || n == 0)
       return make_error(error_kind::invalid_argument,
                         "EVALBOX_IMAGE_MAX_LAYER_ENTRIES='{}': expected a positive count", v);
     base.max_entries = n;
   }
   return base;
+}
+
+result<layer_limits> limits_from_env(layer_limits base) {
+  const char* bytes = std::getenv("EVALBOX_IMAGE_MAX_LAYER_BYTES");
+  const char* entries = std::getenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES");
+  return parse_limits(bytes ? bytes : "", entries ? entries : "", base);
 }
 
 std::vector<fs::path> image_info::lower_dirs() const {
@@ -303,11 +312,335 @@ result<image_use> store::acquire(std::string_view reference, const fs::path& bas
   return use;
 }
 
+// One import, start to end: run() is the list of its passes. They share the image as resolved,
+// the targets, the locks held and the counts, which is why they are members of one object that
+// lives as long as the import; the store's own state (root, owner, whiteout form, records) is
+// reached through `store_`.
+class store::importer {
+ public:
+  importer(store& s, const import_options& options, std::vector<locked_fd>& locks,
+           std::vector<std::string>& hexes)
+      : store_(s),
+        options_(options),
+        locks_(locks),
+        hexes_(hexes),
+        flatten_(s.whiteout_ == sys::whiteout_form::copy),
+        writer_(writer_options_for(s, flatten_)) {}
+
+  result<import_result> run(std::string_view text, const fs::path& base_dir) {
+    EB_TRY(resolve(text, base_dir));  // the metadata, read and verified: nothing stored yet
+    choose_targets();                 // what the store keeps: a tree per layer, or one flattened
+    EB_TRY(hold_targets());           // each held before it is looked at: gc cannot take it
+    EB_TRY(unpack_missing());         // each missing one unpacked aside, renamed in when whole
+    EB_TRY(write_record());           // last: a record names only layers that exist
+    return std::move(out_);
+  }
+
+ private:
+  // A directory the store keeps: a layer keyed by its diff_id, or a flattened image keyed by
+  // its chain id.
+  struct target {
+    std::string key;     // "sha256:<hex>"
+    std::string digest;  // the blob's, for a single layer
+    int64_t size = -1;
+  };
+  // Writes one target's content into a tree writer: a layer, a root filesystem, or every layer.
+  using filler = std::function<result<layer_result>(tree_writer&)>;
+
+  // How this store's trees are written: owned by the store's owner (chowned only as root; a
+  // rootless writer owns what it writes), in its whiteout form, within its layer limits.
+  static writer_options writer_options_for(const store& s, bool flatten) {
+    const bool as_root = ::geteuid() == 0;
+    writer_options w;
+    w.owner_uid = s.options_.owner_uid;
+    w.owner_gid = s.options_.owner_gid;
+    w.chown = as_root;
+    w.trusted_opaque = as_root;
+    w.whiteout = s.whiteout_;
+    w.flatten = flatten;
+    w.limits = s.options_.limits;
+    return w;
+  }
+
+  void emit(import_event e) const {
+    if (options_.progress) options_.progress(e);
+  }
+  [[nodiscard]] const fs::path& root() const { return store_.root_; }
+  [[nodiscard]] std::string describe(size_t t) const {
+    return flatten_
+               ? fmt::format("image {}: flattened layers {}", name_, targets_[t].key)
+               : fmt::format("image {}: layer {}/{} {}", name_, t + 1, count_, targets_[t].key);
+  }
+
+  status resolve(std::string_view text, const fs::path& base_dir);
+  void choose_targets();
+  status hold_targets();
+  status unpack_missing();
+  status unpack_target(size_t t, const filler& fill);
+  status fill_and_publish(size_t t, const filler& fill, const fs::path& tmp,
+                          std::chrono::steady_clock::time_point started);
+  [[nodiscard]] json layer_meta(const target& l, const layer_result& res) const;
+  result<layer_result> copy_rootfs_into(tree_writer& w);
+  result<layer_result> flatten_into(tree_writer& w);
+  result<layer_result> unpack_from_source(size_t i, byte_source& blob, tree_writer& w);
+  status write_record();
+  bool merge_earlier_record(const fs::path& record, image_info& info) const;
+
+  store& store_;
+  const import_options& options_;
+  std::vector<locked_fd>& locks_;    // each target's .use lock, shared (import_held keeps them)
+  std::vector<std::string>& hexes_;  // the hex each of locks_ is for
+  const bool flatten_;               // the store's whiteout form is "copy": one tree per image
+  const writer_options writer_;
+  reference ref_;
+  std::string name_;  // ref_'s canonical text
+  std::unique_ptr<image_source> source_;
+  resolved_image image_;
+  size_t count_ = 0;  // layers in the image
+  std::vector<target> targets_;
+  std::vector<size_t> missing_;  // targets not in the store yet (indexes into targets_)
+  import_result out_;
+};
+
+// The reference parsed and its source opened; the index, manifest and config read and their
+// digests checked. Nothing is held or written yet.
+status store::importer::resolve(std::string_view text, const fs::path& base_dir) {
+  ref_ = EB_TRY(parse_reference(text, base_dir));
+  name_ = ref_.str();
+  source_ = EB_TRY(image_source::open(ref_));
+  image_ = EB_TRY(source_->resolve());
+  count_ = image_.layers.size();
+  emit({import_event::kind::resolved, 0, count_, image_.config_digest, 0, -1, 0});
+  return {};
+}
+
+// What the store keeps of this image: one directory per layer, keyed by its diff_id — or, when
+// this store can express no whiteout (form "copy"), one flattened tree keyed by the image's
+// chain id (OCI: ChainID(L0) = DiffID(L0), ChainID(L0..n) = sha256(ChainID(L0..n-1) + " " +
+// DiffID(Ln))), all layers applied onto it in order.
+void store::importer::choose_targets() {
+  if (flatten_) {
+    std::string chain = image_.layers.front().diff_id;
+    for (size_t i = 1; i < count_; ++i)
+      chain = "sha256:" + sha256_hex(chain + " " + image_.layers[i].diff_id);
+    targets_.push_back({chain, "", -1});
+  } else {
+    for (const auto& l : image_.layers) targets_.push_back({l.diff_id, l.digest, l.size});
+  }
+}
+
+// Holds every target (shared) before looking at it: from here gc cannot remove any of them.
+// Those not in the store yet are the missing ones.
+status store::importer::hold_targets() {
+  std::set<std::string> seen;
+  for (size_t t = 0; t < targets_.size(); ++t) {
+    const std::string hex = hex_of(targets_[t].key);
+    if (!seen.insert(hex).second) continue;
+    locks_.push_back(EB_TRY(lock_file(root() / "locks" / (hex + ".use"), LOCK_SH)));
+    hexes_.push_back(hex);
+    if (path_exists(root() / "layers" / hex)) {
+      ++out_.layers_present;
+      emit({import_event::kind::layer_present, t, targets_.size(), targets_[t].key, 0, -1, 0});
+    } else {
+      missing_.push_back(t);
+    }
+  }
+  return {};
+}
+
+// Unpacks what is missing, as the source holds it: a root filesystem copied, an image
+// flattened onto one tree, or each missing layer streamed from the source.
+status store::importer::unpack_missing() {
+  if (missing_.empty()) return {};
+  if (ref_.kind == transport::rootfs)
+    return unpack_target(0, [&](tree_writer& w) { return copy_rootfs_into(w); });
+  if (flatten_) return unpack_target(0, [&](tree_writer& w) { return flatten_into(w); });
+  auto each = [&](size_t i, byte_source& blob) -> status {
+    return unpack_target(i, [&](tree_writer& w) { return unpack_from_source(i, blob, w); });
+  };
+  return source_->for_each_layer(image_, missing_, each);
+}
+
+// Unpacks target `t` from `fill` into a temporary, then renames it into place — unless another
+// importer (a thread or a process) finished it while this one waited for the unpack lock. A
+// failed attempt removes its temporary (or leaves it to gc).
+status store::importer::unpack_target(size_t t, const filler& fill) {
+  const target& l = targets_[t];
+  const std::string hex = hex_of(l.key);
+  locked_fd unpacking = EB_TRY(lock_file(root() / "locks" / (hex + ".unpack"), LOCK_EX));
+  if (path_exists(root() / "layers" / hex)) {  // another importer finished it while we waited
+    ++out_.layers_present;
+    emit({import_event::kind::layer_present, t, targets_.size(), l.key, 0, -1, 0});
+    return {};
+  }
+  emit({import_event::kind::layer_start, t, targets_.size(), l.key, 0, l.size, 0});
+  const auto started = std::chrono::steady_clock::now();
+  const fs::path tmp = root() / "layers" / fmt::format(".tmp-{}-{}", hex, unique_suffix());
+  if (status st = fill_and_publish(t, fill, tmp, started); !st) {
+    if (auto rm = remove_layer_tree(tmp); !rm)
+      log::warn("image store: leaving {} for gc: {}", tmp.string(), rm.error().message);
+    return std::unexpected(std::move(st).error().with_context(describe(t)));
+  }
+  ++out_.layers_unpacked;
+  return {};
+}
+
+// Fills the temporary `tmp` (its tree/ and layer.json), syncs it when the store is durable and
+// publishes it under the target's name: the rename is what makes a layer exist, so a crash
+// before it leaves only a .tmp-* that nothing reads.
+status store::importer::fill_and_publish(size_t t, const filler& fill, const fs::path& tmp,
+                                         std::chrono::steady_clock::time_point started) {
+  const target& l = targets_[t];
+  const fs::path final_dir = root() / "layers" / hex_of(l.key);
+  const bool durable = store_.options_.durable;
+  if (::mkdir(tmp.c_str(), 0711) != 0 || ::chmod(tmp.c_str(), 0711) != 0)
+    return sys_error(errno, "mkdir {}", tmp.string());
+  if (::mkdir((tmp / "tree").c_str(), 0755) != 0)
+    return sys_error(errno, "mkdir {}", (tmp / "tree").string());
+  tree_writer writer = EB_TRY(tree_writer::open(tmp / "tree", writer_));
+  layer_result res = EB_TRY(fill(writer));
+  EB_TRY(writer.finish());
+  EB_TRY(write_file(tmp / "layer.json", pretty_json(layer_meta(l, res)), 0600));
+  if (durable) {
+    unique_fd fd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd || ::syncfs(fd.get()) != 0) return sys_error(errno, "syncfs {}", tmp.string());
+  }
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) != 0)
+    return sys_error(errno, "publish layer {}", final_dir.string());
+  if (durable) EB_TRY(fsync_dir(root() / "layers"));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  emit({import_event::kind::layer_done, t, targets_.size(), l.key, res.blob_bytes, l.size, secs});
+  return {};
+}
+
+// A finished layer's layer.json: its digests and sizes, when and from what it was unpacked.
+json store::importer::layer_meta(const target& l, const layer_result& res) const {
+  json meta{{"schema", kLayerSchema},
+            {"diff_id", l.key},
+            {"digest", l.digest},
+            {"compression", res.compression},
+            {"blob_bytes", res.blob_bytes},
+            {"bytes", res.bytes},
+            {"entries", res.entries},
+            {"whiteouts", res.whiteouts},
+            {"tar_bytes", res.tar_bytes},
+            {"unpacked", now_seconds()},
+            {"from", name_}};
+  if (flatten_) {
+    json from = json::array();
+    for (const auto& il : image_.layers) from.push_back(il.diff_id);
+    meta["flattened"] = from;
+  }
+  return meta;
+}
+
+// A root filesystem directory, copied as one layer.
+result<layer_result> store::importer::copy_rootfs_into(tree_writer& w) {
+  EB_TRY(copy_rootfs(ref_.path, w, options_.cancel));
+  layer_result r;
+  r.compression = "none";
+  r.bytes = w.bytes();
+  r.entries = w.entries();
+  return r;
+}
+
+// Every layer in the image's order onto one tree (a tar source is read once per layer).
+result<layer_result> store::importer::flatten_into(tree_writer& w) {
+  layer_result total;
+  total.compression = "flattened";
+  for (size_t i = 0; i < count_; ++i) {
+    auto one = [&](size_t idx, byte_source& blob) -> status {
+      layer_result r = EB_TRY(unpack_from_source(idx, blob, w));
+      total.blob_bytes += r.blob_bytes;
+      total.tar_bytes += r.tar_bytes;
+      total.whiteouts += r.whiteouts;
+      return {};
+    };
+    EB_TRY(source_->for_each_layer(image_, {i}, one));
+  }
+  total.bytes = w.bytes();
+  total.entries = w.entries();
+  return total;
+}
+
+// Streams layer `i` of the image through `w`, its digests checked as it is read.
+result<layer_result> store::importer::unpack_from_source(size_t i, byte_source& blob,
+                                                         tree_writer& w) {
+  const layer_ref& l = image_.layers[i];
+  layer_expect expect{l.digest, l.size, l.diff_id};
+  unpack_control control;
+  control.cancel = options_.cancel;
+  control.progress = [&](uint64_t bytes) {
+    emit({import_event::kind::layer_progress, i, count_, l.diff_id, bytes, l.size, 0});
+  };
+  auto r = unpack_layer(blob, expect, w, control);
+  if (!r && flatten_)
+    return std::unexpected(
+        std::move(r).error().with_context(fmt::format("layer {}/{} {}", i + 1, count_, l.diff_id)));
+  return r;
+}
+
+// The image's record, from its layers as the store now has them, merged with what an earlier
+// import of the same image said; its .used file touched (its mtime is the last use).
+status store::importer::write_record() {
+  image_info info;
+  info.id = image_.config_digest;
+  info.config = image_.config;
+  for (const auto& t : targets_) {
+    layer_info li = EB_TRY_CTX(store_.read_layer(t.key), fmt::format("image {}", name_));
+    info.bytes += li.bytes;
+    info.layers.push_back(std::move(li));
+  }
+  const fs::path record = root() / "records" / (hex_of(info.id) + ".json");
+  info.created = now_seconds();
+  // An image imported again as it was (every run of a suite, `sandbox exec --image`) keeps
+  // its record: rewriting it durably costs two fsyncs for nothing.
+  if (merge_earlier_record(record, info)) {
+    json j = info.to_json();
+    j.erase("last_used");  // lives in the .used file's mtime
+    EB_TRY(write_file_atomic(record, pretty_json(j), 0600));
+  }
+  fs::path used = record;
+  used.replace_extension(".used");
+  EB_TRY(write_file(used, "", 0600));  // creating or truncating it sets its mtime
+  info.last_used = now_seconds();
+  out_.image = std::move(info);
+  out_.reference = name_;
+  out_.manifest_digest = image_.manifest_digest;
+  return {};
+}
+
+// Takes the creation time, references and manifest digests of an earlier record of the image
+// into `info` and adds this import's. Whether the record must be written (changed, or none).
+bool store::importer::merge_earlier_record(const fs::path& record, image_info& info) const {
+  bool changed = true;
+  if (path_exists(record)) {
+    if (auto old = store_.read_record(record)) {
+      info.created = old->created;
+      info.references = old->references;
+      info.manifest_digests = old->manifest_digests;
+      changed = false;
+    }
+  }
+  if (std::find(info.references.begin(), info.references.end(), name_) == info.references.end()) {
+    info.references.push_back(name_);
+    changed = true;
+  }
+  if (!image_.manifest_digest.empty() &&
+      std::find(info.manifest_digests.begin(), info.manifest_digests.end(),
+                image_.manifest_digest) == info.manifest_digests.end()) {
+    info.manifest_digests.push_back(image_.manifest_digest);
+    changed = true;
+  }
+  return changed;
+}
+
 result<import_result> store::import_held(std::string_view text, const fs::path& base_dir,
                                          const import_options& options,
                                          std::vector<locked_fd>& locks) {
   std::vector<std::string> hexes;
-  auto r = import_locked(text, base_dir, options, locks, hexes);
+  auto r = importer(*this, options, locks, hexes).run(text, base_dir);
   if (!r) {
     // A failed import leaves the store as it found it: the lock files of layers that did not
     // come to exist go too, when nobody else holds them (our shared lock becomes exclusive).
@@ -320,240 +653,6 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
     locks.clear();
   }
   return r;
-}
-
-// One import, start to end: open the source, hold every layer shared, unpack the missing ones
-// (each into a temporary renamed into place), then write the image's record. It stays one
-// function, long as it is, because its lambdas share the held locks, the progress callback and
-// the targets list; split apart, each piece would take all of them as parameters.
-result<import_result> store::import_locked(std::string_view text, const fs::path& base_dir,
-                                           const import_options& options,
-                                           std::vector<locked_fd>& locks,
-                                           std::vector<std::string>& hexes) {
-  const auto ref = EB_TRY(parse_reference(text, base_dir));
-  const std::string name = ref.str();
-  auto source = EB_TRY(image_source::open(ref));
-  const resolved_image image = EB_TRY(source->resolve());
-  const size_t count = image.layers.size();
-  auto emit = [&](import_event e) {
-    if (options.progress) options.progress(e);
-  };
-  emit({import_event::kind::resolved, 0, count, image.config_digest, 0, -1, 0});
-
-  // What the store keeps of this image: one directory per layer, keyed by its diff_id — or,
-  // when this store can express no whiteout (form "copy"), one flattened tree keyed by the
-  // image's chain id (OCI: ChainID(L0) = DiffID(L0), ChainID(L0..n) = sha256(ChainID(L0..n-1)
-  // + " " + DiffID(Ln))), all layers applied onto it in order.
-  struct target {
-    std::string key;     // "sha256:<hex>"
-    std::string digest;  // the blob's, for a single layer
-    int64_t size = -1;
-  };
-  const bool flatten = whiteout_ == sys::whiteout_form::copy;
-  std::vector<target> targets;
-  if (flatten) {
-    std::string chain = image.layers.front().diff_id;
-    for (size_t i = 1; i < count; ++i)
-      chain = "sha256:" + sha256_hex(chain + " " + image.layers[i].diff_id);
-    targets.push_back({chain, "", -1});
-  } else {
-    for (const auto& l : image.layers) targets.push_back({l.diff_id, l.digest, l.size});
-  }
-
-  // Hold every layer (shared) before looking: from here gc cannot remove any of them.
-  std::vector<size_t> missing;
-  std::set<std::string> seen;
-  import_result out;
-  for (size_t t = 0; t < targets.size(); ++t) {
-    const std::string hex = hex_of(targets[t].key);
-    if (!seen.insert(hex).second) continue;
-    locks.push_back(EB_TRY(lock_file(root_ / "locks" / (hex + ".use"), LOCK_SH)));
-    hexes.push_back(hex);
-    if (path_exists(root_ / "layers" / hex)) {
-      ++out.layers_present;
-      emit({import_event::kind::layer_present, t, targets.size(), targets[t].key, 0, -1, 0});
-    } else {
-      missing.push_back(t);
-    }
-  }
-
-  const bool as_root = ::geteuid() == 0;
-  writer_options wopts;
-  wopts.owner_uid = options_.owner_uid;
-  wopts.owner_gid = options_.owner_gid;
-  wopts.chown = as_root;
-  wopts.trusted_opaque = as_root;
-  wopts.whiteout = whiteout_;
-  wopts.flatten = flatten;
-  wopts.limits = options_.limits;
-
-  // Unpacks target `t` from `fill` into a temporary, then renames it into place.
-  auto unpack_one = [&](size_t t,
-                        const std::function<result<layer_result>(tree_writer&)>& fill) -> status {
-    const target& l = targets[t];
-    const std::string hex = hex_of(l.key);
-    const std::string what =
-        flatten ? fmt::format("image {}: flattened layers {}", name, l.key)
-                : fmt::format("image {}: layer {}/{} {}", name, t + 1, count, l.key);
-    locked_fd unpacking = EB_TRY(lock_file(root_ / "locks" / (hex + ".unpack"), LOCK_EX));
-    const fs::path final_dir = root_ / "layers" / hex;
-    if (path_exists(final_dir)) {  // another importer finished it while we waited
-      ++out.layers_present;
-      emit({import_event::kind::layer_present, t, targets.size(), l.key, 0, -1, 0});
-      return {};
-    }
-    emit({import_event::kind::layer_start, t, targets.size(), l.key, 0, l.size, 0});
-    const auto started = std::chrono::steady_clock::now();
-    const fs::path tmp = root_ / "layers" / fmt::format(".tmp-{}-{}", hex, unique_suffix());
-    auto attempt = [&]() -> status {
-      if (::mkdir(tmp.c_str(), 0711) != 0 || ::chmod(tmp.c_str(), 0711) != 0)
-        return sys_error(errno, "mkdir {}", tmp.string());
-      if (::mkdir((tmp / "tree").c_str(), 0755) != 0)
-        return sys_error(errno, "mkdir {}", (tmp / "tree").string());
-      tree_writer writer = EB_TRY(tree_writer::open(tmp / "tree", wopts));
-      layer_result res = EB_TRY(fill(writer));
-      EB_TRY(writer.finish());
-      json meta{{"schema", kLayerSchema},
-                {"diff_id", l.key},
-                {"digest", l.digest},
-                {"compression", res.compression},
-                {"blob_bytes", res.blob_bytes},
-                {"bytes", res.bytes},
-                {"entries", res.entries},
-                {"whiteouts", res.whiteouts},
-                {"tar_bytes", res.tar_bytes},
-                {"unpacked", now_seconds()},
-                {"from", name}};
-      if (flatten) {
-        json from = json::array();
-        for (const auto& il : image.layers) from.push_back(il.diff_id);
-        meta["flattened"] = from;
-      }
-      EB_TRY(write_file(tmp / "layer.json", pretty_json(meta), 0600));
-      if (options_.durable) {
-        unique_fd fd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (!fd || ::syncfs(fd.get()) != 0) return sys_error(errno, "syncfs {}", tmp.string());
-      }
-      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) != 0)
-        return sys_error(errno, "publish layer {}", final_dir.string());
-      if (options_.durable) EB_TRY(fsync_dir(root_ / "layers"));
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      emit(
-          {import_event::kind::layer_done, t, targets.size(), l.key, res.blob_bytes, l.size, secs});
-      return {};
-    };
-    status st = attempt();
-    if (!st) {
-      if (auto rm = remove_layer_tree(tmp); !rm)
-        log::warn("image store: leaving {} for gc: {}", tmp.string(), rm.error().message);
-      return std::unexpected(std::move(st).error().with_context(what));
-    }
-    ++out.layers_unpacked;
-    return {};
-  };
-
-  // Streams layer `i` of the image through `w`.
-  auto unpack_from_source = [&](size_t i, byte_source& blob,
-                                tree_writer& w) -> result<layer_result> {
-    const layer_ref& l = image.layers[i];
-    layer_expect expect{l.digest, l.size, l.diff_id};
-    unpack_control control;
-    control.cancel = options.cancel;
-    control.progress = [&](uint64_t bytes) {
-      emit({import_event::kind::layer_progress, i, count, l.diff_id, bytes, l.size, 0});
-    };
-    auto r = unpack_layer(blob, expect, w, control);
-    if (!r && flatten)
-      return std::unexpected(std::move(r).error().with_context(
-          fmt::format("layer {}/{} {}", i + 1, count, l.diff_id)));
-    return r;
-  };
-
-  if (!missing.empty()) {
-    if (ref.kind == transport::rootfs) {
-      auto copy = [&](tree_writer& w) -> result<layer_result> {
-        EB_TRY(copy_rootfs(ref.path, w, options.cancel));
-        layer_result r;
-        r.compression = "none";
-        r.bytes = w.bytes();
-        r.entries = w.entries();
-        return r;
-      };
-      EB_TRY(unpack_one(0, copy));
-    } else if (flatten) {
-      // Every layer in the image's order onto one tree (a tar source is read once per layer).
-      auto all = [&](tree_writer& w) -> result<layer_result> {
-        layer_result total;
-        total.compression = "flattened";
-        for (size_t i = 0; i < count; ++i) {
-          auto one = [&](size_t idx, byte_source& blob) -> status {
-            layer_result r = EB_TRY(unpack_from_source(idx, blob, w));
-            total.blob_bytes += r.blob_bytes;
-            total.tar_bytes += r.tar_bytes;
-            total.whiteouts += r.whiteouts;
-            return {};
-          };
-          EB_TRY(source->for_each_layer(image, {i}, one));
-        }
-        total.bytes = w.bytes();
-        total.entries = w.entries();
-        return total;
-      };
-      EB_TRY(unpack_one(0, all));
-    } else {
-      auto each = [&](size_t i, byte_source& blob) -> status {
-        return unpack_one(i, [&](tree_writer& w) { return unpack_from_source(i, blob, w); });
-      };
-      EB_TRY(source->for_each_layer(image, missing, each));
-    }
-  }
-
-  // The record: merged with what an earlier import of the same image said.
-  image_info info;
-  info.id = image.config_digest;
-  info.config = image.config;
-  for (const auto& t : targets) {
-    layer_info li = EB_TRY_CTX(read_layer(t.key), fmt::format("image {}", name));
-    info.bytes += li.bytes;
-    info.layers.push_back(std::move(li));
-  }
-  const fs::path record = root_ / "records" / (hex_of(info.id) + ".json");
-  info.created = now_seconds();
-  bool changed = true;
-  if (path_exists(record)) {
-    if (auto old = read_record(record)) {
-      info.created = old->created;
-      info.references = old->references;
-      info.manifest_digests = old->manifest_digests;
-      changed = false;
-    }
-  }
-  if (std::find(info.references.begin(), info.references.end(), name) == info.references.end()) {
-    info.references.push_back(name);
-    changed = true;
-  }
-  if (!image.manifest_digest.empty() &&
-      std::find(info.manifest_digests.begin(), info.manifest_digests.end(),
-                image.manifest_digest) == info.manifest_digests.end()) {
-    info.manifest_digests.push_back(image.manifest_digest);
-    changed = true;
-  }
-  // An image imported again as it was (every run of a suite, `sandbox exec --image`) keeps
-  // its record: rewriting it durably costs two fsyncs for nothing.
-  if (changed) {
-    json j = info.to_json();
-    j.erase("last_used");  // lives in the .used file's mtime
-    EB_TRY(write_file_atomic(record, pretty_json(j), 0600));
-  }
-  fs::path used = record;
-  used.replace_extension(".used");
-  EB_TRY(write_file(used, "", 0600));  // creating or truncating it sets its mtime
-  info.last_used = now_seconds();
-  out.image = std::move(info);
-  out.reference = name;
-  out.manifest_digest = image.manifest_digest;
-  return out;
 }
 
 // ---- queries ----

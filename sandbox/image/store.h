@@ -58,7 +58,7 @@ struct store_options {
   // root maps to; 60000 as root, the invoking user rootless).
   uid_t owner_uid = 0;
   gid_t owner_gid = 0;
-  layer_limits limits;  // see limits_from_env()
+  layer_limits limits;  // see parse_limits()
   // The whiteout form for a new store; unset: probed (char_device as root).
   std::optional<sys::whiteout_form> whiteout;
   // syncfs before a layer is published, so a power loss cannot leave a "finished" layer with
@@ -66,8 +66,14 @@ struct store_options {
   bool durable = true;
 };
 
-// The limits with EVALBOX_IMAGE_MAX_LAYER_BYTES (a size: "32GiB") and
-// EVALBOX_IMAGE_MAX_LAYER_ENTRIES (a count) applied over `base`. A malformed value is an error.
+// The limits with EVALBOX_IMAGE_MAX_LAYER_BYTES (`max_bytes`, a size: "32GiB") and
+// EVALBOX_IMAGE_MAX_LAYER_ENTRIES (`max_entries`, a count) as given applied over `base`; ""
+// leaves a limit as it is. A malformed value is an error that names its variable. The texts
+// come from the edge: preparer_options (default_preparer_options), or limits_from_env.
+result<layer_limits> parse_limits(std::string_view max_bytes, std::string_view max_entries,
+                                  layer_limits base = {});
+// parse_limits of the two variables as this process's environment has them: for an edge that
+// opens a store without a preparer (the image commands).
 result<layer_limits> limits_from_env(layer_limits base = {});
 
 struct layer_info {
@@ -189,10 +195,7 @@ class store {
   result<import_result> import_held(std::string_view reference,
                                     const std::filesystem::path& base_dir,
                                     const import_options& options, std::vector<locked_fd>& locks);
-  result<import_result> import_locked(std::string_view reference,
-                                      const std::filesystem::path& base_dir,
-                                      const import_options& options, std::vector<locked_fd>& locks,
-                                      std::vector<std::string>& hexes);
+  class importer;  // one import's passes (store.cpp)
   result<std::vector<image_info>> read_records();
   result<image_info> read_record(const std::filesystem::path& file);
   result<layer_info> read_layer(const std::string& diff_id);

@@ -1,6 +1,6 @@
 // The launcher: turns a prepared session and launch options into a launch plan, hands it to a
 // warm helper or runs one with Boost.Process (this is the only file that includes it), waits
-// (polling the cancel token) and reads the run record back.
+// (polling the cancel token) and reads the run record back. launch() is the list of steps.
 #include "sandbox/launch/launcher.h"
 
 #include <fcntl.h>
@@ -17,7 +17,6 @@
 #include <boost/process/posix.hpp>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -35,8 +34,8 @@ namespace evalbox::sandbox {
 namespace fs = std::filesystem;
 namespace bp = boost::process;
 
-fs::path helper_path() {
-  if (const char* env = std::getenv("EVALBOX_HELPER"); env && *env) return env;
+fs::path helper_path(const launch_settings& settings) {
+  if (!settings.helper.empty()) return settings.helper;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -142,7 +141,7 @@ class warm_pool {
       w.swap(ready_);
       cv_.notify_all();
     }
-    if (!w || w->path != helper) return std::nullopt;  // a changed EVALBOX_HELPER: killed
+    if (!w || w->path != helper) return std::nullopt;  // another helper binary: killed
     if (has_exited(w->process)) {
       ++replaced_;
       return std::nullopt;  // reaped by its owned_process; the thread starts another
@@ -230,118 +229,100 @@ bool send_launch(helper_process& w, const std::string& plan_path, const std::str
   return false;
 }
 
-}  // namespace
-
-bool warm_helper_enabled() {
-  const char* v = std::getenv("EVALBOX_WARM_HELPER");
-  return !(v && std::string_view(v) == "0");
+// The cgroup options of the session's launch settings.
+cgroup::host_options cgroup_options(const launch_settings& s) {
+  return {.v2_root = s.cgroup_v2_root, .ahead = s.cgroup_ahead};
 }
 
-std::optional<pid_t> wait_for_warm_helper(std::chrono::milliseconds timeout) {
-  if (!warm_helper_enabled()) return std::nullopt;
-  return warm_pool::get().wait_ready(helper_path(), timeout);
+// The image the new root is stacked from, as the helper reads it.
+plan_image image_of(const session_image& img) {
+  plan_image pi;
+  for (const auto& l : img.lowers) pi.lowers.push_back(l.string());
+  pi.upper = img.upper.string();
+  pi.work = img.work.string();
+  pi.id = img.id;
+  pi.reference = img.reference;
+  pi.manifest_digest = img.manifest_digest;
+  pi.layers = img.layers;
+  return pi;
 }
 
-warm_helper_counts warm_helper_stats() {
-  const warm_pool& p = warm_pool::get();
-  return {p.warm_.load(), p.cold_.load(), p.replaced_.load()};
+// The session's binds (its credential leases only `with_secrets`), then the caller's extra ones.
+std::vector<bind_mount> mounts_of(const session_view& s, const launch_options& options) {
+  std::vector<bind_mount> out;
+  if (s.mounts)
+    for (const auto& m : *s.mounts)
+      if (options.with_secrets || !is_secret_mount(m)) out.push_back(m);
+  for (const auto& m : options.extra_mounts) out.push_back(m);
+  return out;
 }
 
-// Three steps, in order: fill the helper's plan from the session (one line a field), hand it to
-// a warm helper or start one, the cgroup handed over on fd 3, then wait for it (a cancel becomes
-// SIGTERM) and read its record. One function because the steps share the plan, the paths and the
-// child; it is long mostly for the plan's fields.
-result<run_record> launch(const prepared_session& session, const launch_options& options,
-                          const cancel_token* cancel) {
-  const session_request& req = session.request();
-  launch_plan p;
-  p.run_id = req.run_id;
-  p.label = options.label;
-  p.seq = ++next_seq;
-  p.host_uid = session.sandbox_uid();
-  p.host_gid = session.sandbox_gid();
-  const fs::path dir = session.launch_dir();
-  EB_TRY(make_dirs(dir, 0700));
-  const std::string base = (dir / fmt::format("{}-{}", p.label, p.seq)).string();
-  p.root_dir = base + ".root";
-  if (::mkdir(p.root_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return sys_error(errno, "mkdir({})", p.root_dir);
-  }
-  p.workspace_dir = session.workspace_dir().string();
-  p.workspace_target = session.workspace_target().string();
-  if (const session_image* img = options.host_root ? nullptr : session.image()) {
-    plan_image pi;
-    for (const auto& l : img->lowers) pi.lowers.push_back(l.string());
-    pi.upper = img->upper.string();
-    pi.work = img->work.string();
-    pi.id = img->id;
-    pi.reference = img->reference;
-    pi.manifest_digest = img->manifest_digest;
-    pi.layers = img->layers;
-    p.image = std::move(pi);
-  }
-  p.home_dir = session.home_dir().string();
-  for (const auto& m : session.mounts()) {
-    if (!options.with_secrets && is_secret_mount(m)) continue;
-    p.mounts.push_back(m);
-  }
-  for (const auto& m : options.extra_mounts) p.mounts.push_back(m);
-  p.argv = options.argv.empty() ? req.argv : options.argv;
-  p.env = options.env ? *options.env : req.env;
-  p.cwd = options.cwd.empty() ? p.workspace_target : options.cwd.string();
-  p.limits = options.limits_override ? *options.limits_override : req.limits;
-  p.network = options.network_override ? *options.network_override : req.network;
-  p.landlock = req.landlock;
-  p.disk_quota = session.disk_quota_enforced();
-  p.tmp_bytes =
-      std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30), 1ull << 30);
+// The standard streams: the caller's own with inherit_stdio; else files, by default
+// <base>.stdout and <base>.stderr, one merged file when only stdout is named.
+void plan_streams(launch_plan& p, const launch_options& options, const std::string& base) {
   p.inherit_stdio = options.inherit_stdio;
   p.terminal = options.inherit_stdio && options.terminal;
-  if (options.stdin_data) {
-    p.stdin_path = base + ".stdin";
-    EB_TRY(write_file(p.stdin_path, *options.stdin_data, 0600));
-  }
+  if (options.stdin_data) p.stdin_path = base + ".stdin";
   if (!options.inherit_stdio) {
     p.stdout_path = options.stdout_path.empty() ? base + ".stdout" : options.stdout_path.string();
     p.stderr_path = options.stderr_path.empty()
                         ? (options.stdout_path.empty() ? base + ".stderr" : p.stdout_path)
                         : options.stderr_path.string();
   }
-  p.binding_digest = session.binding_digest();
-  const std::string plan_path = base + ".plan.json";
-  const std::string record_path = base + ".record.json";
-  EB_TRY(write_file(plan_path, pretty_json(p.to_json()), 0600));
+}
 
-  const fs::path helper = helper_path();
-  // The helper: a warm one (launcher.h), else one started now. The run's cgroup is made here
-  // meanwhile (the helper's plan and compile: ~0.3 ms that would otherwise come one after the
-  // other), then handed over on the helper's fd 3 (docs/sandbox.md, "Order of steps") — except
-  // for a warm helper on cgroup v1, which made its cgroups while it waited.
-  std::optional<helper_process> h;
-  const bool warm_wanted = !options.inherit_stdio && warm_helper_enabled();
+// The launch's files, in the order the helper needs them: the launch directory, the empty mount
+// point of the new root, the program's stdin and the plan itself.
+status write_launch_files(const planned_launch& l, const launch_options& options) {
+  EB_TRY(make_dirs(l.launch_dir, 0700));
+  if (::mkdir(l.plan.root_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return sys_error(errno, "mkdir({})", l.plan.root_dir);
+  }
+  if (options.stdin_data) EB_TRY(write_file(l.plan.stdin_path, *options.stdin_data, 0600));
+  EB_TRY(write_file(l.plan_path, pretty_json(l.plan.to_json()), 0600));
+  return {};
+}
+
+// A helper started for a launch, and who makes the run's cgroup.
+struct started_helper {
+  helper_process helper;
+  bool makes_cgroup = false;  // a warm helper on cgroup v1 makes it itself, ahead
+};
+
+// The helper: a warm one (launcher.h) handed the plan's line, else one started now with the plan
+// on its command line (a launch that inherits the caller's stdio always starts its own).
+result<started_helper> start_helper(const planned_launch& l, const launch_options& options,
+                                    const launch_settings& settings) {
+  const fs::path helper = helper_path(settings);
+  const bool warm_wanted = !options.inherit_stdio && settings.warm_helper;
   // On cgroup v1 a warm helper makes the cgroup itself, ahead (cgroup.h, "Cgroups made ahead").
-  const bool helper_makes_cgroup = warm_wanted && cgroup::ahead_applies();
+  const bool helper_makes_cgroup = warm_wanted && cgroup::ahead_applies(cgroup_options(settings));
+  std::optional<helper_process> h;
   if (warm_wanted) {
     h = warm_pool::get().take(helper);
-    if (h && !send_launch(*h, plan_path, record_path, helper_makes_cgroup)) h.reset();
+    if (h && !send_launch(*h, l.plan_path, l.record_path, helper_makes_cgroup)) h.reset();
   }
-  const bool warm = h.has_value();
-  if (warm) {
+  if (h) {
     ++warm_pool::get().warm_;
-  } else {
-    ++warm_pool::get().cold_;
-    if (warm_wanted) log::debug("launch {}: no warm helper ready, starting one", p.label);
-    auto started =
-        spawn_helper(helper, {"--plan", plan_path, "--record", record_path, "--cgroup-fd", "3"},
-                     options.inherit_stdio);
-    if (!started) return std::unexpected(std::move(started.error()));
-    h = std::move(*started);
+    return started_helper{std::move(*h), helper_makes_cgroup};
   }
-  if (warm && helper_makes_cgroup) {
-    h->socket.reset();  // the plan's line said so; nothing follows it
-  } else {
+  ++warm_pool::get().cold_;
+  if (warm_wanted) log::debug("launch {}: no warm helper ready, starting one", l.plan.label);
+  auto spawned =
+      spawn_helper(helper, {"--plan", l.plan_path, "--record", l.record_path, "--cgroup-fd", "3"},
+                   options.inherit_stdio);
+  if (!spawned) return std::unexpected(std::move(spawned.error()));
+  return started_helper{std::move(*spawned), false};
+}
+
+// The run's cgroup, made here while the helper starts (its plan and compile: ~0.3 ms that would
+// otherwise come one after the other) and handed over on the helper's fd 3 (docs/sandbox.md,
+// "Order of steps"), or why none could be made, which the helper reports — unless the helper
+// makes its own. Nothing follows on the socket, which is closed.
+void hand_over_cgroup(started_helper& s, const launch_plan& p, const cgroup::host_options& host) {
+  if (!s.makes_cgroup) {
     json msg;
-    if (auto cg = cgroup::create_for_host(p.run_id, fmt::format("{}-{}", p.label, p.seq),
+    if (auto cg = cgroup::create_for_host(host, p.run_id, fmt::format("{}-{}", p.label, p.seq),
                                           {p.limits.memory_bytes, p.limits.pids})) {
       msg = {{"cgroup", (*cg)->describe()}};
       (*cg)->release();  // the helper's now (and the teardown's, should it die first)
@@ -349,39 +330,120 @@ result<run_record> launch(const prepared_session& session, const launch_options&
       msg = {{"error", cg.error().message}};
     }
     const std::string text = msg.dump();
-    (void)!::send(h->socket.get(), text.data(), text.size(), MSG_NOSIGNAL);
-    h->socket.reset();
+    (void)!::send(s.helper.socket.get(), text.data(), text.size(), MSG_NOSIGNAL);
   }
-  // Wake on the helper's exit through a pidfd (a fixed sleep here added 12.5 ms to the average
-  // launch); the timeout only bounds how late a cancel is noticed.
-  while (!has_exited(h->process)) {
+  s.helper.socket.reset();
+}
+
+// Waits for the helper to exit — through a pidfd (a fixed sleep here added 12.5 ms to the
+// average launch); the timeout only bounds how late a cancel is noticed, and a cancel becomes
+// SIGTERM — then reads the record it wrote.
+result<run_record> await_record(helper_process& h, const planned_launch& l,
+                                const cancel_token* cancel) {
+  while (!has_exited(h.process)) {
     if (cancel && cancel->requested.load()) {
       // The helper kills the run, tears down and records outcome `cancelled`. Sent again at
       // every wake-up until it exits: a warm helper ignores SIGTERM until it has read its plan
       // (main.cpp), and a second one changes nothing.
-      (void)h->process.signal(SIGTERM);
+      (void)h.process.signal(SIGTERM);
     }
-    if (h->process.pidfd() >= 0) {
-      pollfd pfd{h->process.pidfd(), POLLIN, 0};
+    if (h.process.pidfd() >= 0) {
+      pollfd pfd{h.process.pidfd(), POLLIN, 0};
       ::poll(&pfd, 1, 25);
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
   }
   int wait_status = 0;
-  (void)h->process.reap(&wait_status, nullptr);
+  (void)h.process.reap(&wait_status, nullptr);
   const int exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-  ::rmdir(p.root_dir.c_str());
-  auto j = read_json_file(record_path);
+  ::rmdir(l.plan.root_dir.c_str());
+  auto j = read_json_file(l.record_path);
   if (!j) {
     return make_error(error_kind::internal, "{} exited with code {} and wrote no record: {}",
-                      helper.string(), exit_code, j.error().message);
+                      h.path.string(), exit_code, j.error().message);
   }
   auto rec = run_record::from_json(*j);
   if (!rec)
     return make_error(error_kind::internal, "{} wrote a record evalbox cannot read ({}): {}",
-                      helper.string(), record_path, rec.error().message);
+                      h.path.string(), l.record_path, rec.error().message);
   return std::move(*rec);
+}
+
+}  // namespace
+
+session_view view_of(const prepared_session& session) {
+  session_view v;
+  v.request = &session.request();
+  v.sandbox_uid = session.sandbox_uid();
+  v.sandbox_gid = session.sandbox_gid();
+  v.launch_dir = session.launch_dir();
+  v.workspace_dir = session.workspace_dir();
+  v.workspace_target = session.workspace_target();
+  v.home_dir = session.home_dir();
+  v.image = session.image();
+  v.mounts = &session.mounts();
+  v.disk_quota_enforced = session.disk_quota_enforced();
+  v.binding_digest = session.binding_digest();
+  return v;
+}
+
+planned_launch plan_launch(const session_view& session, const launch_options& options, int seq) {
+  const session_request& req = *session.request;
+  planned_launch l;
+  launch_plan& p = l.plan;
+  p.run_id = req.run_id;
+  p.label = options.label;
+  p.seq = seq;
+  l.launch_dir = session.launch_dir;
+  const std::string base = (session.launch_dir / fmt::format("{}-{}", p.label, p.seq)).string();
+  l.plan_path = base + ".plan.json";
+  l.record_path = base + ".record.json";
+  // The root and what is bound into it, as the session's ids own them.
+  p.host_uid = session.sandbox_uid;
+  p.host_gid = session.sandbox_gid;
+  p.root_dir = base + ".root";
+  p.workspace_dir = session.workspace_dir.string();
+  p.workspace_target = session.workspace_target.string();
+  if (session.image && !options.host_root) p.image = image_of(*session.image);
+  p.home_dir = session.home_dir.string();
+  p.mounts = mounts_of(session, options);
+  // The program and its fences: the request's unless the launch overrides them.
+  p.argv = options.argv.empty() ? req.argv : options.argv;
+  p.env = options.env ? *options.env : req.env;
+  p.cwd = options.cwd.empty() ? p.workspace_target : options.cwd.string();
+  p.limits = options.limits_override ? *options.limits_override : req.limits;
+  p.network = options.network_override ? *options.network_override : req.network;
+  p.landlock = req.landlock;
+  p.disk_quota = session.disk_quota_enforced;
+  p.tmp_bytes =
+      std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30), 1ull << 30);
+  plan_streams(p, options, base);
+  p.binding_digest = session.binding_digest;
+  return l;
+}
+
+std::optional<pid_t> wait_for_warm_helper(const launch_settings& settings,
+                                          std::chrono::milliseconds timeout) {
+  if (!settings.warm_helper) return std::nullopt;
+  return warm_pool::get().wait_ready(helper_path(settings), timeout);
+}
+
+warm_helper_counts warm_helper_stats() {
+  const warm_pool& p = warm_pool::get();
+  return {p.warm_.load(), p.cold_.load(), p.replaced_.load()};
+}
+
+// The steps of a launch, in order. The settings (which helper, warm or cold, where cgroups go)
+// are the session's, read from the environment at the edge.
+result<run_record> launch(const prepared_session& session, const launch_options& options,
+                          const cancel_token* cancel) {
+  const launch_settings& settings = session.options().launch;
+  const planned_launch l = plan_launch(view_of(session), options, ++next_seq);
+  EB_TRY(write_launch_files(l, options));
+  started_helper started = EB_TRY(start_helper(l, options, settings));
+  hand_over_cgroup(started, l.plan, cgroup_options(settings));
+  return await_record(started.helper, l, cancel);
 }
 
 }  // namespace evalbox::sandbox

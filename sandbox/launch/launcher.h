@@ -2,6 +2,11 @@
 // single-threaded helper `evalbox-sandbox` — a warm one started ahead of need, else one spawned
 // for it (Boost.Process, in launcher.cpp only) — and returns its run record. Thread-safe: the
 // harness launches from many worker threads.
+//
+// A launch, in order: plan it (plan_launch: a pure function of the session and the options),
+// write the plan's files, start the helper (warm or cold), hand it the run's cgroup, await its
+// record. How it starts the helper and makes the cgroup is the session's launch_settings
+// (preparer.h), read from the environment once, at the edge.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "sandbox/base/error.h"
+#include "sandbox/launch/plan.h"
 #include "sandbox/launch/run_record.h"
 #include "sandbox/preparer/preparer.h"
 #include "sandbox/spec/request.h"
@@ -53,12 +59,44 @@ struct launch_options {
   bool terminal = false;
 };
 
-// Where the helper binary is: EVALBOX_HELPER, else beside the running executable, else the
-// build tree path compiled in.
-std::filesystem::path helper_path();
+// Where the helper binary is: `settings.helper` (EVALBOX_HELPER), else beside the running
+// executable, else the build tree path compiled in.
+std::filesystem::path helper_path(const launch_settings& settings);
 
 result<run_record> launch(const prepared_session& session, const launch_options& options,
                           const cancel_token* cancel = nullptr);
+
+// What a launch takes from its prepared session, as plain data (view_of): a launch plan is a
+// function of it and the launch options alone, so it can be checked without preparing a
+// session. `request`, `image` and `mounts` are borrowed from the session.
+struct session_view {
+  const session_request* request = nullptr;
+  uid_t sandbox_uid = 0;
+  gid_t sandbox_gid = 0;
+  std::filesystem::path launch_dir;  // where the launch's files go
+  std::filesystem::path workspace_dir;
+  std::filesystem::path workspace_target = "/workspace";
+  std::filesystem::path home_dir;
+  const session_image* image = nullptr;  // nullptr: the allow-listed host root
+  const std::vector<bind_mount>* mounts = nullptr;
+  bool disk_quota_enforced = false;
+  std::string binding_digest;
+};
+session_view view_of(const prepared_session& session);
+
+// A launch before anything of it exists: the helper's plan and the launcher's files, all named
+// <launch dir>/<label>-<seq>.* (.root: the new root's mount point, .stdin, .stdout, .stderr).
+struct planned_launch {
+  launch_plan plan;
+  std::filesystem::path launch_dir;
+  std::string plan_path;    // <base>.plan.json: the plan, for the helper
+  std::string record_path;  // <base>.record.json: where the helper writes the run record
+};
+
+// The plan of launch number `seq` of this process (it names the launch's files and cgroup):
+// the session's root, binds and ids, the program, limits and network of the request unless
+// `options` overrides them, and the standard streams. Pure: nothing is created.
+planned_launch plan_launch(const session_view& session, const launch_options& options, int seq);
 
 // The warm helper (docs/sandbox.md, "Order of steps"). After its first launch a process keeps
 // one helper started ahead of need by a thread of its own that lives as long as the process
@@ -67,12 +105,13 @@ result<run_record> launch(const prepared_session& session, const launch_options&
 // it and pays no exec on its critical path; a launch that inherits the caller's stdio (a shell,
 // a terminal), a helper that died while it waited, or none ready yet: the launch spawns its own
 // (the cold path), with the same plan, steps and record. A plan goes to one helper only, once.
-// EVALBOX_WARM_HELPER=0 in the environment (read at each launch) keeps every launch cold.
-bool warm_helper_enabled();
+// A session whose launch_settings say warm_helper = false (EVALBOX_WARM_HELPER=0) launches cold.
 
-// Starts keeping a warm helper (when enabled and not kept yet) and waits up to `timeout` for
-// one to be waiting: its pid, or nothing (disabled, or none ready in time).
-std::optional<pid_t> wait_for_warm_helper(std::chrono::milliseconds timeout);
+// Starts keeping a warm helper of `settings`' helper binary (when `settings` enable it and none
+// is kept yet) and waits up to `timeout` for one to be waiting: its pid, or nothing (disabled,
+// or none ready in time).
+std::optional<pid_t> wait_for_warm_helper(const launch_settings& settings,
+                                          std::chrono::milliseconds timeout);
 
 // Counts since the process started, for tests and measurements.
 struct warm_helper_counts {

@@ -51,7 +51,8 @@ struct preparer::impl {
       so.state_root = options.state_root;
       so.owner_uid = options.sandbox_uid;
       so.owner_gid = options.sandbox_gid;
-      so.limits = EB_TRY(image::limits_from_env());
+      so.limits = EB_TRY(
+          image::parse_limits(options.image_max_layer_bytes, options.image_max_layer_entries));
       store.emplace(EB_TRY(image::store::open(std::move(so))));
     }
     return &*store;

@@ -30,16 +30,41 @@
 
 namespace evalbox::sandbox {
 
+// How a session's launches start their helper and make their cgroups (launcher.h), and where
+// its teardown looks for those cgroups: the host's settings, which a session carries from its
+// preparer's options. The defaults are an unset environment's.
+struct launch_settings {
+  // EVALBOX_HELPER: the evalbox-sandbox helper to run; empty: the one beside the running
+  // executable, else the build tree's (helper_path).
+  std::filesystem::path helper;
+  // EVALBOX_WARM_HELPER=0 makes it false: every launch starts its own helper (the cold path).
+  bool warm_helper = true;
+  // EVALBOX_CGROUP_V2_ROOT: a cgroup v2 root to make every launch's cgroup in, and to reclaim
+  // from, instead of the host's hierarchy (cgroup.h, host_options); empty: the host's.
+  std::filesystem::path cgroup_v2_root;
+  // EVALBOX_CGROUP_AHEAD=0 makes it false: on cgroup v1 a warm helper makes no cgroups ahead.
+  bool cgroup_ahead = true;
+};
+
 struct preparer_options {
   std::filesystem::path state_root;  // e.g. /var/lib/evalbox or $XDG_STATE_HOME/evalbox
   // The unprivileged host id the sandbox's uid 0 maps to. When evalbox runs as root this is
   // a dedicated id (never 0); otherwise the invoking user's own uid and gid.
   uid_t sandbox_uid = 0;
   gid_t sandbox_gid = 0;
+  launch_settings launch;
+  // EVALBOX_IMAGE_MAX_LAYER_BYTES (a size: "32GiB") and EVALBOX_IMAGE_MAX_LAYER_ENTRIES (a
+  // count) as given, "" for the defaults: parsed when the image store is first opened, where a
+  // malformed value is an error (image::parse_limits), so a run without an image never fails
+  // for one.
+  std::string image_max_layer_bytes;
+  std::string image_max_layer_entries;
 };
 
-// Defaults: state root from EVALBOX_STATE_DIR, else /var/lib/evalbox (root) or
-// $XDG_STATE_HOME/evalbox; sandbox id 60000 when root, else getuid()/getgid().
+// The options as this process's environment sets them, read here once (the edge) and passed
+// down: state root from EVALBOX_STATE_DIR, else /var/lib/evalbox (root) or
+// $XDG_STATE_HOME/evalbox; sandbox id 60000 (EVALBOX_SANDBOX_UID) when root, else
+// getuid()/getgid(); the launch settings and the image layer limits from their variables.
 preparer_options default_preparer_options();
 
 // An image as the store resolved it, for the harness to compose a run from (environment,
@@ -85,6 +110,8 @@ class prepared_session {
   ~prepared_session();  // tears down like close(), logging (never throwing) errors
 
   [[nodiscard]] const session_request& request() const noexcept;
+  // Its preparer's options, as they were when it was prepared (the launch settings among them).
+  [[nodiscard]] const preparer_options& options() const noexcept;
   [[nodiscard]] const std::filesystem::path& run_dir() const noexcept;
   // Host path of the workspace tree the sandbox sees at /workspace (the merged view).
   [[nodiscard]] const std::filesystem::path& workspace_dir() const noexcept;

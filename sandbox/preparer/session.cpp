@@ -30,7 +30,8 @@ status prepared_session::state::teardown() {
       mounted.insert(mounted.end(), points.begin(), points.end());
     }
     for (const char* point : {"workspace", "lower", "disk"}) mounted.push_back(run_dir / point);
-    EB_TRY_CTX(run_state::remove_own_run(run_dir, request.run_id, mounted, counts),
+    EB_TRY_CTX(run_state::remove_own_run(run_dir, request.run_id, mounted,
+                                         options.launch.cgroup_v2_root, counts),
                fmt::format("tear down run {}", request.run_id));
   }
   // The layers last: the run's root no longer exists anywhere.
@@ -56,6 +57,7 @@ prepared_session::~prepared_session() {
 }
 
 const session_request& prepared_session::request() const noexcept { return state_->request; }
+const preparer_options& prepared_session::options() const noexcept { return state_->options; }
 const fs::path& prepared_session::run_dir() const noexcept { return state_->run_dir; }
 const fs::path& prepared_session::workspace_dir() const noexcept { return state_->workspace_dir; }
 const fs::path& prepared_session::home_dir() const noexcept { return state_->home_dir; }

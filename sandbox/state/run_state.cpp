@@ -199,10 +199,11 @@ status remove_run(const fs::path& run_dir, const std::string& run_id, reclaim_co
 }
 
 status remove_own_run(const fs::path& run_dir, const std::string& run_id,
-                      const std::vector<fs::path>& known_mounts, reclaim_counts& counts) {
+                      const std::vector<fs::path>& known_mounts, const fs::path& cgroup_v2_root,
+                      reclaim_counts& counts) {
   counts.mounts += EB_TRY(mount::unmount_each(known_mounts));
   std::vector<fs::path> tops;
-  for (const auto& parent : cgroup::run_cgroup_parents())
+  for (const auto& parent : cgroup::run_cgroup_parents({.v2_root = cgroup_v2_root}))
     for (auto& dir : cgroup::run_cgroups_in(parent, run_id)) tops.push_back(std::move(dir));
   counts.cgroups += EB_TRY(remove_cgroup_trees(tops));
   // remove_tree stops at anything still mounted below (a mount the owner did not list):

@@ -56,11 +56,12 @@ status remove_run(const std::filesystem::path& run_dir, const std::string& run_i
 
 // The live owner's teardown of its own run: unmounts `known_mounts` (the points it mounted,
 // in order) without reading the mount table, removes the run's cgroups from the hierarchies
-// evalbox uses (cgroup::run_cgroup_parents), removes the directory. Anything mounted that was
-// not listed makes it fall back to remove_run. Adds to `counts`.
+// evalbox uses (cgroup::run_cgroup_parents, with `cgroup_v2_root` when one is forced: the
+// session's launch_settings), removes the directory. Anything mounted that was not listed
+// makes it fall back to remove_run. Adds to `counts`.
 status remove_own_run(const std::filesystem::path& run_dir, const std::string& run_id,
                       const std::vector<std::filesystem::path>& known_mounts,
-                      reclaim_counts& counts);
+                      const std::filesystem::path& cgroup_v2_root, reclaim_counts& counts);
 // Reclaims every run under `runs` whose lock is free. Errors of one run are collected in
 // counts.errors and do not stop the others.
 result<reclaim_counts> reclaim_stale(const std::filesystem::path& runs);

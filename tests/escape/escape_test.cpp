@@ -114,9 +114,10 @@ class Escape : public ::testing::TestWithParam<root_kind> {
     o.limits_override = lim;
     // Through the warm helper unless EVALBOX_WARM_HELPER=0 (ctest runs the suite both ways,
     // the cold run's names ending in `.cold`): the launch must take it, not fall back.
-    const bool warm = warm_helper_enabled();
+    const launch_settings& settings = session_->options().launch;
+    const bool warm = settings.warm_helper;
     if (warm) {
-      EXPECT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
+      EXPECT_TRUE(wait_for_warm_helper(settings, std::chrono::seconds(10)));
     }
     const warm_helper_counts before = warm_helper_stats();
     auto r = launch(*session_, o);

@@ -348,8 +348,8 @@ TEST_F(Grading, AShellCheckThatCannotRunIsAGraderErrorNotAFailure) {
   EXPECT_NE(g2.checks[0].detail.find("AssertionError"), std::string::npos);
 }
 
-// A check whose evaluation throws (EVALBOX_FAULT, the test hook) is this run's grader error
-// with the check named; every other check is still evaluated.
+// A check whose evaluation throws (grading_inputs::fault, the test hook) is this run's grader
+// error with the check named; every other check is still evaluated.
 TEST_F(Grading, ACheckThatThrowsIsAGraderErrorAndTheOthersAreStillEvaluated) {
   fixture_spec f;
   auto a = file("out.txt", fp::exists);
@@ -360,9 +360,9 @@ TEST_F(Grading, ACheckThatThrowsIsAGraderErrorAndTheOthersAreStillEvaluated) {
   c.id = "c";
   f.checks = {a, b, c};
   transcript t;
-  ::setenv("EVALBOX_FAULT", "check-throw:b", 1);
-  auto g = grade({f, t, before(), after(), nullptr});
-  ::unsetenv("EVALBOX_FAULT");
+  grading_inputs in{f, t, before(), after(), nullptr};
+  in.fault = "check-throw:b";
+  auto g = grade(in);
   EXPECT_FALSE(g.ok);
   EXPECT_FALSE(g.passed);
   EXPECT_EQ(g.error,
@@ -375,6 +375,26 @@ TEST_F(Grading, ACheckThatThrowsIsAGraderErrorAndTheOthersAreStillEvaluated) {
   EXPECT_TRUE(g.checks[2].error.empty());
   EXPECT_EQ(g.to_json(1.0)["status"], "error");
   EXPECT_TRUE(grade({f, t, before(), after(), nullptr}).ok) << "the hook names one check only";
+}
+
+// The binary's hook (the end-to-end tests drive it): with no fault in the inputs, EVALBOX_FAULT
+// says which check throws; a fault in the inputs, even none (""), is what counts.
+TEST_F(Grading, WithoutAFaultInItsInputsGradingTakesEvalboxFault) {
+  fixture_spec f;
+  auto a = file("out.txt", fp::exists);
+  a.id = "a";
+  f.checks = {a};
+  transcript t;
+  grading_inputs in{f, t, before(), after(), nullptr};
+  ::setenv("EVALBOX_FAULT", "check-throw:a", 1);
+  auto from_env = grade(in);
+  in.fault = "";
+  auto overridden = grade(in);
+  ::unsetenv("EVALBOX_FAULT");
+  EXPECT_FALSE(from_env.ok);
+  EXPECT_EQ(from_env.error,
+            "check a: could not be evaluated: fault injected by EVALBOX_FAULT=check-throw:a");
+  EXPECT_TRUE(overridden.ok) << overridden.error;
 }
 
 TEST_F(Grading, APatternNeverCompiledIsAGraderErrorNotAFailedCheck) {

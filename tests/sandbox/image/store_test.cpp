@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -316,6 +317,29 @@ TEST_F(Store, LimitsComeFromTheEnvironment) {
   ::unsetenv("EVALBOX_IMAGE_MAX_LAYER_BYTES");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("EVALBOX_IMAGE_MAX_LAYER_BYTES"), std::string::npos);
+}
+
+// What the preparer parses when it first opens the store (preparer_options carries the texts
+// from the edge): "" keeps a limit, a malformed value is an error naming its variable.
+TEST_F(Store, LimitsParseTheirTextsAndNameTheVariableOfABadOne) {
+  img::layer_limits base;
+  base.max_bytes = 5;
+  base.max_entries = 6;
+  auto same = img::parse_limits("", "", base);
+  ASSERT_TRUE(same) << same.error().message;
+  EXPECT_EQ(same->max_bytes, 5u);
+  EXPECT_EQ(same->max_entries, 6u);
+  auto l = img::parse_limits("8GiB", "1000", base);
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_EQ(l->max_bytes, 8ull << 30);
+  EXPECT_EQ(l->max_entries, 1000u);
+  for (auto [bytes, entries, named] : {std::tuple{"0", "", "EVALBOX_IMAGE_MAX_LAYER_BYTES"},
+                                       std::tuple{"", "0", "EVALBOX_IMAGE_MAX_LAYER_ENTRIES"},
+                                       std::tuple{"", "12x", "EVALBOX_IMAGE_MAX_LAYER_ENTRIES"}}) {
+    auto bad = img::parse_limits(bytes, entries);
+    ASSERT_FALSE(bad) << bytes << " " << entries;
+    EXPECT_NE(bad.error().message.find(named), std::string::npos) << bad.error().message;
+  }
 }
 
 TEST_F(Store, DockerArchiveWithManifestLastImportsLikeTheLayout) {

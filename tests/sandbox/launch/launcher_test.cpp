@@ -30,6 +30,14 @@ namespace {
 
 using evalbox::testing::prep_env;
 
+// The launch settings of the sessions here: the environment's, as the edge reads them
+// (default_preparer_options), and the cgroup options among them.
+launch_settings settings() { return default_preparer_options().launch; }
+cgroup::host_options cgroups() {
+  const launch_settings s = settings();
+  return {.v2_root = s.cgroup_v2_root, .ahead = s.cgroup_ahead};
+}
+
 class Launcher : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -38,12 +46,13 @@ class Launcher : public ::testing::Test {
   prep_env env_;
 };
 
-TEST(HelperPath, PrefersTheEnvironmentThenTheBuildTree) {
-  ::setenv("EVALBOX_HELPER", "/opt/evalbox/evalbox-sandbox", 1);
-  EXPECT_EQ(helper_path(), "/opt/evalbox/evalbox-sandbox");
-  ::unsetenv("EVALBOX_HELPER");
+TEST(HelperPath, PrefersTheSettingThenTheBuildTree) {
+  launch_settings s;
+  s.helper = "/opt/evalbox/evalbox-sandbox";
+  EXPECT_EQ(helper_path(s), "/opt/evalbox/evalbox-sandbox");
+  s.helper.clear();
   // The test binary has no helper beside it: the compiled-in build path.
-  EXPECT_EQ(helper_path(),
+  EXPECT_EQ(helper_path(s),
             std::filesystem::path(EVALBOX_BINARY_DIR) / "sandbox/helper/evalbox-sandbox");
 }
 
@@ -146,9 +155,6 @@ TEST_F(Launcher, LaunchesFromManyThreadsAtOnce) {
 // A record the helper leaves that cannot be read fails the launch with the reason, not a
 // bare "not a run record".
 TEST_F(Launcher, AnUnreadableRecordIsAnErrorThatSaysWhy) {
-  preparer prep(env_.options());
-  auto session = prep.prepare(env_.request("badrecord"));
-  ASSERT_TRUE(session) << session.error().message;
   temp_dir bin("evalbox-fake-helper");
   const std::filesystem::path fake = bin.path() / "evalbox-sandbox";
   ASSERT_TRUE(write_file(fake,
@@ -156,11 +162,14 @@ TEST_F(Launcher, AnUnreadableRecordIsAnErrorThatSaysWhy) {
                          "while [ $# -gt 0 ]; do [ \"$1\" = --record ] && rec=$2; shift; done\n"
                          "printf '{\"schema\": \"evalbox.run-record.v0\"}' > \"$rec\"\n",
                          0755));
-  ::setenv("EVALBOX_HELPER", fake.c_str(), 1);
+  auto options = env_.options();
+  options.launch.helper = fake;
+  preparer prep(options);
+  auto session = prep.prepare(env_.request("badrecord"));
+  ASSERT_TRUE(session) << session.error().message;
   launch_options o;
   o.argv = {"/bin/true"};
   auto rec = launch(*session, o);
-  ::unsetenv("EVALBOX_HELPER");
   ASSERT_FALSE(rec);
   EXPECT_EQ(rec.error().kind, error_kind::internal);
   EXPECT_NE(rec.error().message.find("wrote a record evalbox cannot read"), std::string::npos)
@@ -212,10 +221,11 @@ TEST_F(Launcher, EverySystemPathIsMountedByTheHelperAlone) {
 // v1 made ahead by a warm helper and claimed at the launch: the program runs in it, with the
 // request's limits, and nothing of it is left after the launch.
 // `cgroup_root` is where the run's cgroups go (<root>/evalbox/<run id>@<label>-<seq>).
-void expect_run_inside_its_cgroup(prep_env& env, const std::filesystem::path& root,
-                                  const char* limit_file, const std::string& limit) {
+void expect_run_inside_its_cgroup(prep_env& env, const preparer_options& options,
+                                  const std::filesystem::path& root, const char* limit_file,
+                                  const std::string& limit) {
   namespace fs = std::filesystem;
-  preparer prep(env.options());
+  preparer prep(options);
   auto req = env.request("cgroup");
   req.limits.memory_bytes = 256ull << 20;
   req.limits.pids = 64;
@@ -256,8 +266,8 @@ TEST_F(Launcher, OnCgroupV1TheRunIsInItsOwnCgroupWithItsLimits) {
   EVALBOX_REQUIRE_FEATURE(
       evalbox::testing::host().root && std::filesystem::exists("/sys/fs/cgroup/memory/tasks"),
       "root and cgroup v1 memory at /sys/fs/cgroup/memory");
-  expect_run_inside_its_cgroup(env_, "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
-                               std::to_string(256ull << 20));
+  expect_run_inside_its_cgroup(env_, env_.options(), "/sys/fs/cgroup/memory",
+                               "memory.limit_in_bytes", std::to_string(256ull << 20));
 }
 
 TEST_F(Launcher, ACgroupV2MadeByTheLauncherIsHandedOverToo) {
@@ -266,9 +276,9 @@ TEST_F(Launcher, ACgroupV2MadeByTheLauncherIsHandedOverToo) {
       evalbox::testing::host().root && std::filesystem::exists(unified / "cgroup.procs"),
       "root and a cgroup2 mount at /sys/fs/cgroup/unified");
   // The unified mount here offers no controllers: membership only, no limits.
-  ::setenv("EVALBOX_CGROUP_V2_ROOT", unified.c_str(), 1);
-  expect_run_inside_its_cgroup(env_, unified, nullptr, "");
-  ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
+  auto options = env_.options();
+  options.launch.cgroup_v2_root = unified;
+  expect_run_inside_its_cgroup(env_, options, unified, nullptr, "");
 }
 
 // As root the workspace and home live on the run's size-limited tmpfs, and the record says
@@ -289,14 +299,14 @@ TEST_F(Launcher, TheRecordNamesTheTmpfsQuotaWhenThereIsOne) {
 
 TEST_F(Launcher, ACgroupTheLauncherCannotMakeFailsTheRunAsRoot) {
   EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root, "root");
-  preparer prep(env_.options());
+  auto options = env_.options();
+  options.launch.cgroup_v2_root = "/proc/evalbox-no-such-cgroup-root";
+  preparer prep(options);
   auto session = prep.prepare(env_.request("nocgroup"));
   ASSERT_TRUE(session) << session.error().message;
-  ::setenv("EVALBOX_CGROUP_V2_ROOT", "/proc/evalbox-no-such-cgroup-root", 1);
   launch_options o;
   o.argv = {"/bin/true"};
   auto rec = launch(*session, o);
-  ::unsetenv("EVALBOX_CGROUP_V2_ROOT");
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_FALSE(rec->ok());
   EXPECT_NE(rec->error.find("create the run's cgroup"), std::string::npos) << rec->error;
@@ -341,7 +351,7 @@ TEST_F(WarmHelper, ALaunchRunsItsPlanOnceInTheWarmHelper) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("warm"));
   ASSERT_TRUE(session) << session.error().message;
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid) << "no warm helper started";
   unique_fd pidfd(sys::pidfd_open(*pid, 0));
   ASSERT_TRUE(pidfd);
@@ -360,7 +370,7 @@ TEST_F(WarmHelper, ALaunchRunsItsPlanOnceInTheWarmHelper) {
   // The helper that waited ran the plan and is gone; it ran it once; another waits now.
   EXPECT_TRUE(exits(pidfd.get()));
   EXPECT_EQ(read_file(session->workspace_dir() / "runs.txt").value_or(""), "ran\n");
-  const auto next = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto next = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(next);
   EXPECT_NE(*next, *pid);
 }
@@ -369,7 +379,7 @@ TEST_F(WarmHelper, AKilledWarmHelperIsReplacedAndTheLaunchStillRuns) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("killed"));
   ASSERT_TRUE(session) << session.error().message;
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid);
   unique_fd pidfd(sys::pidfd_open(*pid, 0));
   ASSERT_TRUE(pidfd);
@@ -386,7 +396,7 @@ TEST_F(WarmHelper, AKilledWarmHelperIsReplacedAndTheLaunchStillRuns) {
   EXPECT_EQ(after.replaced, before.replaced + 1);
   EXPECT_EQ(after.cold, before.cold + 1);  // the launch started its own
   EXPECT_EQ(after.warm, before.warm);
-  const auto next = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto next = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(next) << "the dead helper was not replaced";
   EXPECT_NE(*next, *pid);
   // The replacement takes the next launch.
@@ -404,7 +414,7 @@ void expect_warm_launch_cancelled(prep_env& env, const std::string& name,
   preparer prep(env.options());
   auto session = prep.prepare(env.request(name));
   ASSERT_TRUE(session) << session.error().message;
-  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
+  ASSERT_TRUE(wait_for_warm_helper(settings(), std::chrono::seconds(10)));
   const warm_helper_counts before = warm_helper_stats();
   launch_options o;
   o.argv = {"/bin/sleep", "30"};
@@ -439,7 +449,7 @@ TEST_F(WarmHelper, ACancelRequestedAsTheLaunchStartsStillEndsIt) {
 // (a fresh copy of this binary, so that no earlier test's pool is in it): it also reports the
 // helper's pid on fd EVALBOX_TEST_REPORT_FD and exits when fd EVALBOX_TEST_WAIT_FD says so.
 TEST_F(WarmHelper, AProcessKeepsAWarmHelperReady) {
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid) << "no warm helper started";
   unique_fd pidfd(sys::pidfd_open(*pid, 0));
   ASSERT_TRUE(pidfd);
@@ -509,7 +519,7 @@ TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's test failed";
   EXPECT_TRUE(exits(pidfd.get())) << "the warm helper " << helper << " outlived its process";
   // It went at its launcher's end of file, removing what it made ahead.
-  for (const auto& parent : cgroup::run_cgroup_parents())
+  for (const auto& parent : cgroup::run_cgroup_parents(cgroups()))
     EXPECT_FALSE(std::filesystem::exists(parent / cgroup::ahead_cgroup_name(helper)))
         << parent << ": the helper's cgroups made ahead outlived it";
 }
@@ -530,7 +540,8 @@ TEST_F(WarmHelper, AWarmHelperKeepsNoFdItInherited) {
   o.argv = {"/bin/true"};
   auto rec = launch(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
-  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10))) << "no warm helper started";
+  ASSERT_TRUE(wait_for_warm_helper(settings(), std::chrono::seconds(10)))
+      << "no warm helper started";
   ::close(p[1]);
   pollfd pfd{read_end.get(), POLLIN, 0};
   ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "the pipe's write end is still open in a warm helper";
@@ -543,14 +554,14 @@ TEST_F(WarmHelper, AWarmHelperKeepsNoFdItInherited) {
 // claims them under its own name, and nothing of the "@ahead-" name is left.
 TEST_F(WarmHelper, OnCgroupV1AWaitingHelperHoldsItsCgroupsWithItsStarterInside) {
   namespace fs = std::filesystem;
-  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(),
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(cgroups()),
                           "root and cgroup v1 (cgroups made ahead)");
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("ahead"));
   ASSERT_TRUE(session) << session.error().message;
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid);
-  const auto parents = cgroup::run_cgroup_parents();
+  const auto parents = cgroup::run_cgroup_parents(cgroups());
   ASSERT_FALSE(parents.empty());
   for (const auto& parent : parents) {
     const fs::path procs = parent / cgroup::ahead_cgroup_name(*pid) / "cgroup.procs";
@@ -580,14 +591,14 @@ TEST_F(WarmHelper, OnCgroupV1AWaitingHelperHoldsItsCgroupsWithItsStarterInside) 
 // and pid 1 moves itself into the run's cgroup at its release, as without cgroups made ahead.
 TEST_F(WarmHelper, AStarterKilledBeforeItsLaunchLeavesPid1ToTheHelper) {
   namespace fs = std::filesystem;
-  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(),
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(cgroups()),
                           "root and cgroup v1 (cgroups made ahead)");
   preparer prep(env_.options());
   auto req = env_.request("nostarter");
   req.limits.pids = 64;
   auto session = prep.prepare(req);
   ASSERT_TRUE(session) << session.error().message;
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid);
   const fs::path procs =
       fs::path("/sys/fs/cgroup/pids/evalbox") / cgroup::ahead_cgroup_name(*pid) / "cgroup.procs";
@@ -622,13 +633,13 @@ TEST_F(WarmHelper, AStarterKilledBeforeItsLaunchLeavesPid1ToTheHelper) {
 // A helper killed while it waited leaves its "@ahead-" cgroups; the next helper removes them.
 TEST_F(WarmHelper, CgroupsMadeAheadByAKilledHelperAreRemovedByTheNextOne) {
   namespace fs = std::filesystem;
-  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(),
+  EVALBOX_REQUIRE_FEATURE(evalbox::testing::host().root && cgroup::ahead_applies(cgroups()),
                           "root and cgroup v1 (cgroups made ahead)");
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid);
   unique_fd pidfd(sys::pidfd_open(*pid, 0));
   ASSERT_TRUE(pidfd);
-  const auto parents = cgroup::run_cgroup_parents();
+  const auto parents = cgroup::run_cgroup_parents(cgroups());
   // Its cgroups exist once it made them (before it is told to move its starter in).
   for (const auto& parent : parents)
     ASSERT_TRUE(eventually([&] { return fs::exists(parent / cgroup::ahead_cgroup_name(*pid)); }))
@@ -643,7 +654,7 @@ TEST_F(WarmHelper, CgroupsMadeAheadByAKilledHelperAreRemovedByTheNextOne) {
     EXPECT_EQ(tasks, "") << procs;
   }
   // The pool starts the next helper, which removes them while it makes its own.
-  const auto next = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto next = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(next);
   EXPECT_NE(*next, *pid);
   for (const auto& parent : parents)
@@ -658,7 +669,7 @@ TEST_F(WarmHelper, AWaitingHelperOutlastsSigintSigtermAndSighup) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("signals"));
   ASSERT_TRUE(session) << session.error().message;
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid);
   unique_fd pidfd(sys::pidfd_open(*pid, 0));
   ASSERT_TRUE(pidfd);
@@ -676,21 +687,27 @@ TEST_F(WarmHelper, AWaitingHelperOutlastsSigintSigtermAndSighup) {
 }
 
 TEST_F(WarmHelper, WarmAndColdLaunchesRecordTheSameMechanisms) {
+  // The same request, once in a session whose settings keep every launch cold
+  // (EVALBOX_WARM_HELPER=0), then in one that takes the warm helper.
+  auto cold_options = env_.options();
+  cold_options.launch.warm_helper = false;
+  preparer cold_prep(cold_options);
   preparer prep(env_.options());
   auto req = env_.request("same");
   req.secrets = {{"codex", env_.creds / "auth.json", ".codex/auth.json"}};
-  auto session = prep.prepare(req);
-  ASSERT_TRUE(session) << session.error().message;
   launch_options o;
   o.argv = {"/bin/sh", "-c", "test -f /home/agent/.codex/auth.json && exit 5"};
-  ::setenv("EVALBOX_WARM_HELPER", "0", 1);
-  EXPECT_FALSE(wait_for_warm_helper(std::chrono::milliseconds(0)));
+  auto cold_session = cold_prep.prepare(req);
+  ASSERT_TRUE(cold_session) << cold_session.error().message;
+  EXPECT_FALSE(wait_for_warm_helper(cold_options.launch, std::chrono::milliseconds(0)));
   warm_helper_counts before = warm_helper_stats();
-  auto cold = launch(*session, o);
-  ::unsetenv("EVALBOX_WARM_HELPER");
+  auto cold = launch(*cold_session, o);
   ASSERT_TRUE(cold) << cold.error().message;
   EXPECT_EQ(warm_helper_stats().cold, before.cold + 1);
-  ASSERT_TRUE(wait_for_warm_helper(std::chrono::seconds(10)));
+  ASSERT_TRUE(cold_session->close());  // the credential lease is exclusive
+  auto session = prep.prepare(req);
+  ASSERT_TRUE(session) << session.error().message;
+  ASSERT_TRUE(wait_for_warm_helper(settings(), std::chrono::seconds(10)));
   before = warm_helper_stats();
   auto warm = launch(*session, o);
   ASSERT_TRUE(warm) << warm.error().message;
@@ -745,7 +762,7 @@ TEST_F(WarmHelper, ARunLivesInTheNamespacesItsHelperMadeAheadAndNoOtherRunDoes) 
   o.stdout_path = out.path() / "stdout";
   std::vector<std::string> seen;
   for (int round = 0; round < 2; ++round) {
-    const auto helper = wait_for_warm_helper(std::chrono::seconds(10));
+    const auto helper = wait_for_warm_helper(settings(), std::chrono::seconds(10));
     ASSERT_TRUE(helper);
     const auto holder = holder_of(*helper);
     ASSERT_TRUE(holder) << "warm helper " << *helper << " made no namespaces ahead";
@@ -771,7 +788,7 @@ TEST_F(WarmHelper, ARunWithTheHostNetworkJoinsOnlyTheUserNamespaceMadeAhead) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("aheadhost"));
   ASSERT_TRUE(session) << session.error().message;
-  const auto helper = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto helper = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(helper);
   const auto holder = holder_of(*helper);
   ASSERT_TRUE(holder);
@@ -795,7 +812,7 @@ TEST_F(WarmHelper, AHolderKilledBeforeItsLaunchLeavesTheNamespacesToClone3) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("aheadkilled"));
   ASSERT_TRUE(session) << session.error().message;
-  const auto helper = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto helper = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(helper);
   const auto holder = holder_of(*helper);
   ASSERT_TRUE(holder);
@@ -822,7 +839,7 @@ TEST_F(WarmHelper, ALaunchThatInheritsStdioStartsItsOwn) {
   preparer prep(env_.options());
   auto session = prep.prepare(env_.request("inherit"));
   ASSERT_TRUE(session) << session.error().message;
-  const auto pid = wait_for_warm_helper(std::chrono::seconds(10));
+  const auto pid = wait_for_warm_helper(settings(), std::chrono::seconds(10));
   ASSERT_TRUE(pid);
   const warm_helper_counts before = warm_helper_stats();
   launch_options o;
@@ -832,7 +849,8 @@ TEST_F(WarmHelper, ALaunchThatInheritsStdioStartsItsOwn) {
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_TRUE(rec->ok()) << rec->error;
   EXPECT_EQ(warm_helper_stats().cold, before.cold + 1);
-  EXPECT_EQ(wait_for_warm_helper(std::chrono::seconds(1)), pid) << "the warm helper was used";
+  EXPECT_EQ(wait_for_warm_helper(settings(), std::chrono::seconds(1)), pid)
+      << "the warm helper was used";
 }
 
 }  // namespace

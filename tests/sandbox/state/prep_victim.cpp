@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   (void)write_file(s->workspace_dir() / "written-by-victim", "x");
   (void)s->snapshot_workspace();
   // A launch's cgroup of the run, with this process in it.
-  for (const auto& parent : cgroup::run_cgroup_parents()) {
+  for (const auto& parent : cgroup::run_cgroup_parents(
+           {.v2_root = o.launch.cgroup_v2_root, .ahead = o.launch.cgroup_ahead})) {
     const auto dir = parent / cgroup::launch_cgroup_name(r.run_id, "launch-0");
     if (!make_dirs(dir, 0755)) continue;
     (void)write_file(dir / "cgroup.procs", std::to_string(::getpid()));
