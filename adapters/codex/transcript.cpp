@@ -270,10 +270,10 @@ std::optional<std::string> rollout_command(const std::string& name, const json& 
     const json& argv = json_member(args, "command");
     if (!argv.is_array() || argv.empty()) return std::nullopt;
     // ["bash", "-lc", script] -> script, like unwrap_shell_command does for the stream.
-    if (argv.size() == 3 && argv[1].is_string() &&
-        (argv[1].get<std::string>() == "-lc" || argv[1].get<std::string>() == "-c") &&
-        argv[2].is_string())
-      return argv[2].get<std::string>();
+    if (argv.size() == 3 && argv.at(1).is_string() &&
+        (argv.at(1).get<std::string>() == "-lc" || argv.at(1).get<std::string>() == "-c") &&
+        argv.at(2).is_string())
+      return argv.at(2).get<std::string>();
     std::string joined;
     for (const json& a : argv) {
       if (!a.is_string()) return std::nullopt;

@@ -52,11 +52,11 @@ class command_adapter final : public harness::adapter {
         }
       if (all_strings) {
         // A bare name is found in the sandbox when the agent starts; a path must be a host file.
-        auto prog = resolve_program(argv->value[0].get<std::string>(), c.where.file);
+        auto prog = resolve_program(argv->value.at(0).get<std::string>(), c.where.file);
         if (!prog || (prog->is_absolute() && ::access(prog->c_str(), X_OK) != 0))
           errors.push_back({argv->where,
                             fmt::format("program '{}' is not an executable file",
-                                        argv->value[0].get<std::string>()),
+                                        argv->value.at(0).get<std::string>()),
                             "give an absolute path, a path relative to the suite file, or a "
                             "bare name to find on the sandbox's PATH; check chmod +x"});
       }

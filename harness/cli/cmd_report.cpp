@@ -42,12 +42,7 @@ std::optional<std::string> baseline_of(const report_args& a) {
         return depth != 1 || event != json::parse_event_t::key || parsed == "settings";
       },
       /*allow_exceptions=*/false);
-  if (!previous.is_object() || !previous.contains("settings")) return std::nullopt;
-  const json& settings = previous["settings"];
-  if (!settings.is_object() || !settings.contains("baseline")) return std::nullopt;
-  const json& b = settings["baseline"];
-  if (b.is_string()) return b.get<std::string>();
-  return std::nullopt;
+  return json_find<std::string>(json_member(previous, "settings"), "baseline");
 }
 
 int report_command(const report_args& a) {

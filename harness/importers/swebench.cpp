@@ -14,6 +14,7 @@
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/json_checks.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
 
@@ -403,8 +404,7 @@ result<swebench_import_result> import_swebench(const swebench_import_options& o)
     }
     const source_location where{display, array ? 0 : n, array ? 0 : 1};
     std::string shown_id;
-    if (j.is_object() && j.contains("instance_id") && j["instance_id"].is_string())
-      shown_id = j["instance_id"].get<std::string>();
+    if (auto id = json_find<std::string>(j, "instance_id")) shown_id = std::move(*id);
     try {
       instance inst = parse_instance(j);
       shown_id = inst.instance_id;

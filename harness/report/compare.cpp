@@ -8,6 +8,7 @@
 #include <set>
 
 #include "harness/report/report.h"
+#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
 
@@ -28,10 +29,10 @@ std::set<std::string> candidates_of(const std::vector<stats::cell>& cells) {
 
 // Notes the fixture digest `r` carries.
 void add_digest(const json& r, std::map<std::string, std::set<std::string>>& out) {
-  const json& f = r.contains("fixture") ? r["fixture"] : json();
-  if (!f.is_object() || !f.contains("id") || !f["id"].is_string()) return;
-  const json& d = f.contains("digest") ? f["digest"] : json();
-  if (d.is_string()) out[f["id"].get<std::string>()].insert(d.get<std::string>());
+  const json& f = json_member(r, "fixture");
+  const auto id = json_find<std::string>(f, "id");
+  const auto digest = json_find<std::string>(f, "digest");
+  if (id && digest) out[*id].insert(*digest);
 }
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v * 100); }

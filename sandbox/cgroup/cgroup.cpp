@@ -17,6 +17,7 @@
 
 #include "sandbox/base/fs.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/json_get.h"
 #include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/probe.h"
@@ -368,20 +369,19 @@ result<std::unique_ptr<run_cgroup>> adopt(const json& d) {
   auto bad = [&] {
     return make_error(error_kind::internal, "not a cgroup description: {}", d.dump());
   };
-  if (!d.is_object() || !d.contains("version") || !d["version"].is_string()) return bad();
-  if (d["version"] == "v2") {
-    if (!d.contains("leaf") || !d["leaf"].is_string()) return bad();
-    fs::path leaf = d["leaf"].get<std::string>();
+  const auto version = json_find<std::string>(d, "version");
+  if (!version) return bad();
+  if (*version == "v2") {
+    const auto leaf_text = json_find<std::string>(d, "leaf");
+    if (!leaf_text) return bad();
+    fs::path leaf = *leaf_text;
     unique_fd fd(::open(leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd) return sys_error(errno, "open({})", leaf.string());
     return std::make_unique<v2_cgroup>(std::move(leaf), std::move(fd), kill_and_remove);
   }
-  if (d["version"] != "v1" || !d.contains("leaves") || !d["leaves"].is_object()) return bad();
-  std::map<std::string, fs::path> leaves;
-  for (const auto& [ctl, dir] : d["leaves"].items()) {
-    if (!dir.is_string()) return bad();
-    leaves[ctl] = dir.get<std::string>();
-  }
+  const auto dirs = json_find<std::map<std::string, std::string>>(d, "leaves");
+  if (*version != "v1" || !dirs) return bad();
+  std::map<std::string, fs::path> leaves(dirs->begin(), dirs->end());
   return std::make_unique<v1_cgroup>(std::move(leaves), kill_and_remove);
 }
 
