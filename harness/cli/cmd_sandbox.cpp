@@ -9,245 +9,90 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
-#include <chrono>
-#include <cstdlib>
-#include <optional>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/interactive.h"
-#include "harness/runner/request.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/units.h"
+#include "harness/runner/sandbox_exec.h"
 #include "sandbox/launch/launcher.h"
 #include "sandbox/preparer/preparer.h"
 
 namespace evalbox::cli {
 namespace {
-namespace fs = std::filesystem;
 using namespace evalbox::sandbox;
+using harness::exec_options;
 
-// Exit codes of `sandbox exec`, after timeout(1) and env(1).
-constexpr int exit_timed_out = 124;
-constexpr int exit_sandbox_error = 125;
-constexpr int exit_not_found = 127;
-
-struct exec_args {
-  std::string workspace;
-  std::string image;
-  std::string network = "none";
-  std::string memory = "2GiB";
-  std::string wall = "10m";
-  std::string cpu = "10m";
-  std::string disk = "1GiB";
-  uint64_t pids = 512;
+// The options as typed: --no-landlock is the negation of exec_options::landlock.
+struct exec_args : exec_options {
   bool no_landlock = false;
-  std::string state_dir;
-  std::string record;
-  std::vector<std::string> command;
 };
+
+std::atomic<bool>* g_stop_import = nullptr;
+extern "C" void on_import_interrupt(int) {
+  if (g_stop_import) g_stop_import->store(true);
+}
+
+// While an image is imported (`stop` not null), SIGINT sets `stop`; afterwards (null) SIGINT is
+// what it was before.
+void sigint_stops(std::atomic<bool>* stop) {
+  static struct sigaction old {};
+  if (stop) {
+    g_stop_import = stop;
+    struct sigaction on_int {};
+    on_int.sa_handler = on_import_interrupt;
+    sigemptyset(&on_int.sa_mask);
+    ::sigaction(SIGINT, &on_int, &old);
+  } else {
+    ::sigaction(SIGINT, &old, nullptr);
+    g_stop_import = nullptr;
+  }
+}
 
 cancel_token* g_cancel = nullptr;
 extern "C" void on_terminate(int) {
   if (g_cancel) g_cancel->requested.store(true);
 }
 
-// A name with a '/' is a host file (made absolute); a bare name is looked up on the sandbox's
-// own PATH when it starts (the image's, or the host's system directories) — never on the PATH of
-// the shell that runs evalbox.
-std::string resolve_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return fs::absolute(name).lexically_normal().string();
-  return name;
-}
-
-result<network_policy> parse_network(const std::string& text) {
-  network_policy n;
-  if (text == "none") return n;
-  if (text == "unsafe-host") {
-    n.mode = network_mode::host;
-    n.unsafe_host_network = true;
-    return n;
-  }
-  if (text.starts_with("allow:")) {
-    n.mode = network_mode::allow;
-    std::string_view rest = std::string_view(text).substr(6);
-    while (!rest.empty()) {
-      auto comma = rest.find(',');
-      n.allow.emplace_back(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-    if (n.allow.empty())
-      return make_error(error_kind::invalid_argument, "--network allow: is empty");
-    return n;
-  }
-  return make_error(error_kind::invalid_argument,
-                    "--network {}: expected none, allow:HOST:PORT[,HOST:PORT...] or unsafe-host",
-                    text);
-}
-
-result<session_request> make_request(const exec_args& a, const image_summary* image) {
-  if (a.command.empty()) return make_error(error_kind::invalid_argument, "no command given");
-  harness::exec_request_inputs in;
-  in.session_id =
-      fmt::format("sandbox-{}-{}", ::getpid(),
-                  std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
-  in.argv = a.command;
-  in.argv[0] = resolve_program(a.command[0]);
-  in.workspace = a.workspace;
-  in.image = image;
-  for (const char* k : {"TERM", "LANG", "LC_ALL", "COLORTERM"})
-    if (const char* v = std::getenv(k); v && *v) in.passed_env[k] = v;
-  in.limits.memory_bytes = EB_TRY_CTX(parse_bytes(a.memory), "--memory");
-  in.limits.wall_ms = EB_TRY_CTX(parse_duration_ms(a.wall), "--wall");
-  in.limits.cpu_ms = EB_TRY_CTX(parse_duration_ms(a.cpu), "--cpu");
-  in.limits.disk_bytes = EB_TRY_CTX(parse_bytes(a.disk), "--disk");
-  in.limits.pids = a.pids;
-  in.network = EB_TRY(parse_network(a.network));
-  in.landlock = !a.no_landlock;
-  return harness::make_exec_request(in);
-}
-
-int exit_code_for(const run_record& rec) {
-  switch (rec.outcome) {
-    case outcome_kind::exited:
-      return rec.exit_code;
-    case outcome_kind::signaled:
-      return 128 + rec.signal;
-    case outcome_kind::timed_out:
-      return exit_timed_out;
-    case outcome_kind::cpu_limit:
-      return 128 + SIGXCPU;
-    case outcome_kind::oom_killed:
-      return 128 + SIGKILL;
-    case outcome_kind::output_limit:
-      return 128 + SIGPIPE;
-    case outcome_kind::cancelled:
-      return exit_sigint;
-  }
-  return exit_internal;
+// The launch of `sandbox exec`: SIGINT from the terminal reaches the program itself (same
+// foreground group); SIGTERM and SIGHUP stop the run through the helper so that teardown still
+// happens.
+result<run_record> launch_passing_stdio(const prepared_session& session, launch_options lo) {
+  cancel_token cancel;
+  g_cancel = &cancel;
+  struct sigaction sa {};
+  sa.sa_handler = on_terminate;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  struct sigaction old_int {};
+  ::sigaction(SIGINT, &ign, &old_int);
+  lo.inherit_stdio = true;
+  auto rec = launch(session, lo, &cancel);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  g_cancel = nullptr;
+  return rec;
 }
 
 // `interactive`: the shell (interactive.h: a pseudo-terminal when stdin is a terminal).
-int run_exec(const exec_args& a, bool interactive = false) {
-  if (a.workspace.empty() && a.image.empty()) {
-    fmt::print(stderr,
-               "evalbox sandbox: give --workspace DIR (a host directory seen at /workspace), "
-               "--image REF (an image as the root), or both\n");
-    return exit_usage;
-  }
-  auto opts = default_preparer_options();
-  if (!a.state_dir.empty()) opts.state_root = fs::absolute(a.state_dir);
-  preparer prep(opts);
-  std::optional<image_summary> image;
-  if (!a.image.empty()) {
-    // The first use unpacks the image: said layer by layer; Ctrl-C stops it and keeps no
-    // partial layer.
-    std::atomic<bool> stop{false};
-    static std::atomic<bool>* g_stop = nullptr;
-    g_stop = &stop;
-    struct sigaction on_int {
-    }, old{};
-    on_int.sa_handler = [](int) {
-      if (g_stop) g_stop->store(true);
+int run_exec(const exec_args& args, bool interactive = false) {
+  exec_options a = args;
+  a.landlock = !args.no_landlock;
+  a.interactive = interactive;
+  std::atomic<bool> stop{false};
+  harness::exec_hooks hooks;
+  hooks.say = [](const std::string& line) { fmt::print(stderr, "evalbox sandbox: {}\n", line); };
+  // The first use of an image unpacks it: Ctrl-C stops that and keeps no partial layer.
+  hooks.stop_import = &stop;
+  hooks.importing = [&stop](bool importing) { sigint_stops(importing ? &stop : nullptr); };
+  if (interactive)
+    hooks.launch = [](const prepared_session& session, launch_options lo) {
+      cancel_token cancel;
+      return launch_interactive(session, lo, cancel);
     };
-    sigemptyset(&on_int.sa_mask);
-    ::sigaction(SIGINT, &on_int, &old);
-    auto img = prep.resolve_image(a.image, fs::current_path(), &stop, [](const std::string& l) {
-      fmt::print(stderr, "evalbox sandbox: {}\n", l);
-    });
-    ::sigaction(SIGINT, &old, nullptr);
-    g_stop = nullptr;
-    if (!img && img.error().kind == error_kind::cancelled) {
-      fmt::print(stderr, "evalbox sandbox: interrupted; no partial layer was kept\n");
-      return exit_sigint;
-    }
-    if (!img) {
-      fmt::print(stderr, "evalbox sandbox: --image: {}\n", img.error().message);
-      return img.error().kind == error_kind::invalid_argument ||
-                     img.error().kind == error_kind::not_found
-                 ? exit_usage
-                 : exit_sandbox_error;
-    }
-    if (img->layers_unpacked)
-      fmt::print(stderr, "evalbox sandbox: imported {} ({} layer(s))\n", img->reference,
-                 img->layers.size());
-    image = std::move(*img);
-  }
-  auto req = make_request(a, image ? &*image : nullptr);
-  if (!req) {
-    fmt::print(stderr, "evalbox sandbox: {}\n", req.error().message);
-    return req.error().kind == error_kind::not_found ? exit_not_found : exit_usage;
-  }
-  auto session = prep.prepare(*req);
-  if (!session) {
-    fmt::print(stderr, "evalbox sandbox: prepare: {}\n", session.error().message);
-    return session.error().kind == error_kind::invalid_argument ? exit_usage : exit_sandbox_error;
-  }
-  launch_options lo;
-  lo.label = interactive ? "shell" : "exec";
-  result<run_record> rec = std::unexpected(error{});
-  if (interactive) {
-    cancel_token cancel;
-    rec = launch_interactive(*session, lo, cancel);
-  } else {
-    cancel_token cancel;
-    g_cancel = &cancel;
-    // SIGINT from the terminal reaches the program itself (same foreground group); SIGTERM and
-    // SIGHUP stop the run through the helper so that teardown still happens.
-    struct sigaction sa {};
-    sa.sa_handler = on_terminate;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGTERM, &sa, nullptr);
-    ::sigaction(SIGHUP, &sa, nullptr);
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    struct sigaction old_int {};
-    ::sigaction(SIGINT, &ign, &old_int);
-    lo.inherit_stdio = true;
-    rec = launch(*session, lo, &cancel);
-    ::sigaction(SIGINT, &old_int, nullptr);
-    g_cancel = nullptr;
-  }
-  if (auto closed = session->close(); !closed) {
-    fmt::print(stderr, "evalbox sandbox: teardown: {}\n", closed.error().message);
-  }
-  if (!rec) {
-    fmt::print(stderr, "evalbox sandbox: {}\n", rec.error().message);
-    return exit_sandbox_error;
-  }
-  if (!a.record.empty()) {
-    if (auto w = write_file_atomic(a.record, pretty_json(rec->to_json())); !w) {
-      fmt::print(stderr, "evalbox sandbox: --record: {}\n", w.error().message);
-    }
-  }
-  if (!rec->ok()) {
-    // A program that is not there is the command's mistake (127, as a shell says), not the
-    // sandbox's.
-    if (rec->error_step.starts_with("execve") && rec->error.find("ENOENT") != std::string::npos) {
-      fmt::print(stderr, "evalbox sandbox: {}: not found in the sandbox ({})\n", a.command[0],
-                 rec->error_step);
-      return exit_not_found;
-    }
-    fmt::print(stderr, "evalbox sandbox: sandbox error: {}\n", rec->error);
-    return exit_sandbox_error;
-  }
-  switch (rec->outcome) {
-    case outcome_kind::timed_out:
-      fmt::print(stderr, "evalbox sandbox: killed: wall-time limit of {} reached\n", a.wall);
-      break;
-    case outcome_kind::cpu_limit:
-      fmt::print(stderr, "evalbox sandbox: killed: CPU-time limit of {} reached\n", a.cpu);
-      break;
-    case outcome_kind::oom_killed:
-      fmt::print(stderr, "evalbox sandbox: killed: memory limit of {} reached\n", a.memory);
-      break;
-    case outcome_kind::cancelled:
-      fmt::print(stderr, "evalbox sandbox: cancelled\n");
-      break;
-    default:
-      break;
-  }
-  return exit_code_for(*rec);
+  else
+    hooks.launch = launch_passing_stdio;
+  return harness::exec_in_sandbox(a, hooks).exit_code;
 }
 
 void add_common(CLI::App* cmd, exec_args& a) {

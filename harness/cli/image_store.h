@@ -1,6 +1,6 @@
 // The image store as the command line opens it (cmd_image.cpp): under the state root of
 // default_preparer_options() (or --state-dir), owned by the sandbox id, with the layer limits
-// from the environment. Shared by `evalbox image`, `evalbox gc --images` and `evalbox doctor`.
+// from the environment. Shared by `evalbox image` and `evalbox doctor`.
 #pragma once
 
 #include <string>

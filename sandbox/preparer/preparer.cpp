@@ -460,6 +460,20 @@ result<reclaim_report> preparer::reclaim_stale() {
   return r;
 }
 
+result<image_collection_report> preparer::collect_images(std::optional<uint64_t> max_bytes) {
+  auto* store = EB_TRY(impl_->image_store());
+  auto gc = EB_TRY(store->gc(max_bytes));
+  image_collection_report r;
+  r.images_removed = gc.images_removed;
+  r.layers_removed = gc.layers_removed;
+  r.temporaries_removed = gc.temporaries_removed;
+  r.images_in_use = gc.images_in_use;
+  r.bytes_freed = gc.bytes_freed;
+  r.bytes_after = gc.bytes_after;
+  r.errors = std::move(gc.errors);
+  return r;
+}
+
 preparer::~preparer() {
   if (impl_ && impl_->runs_lock)
     release_runs_tmpfs(std::move(impl_->runs_lock), run_state::runs_dir(impl_->options.state_root));

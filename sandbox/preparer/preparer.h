@@ -17,9 +17,11 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +96,17 @@ struct session_image {
 struct workspace_snapshot {
   std::filesystem::path view;  // host path of a read-only tree of that state
   int index = 0;
+};
+
+// What collect_images did to the image store (`evalbox gc --images`).
+struct image_collection_report {
+  int images_removed = 0;
+  int layers_removed = 0;
+  int temporaries_removed = 0;  // partial layers a crashed import left
+  int images_in_use = 0;        // would have been removed for space, but a run holds them
+  uint64_t bytes_freed = 0;
+  uint64_t bytes_after = 0;
+  std::vector<std::string> errors;
 };
 
 struct reclaim_report {
@@ -190,6 +203,11 @@ class preparer {
 
   // Reclaims runs whose lock is free: unmounts, removes cgroups and files. Thread-safe.
   result<reclaim_report> reclaim_stale();
+
+  // Collects the image store under the state root: temporaries nobody holds and layers no
+  // image names; then, with `max_bytes`, least recently used images (never one a run holds)
+  // until the store's layers take at most that. Thread-safe.
+  result<image_collection_report> collect_images(std::optional<uint64_t> max_bytes);
 
  private:
   struct impl;

@@ -1,0 +1,101 @@
+// `evalbox gc` below the command line (gc.h).
+#include "harness/runner/gc.h"
+
+#include <fmt/format.h>
+
+#include "harness/runner/keep_workspace.h"
+#include "sandbox/base/json.h"
+#include "sandbox/base/units.h"
+
+namespace evalbox::harness {
+
+result<std::optional<uint64_t>> parse_gc_max_size(const std::string& text, bool images) {
+  if (text.empty()) return std::nullopt;
+  auto bytes = parse_bytes(text);
+  if (!bytes || !images)
+    return make_error(error_kind::invalid_argument, "--max-size {}: {}", text,
+                      bytes ? "needs --images" : bytes.error().message);
+  return *bytes;
+}
+
+bool gc_report::clean() const noexcept {
+  return runs.errors.empty() && git.errors.empty() && (!images || images->errors.empty());
+}
+
+result<gc_report> collect_garbage(const gc_options& options) {
+  sandbox::preparer preparer(options.sandbox);
+  gc_report r;
+  r.state_root = options.sandbox.state_root.string();
+  auto reclaimed = preparer.reclaim_stale();
+  if (!reclaimed)
+    return make_error(reclaimed.error().kind, "{}: {}", r.state_root, reclaimed.error().message);
+  r.runs = std::move(*reclaimed);
+  r.git = collect_git_store(options.sandbox.state_root / "git");
+  if (options.images) {
+    auto images = preparer.collect_images(options.max_image_bytes);
+    if (!images) return make_error(images.error().kind, "images: {}", images.error().message);
+    r.images = std::move(*images);
+  }
+  for (const auto& results : options.results) {
+    const auto k = count_kept(results);
+    r.kept.push_back({results, k.runs, k.bytes});
+  }
+  return r;
+}
+
+json gc_json(const gc_report& r) {
+  json j{{"schema", "evalbox.gc.v1"},
+         {"state_root", r.state_root},
+         {"runs_reclaimed", r.runs.runs_reclaimed},
+         {"mounts_unmounted", r.runs.mounts_unmounted},
+         {"cgroups_removed", r.runs.cgroups_removed},
+         {"errors", r.runs.errors}};
+  j["git"] = {{"temporaries_removed", r.git.temporaries_removed},
+              {"mirrors", r.git.mirrors},
+              {"trees", r.git.trees},
+              {"errors", r.git.errors}};
+  if (r.images)
+    j["images"] = {{"images_removed", r.images->images_removed},
+                   {"layers_removed", r.images->layers_removed},
+                   {"temporaries_removed", r.images->temporaries_removed},
+                   {"images_in_use", r.images->images_in_use},
+                   {"bytes_freed", r.images->bytes_freed},
+                   {"bytes_after", r.images->bytes_after},
+                   {"errors", r.images->errors}};
+  if (!r.kept.empty()) {
+    j["kept_workspaces"] = json::array();
+    for (const auto& k : r.kept)
+      j["kept_workspaces"].push_back(
+          {{"results", k.results}, {"runs", k.runs}, {"bytes", k.bytes}});
+  }
+  return j;
+}
+
+std::string gc_text(const gc_report& r) {
+  std::string out = fmt::format(
+      "evalbox gc — {}: {} stale run(s) reclaimed, {} mount(s) unmounted, {} cgroup(s) "
+      "removed\n",
+      r.state_root, r.runs.runs_reclaimed, r.runs.mounts_unmounted, r.runs.cgroups_removed);
+  for (const auto& e : r.runs.errors) out += fmt::format("  error: {}\n", e);
+  out += fmt::format(
+      "git: {} partial fetch(es) or checkout(s) removed; {} mirror(s), {} tree(s) kept\n",
+      r.git.temporaries_removed, r.git.mirrors, r.git.trees);
+  for (const auto& e : r.git.errors) out += fmt::format("  error: {}\n", e);
+  if (r.images) {
+    out += fmt::format(
+        "images: {} image(s) and {} layer(s) removed, {} partial layer(s) cleaned, {} freed, {} "
+        "left{}\n",
+        r.images->images_removed, r.images->layers_removed, r.images->temporaries_removed,
+        format_bytes(r.images->bytes_freed), format_bytes(r.images->bytes_after),
+        r.images->images_in_use
+            ? fmt::format(" ({} image(s) kept: in use by a run)", r.images->images_in_use)
+            : "");
+    for (const auto& e : r.images->errors) out += fmt::format("  error: {}\n", e);
+  }
+  for (const auto& k : r.kept)
+    out += fmt::format("kept workspaces: {}: {} run(s), {}\n", k.results, k.runs,
+                       format_bytes(k.bytes));
+  return out;
+}
+
+}  // namespace evalbox::harness
