@@ -94,7 +94,6 @@ int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::stri
   return exit_usage;
 }
 
-
 result<suite_run> run_planned(const harness::suite_spec& suite,
                               const std::vector<harness::run_spec>& runs,
                               const suite_run_options& options) {

@@ -44,8 +44,7 @@ std::string image_path(const std::vector<std::string>& env) {
 // One input's validation: each kind of input is a pass over the same state.
 class input_check {
  public:
-  input_check(const std::string& path, const validate_options& options)
-      : options_(options) {
+  input_check(const std::string& path, const validate_options& options) : options_(options) {
     in_.path = path;
   }
 
@@ -65,7 +64,9 @@ class input_check {
   }
 
  private:
-  void problem(std::string message) { in_.errors.push_back({{in_.path, 0, 0}, std::move(message), ""}); }
+  void problem(std::string message) {
+    in_.errors.push_back({{in_.path, 0, 0}, std::move(message), ""});
+  }
 
   // A fixture.yaml alone: its fields and checks, not its directory.
   void fixture_file() {
@@ -74,8 +75,8 @@ class input_check {
     if (!text) return problem(text.error().message);
     auto f = parse_fixture_yaml(*text, in_.path, in_.errors);
     in_.id = f.id;
-    in_.summary = fmt::format("fixture file {}: {} checks (directory not checked)", f.id,
-                              f.checks.size());
+    in_.summary =
+        fmt::format("fixture file {}: {} checks (directory not checked)", f.id, f.checks.size());
   }
 
   void fixture() {
@@ -120,10 +121,10 @@ class input_check {
     check_images(fixtures);
     check_clients(*s);
     in_.name = s->name;
-    in_.summary = fmt::format("suite {}: {} fixtures × {} candidates × {} trial{} = {} runs",
-                              s->name, s->fixtures.size(), s->candidates.size(), s->trials,
-                              s->trials == 1 ? "" : "s",
-                              s->fixtures.size() * s->candidates.size() * s->trials);
+    in_.summary =
+        fmt::format("suite {}: {} fixtures × {} candidates × {} trial{} = {} runs", s->name,
+                    s->fixtures.size(), s->candidates.size(), s->trials, s->trials == 1 ? "" : "s",
+                    s->fixtures.size() * s->candidates.size() * s->trials);
   }
 
   // The Harbor tasks' images of `s`, resolved (a problem for each that cannot be had).
@@ -143,14 +144,14 @@ class input_check {
       if (!seen.insert(env.image_ref).second) continue;
       auto img = options_.preparer().resolve_image(env.image_ref, f->dir);
       if (!img) {
-        in_.errors.push_back({env.image_where,
-                              fmt::format("environment.image {}: {}", env.image,
-                                          img.error().message),
-                              "`evalbox image import REF` shows the import step by step"});
+        in_.errors.push_back(
+            {env.image_where,
+             fmt::format("environment.image {}: {}", env.image, img.error().message),
+             "`evalbox image import REF` shows the import step by step"});
         continue;
       }
-      in_.images.push_back({img->reference, img->id, img->manifest_digest, img->layers,
-                            img->bytes, img->env, img->working_dir, img->layers_unpacked > 0});
+      in_.images.push_back({img->reference, img->id, img->manifest_digest, img->layers, img->bytes,
+                            img->env, img->working_dir, img->layers_unpacked > 0});
       resolved_.emplace(env.image_ref, std::move(*img));
     }
   }
@@ -272,8 +273,7 @@ std::string describe(const validated_image& i) {
   return fmt::format("  image {}: {} ({} layer(s), {}{}; WorkingDir {}, PATH {})", i.reference,
                      i.id.substr(0, 19), i.layers.size(), format_bytes(i.bytes),
                      i.imported_now ? ", imported now" : "",
-                     i.working_dir.empty() ? "none" : i.working_dir,
-                     path.empty() ? "unset" : path);
+                     i.working_dir.empty() ? "none" : i.working_dir, path.empty() ? "unset" : path);
 }
 
 }  // namespace evalbox::harness

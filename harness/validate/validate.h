@@ -39,9 +39,9 @@ struct validated_input {
   enum class kind { fixture, suite };
   std::string path;  // as given
   kind what = kind::fixture;
-  std::string id;      // a fixture's id ("" when it could not be loaded)
-  std::string digest;  // a fixture's digest (a fixture file alone has none)
-  std::string name;    // a suite's name
+  std::string id;       // a fixture's id ("" when it could not be loaded)
+  std::string digest;   // a fixture's digest (a fixture file alone has none)
+  std::string name;     // a suite's name
   std::string summary;  // one line saying what it is, for a valid input
   std::vector<validated_image> images;
   std::vector<config_error> errors;
@@ -55,12 +55,12 @@ struct validate_report {
 };
 
 struct validate_options {
-  std::vector<std::string> images;     // --image REF=SOURCE, over a suite's images:
+  std::vector<std::string> images;             // --image REF=SOURCE, over a suite's images:
   const adapter_registry* adapters = nullptr;  // the adapters candidates may name
-  std::filesystem::path state_root;    // where Harbor images are saved and built
+  std::filesystem::path state_root;            // where Harbor images are saved and built
   // The store's preparer, asked for only when an input names an image.
   std::function<sandbox::preparer&()> preparer;
-  say_fn say;                          // progress of image saves and builds
+  say_fn say;  // progress of image saves and builds
 };
 
 // Each of `paths`: a directory, fixture.yaml or task.toml is a fixture; another file is a

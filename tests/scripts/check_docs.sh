@@ -119,7 +119,7 @@ grep -v '^| 3 | `exit_grader_failed`' "$SRC/docs/cli.md" >"$T/docs/cli.md"
 check "$T" 1
 says 'exit code 3 (exit_grader_failed'
 tree
-sed -i 's/^  exit_usage = 64,/  exit_shard_mismatch = 5,\n&/' "$T/harness/cli/commands.h"
+sed -i 's/^  exit_usage = 64,/  exit_shard_mismatch = 5,\n&/' "$T/harness/runner/exit_status.h"
 check "$T" 1
 says 'exit code 5 (exit_shard_mismatch'
 # A command's own exit constant (harness/cli/cmd_*.cpp) needs a row too.

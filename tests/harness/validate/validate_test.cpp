@@ -74,10 +74,12 @@ TEST_F(Validate, ASuiteNamesEachBadCandidateSettingAtItsLine) {
   auto suite = write("suite.yaml",
                      "schema: evalbox.suite.v1\n"
                      "name: s\n"
-                     "fixtures: [" + example("off-by-one").string() + "]\n"
-                     "candidates:\n"
-                     "  - {id: a, adapter: strict, model: m}\n"
-                     "  - {id: b, adapter: strict, modle: m}\n");
+                     "fixtures: [" +
+                         example("off-by-one").string() +
+                         "]\n"
+                         "candidates:\n"
+                         "  - {id: a, adapter: strict, model: m}\n"
+                         "  - {id: b, adapter: strict, modle: m}\n");
   auto report = validate_inputs({suite.string()}, options_);
   const auto& in = report.inputs.at(0);
   EXPECT_EQ(in.what, validated_input::kind::suite);
@@ -91,8 +93,10 @@ TEST_F(Validate, AnAdapterNobodyHasIsAProblemOfTheSuite) {
   auto suite = write("suite.yaml",
                      "schema: evalbox.suite.v1\n"
                      "name: s\n"
-                     "fixtures: [" + example("off-by-one").string() + "]\n"
-                     "candidates: [{id: a, adapter: nosuch}]\n");
+                     "fixtures: [" +
+                         example("off-by-one").string() +
+                         "]\n"
+                         "candidates: [{id: a, adapter: nosuch}]\n");
   auto report = validate_inputs({suite.string()}, options_);
   ASSERT_FALSE(report.inputs.at(0).valid());
   EXPECT_NE(report.inputs[0].errors[0].message().find("nosuch"), std::string::npos);
@@ -110,10 +114,10 @@ TEST_F(Validate, AFixtureFileAloneIsCheckedWithoutItsDirectory) {
 }
 
 TEST_F(Validate, WhatCannotBeReadIsAProblemNotACrash) {
-  auto report = validate_inputs({(dir_.path() / "missing.yaml").string(),
-                                 write("garbage.yaml", "{{{{ not yaml").string(),
-                                 write("empty/fixture.yaml", "").parent_path().string()},
-                                options_);
+  auto report = validate_inputs(
+      {(dir_.path() / "missing.yaml").string(), write("garbage.yaml", "{{{{ not yaml").string(),
+       write("empty/fixture.yaml", "").parent_path().string()},
+      options_);
   ASSERT_EQ(report.inputs.size(), 3u);
   for (const auto& in : report.inputs) EXPECT_FALSE(in.valid()) << in.path;
 }

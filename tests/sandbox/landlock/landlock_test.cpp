@@ -73,8 +73,8 @@ TEST(LandlockApply, TheWritableTreeStaysWritableAndNothingElseIs) {
   const int abi = kernel_abi();
   EVALBOX_REQUIRE_FEATURE(abi > 0, "Landlock (the kernel has no ABI or it is disabled)");
   temp_dir writable("evalbox-landlock-rw"), other("evalbox-landlock-ro");
-  auto rs = make_ruleset(abi, {{"/", access::read_only},
-                               {writable.path().string(), access::read_write}});
+  auto rs =
+      make_ruleset(abi, {{"/", access::read_only}, {writable.path().string(), access::read_write}});
   EXPECT_EQ(write_after(rs, (writable.path() / "ok").string()), 0);
   EXPECT_EQ(write_after(rs, (other.path() / "denied").string()), 13)
       << "a file outside the writable tree was created";
