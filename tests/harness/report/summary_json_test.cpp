@@ -67,8 +67,9 @@ TEST(SummaryJsonContract, MatchesTheGoldenFile) {
   auto s = golden_summary();
   ASSERT_TRUE(s) << s.error().message;
   const json actual = to_json(*s);
-  if (evalbox::testing::golden_update_requested())
+  if (evalbox::testing::golden_update_requested()) {
     ASSERT_TRUE(write_file(golden, pretty_json(actual)));
+  }
   auto expected = read_json_file(golden);
   ASSERT_TRUE(expected) << expected.error().message;
   EXPECT_EQ(actual, *expected) << "got:\n" << pretty_json(actual);
