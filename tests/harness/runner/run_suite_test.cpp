@@ -4,6 +4,7 @@
 // unfinished, and the tally and progress matching the records.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -209,6 +210,42 @@ TEST_F(RunSuite, TheReportsAndTheExitStatusComeFromTheRecords) {
   ASSERT_TRUE(done->summary);
   EXPECT_TRUE(fs::exists(options_.results_dir / "report.md"));
   EXPECT_TRUE(fs::exists(options_.results_dir / "summary.json"));
+}
+
+// The host home is a protected root of every session run_suite prepares, whoever calls it
+// (not only the command line): the attempts see it in their context's options.
+TEST_F(RunSuite, EveryAttemptSeesTheHostHomeProtected) {
+  const auto home = host_home();
+  if (!home) GTEST_SKIP() << "HOME is unset or /: there is no home to protect";
+  ASSERT_FALSE(is_within(options_.results_dir, *home)) << "the test's results lie in the home";
+  options_.protect_host_home = true;
+  std::vector<fs::path> seen;
+  options_.attempt = [&](const execution_context& x, const run_spec& r, int,
+                         std::optional<sandbox::prepared_session>&) {
+    std::lock_guard lock(mu_);
+    seen = x.options.protected_roots;
+    run_state st = begin(x, r);
+    st.verdict = run_verdict::passed;
+    return st;
+  };
+  ASSERT_TRUE(run_suite(suite_, plan(), adapters_, options_));
+  EXPECT_NE(std::find(seen.begin(), seen.end(), *home), seen.end()) << home->string();
+}
+
+// Stopped before any run starts, a suite run is a cancelled outcome with nothing recorded, not
+// an error.
+TEST_F(RunSuite, ACancelBeforeAnyRunIsAnOutcomeNotAnError) {
+  sandbox::cancel_token cancel;
+  cancel.requested = true;
+  suite_run_options o;
+  o.results_dir = options_.results_dir;
+  o.sandbox = options_.sandbox;
+  o.cancel = &cancel;
+  auto done = run_and_report(suite_, plan(), adapters_, o);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_TRUE(done->cancelled);
+  EXPECT_EQ(done->totals.passed + done->totals.failed, 0);
+  EXPECT_TRUE(records().empty());
 }
 
 }  // namespace
