@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/fs.h"
 #include "bench/workspace_gen.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::bench {

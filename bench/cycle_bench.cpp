@@ -25,8 +25,8 @@
 #include <string>
 #include <thread>
 
+#include "base/unique_fd.h"
 #include "bench/bench_support.h"
-#include "sandbox/base/unique_fd.h"
 #include "sandbox/launch/launcher.h"
 #include "sandbox/sys/syscalls.h"
 
@@ -133,7 +133,7 @@ void bm_cycle(benchmark::State& state, const workspace_shape* shape, bool allow,
     if (!session) return state.SkipWithError(session.error().message.c_str());
     launch_options lo;
     lo.label = "agent";
-    if (auto ok = check(launch(*session, lo)); !ok)
+    if (auto ok = check(launch_in(*session, lo)); !ok)
       return state.SkipWithError(ok.error().message.c_str());
     if (auto closed = session->close(); !closed)
       return state.SkipWithError(closed.error().message.c_str());
@@ -154,7 +154,7 @@ void bm_cycle_image(benchmark::State& state, const std::string& image) {
     if (!session) return state.SkipWithError(session.error().message.c_str());
     launch_options lo;
     lo.label = "agent";
-    if (auto ok = check(launch(*session, lo)); !ok)
+    if (auto ok = check(launch_in(*session, lo)); !ok)
       return state.SkipWithError(ok.error().message.c_str());
     if (auto closed = session->close(); !closed)
       return state.SkipWithError(closed.error().message.c_str());
@@ -195,7 +195,7 @@ void bm_launch(benchmark::State& state, bool grading, bool host_net = false,
   helper_start start(path);
   cpu_counter cpu{state};
   for (auto _ : state) {
-    if (auto ok = check(launch(*session, lo)); !ok)
+    if (auto ok = check(launch_in(*session, lo)); !ok)
       return state.SkipWithError(ok.error().message.c_str());
     if (spaced) {
       state.PauseTiming();
@@ -272,7 +272,7 @@ void bm_launch_against_bwrap(benchmark::State& state) {
   launch_options lo;
   lo.label = "agent";
   run_paired(
-      state, [&]() -> status { return check(launch(*session, lo)); }, peer, "bwrap_agent_ms");
+      state, [&]() -> status { return check(launch_in(*session, lo)); }, peer, "bwrap_agent_ms");
   (void)session->close();
 }
 
@@ -287,7 +287,7 @@ void bm_cycle_against_unshare(benchmark::State& state) {
     if (!session) return std::unexpected(session.error());
     launch_options lo;
     lo.label = "agent";
-    EB_TRY(check(launch(*session, lo)));
+    EB_TRY(check(launch_in(*session, lo)));
     return session->close();
   };
   run_paired(state, cycle, {"/usr/bin/unshare", "-Urmpn", "--fork", "--mount-proc", "/bin/true"},

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "bench/bench_support.h"
-#include "sandbox/base/unique_fd.h"
 #include "sandbox/launch/launcher.h"
 #include "sandbox/mount/mount.h"
 
@@ -397,7 +397,7 @@ void bm_bare(benchmark::State& state) {
     auto session = env().preparer().prepare(req);
     if (!session) return state.SkipWithError(session.error().message.c_str());
     launch_options agent;
-    auto a = launch(*session, agent);
+    auto a = launch_in(*session, agent);
     launch_options grade;
     grade.label = "grade";
     grade.argv = {"/bin/sh", "/grader/ok.sh"};
@@ -405,7 +405,7 @@ void bm_bare(benchmark::State& state) {
     grade.extra_mounts = {
         {fx / "grader", "/grader", false, false},
         {env().dir() / "transcript.jsonl", "/evalbox/transcript.jsonl", false, true}};
-    auto g = launch(*session, grade);
+    auto g = launch_in(*session, grade);
     if (!a || !a->ok() || !g || !g->ok() || g->exit_code != 0)
       return state.SkipWithError("a launch failed");
     (void)session->close();

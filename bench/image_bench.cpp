@@ -15,8 +15,8 @@
 #include <filesystem>
 #include <string>
 
+#include "base/fs.h"
 #include "bench/bench_support.h"
-#include "sandbox/base/fs.h"
 #include "sandbox/image/store.h"
 
 namespace {

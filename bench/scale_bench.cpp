@@ -14,10 +14,10 @@
 #include <fstream>
 #include <string>
 
+#include "base/digest.h"
 #include "bench/bench_support.h"
 #include "harness/plan/identity.h"
 #include "harness/results/results.h"
-#include "sandbox/base/digest.h"
 
 namespace evalbox::bench {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::bench {
 namespace {

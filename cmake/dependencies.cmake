@@ -7,7 +7,6 @@
 find_package(PkgConfig REQUIRED)
 # Static C++ and crypto libraries: see evalbox_static_executable (cmake/warnings.cmake).
 set(OPENSSL_USE_STATIC_LIBS TRUE)
-set(Boost_USE_STATIC_LIBS ON)
 find_package(OpenSSL 3 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(fmt REQUIRED)
@@ -39,7 +38,8 @@ target_compile_definitions(evalbox_tomlplusplus INTERFACE TOML_HEADER_ONLY=1)
 find_path(EVALBOX_RAPIDJSON_INCLUDE NAMES rapidjson/reader.h REQUIRED)
 add_library(evalbox_rapidjson INTERFACE)
 target_include_directories(evalbox_rapidjson SYSTEM INTERFACE ${EVALBOX_RAPIDJSON_INCLUDE})
-find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
+# Boost: Beast and Asio (a judge's HTTP(S) request, harness/judge/http.cpp), header-only.
+find_package(Boost 1.74 REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 

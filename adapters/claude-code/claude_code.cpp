@@ -6,13 +6,13 @@
 #include <iterator>
 
 #include "adapters/claude-code/transcript.h"
+#include "base/fs.h"
 #include "harness/agent/client_exit.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
-#include "sandbox/base/fs.h"
 #include "sandbox/spec/system_paths.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::claude_code {
 
 namespace {
 
@@ -180,8 +180,6 @@ class claude_code_adapter final : public harness::adapter {
 
 }  // namespace
 
-std::unique_ptr<harness::adapter> make_claude_code_adapter() {
-  return std::make_unique<claude_code_adapter>();
-}
+std::unique_ptr<harness::adapter> make_adapter() { return std::make_unique<claude_code_adapter>(); }
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::claude_code

@@ -20,10 +20,10 @@
 
 #include "harness/agent/adapter.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::claude_code {
 
 inline constexpr std::string_view claude_code_pinned_version = "2.1.197";
 
-std::unique_ptr<harness::adapter> make_claude_code_adapter();
+std::unique_ptr<harness::adapter> make_adapter();
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::claude_code

@@ -4,13 +4,13 @@
 #include <unistd.h>
 
 #include "adapters/codex/transcript.h"
+#include "base/fs.h"
 #include "harness/agent/client_exit.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
-#include "sandbox/base/fs.h"
 #include "sandbox/spec/system_paths.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::codex {
 
 namespace fs = std::filesystem;
 using harness::comma_list;
@@ -260,6 +260,6 @@ class codex_adapter final : public harness::adapter {
 
 }  // namespace
 
-std::unique_ptr<harness::adapter> make_codex_adapter() { return std::make_unique<codex_adapter>(); }
+std::unique_ptr<harness::adapter> make_adapter() { return std::make_unique<codex_adapter>(); }
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::codex

@@ -18,10 +18,10 @@
 
 #include "harness/agent/adapter.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::codex {
 
 inline constexpr std::string_view codex_pinned_version = "0.171.0";
 
-std::unique_ptr<harness::adapter> make_codex_adapter();
+std::unique_ptr<harness::adapter> make_adapter();
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::codex

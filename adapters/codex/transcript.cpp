@@ -1,6 +1,6 @@
 // Normalizes Codex CLI's `codex exec --json` stream (observed: codex-cli 0.171.0).
 #include "adapters/codex/transcript.h"
-#include "sandbox/base/json_checks.h"
+#include "base/json_checks.h"
 
 #include <algorithm>
 #include <array>

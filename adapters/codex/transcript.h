@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/transcript/transcript.h"
+#include "harness/transcripts/transcript.h"
 
 namespace evalbox::adapters::codex {
 

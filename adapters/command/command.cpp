@@ -3,11 +3,11 @@
 
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "harness/agent/native.h"
-#include "harness/transcript/events.h"
-#include "sandbox/base/fs.h"
+#include "harness/transcripts/events.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::command {
 
 namespace {
 
@@ -133,8 +133,6 @@ class command_adapter final : public harness::adapter {
 
 }  // namespace
 
-std::unique_ptr<harness::adapter> make_command_adapter() {
-  return std::make_unique<command_adapter>();
-}
+std::unique_ptr<harness::adapter> make_adapter() { return std::make_unique<command_adapter>(); }
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::command

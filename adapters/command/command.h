@@ -13,6 +13,6 @@
 
 #include "harness/agent/adapter.h"
 
-namespace evalbox::adapters {
-std::unique_ptr<harness::adapter> make_command_adapter();
+namespace evalbox::adapters::command {
+std::unique_ptr<harness::adapter> make_adapter();
 }

@@ -5,12 +5,12 @@
 #include <iterator>
 
 #include "adapters/gemini/transcript.h"
+#include "base/fs.h"
 #include "harness/agent/client_exit.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
-#include "sandbox/base/fs.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::gemini {
 
 namespace {
 
@@ -129,8 +129,6 @@ class gemini_adapter final : public harness::adapter {
 
 }  // namespace
 
-std::unique_ptr<harness::adapter> make_gemini_adapter() {
-  return std::make_unique<gemini_adapter>();
-}
+std::unique_ptr<harness::adapter> make_adapter() { return std::make_unique<gemini_adapter>(); }
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::gemini

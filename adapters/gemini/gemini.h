@@ -18,10 +18,10 @@
 
 #include "harness/agent/adapter.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::gemini {
 
 inline constexpr std::string_view gemini_pinned_version = "0.61.0";
 
-std::unique_ptr<harness::adapter> make_gemini_adapter();
+std::unique_ptr<harness::adapter> make_adapter();
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::gemini

@@ -12,7 +12,7 @@
 
 #include <string_view>
 
-#include "harness/transcript/transcript.h"
+#include "harness/transcripts/transcript.h"
 
 namespace evalbox::adapters::gemini {
 

@@ -1,7 +1,7 @@
 // adapter: noop (see noop.h).
 #include "adapters/noop/noop.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::noop {
 
 namespace {
 
@@ -35,6 +35,6 @@ class noop_adapter final : public harness::adapter {
 
 }  // namespace
 
-std::unique_ptr<harness::adapter> make_noop_adapter() { return std::make_unique<noop_adapter>(); }
+std::unique_ptr<harness::adapter> make_adapter() { return std::make_unique<noop_adapter>(); }
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::noop

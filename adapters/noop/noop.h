@@ -6,6 +6,6 @@
 
 #include "harness/agent/adapter.h"
 
-namespace evalbox::adapters {
-std::unique_ptr<harness::adapter> make_noop_adapter();
+namespace evalbox::adapters::noop {
+std::unique_ptr<harness::adapter> make_adapter();
 }

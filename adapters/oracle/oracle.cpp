@@ -2,15 +2,15 @@
 // /evalbox/solution as a content-addressed bundle; its stdout becomes one shell step.
 #include "adapters/oracle/oracle.h"
 
+#include "base/digest.h"
+#include "base/fs.h"
 #include "harness/agent/native.h"
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
 
-namespace evalbox::adapters {
+namespace evalbox::adapters::oracle {
 
 namespace {
 
-constexpr std::string_view kSolutionTarget = "/evalbox/solution";
+constexpr std::string_view solution_target = "/evalbox/solution";
 
 class oracle_adapter final : public harness::adapter {
  public:
@@ -33,10 +33,10 @@ class oracle_adapter final : public harness::adapter {
     harness::agent_plan p;
     // A Harbor task's solve.sh is a bash script (Harbor runs `bash solve.sh`): bash from the
     // task's image; evalbox's own fixtures' run under /bin/sh.
-    p.argv = {ctx.fixture.harbor ? "bash" : "/bin/sh", std::string(kSolutionTarget) + "/solve.sh"};
+    p.argv = {ctx.fixture.harbor ? "bash" : "/bin/sh", std::string(solution_target) + "/solve.sh"};
     p.home.adapter = "oracle";
     p.runs_fixture_solution = true;
-    p.bundles.push_back(sandbox::bundle{dir, EB_TRY(tree_digest(dir)), kSolutionTarget});
+    p.bundles.push_back(sandbox::bundle{dir, EB_TRY(tree_digest(dir)), solution_target});
     return p;
   }
 
@@ -69,8 +69,6 @@ class oracle_adapter final : public harness::adapter {
 
 }  // namespace
 
-std::unique_ptr<harness::adapter> make_oracle_adapter() {
-  return std::make_unique<oracle_adapter>();
-}
+std::unique_ptr<harness::adapter> make_adapter() { return std::make_unique<oracle_adapter>(); }
 
-}  // namespace evalbox::adapters
+}  // namespace evalbox::adapters::oracle

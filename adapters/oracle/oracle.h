@@ -6,6 +6,6 @@
 
 #include "harness/agent/adapter.h"
 
-namespace evalbox::adapters {
-std::unique_ptr<harness::adapter> make_oracle_adapter();
+namespace evalbox::adapters::oracle {
+std::unique_ptr<harness::adapter> make_adapter();
 }

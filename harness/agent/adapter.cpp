@@ -4,6 +4,7 @@
 #include <algorithm>
 
 namespace evalbox::harness {
+inline namespace agent {
 
 void adapter_registry::add(std::unique_ptr<adapter> a) { adapters_.push_back(std::move(a)); }
 
@@ -43,4 +44,5 @@ config_error unknown_setting(const candidate_spec& c, const std::string& key,
       known.empty() ? "this adapter takes no settings" : fmt::format("known settings: {}", list)};
 }
 
+}  // namespace agent
 }  // namespace evalbox::harness

@@ -16,12 +16,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/config/spec.h"
-#include "harness/transcript/transcript.h"
-#include "sandbox/base/error.h"
+#include "harness/transcripts/transcript.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 // What an adapter knows about the run it plans.
 struct run_context {
@@ -107,4 +108,5 @@ std::vector<std::string> substitute_prompt(const std::vector<std::string>& argv,
 config_error unknown_setting(const candidate_spec& c, const std::string& key,
                              const std::vector<std::string>& known);
 
+}  // namespace agent
 }  // namespace evalbox::harness

@@ -8,6 +8,7 @@
 #include "harness/agent/native.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 void explain_client_exit(transcript& t, const agent_output& launch, const agent_client& client) {
   if (t.completed) return;
@@ -64,4 +65,5 @@ void finish_run_transcript(transcript& run) {
   renumber_steps(run);
 }
 
+}  // namespace agent
 }  // namespace evalbox::harness

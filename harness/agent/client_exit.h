@@ -16,11 +16,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/agent/adapter.h"
-#include "harness/transcript/transcript.h"
-#include "sandbox/base/error.h"
+#include "harness/transcripts/transcript.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 // How many of a client's last stderr lines an exit explanation quotes.
 inline constexpr size_t client_stderr_lines = 5;
@@ -60,4 +61,5 @@ result<transcript> merge_launches(
 // answer cut off by a failure is not one), steps numbered 0..n-1.
 void finish_run_transcript(transcript& run);
 
+}  // namespace agent
 }  // namespace evalbox::harness

@@ -9,12 +9,13 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 #include "sandbox/spec/request.h"
 #include "sandbox/spec/system_paths.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 namespace fs = std::filesystem;
 
@@ -163,4 +164,5 @@ status adapt_to_image(agent_plan& plan, const image_view& image) {
   return {};
 }
 
+}  // namespace agent
 }  // namespace evalbox::harness

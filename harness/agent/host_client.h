@@ -17,10 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/agent/adapter.h"
-#include "sandbox/base/error.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 // Where the host's loader and libraries are seen inside an image's root.
 inline constexpr std::string_view host_loader_target = "/opt/evalbox/host/ld.so";
@@ -49,4 +50,5 @@ result<executable_kind> inspect_executable(const std::filesystem::path& file);
 // An error (invalid_argument) says why the client cannot run there.
 status adapt_to_image(agent_plan& plan, const image_view& image);
 
+}  // namespace agent
 }  // namespace evalbox::harness

@@ -5,12 +5,13 @@
 
 #include <vector>
 
-#include "harness/transcript/read_limits.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/units.h"
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/units.h"
+#include "harness/transcripts/read_limits.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 namespace fs = std::filesystem;
 
@@ -75,4 +76,5 @@ std::string tail_lines(const fs::path& path, size_t max_lines,
   return log::scrub(out);
 }
 
+}  // namespace agent
 }  // namespace evalbox::harness

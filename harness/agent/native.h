@@ -9,9 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 // Where a file found below the walked directory goes, relative to the destination (given the
 // file's path relative to the walked directory), or nullopt to leave it.
@@ -27,7 +28,7 @@ void copy_native_files(const std::filesystem::path& home, const std::filesystem:
                        const native_destination& destination);
 
 // An agent's output stream (its stdout) or a session file it left, for an adapter to parse: at
-// most max_native_stream_bytes (harness/transcript/read_limits.h), past which it is an error
+// most max_native_stream_bytes (harness/transcripts/read_limits.h), past which it is an error
 // naming the file and the cap (the run becomes an execution error, never an empty transcript).
 // A missing file reads as empty: the agent wrote nothing.
 result<std::string> read_native_stream(const std::filesystem::path& path);
@@ -37,4 +38,5 @@ result<std::string> read_native_stream(const std::filesystem::path& path);
 std::string tail_lines(const std::filesystem::path& path, size_t max_lines,
                        const std::function<bool(std::string_view line)>& keep);
 
+}  // namespace agent
 }  // namespace evalbox::harness

@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/log.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 namespace fs = std::filesystem;
 
@@ -156,4 +157,5 @@ void settings_checker::url(std::string_view key, std::string_view example) {
     errors_.push_back({u->where, fmt::format("{} must start with http:// or https://", key), ""});
 }
 
+}  // namespace agent
 }  // namespace evalbox::harness

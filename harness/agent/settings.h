@@ -8,13 +8,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/config/validate.h"  // is_env_name, for the adapters' checks
-#include "sandbox/base/error.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::harness {
+inline namespace agent {
 
 // "a, b, c": a list of choices in a hint.
 std::string comma_list(const std::vector<std::string>& items);
@@ -84,4 +85,5 @@ class settings_checker {
   std::vector<config_error> errors_;
 };
 
+}  // namespace agent
 }  // namespace evalbox::harness

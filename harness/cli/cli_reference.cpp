@@ -13,7 +13,7 @@
 
 #include "harness/cli/commands.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -203,4 +203,4 @@ std::string cli_reference(const CLI::App& app) {
   return out;
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -4,12 +4,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/report/compare.h"
 #include "harness/results/results.h"
-#include "sandbox/base/log.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -100,4 +100,4 @@ void register_compare(CLI::App& app, action& out) {
   cmd->callback([&out, a] { out = [a] { return compare_command(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -4,14 +4,14 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "base/json.h"
+#include "base/units.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/units.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 #include "sandbox/sys/probe.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -56,8 +56,8 @@ void register_doctor(CLI::App& app, action& out) {
         fmt::print("evalbox doctor — kernel {}, {}\n\n", host.kernel,
                    host.root ? "running as root" : fmt::format("running as uid {}", host.uid));
         for (const auto& f : host.features()) {
-          fmt::print("  {:<4} {:<18} {}{}\n", f.available ? "ok" : (f.required ? "FAIL" : "--"),
-                     f.name, f.detail, f.required ? "" : "");
+          fmt::print("  {:<4} {:<18} {}\n", f.available ? "ok" : (f.required ? "FAIL" : "--"),
+                     f.name, f.detail);
           if (!f.available) fmt::print("       {:<18} hint: {}\n", "", f.hint);
         }
         fmt::print("\n  {}\n", image_store_line(dir));
@@ -70,4 +70,4 @@ void register_doctor(CLI::App& app, action& out) {
   });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -9,19 +9,19 @@
 #include <optional>
 #include <string>
 
+#include "base/fs.h"
+#include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
-#include "harness/cli/session.h"
 #include "harness/cli/shell_session.h"
+#include "harness/cli/suite_command.h"
 #include "harness/config/judges.h"
 #include "harness/fixture/load.h"
 #include "harness/fixture/scaffold.h"
 #include "harness/fixture/trust.h"
 #include "harness/results/results.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -67,70 +67,26 @@ struct fixture_test_args {
   std::vector<std::string> images;  // --image REF=SOURCE
 };
 
-// The suite `fixture test` and `fixture shell` run: the fixtures at `dirs` with the defaults of
-// the suite at `suite_file` (when given; also returned as `parent`), their images resolved, no
-// candidates yet. On a problem it prints the messages and returns the exit code.
-std::expected<harness::suite_spec, int> fixture_suite(const std::vector<std::string>& dirs,
-                                                      const std::string& suite_file,
-                                                      const std::vector<std::string>& images,
-                                                      std::optional<harness::suite_spec>& parent) {
-  harness::suite_spec suite;
-  suite.name = "fixture-test";
-  suite.file = std::filesystem::current_path() / "fixture-test";
-  std::vector<harness::config_error> errors;
-  // A fixture of a suite runs with the suite's defaults: its environment (when the fixture has
-  // none of its own) and its limits.
-  if (!suite_file.empty()) {
-    auto s = harness::load_suite(suite_file, make_registry().ids(), &errors);
-    if (!s) {
-      fmt::print(stderr, "{}\n",
-                 errors.empty() ? s.error().message : harness::join_messages(errors));
-      return std::unexpected(exit_usage);
-    }
-    parent = std::move(*s);
-    suite.default_limits = parent->default_limits;
-    suite.default_environment = parent->default_environment;
-    suite.images = parent->images;
-    suite.harbor_threshold = parent->harbor_threshold;
-    // Judge checks are graded by the suite's judges (and priced by its prices).
-    suite.judges = parent->judges;
-    suite.prices = parent->prices;
-  }
-  for (const auto& d : dirs) {
-    auto f = harness::load_fixture(
-        d, suite.default_environment ? &*suite.default_environment : nullptr, &errors);
-    if (f) {
-      if (f->harbor && suite.harbor_threshold) f->threshold = *suite.harbor_threshold;
-      suite.fixtures.push_back(std::move(*f));
-    }
-  }
-  if (!errors.empty()) {
-    fmt::print(stderr, "{}\n", harness::join_messages(errors));
+// The suite `fixture test` and `fixture shell` run (harness::suite_of_fixtures), its images
+// resolved, no candidates yet. On a problem it prints the messages and returns the exit code.
+std::expected<harness::suite_spec, int> fixture_suite(
+    const std::vector<std::string>& dirs, const std::optional<harness::suite_spec>& parent,
+    const std::vector<std::string>& images) {
+  auto suite = harness::suite_of_fixtures("fixture-test", {dirs.begin(), dirs.end()},
+                                          parent ? &*parent : nullptr);
+  if (!suite) {
+    fmt::print(stderr, "{}\n", suite.error().message);
     return std::unexpected(exit_usage);
   }
-  if (suite.fixtures.empty()) {
-    fmt::print(stderr, "no fixtures given\n");
-    return std::unexpected(exit_usage);
-  }
-  // A judge check needs a judge: from --suite, or the fixture cannot be tested.
-  if (auto judge_errors = harness::check_judges(suite.judges, suite.fixtures);
-      !judge_errors.empty()) {
-    fmt::print(stderr, "{}\n", harness::join_messages(judge_errors));
-    if (suite_file.empty())
-      fmt::print(stderr,
-                 "evalbox: a fixture with judge checks is tested with --suite SUITE, whose "
-                 "`judges:` grade them\n");
-    return std::unexpected(exit_usage);
-  }
-  if (int rc = resolve_suite_images(suite, images); rc != exit_ok) return std::unexpected(rc);
-  for (const auto& f : suite.fixtures) suite.fixture_dirs.push_back(f.dir);
-  return suite;
+  if (int rc = resolve_suite_images(*suite, images); rc != exit_ok) return std::unexpected(rc);
+  return std::move(*suite);
 }
 
 // Runs oracle and noop on each fixture and prints the verdict on each (harness/fixture/trust.h).
 int fixture_test(const fixture_test_args& a) {
-  std::optional<harness::suite_spec> parent;
-  auto made = fixture_suite(a.dirs, a.suite, a.images, parent);
+  auto parent = load_parent_suite(a.suite);
+  if (!parent) return parent.error();
+  auto made = fixture_suite(a.dirs, *parent, a.images);
   if (!made) return made.error();
   harness::suite_spec suite = std::move(*made);
   harness::add_trust_candidates(suite, a.trials);
@@ -218,8 +174,10 @@ int fixture_shell(const fixture_shell_args& a) {
                a.candidate);
     return exit_usage;
   }
-  std::optional<harness::suite_spec> parent;
-  auto made = fixture_suite({a.dir}, a.suite, a.images, parent);
+  auto loaded = load_parent_suite(a.suite);
+  if (!loaded) return loaded.error();
+  const std::optional<harness::suite_spec>& parent = *loaded;
+  auto made = fixture_suite({a.dir}, parent, a.images);
   if (!made) return made.error();
   harness::suite_spec suite = std::move(*made);
   suite.name = "fixture-shell";
@@ -286,4 +244,4 @@ void register_fixture(CLI::App& app, action& out) {
   add_fixture_shell(*fixture, out);
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

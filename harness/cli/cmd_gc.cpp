@@ -4,12 +4,12 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "base/json.h"
+#include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/runner/gc.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/log.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 void register_gc(CLI::App& app, action& out) {
   auto* cmd = app.add_subcommand(
@@ -61,4 +61,4 @@ void register_gc(CLI::App& app, action& out) {
   });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

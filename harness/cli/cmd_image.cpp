@@ -9,14 +9,14 @@
 #include <chrono>
 #include <ctime>
 
+#include "base/json.h"
+#include "base/log.h"
+#include "base/units.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/image_store.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/units.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -24,19 +24,6 @@ namespace img = sandbox::image;
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_interrupt(int) { g_interrupted.store(true); }
-
-int exit_for(const error& e) {
-  switch (e.kind) {
-    case error_kind::invalid_argument:
-      return exit_usage;
-    case error_kind::not_found:
-      return exit_task_failed;
-    case error_kind::cancelled:
-      return exit_sigint;
-    default:
-      return exit_execution_failed;
-  }
-}
 
 std::string short_id(const std::string& digest) {
   auto colon = digest.find(':');
@@ -85,7 +72,7 @@ int do_import(const std::string& ref, const std::string& state_dir, bool as_json
   auto store = open_image_store(state_dir);
   if (!store) {
     log::error("{}", store.error().message);
-    return exit_for(store.error());
+    return harness::exit_status_of_error(store.error());
   }
   // Ctrl-C: the import stops at its next block, removes the partial layer and exits 130.
   struct sigaction sa {};
@@ -103,7 +90,7 @@ int do_import(const std::string& ref, const std::string& state_dir, bool as_json
       return exit_sigint;
     }
     log::error("{}", r.error().message);
-    return exit_for(r.error());
+    return harness::exit_status_of_error(r.error());
   }
   if (as_json) {
     fmt::print("{}", pretty_json(r->image.to_json()));
@@ -119,14 +106,14 @@ int do_ls(const std::string& state_dir, bool as_json) {
   auto store = open_image_store(state_dir);
   if (!store) {
     log::error("{}", store.error().message);
-    return exit_for(store.error());
+    return harness::exit_status_of_error(store.error());
   }
   auto images = store->list();
   auto total = store->size();
   if (!images || !total) {
     const error& e = !images ? images.error() : total.error();
     log::error("{}", e.message);
-    return exit_for(e);
+    return harness::exit_status_of_error(e);
   }
   if (as_json) {
     json list = json::array();
@@ -153,7 +140,7 @@ int do_rm(const std::vector<std::string>& queries, const std::string& state_dir)
   auto store = open_image_store(state_dir);
   if (!store) {
     log::error("{}", store.error().message);
-    return exit_for(store.error());
+    return harness::exit_status_of_error(store.error());
   }
   int rc = exit_ok;
   for (const auto& q : queries) {
@@ -161,7 +148,7 @@ int do_rm(const std::vector<std::string>& queries, const std::string& state_dir)
     status st = info ? store->remove(info->id, {}) : status(std::unexpected(info.error()));
     if (!st) {
       log::error("{}", st.error().message);
-      rc = exit_for(st.error());
+      rc = harness::exit_status_of_error(st.error());
       continue;
     }
     fmt::print("removed {}\n", info->id);
@@ -246,4 +233,4 @@ void register_image(CLI::App& app, action& out) {
       [&out, state, queries] { out = [state, queries] { return do_rm(*queries, *state); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -8,12 +8,12 @@
 #include <atomic>
 #include <memory>
 
+#include "base/json.h"
+#include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/importers/swebench.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/log.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -132,4 +132,4 @@ void register_import(CLI::App& app, action& out) {
   sw->callback([&out, a] { out = [a] { return import_swebench(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -4,14 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/fs.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
-#include "harness/cli/session.h"
+#include "harness/cli/suite_command.h"
 #include "harness/fixture/load.h"
-#include "harness/scale/jobs.h"
-#include "sandbox/base/fs.h"
+#include "harness/scale/write_jobs.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -47,36 +47,13 @@ int k8s_command(const k8s_args& a) {
   o.run_as_user = a.run_as_user;
   o.after =
       a.merge_after == "ok" ? harness::scale::merge_after::ok : harness::scale::merge_after::any;
-  const std::string name = harness::scale::k8s_job_name(o.suite_name);
-  const std::filesystem::path dir = a.out;
-  if (auto made = make_dirs(dir); !made) {
-    fmt::print(stderr, "{}\n", made.error().message);
+  auto files = harness::scale::write_k8s_jobs(o, a.out);
+  if (!files) {
+    fmt::print(stderr, "{}\n", files.error().message);
     return exit_internal;
   }
-  const auto shard_file = dir / (name + ".yaml"), merge_file = dir / (name + "-merge.yaml");
-  std::string shard_yaml = harness::scale::to_yaml(
-      harness::scale::k8s_shard_job(o),
-      fmt::format("The shards of evalbox suite '{}': a Kubernetes Indexed Job of {} completions, "
-                  "written by `evalbox k8s`.\nPod K runs `evalbox run --shard auto/{}` (K from "
-                  "JOB_COMPLETION_INDEX) into /results/{}/shards/K\non the claim {}. The pod's "
-                  "security context is what evalbox needs to sandbox\nunprivileged: "
-                  "docs/scale-out.md says what each field buys.",
-                  o.suite_name, o.shards, o.shards, o.suite_name, o.results_claim));
-  std::string merge_yaml = harness::scale::to_yaml(
-      harness::scale::k8s_merge_job(o),
-      fmt::format("The merge of evalbox suite '{}', written by `evalbox k8s`: apply it after "
-                  "job/{} {}.\nIt joins /results/{}/shards/* into /results/{}.",
-                  o.suite_name, name,
-                  o.after == harness::scale::merge_after::any
-                      ? "ended (complete or failed): it merges with --partial"
-                      : "completed",
-                  o.suite_name, o.suite_name));
-  for (const auto& [file, text] : {std::pair{shard_file, shard_yaml}, {merge_file, merge_yaml}}) {
-    if (auto w = write_file_atomic(file, text); !w) {
-      fmt::print(stderr, "{}\n", w.error().message);
-      return exit_internal;
-    }
-  }
+  const std::string name = harness::scale::k8s_job_name(o.suite_name);
+  const auto& [shard_file, merge_file] = *files;
   fmt::print(stderr,
              "evalbox k8s: wrote {} (an Indexed Job of {} shard(s)) and {} (the merge); the "
              "claim {} must be ReadWriteMany when shards run on several nodes\n",
@@ -138,4 +115,4 @@ void register_k8s(CLI::App& app, action& out) {
   cmd->callback([&out, a] { out = [a] { return k8s_command(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -4,11 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/scale/merge.h"
-#include "sandbox/base/log.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -130,4 +130,4 @@ void register_merge(CLI::App& app, action& out) {
   cmd->callback([&out, a] { out = [a] { return merge_command(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

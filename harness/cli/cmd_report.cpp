@@ -7,15 +7,15 @@
 #include <algorithm>
 #include <fstream>
 
+#include "base/json.h"
+#include "base/json_get.h"
+#include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/plan/identity.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_get.h"
-#include "sandbox/base/log.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -128,4 +128,4 @@ void register_report(CLI::App& app, action& out) {
   cmd->callback([&out, a] { out = [a] { return report_command(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

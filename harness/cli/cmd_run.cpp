@@ -3,17 +3,16 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "base/log.h"
+#include "base/units.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
-#include "harness/cli/session.h"
+#include "harness/cli/suite_command.h"
 #include "harness/fixture/load.h"
-#include "harness/plan/identity.h"
-#include "harness/plan/shard.h"
+#include "harness/plan/suite_plan.h"
 #include "harness/results/results.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/units.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -42,74 +41,40 @@ int run_command(const run_args& a) {
   auto suite = load_runnable_suite(a.suite);
   if (!suite) return suite.error();
   if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
-  harness::plan_options po;
-  po.trials = a.trials;
-  po.filter = a.filter;
   // Kubernetes Indexed Jobs and Slurm job arrays name the shard themselves (--shard auto/N).
-  auto shard = harness::resolve_shard(a.shard, [](const char* name) { return std::getenv(name); });
-  if (!shard) {
-    fmt::print(stderr, "{}\n", shard.error().message);
-    return exit_usage;
-  }
-  po.shard_index = shard->index;
-  po.shard_count = shard->count;
-  auto runs = harness::plan_runs(*suite, po);
-  if (!runs) {
-    fmt::print(stderr, "{}\n", runs.error().message);
-    return exit_usage;
-  }
-  // A shard may be empty (more shards than runs); the filter matching nothing never is fine.
-  bool empty_shard = false;
-  if (runs->empty()) {
-    harness::plan_options whole = po;
-    whole.shard_index = 0;
-    whole.shard_count = 1;
-    auto all = harness::plan_runs(*suite, whole);
-    if (!all || all->empty()) {
-      fmt::print(stderr, "nothing to run: the filter '{}' matches no fixture/candidate\n",
-                 a.filter);
-      return exit_usage;
-    }
-    empty_shard = true;
-  }
-  suite_run_options o;
-  o.results_dir = a.results.empty() ? suite->results_dir : std::filesystem::path(a.results);
-  // Each shard has a results directory of its own, so that a requeued shard resumes its own
-  // runs and `evalbox merge` can tell which shard a missing run belongs to.
-  if (shard->count > 1) o.results_dir = o.results_dir / "shards" / std::to_string(shard->index);
-  auto plan = harness::identify_plan(*suite, po);
+  auto plan = harness::plan_suite_run(*suite, {a.trials, a.filter, a.shard, a.results},
+                                      [](const char* name) { return std::getenv(name); });
   if (!plan) {
-    log::error("{}", plan.error().message);
-    return exit_internal;
+    fmt::print(stderr, "{}\n", plan.error().message);
+    return plan.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
   }
-  auto before = harness::adopt_plan(o.results_dir, *plan);
-  if (!before) {
-    fmt::print(stderr, "{}\n", before.error().message);
-    return before.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
-  }
-  if (*before)
+  if (plan->replaced_other_plan)
     fmt::print(stderr,
                "evalbox: {} held results of another plan (the suite file, a fixture or a "
                "candidate changed): its records stay, reports show the newest record of each "
                "trial, and evalbox merge takes only this plan's runs\n",
-               o.results_dir.string());
-  if (shard->count > 1)
-    fmt::print(stderr, "evalbox: shard {}/{} (K from {})\n", shard->index, shard->count,
-               shard->source);
-  if (empty_shard) {
+               plan->results_dir.string());
+  const harness::shard_choice& shard = plan->shard;
+  if (shard.count > 1)
+    fmt::print(stderr, "evalbox: shard {}/{} (K from {})\n", shard.index, shard.count,
+               shard.source);
+  if (plan->empty_shard) {
     fmt::print(stderr, "evalbox: shard {}/{} has no runs (the plan has fewer runs than shards)\n",
-               shard->index, shard->count);
+               shard.index, shard.count);
     return exit_ok;
   }
+  const std::vector<harness::run_spec>& runs = plan->runs;
+  suite_run_options o;
+  o.results_dir = plan->results_dir;
   o.concurrency = a.concurrency > 0 ? a.concurrency : suite->concurrency;
   o.retries = a.retries;
   o.resume = !a.no_resume;
   o.keep_workspaces = *keep;
   o.keep_workspace_bytes = *keep_bytes;
   fmt::print(stderr, "evalbox: {} runs ({} fixtures × {} candidates × {} trials) → {}\n",
-             runs->size(), suite->fixtures.size(), suite->candidates.size(),
+             runs.size(), suite->fixtures.size(), suite->candidates.size(),
              a.trials > 0 ? a.trials : suite->trials, o.results_dir.string());
-  auto done = run_planned(*suite, *runs, o);
+  auto done = run_planned(*suite, runs, o);
   if (!done) {
     log::error("{}", done.error().message);
     return exit_internal;
@@ -175,4 +140,4 @@ void register_run(CLI::App& app, action& out) {
   cmd->callback([&out, a] { out = [a] { return run_command(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -9,17 +9,15 @@
 #include <memory>
 #include <optional>
 
+#include "base/fs.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
-#include "harness/cli/session.h"
 #include "harness/cli/shell_session.h"
+#include "harness/cli/suite_command.h"
 #include "harness/fixture/load.h"
-#include "harness/results/results.h"
 #include "harness/runner/keep_workspace.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 namespace {
 namespace fs = std::filesystem;
 
@@ -33,76 +31,37 @@ struct runs_shell_args {
 
 int runs_shell(const runs_shell_args& a) {
   constexpr const char* cmd = "evalbox runs shell";
-  const harness::results_dir results(fs::absolute(a.results));
-  const fs::path run_dir = results.run_dir(a.run_id);
-  if (a.run_id.empty() || a.run_id.find('/') != std::string::npos ||
-      !fs::exists(run_dir / "run.json")) {
-    fmt::print(stderr, "{}: no run {} in {} (no runs/{}/run.json)\n", cmd, a.run_id,
-               results.root().string(), a.run_id);
-    return exit_usage;
+  auto kept = harness::find_kept_run(fs::absolute(a.results), a.run_id);
+  if (!kept) {
+    fmt::print(stderr, "{}: {}\n", cmd, kept.error().message);
+    return kept.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
   }
-  auto record = read_json_file(run_dir / "run.json");
-  if (!record) {
-    fmt::print(stderr, "{}: {}\n", cmd, record.error().message);
-    return exit_internal;
-  }
-  const json kept = record->value("kept_workspace", json(nullptr));
-  if (!kept.is_object() || !kept.value("path", json(nullptr)).is_string()) {
-    fmt::print(stderr,
-               "{}: run {} kept no workspace{}; runs keep theirs with `evalbox run "
-               "--keep-workspaces failed` (or all)\n",
-               cmd, a.run_id,
-               kept.is_object() && kept.contains("skipped")
-                   ? fmt::format(" ({})", kept.value("skipped", ""))
-                   : std::string());
-    return exit_usage;
-  }
-  const fs::path workspace = run_dir / harness::kept_workspace_dir;
-  if (!fs::is_directory(workspace)) {
-    fmt::print(stderr, "{}: run {}: {} is gone\n", cmd, a.run_id, workspace.string());
-    return exit_usage;
-  }
-  const std::string fixture_dir = a.fixture.empty() ? kept.value("fixture_dir", "") : a.fixture;
-  harness::suite_spec suite;
-  suite.name = "runs-shell";
-  suite.file = fs::current_path() / "runs-shell";
-  std::vector<harness::config_error> errors;
-  if (!a.suite.empty()) {
-    auto s = harness::load_suite(a.suite, make_registry().ids(), &errors);
-    if (!s) {
-      fmt::print(stderr, "{}\n",
-                 errors.empty() ? s.error().message : harness::join_messages(errors));
-      return exit_usage;
-    }
-    suite.default_limits = s->default_limits;
-    suite.default_environment = s->default_environment;
-    suite.images = s->images;
-    suite.judges = s->judges;
-    suite.prices = s->prices;
-  }
-  auto f = harness::load_fixture(
-      fixture_dir, suite.default_environment ? &*suite.default_environment : nullptr, &errors);
-  if (!f) {
+  auto loaded = load_parent_suite(a.suite);
+  if (!loaded) return loaded.error();
+  const std::optional<harness::suite_spec>& parent = *loaded;
+  const fs::path fixture_dir = a.fixture.empty() ? kept->fixture_dir : fs::path(a.fixture);
+  auto suite = harness::suite_of_fixtures("runs-shell", {fixture_dir}, parent ? &*parent : nullptr);
+  if (!suite) {
     fmt::print(stderr, "{}: the run's fixture {}: {}\n(--fixture DIR names where it is now)\n", cmd,
-               fixture_dir, errors.empty() ? f.error().message : harness::join_messages(errors));
+               fixture_dir.string(), suite.error().message);
     return exit_usage;
   }
-  if (f->digest != (*record)["fixture"].value("digest", ""))
-    fmt::print(stderr, "{}: note: the fixture at {} has changed since the run\n", cmd, fixture_dir);
-  f->setup.clear();  // the kept workspace is past its setup
-  suite.fixtures.push_back(std::move(*f));
-  suite.fixture_dirs.push_back(suite.fixtures.front().dir);
-  if (int rc = resolve_suite_images(suite, a.images); rc != exit_ok) return rc;
+  harness::fixture_spec& f = suite->fixtures.front();
+  if (f.digest != kept->fixture_digest)
+    fmt::print(stderr, "{}: note: the fixture at {} has changed since the run\n", cmd,
+               fixture_dir.string());
+  f.setup.clear();  // the kept workspace is past its setup
+  if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
   harness::candidate_spec c;
   c.id = "shell";
   c.adapter = "noop";
-  c.where = {suite.file.string(), 0, 0};
-  suite.candidates = {std::move(c)};
+  c.where = {suite->file.string(), 0, 0};
+  suite->candidates = {std::move(c)};
   fmt::print(stderr,
              "{}: a copy of run {}'s final workspace (the kept one stays as it is); the "
              "grader is at /grader; exit the shell to grade what you left\n",
              cmd, a.run_id);
-  return run_shell_session(suite, {"runs shell", true, workspace});
+  return run_shell_session(*suite, {"runs shell", true, kept->workspace});
 }
 
 }  // namespace
@@ -133,4 +92,4 @@ void register_runs(CLI::App& app, action& out) {
   shell->callback([&out, a] { out = [a] { return runs_shell(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -14,9 +14,9 @@
 #include "harness/cli/interactive.h"
 #include "harness/runner/sandbox_exec.h"
 #include "sandbox/launch/launcher.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 namespace {
 using namespace evalbox::sandbox;
 using harness::exec_options;
@@ -68,7 +68,7 @@ result<run_record> launch_passing_stdio(const prepared_session& session, launch_
   struct sigaction old_int {};
   ::sigaction(SIGINT, &ign, &old_int);
   lo.inherit_stdio = true;
-  auto rec = launch(session, lo, &cancel);
+  auto rec = launch_in(session, lo, &cancel);
   ::sigaction(SIGINT, &old_int, nullptr);
   g_cancel = nullptr;
   return rec;
@@ -172,4 +172,4 @@ void register_sandbox(CLI::App& app, action& out) {
   });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

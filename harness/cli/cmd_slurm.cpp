@@ -5,17 +5,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/units.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
-#include "harness/cli/session.h"
+#include "harness/cli/suite_command.h"
 #include "harness/fixture/load.h"
-#include "harness/scale/jobs.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/units.h"
-#include "sandbox/launch/host_program.h"
+#include "harness/scale/write_jobs.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -35,30 +34,6 @@ struct slurm_args {
   std::string out;
   bool submit = false;
 };
-
-// Runs `sbatch --parsable ARGS...` and returns the job id it prints ("id" or "id;cluster").
-// The scheduler's own client, as the user would run it: found on evalbox's PATH, with evalbox's
-// environment (SLURM_* settings), in evalbox's process group, its messages on evalbox's stderr.
-result<std::string> sbatch(const std::vector<std::string>& args) {
-  sandbox::host_program p;
-  p.argv = {"sbatch", "--parsable"};
-  p.argv.insert(p.argv.end(), args.begin(), args.end());
-  p.inherit_env = true;
-  p.own_process_group = false;
-  p.stderr_to = sandbox::host_output::inherit;
-  auto r = sandbox::run_host_program(p);
-  if (!r)
-    return std::unexpected(
-        std::move(r).error().with_context("run sbatch (is Slurm's client installed and on PATH?)"));
-  if (r->exit_code != 0)
-    return make_error(error_kind::io, "sbatch {} failed (exit {}; its message is above)",
-                      fmt::join(args, " "), r->exit_code);
-  const std::string& out = r->output;
-  std::string id = out.substr(0, out.find_first_of(";\n"));
-  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-    return make_error(error_kind::io, "sbatch printed '{}', not a job id", out);
-  return id;
-}
 
 std::filesystem::path absolute_path(const std::filesystem::path& p) {
   std::error_code ec;
@@ -105,47 +80,29 @@ int slurm_command(const slurm_args& a) {
                o.shards, runs->size(), static_cast<size_t>(o.shards) - runs->size());
 
   const std::filesystem::path out = a.out.empty() ? o.results / "slurm" : absolute_path(a.out);
-  auto scripts = harness::scale::slurm_jobs(o);
-  // Slurm does not create the directory of --output: a job without it fails with no log.
-  for (const auto& dir : {out, o.results / "slurm"}) {
-    if (auto made = make_dirs(dir); !made) {
-      fmt::print(stderr, "{}\n", made.error().message);
-      return exit_internal;
-    }
+  auto files = harness::scale::write_slurm_jobs(o, out);
+  if (!files) {
+    fmt::print(stderr, "{}\n", files.error().message);
+    return exit_internal;
   }
-  const auto shard_file = out / "shard.sbatch", merge_file = out / "merge.sbatch";
-  for (const auto& [file, text] :
-       {std::pair{shard_file, scripts.shard}, {merge_file, scripts.merge}}) {
-    if (auto w = write_file_atomic(file, text, 0755); !w) {
-      fmt::print(stderr, "{}\n", w.error().message);
-      return exit_internal;
-    }
-  }
-  const char* dep = o.after == harness::scale::merge_after::any ? "afterany" : "afterok";
+  const std::string_view dep = harness::scale::slurm_dependency(o.after);
   fmt::print(stderr,
              "evalbox slurm: wrote {} (a job array of {} shard(s){}) and {} (the merge, {}); "
              "results go to {}: a filesystem every node must share\n",
-             shard_file.string(), o.shards,
+             files->shard.string(), o.shards,
              o.parallel > 0 ? fmt::format(", at most {} at once", o.parallel) : "",
-             merge_file.string(), dep, o.results.string());
+             files->merge.string(), dep, o.results.string());
   if (!a.submit) {
     fmt::print("array=$(sbatch --parsable {})\nsbatch --dependency={}:${{array%%;*}} {}\n",
-               shard_file.string(), dep, merge_file.string());
+               files->shard.string(), dep, files->merge.string());
     return exit_ok;
   }
-  auto array = sbatch({shard_file.string()});
-  if (!array) {
-    fmt::print(stderr, "evalbox slurm: {}\n", array.error().message);
+  auto jobs = harness::scale::submit_slurm_jobs(*files, o.after);
+  if (!jobs) {
+    fmt::print(stderr, "evalbox slurm: {}\n", jobs.error().message);
     return exit_submit_failed;
   }
-  auto merge = sbatch({fmt::format("--dependency={}:{}", dep, *array), merge_file.string()});
-  if (!merge) {
-    fmt::print(stderr,
-               "evalbox slurm: the array is job {}, but the merge job was not submitted: {}\n",
-               *array, merge.error().message);
-    return exit_submit_failed;
-  }
-  fmt::print("shards {}\nmerge {}\n", *array, *merge);
+  fmt::print("shards {}\nmerge {}\n", jobs->array, jobs->merge);
   return exit_ok;
 }
 
@@ -191,4 +148,4 @@ void register_slurm(CLI::App& app, action& out) {
   cmd->callback([&out, a] { out = [a] { return slurm_command(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

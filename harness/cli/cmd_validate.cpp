@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/registry.h"
-#include "harness/cli/session.h"
+#include "harness/cli/suite_command.h"
 #include "harness/validate/validate.h"
-#include "sandbox/base/json.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 namespace {
 
@@ -78,4 +78,4 @@ void register_validate(CLI::App& app, action& out) {
   cmd->callback([&out, a] { out = [a] { return validate_command(*a); }; });
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

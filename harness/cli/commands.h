@@ -7,11 +7,12 @@
 
 #include "harness/runner/exit_status.h"
 
-namespace CLI {
+// CLI11's name, declared to keep its header out of this one.
+namespace CLI {  // NOLINT(readability-identifier-naming)
 class App;
-}
+}  // namespace CLI
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 // Exit codes shared by every command (harness/runner/exit_status.h).
 using harness::exit_code;
@@ -41,4 +42,4 @@ void register_runs(CLI::App& app, action& out);
 // `evalbox --cli-reference` prints it; scripts/check-docs compares it with the page.
 std::string cli_reference(const CLI::App& app);
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

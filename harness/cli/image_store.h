@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/image/store.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 result<sandbox::image::store> open_image_store(const std::string& state_dir);
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

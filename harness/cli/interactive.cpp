@@ -10,7 +10,7 @@
 
 #include "harness/cli/terminal.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 namespace {
 
 sandbox::cancel_token* g_cancel = nullptr;
@@ -79,11 +79,11 @@ result<sandbox::run_record> launch_interactive(const sandbox::prepared_session& 
     if (!r) return std::unexpected(std::move(r.error()).with_context("the terminal"));
     raw.emplace(std::move(*r));
   }
-  return sandbox::launch(session, options, &cancel);
+  return sandbox::launch_in(session, options, &cancel);
 }
 
 std::vector<std::string> interactive_shell_argv() {
   return {"/bin/sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -i; exec sh -i"};
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

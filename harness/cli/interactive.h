@@ -5,12 +5,12 @@
 // stdin, stdout and stderr are passed through as they are (pipes, files).
 #pragma once
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/launch/launcher.h"
-#include "sandbox/launch/run_record.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
+#include "sandbox/protocol/run_record.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 // Runs `options` (inherit_stdio and terminal are set here) in `session` until the program
 // ends or `cancel` is set. SIGTERM, SIGHUP and a SIGINT sent to evalbox set it (unless the
@@ -24,4 +24,4 @@ result<sandbox::run_record> launch_interactive(const sandbox::prepared_session& 
 // sh, interactive.
 std::vector<std::string> interactive_shell_argv();
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

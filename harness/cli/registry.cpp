@@ -8,17 +8,17 @@
 #include "adapters/noop/noop.h"
 #include "adapters/oracle/oracle.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 harness::adapter_registry make_registry() {
   harness::adapter_registry r;
-  r.add(adapters::make_noop_adapter());
-  r.add(adapters::make_oracle_adapter());
-  r.add(adapters::make_command_adapter());
-  r.add(adapters::make_codex_adapter());
-  r.add(adapters::make_claude_code_adapter());
-  r.add(adapters::make_gemini_adapter());
+  r.add(adapters::noop::make_adapter());
+  r.add(adapters::oracle::make_adapter());
+  r.add(adapters::command::make_adapter());
+  r.add(adapters::codex::make_adapter());
+  r.add(adapters::claude_code::make_adapter());
+  r.add(adapters::gemini::make_adapter());
   return r;
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

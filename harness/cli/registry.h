@@ -3,6 +3,6 @@
 
 #include "harness/agent/adapter.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 harness::adapter_registry make_registry();
 }

@@ -3,16 +3,16 @@
 
 #include <fmt/format.h>
 
+#include "base/fs.h"
+#include "base/json_get.h"
+#include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/interactive.h"
-#include "harness/cli/session.h"
+#include "harness/cli/suite_command.h"
 #include "harness/results/record.h"
 #include "harness/results/results.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json_get.h"
-#include "sandbox/base/log.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 namespace {
 
 // The last lines of a log the scratch results hold (the setup's), before they go.
@@ -88,4 +88,4 @@ int run_shell_session(const harness::suite_spec& suite, const shell_session_opti
                        options.command);
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

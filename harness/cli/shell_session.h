@@ -10,7 +10,7 @@
 
 #include "harness/config/spec.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 struct shell_session_options {
   std::string command;  // "fixture shell": names the messages
@@ -24,4 +24,4 @@ struct shell_session_options {
 // the sandbox did), 3 it could not be graded, 130/143 interrupted.
 int run_shell_session(const harness::suite_spec& suite, const shell_session_options& options);
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

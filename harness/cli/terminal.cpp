@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cerrno>
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 namespace {
 
 // What restore_terminal_now() reads from a signal handler: written before `live` is set, and
@@ -62,4 +62,4 @@ void restore_terminal_now() noexcept {
   if (g_live.load()) (void)::tcsetattr(g_fd, TCSANOW, &g_saved);
 }
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

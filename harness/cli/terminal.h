@@ -10,9 +10,9 @@
 
 #include <optional>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 
 // Raw mode as cfmakeraw sets it: no echo, no line editing, no signals from keys (Ctrl-C and
 // Ctrl-Z travel as bytes to the sandbox's terminal, whose line discipline makes them signals
@@ -42,4 +42,4 @@ class raw_terminal {
 // does nothing when none is live.
 void restore_terminal_now() noexcept;
 
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

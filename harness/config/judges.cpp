@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 namespace evalbox::harness {
+inline namespace config {
 
 bool has_judge_checks(const fixture_spec& f) {
   for (const auto& c : f.checks)
@@ -46,4 +47,5 @@ std::vector<config_error> check_judges(const std::map<std::string, judge_spec>& 
   return errors;
 }
 
+}  // namespace config
 }  // namespace evalbox::harness

@@ -13,6 +13,7 @@
 #include "harness/config/spec.h"
 
 namespace evalbox::harness {
+inline namespace config {
 
 // Looks a variable up on the host (std::getenv by default; tests pass their own).
 using env_lookup = std::function<const char*(const char*)>;
@@ -27,4 +28,5 @@ std::vector<config_error> check_judges(const std::map<std::string, judge_spec>& 
 // True when some check of `f` is a judge check.
 bool has_judge_checks(const fixture_spec& f);
 
+}  // namespace config
 }  // namespace evalbox::harness

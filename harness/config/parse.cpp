@@ -16,12 +16,13 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/fs.h"
 #include "harness/config/parse_parts.h"
 #include "harness/config/reader.h"
 #include "harness/config/validate.h"
-#include "sandbox/base/fs.h"
 
 namespace evalbox::harness {
+inline namespace config {
 
 namespace {
 
@@ -224,8 +225,10 @@ std::string peek_schema(std::string_view text) {
     YAML::Node root = YAML::Load(std::string(text));
     if (root.IsMap() && root["schema"] && root["schema"].IsScalar()) return root["schema"].Scalar();
   } catch (const YAML::Exception&) {
+    return {};  // not YAML: no schema to peek at (the parse proper says what is wrong)
   }
   return {};
 }
 
+}  // namespace config
 }  // namespace evalbox::harness

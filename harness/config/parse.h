@@ -13,6 +13,7 @@
 #include "harness/config/spec.h"
 
 namespace evalbox::harness {
+inline namespace config {
 
 // Parses the text of a fixture.yaml. `display` names the file in messages. Touches no file;
 // the returned spec has no dir, digest or has_* flags. Problems are appended to `errors`; the
@@ -34,4 +35,5 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
 // the text is not YAML (used by `evalbox validate` to tell fixtures from suites).
 std::string peek_schema(std::string_view text);
 
+}  // namespace config
 }  // namespace evalbox::harness

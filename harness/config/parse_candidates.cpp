@@ -10,11 +10,13 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/fs.h"
 #include "harness/config/parse_parts.h"
 #include "harness/config/validate.h"
-#include "sandbox/base/fs.h"
 
-namespace evalbox::harness::parsing {
+namespace evalbox::harness {
+inline namespace config {
+namespace parsing {
 
 namespace fs = std::filesystem;
 
@@ -184,4 +186,6 @@ void parse_baseline(reader& r, const YAML::Node& n, suite_spec& spec) {
   }
 }
 
-}  // namespace evalbox::harness::parsing
+}  // namespace parsing
+}  // namespace config
+}  // namespace evalbox::harness

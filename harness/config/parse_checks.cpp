@@ -10,11 +10,13 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/fs.h"
 #include "harness/config/parse_parts.h"
 #include "harness/config/validate.h"
-#include "sandbox/base/fs.h"
 
-namespace evalbox::harness::parsing {
+namespace evalbox::harness {
+inline namespace config {
+namespace parsing {
 
 namespace {
 
@@ -357,4 +359,6 @@ void parse_checks(reader& r, const YAML::Node& checks, fixture_spec& spec) {
     r.fail(checks, "every check has weight 0", "give at least one check a positive weight");
 }
 
-}  // namespace evalbox::harness::parsing
+}  // namespace parsing
+}  // namespace config
+}  // namespace evalbox::harness

@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/fs.h"
 #include "harness/config/parse_parts.h"
 #include "harness/config/validate.h"
-#include "sandbox/base/fs.h"
 
-namespace evalbox::harness::parsing {
+namespace evalbox::harness {
+inline namespace config {
+namespace parsing {
 
 namespace fs = std::filesystem;
 
@@ -169,4 +171,6 @@ void parse_harbor(reader& r, const YAML::Node& n, suite_spec& spec) {
   if (auto t = r.number(m->get("threshold"), "harbor.threshold")) spec.harbor_threshold = *t;
 }
 
-}  // namespace evalbox::harness::parsing
+}  // namespace parsing
+}  // namespace config
+}  // namespace evalbox::harness

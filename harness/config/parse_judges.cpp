@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/fs.h"
 #include "harness/config/parse_parts.h"
 #include "harness/config/validate.h"
-#include "sandbox/base/fs.h"
 
-namespace evalbox::harness::parsing {
+namespace evalbox::harness {
+inline namespace config {
+namespace parsing {
 
 namespace fs = std::filesystem;
 
@@ -212,4 +214,6 @@ void parse_judges(reader& r, const YAML::Node& n, const fs::path& base_dir, suit
   }
 }
 
-}  // namespace evalbox::harness::parsing
+}  // namespace parsing
+}  // namespace config
+}  // namespace evalbox::harness

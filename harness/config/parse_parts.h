@@ -12,7 +12,9 @@
 #include "harness/config/reader.h"
 #include "harness/config/spec.h"
 
-namespace evalbox::harness::parsing {
+namespace evalbox::harness {
+inline namespace config {
+namespace parsing {
 
 // parse_environment.cpp: what a run gets around it.
 // limits: {wall, cpu, memory, pids, disk, output}; `what` names the key in messages.
@@ -44,4 +46,6 @@ void parse_judges(reader& r, const YAML::Node& n, const std::filesystem::path& b
                   suite_spec& spec);
 void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec);
 
-}  // namespace evalbox::harness::parsing
+}  // namespace parsing
+}  // namespace config
+}  // namespace evalbox::harness

@@ -4,6 +4,7 @@
 #include <re2/re2.h>
 
 namespace evalbox::harness {
+inline namespace config {
 
 namespace {
 
@@ -75,4 +76,5 @@ result<bool> pattern::search(std::string_view text) const {
                     nullptr, 0);
 }
 
+}  // namespace config
 }  // namespace evalbox::harness

@@ -17,13 +17,14 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 
 namespace re2 {
-class RE2;
-}
+class RE2;  // NOLINT(readability-identifier-naming): RE2's own name
+}  // namespace re2
 
 namespace evalbox::harness {
+inline namespace config {
 
 // Why a pattern does not compile: RE2's message, and where in the pattern the problem starts
 // (a byte offset) when it can be told.
@@ -62,4 +63,5 @@ class pattern {
   std::string source_;
 };
 
+}  // namespace config
 }  // namespace evalbox::harness

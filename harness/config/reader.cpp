@@ -11,11 +11,13 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "base/fs.h"
+#include "base/units.h"
 #include "harness/config/validate.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/units.h"
 
-namespace evalbox::harness::parsing {
+namespace evalbox::harness {
+inline namespace config {
+namespace parsing {
 
 namespace fs = std::filesystem;
 
@@ -296,4 +298,6 @@ std::string reader::describe(const YAML::Node& n) {
   return std::string(type_name(n));
 }
 
-}  // namespace evalbox::harness::parsing
+}  // namespace parsing
+}  // namespace config
+}  // namespace evalbox::harness

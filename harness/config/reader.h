@@ -14,16 +14,19 @@
 #include <utility>
 #include <vector>
 
+#include "base/json.h"
 #include "harness/config/pattern.h"
 #include "harness/config/spec.h"
-#include "sandbox/base/json.h"
 
-namespace YAML {
-class Node;
-struct Mark;
+// yaml-cpp's names, declared to keep its header out of this one.
+namespace YAML {  // NOLINT(readability-identifier-naming)
+class Node;       // NOLINT(readability-identifier-naming)
+struct Mark;      // NOLINT(readability-identifier-naming)
 }  // namespace YAML
 
-namespace evalbox::harness::parsing {
+namespace evalbox::harness {
+inline namespace config {
+namespace parsing {
 
 // "a scalar", "a list", "a mapping" or "nothing": what a node is, for messages.
 std::string_view type_name(const YAML::Node& n);
@@ -68,7 +71,7 @@ class reader {
   std::optional<double> number(const YAML::Node& n, std::string_view what);
   std::optional<uint64_t> positive_integer(const YAML::Node& n, std::string_view what);
   // A duration in milliseconds, or a size in bytes, greater than zero. Every duration and size
-  // of both formats is read here, by the one parser of each unit (sandbox/base/units.h), and
+  // of both formats is read here, by the one parser of each unit (base/units.h), and
   // reported one way: "WHAT: what the parser says", with the units as the hint.
   std::optional<uint64_t> duration_ms(const YAML::Node& n, std::string_view what);
   std::optional<uint64_t> size_bytes(const YAML::Node& n, std::string_view what);
@@ -100,4 +103,6 @@ class reader {
   std::string_view text_;
 };
 
-}  // namespace evalbox::harness::parsing
+}  // namespace parsing
+}  // namespace config
+}  // namespace evalbox::harness

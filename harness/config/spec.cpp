@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 namespace evalbox::harness {
+inline namespace config {
 
 std::string source_location::to_string() const {
   if (line <= 0) return file;
@@ -259,4 +260,5 @@ const candidate_spec* suite_spec::find_candidate(std::string_view id) const {
   return nullptr;
 }
 
+}  // namespace config
 }  // namespace evalbox::harness

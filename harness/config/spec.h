@@ -11,11 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
+#include "base/json.h"
 #include "harness/config/pattern.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
+inline namespace config {
 
 inline constexpr std::string_view fixture_schema = "evalbox.fixture.v1";
 inline constexpr std::string_view suite_schema = "evalbox.suite.v1";
@@ -325,4 +326,5 @@ struct suite_spec {
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
 };
 
+}  // namespace config
 }  // namespace evalbox::harness

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 namespace evalbox::harness {
+inline namespace config {
 
 bool is_valid_id(std::string_view id, bool allow_upper) noexcept {
   if (id.empty() || id.size() > 128) return false;
@@ -127,4 +128,5 @@ std::string_view closest(std::string_view word, std::span<const std::string_view
   return best;
 }
 
+}  // namespace config
 }  // namespace evalbox::harness

@@ -10,6 +10,7 @@
 #include <string_view>
 
 namespace evalbox::harness {
+inline namespace config {
 
 // A fixture, candidate or check id: [a-z0-9][a-z0-9._-]*, at most 128 characters;
 // `allow_upper` also allows A-Z (suite names, credential handles, check ids).
@@ -40,4 +41,5 @@ size_t edit_distance(std::string_view a, std::string_view b);
 // The choice nearest to `word`, when one is fewer than 3 edits away; else "".
 std::string_view closest(std::string_view word, std::span<const std::string_view> choices);
 
+}  // namespace config
 }  // namespace evalbox::harness

@@ -9,13 +9,14 @@
 #include <set>
 #include <stdexcept>
 
+#include "base/fs.h"
+#include "base/json_checks.h"
+#include "base/units.h"
 #include "harness/plan/plan.h"
-#include "harness/transcript/read_limits.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json_checks.h"
-#include "sandbox/base/units.h"
+#include "harness/transcripts/read_limits.h"
 
 namespace evalbox::harness {
+inline namespace grading {
 
 namespace {
 
@@ -38,16 +39,6 @@ bool regex_search(const pattern& p, std::string_view text, check_result& r) {
     return false;
   }
   return *found;
-}
-
-// The test hook's setting (grading_inputs::fault): the inputs' when a test sets it, else the
-// EVALBOX_FAULT variable's, read here once per grading — compiled in, for the end-to-end tests
-// drive the release binary, whose runner sets no fault of its own. docs/reliability.md
-// documents it; nothing else reads it.
-std::string fault_of(const grading_inputs& in) {
-  if (in.fault) return *in.fault;
-  const char* fault = std::getenv("EVALBOX_FAULT");
-  return fault ? fault : "";
 }
 
 // With the fault "check-throw:<id>", evaluating check <id> throws, as a bug in an evaluator or
@@ -97,7 +88,7 @@ check_result evaluate(const check_spec& c, const grading_inputs& in, std::string
     case check_kind::git:
       return evaluate_git_check(c, in.before, in.after);
     case check_kind::transcript:
-      return evaluate_transcript_check(c, in.transcript_);
+      return evaluate_transcript_check(c, in.run_transcript);
     case check_kind::verifier:
       return evaluate_verifier(c, in);
     case check_kind::tests: {
@@ -504,7 +495,7 @@ std::vector<evidence_item> gather_evidence(const judge_check& j, const grading_i
     std::string text;
     switch (e.kind) {
       case ek::final_message: {
-        auto m = final_message(in.transcript_);
+        auto m = final_message(in.run_transcript);
         text = m ? *m : "(the agent gave no final message)";
         break;
       }
@@ -512,7 +503,7 @@ std::vector<evidence_item> gather_evidence(const judge_check& j, const grading_i
         text = in.diff.empty() ? "(the agent changed no file)" : in.diff;
         break;
       case ek::commands: {
-        for (const auto& cmd : commands(in.transcript_)) {
+        for (const auto& cmd : commands(in.run_transcript)) {
           text += "$ " + cmd + "\n";
           if (text.size() > max_bytes) break;  // bound_evidence cuts it and says so
         }
@@ -636,7 +627,7 @@ check_result evaluate_judge_check(const check_spec& c, const grading_inputs& in)
 grading_result grade(const grading_inputs& in) {
   grading_result g;
   double total = 0, passed = 0;
-  const std::string fault = fault_of(in);
+  const std::string& fault = in.fault;
   for (const auto& c : in.fixture.checks) {
     // Whatever goes wrong while evaluating one check — an error, an exception — is this run's
     // grader error (status "error", verdict not_assessed), never the end of the runner.
@@ -749,4 +740,5 @@ json grading_result::judge_usage_json() const {
           {"models", models}};
 }
 
+}  // namespace grading
 }  // namespace evalbox::harness

@@ -11,15 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/json_fwd.h"
 #include "harness/config/spec.h"
 #include "harness/grading/test_report.h"
 #include "harness/judge/answer.h"
 #include "harness/judge/prompt.h"
-#include "harness/transcript/transcript.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
+#include "harness/transcripts/transcript.h"
 
 namespace evalbox::harness {
+inline namespace grading {
 
 struct check_result {
   std::string id;
@@ -96,9 +97,9 @@ using judge_asker = std::function<result<judge_exchange>(const judge_spec&, cons
 
 struct grading_inputs {
   const fixture_spec& fixture;
-  const transcript& transcript_;
-  std::filesystem::path before;  // the workspace as it was after setup (read-only view)
-  std::filesystem::path after;   // the workspace as the agent left it (read-only view)
+  const transcript& run_transcript;  // what the agent did
+  std::filesystem::path before;      // the workspace as it was after setup (read-only view)
+  std::filesystem::path after;       // the workspace as the agent left it (read-only view)
   shell_check_runner run_shell;
   verifier_runner run_verifier = {};  // Harbor tasks only
   tests_check_runner run_tests = {};
@@ -109,9 +110,9 @@ struct grading_inputs {
   std::string diff;
   const std::map<std::string, price_spec>* prices = nullptr;
   // A test hook, never for real runs (docs/reliability.md): "check-throw:<id>" makes
-  // evaluating check <id> throw, as a bug in an evaluator would; "": no fault. Unset: the
-  // EVALBOX_FAULT variable's, which grade() reads once (the runner sets none of its own).
-  std::optional<std::string> fault;
+  // evaluating check <id> throw, as a bug in an evaluator would; "": no fault. The runner passes
+  // runner_options::grading_fault, which the binary reads from EVALBOX_FAULT.
+  std::string fault;
 };
 
 struct grading_result {
@@ -152,4 +153,5 @@ std::vector<evidence_item> gather_evidence(const judge_check& j, const grading_i
                                            size_t max_bytes);
 check_result evaluate_judge_check(const check_spec& c, const grading_inputs& in);
 
+}  // namespace grading
 }  // namespace evalbox::harness

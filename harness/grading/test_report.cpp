@@ -1,7 +1,7 @@
 // pytest logs and JUnit XML -> test statuses, and the F2P/P2P grade (test_report.h).
 #include "harness/grading/test_report.h"
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 #include <expat.h>
 
@@ -11,6 +11,7 @@
 #include <optional>
 
 namespace evalbox::harness {
+inline namespace grading {
 
 namespace {
 
@@ -243,4 +244,5 @@ tests_grade grade_tests(const test_report& report, const std::vector<std::string
   return g;
 }
 
+}  // namespace grading
 }  // namespace evalbox::harness

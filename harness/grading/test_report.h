@@ -9,9 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 
 namespace evalbox::harness {
+inline namespace grading {
 
 enum class test_status { passed, failed, error, skipped, xfail, xpass };
 std::string_view to_string(test_status s) noexcept;
@@ -66,4 +67,5 @@ tests_grade grade_tests(const test_report& report, const std::vector<std::string
 // once, in order; a path that is absolute or has ".." is left out.
 std::vector<std::string> patch_files(std::string_view patch);
 
+}  // namespace grading
 }  // namespace evalbox::harness

@@ -9,14 +9,15 @@
 
 #include <fmt/format.h>
 
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/json_checks.h"
+#include "base/json_get.h"
 #include "harness/config/validate.h"
 #include "harness/grading/test_report.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_checks.h"
-#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
+inline namespace importers {
 
 namespace fs = std::filesystem;
 
@@ -337,37 +338,38 @@ std::string yaml_scalar(std::string_view text, int indent) {
   return quoted;
 }
 
-result<swebench_import_result> import_swebench(const swebench_import_options& o) {
-  std::ifstream in(o.input, std::ios::binary);
-  if (!in)
-    return make_error(error_kind::not_found, "cannot read {}: {}", o.input.string(),
-                      std::strerror(errno));
-  const std::string display = o.input.string();
-  swebench_import_result res;
-  // The instances with their line numbers: JSONL, or one JSON array (line 1 then).
-  std::vector<std::pair<int, std::string>> lines;
-  {
-    std::string line;
-    int number = 0;
-    while (std::getline(in, line)) {
-      ++number;
-      if (line.size() > max_instance_bytes) {
-        res.errors.push_back({{display, number, 1},
-                              fmt::format("the line is {} bytes, more than evalbox reads of one "
-                                          "instance",
-                                          line.size()),
-                              ""});
-        continue;
-      }
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      lines.emplace_back(number, std::move(line));
-    }
-  }
+namespace {
+
+// The instances of the input with their line numbers: JSONL (each line one), or one JSON array
+// (then numbered 1, 2, ... and `array` set). A line too long or not JSON is an error in `res`.
+struct read_instances_result {
   std::vector<std::pair<int, json>> instances;
-  bool array = !lines.empty() &&
-               lines.front().second.find_first_not_of(" \t") != std::string::npos &&
-               lines.front().second[lines.front().second.find_first_not_of(" \t")] == '[';
-  if (array) {
+  bool array = false;
+};
+
+result<read_instances_result> read_instances(std::istream& in, const std::string& display,
+                                             swebench_import_result& res) {
+  std::vector<std::pair<int, std::string>> lines;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.size() > max_instance_bytes) {
+      res.errors.push_back({{display, number, 1},
+                            fmt::format("the line is {} bytes, more than evalbox reads of one "
+                                        "instance",
+                                        line.size()),
+                            ""});
+      continue;
+    }
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    lines.emplace_back(number, std::move(line));
+  }
+  read_instances_result out;
+  out.array = !lines.empty() &&
+              lines.front().second.find_first_not_of(" \t") != std::string::npos &&
+              lines.front().second[lines.front().second.find_first_not_of(" \t")] == '[';
+  if (out.array) {
     std::string all;
     for (const auto& [n, l] : lines) all += l + "\n";
     auto j = parse_json(all, display);
@@ -375,19 +377,43 @@ result<swebench_import_result> import_swebench(const swebench_import_options& o)
       return make_error(error_kind::invalid_argument, "{}: {}", display,
                         j ? "not a JSON array of instances" : j.error().message);
     int i = 0;
-    for (auto& x : *j) instances.emplace_back(++i, std::move(x));
-  } else {
-    for (auto& [n, l] : lines) {
-      auto j = parse_json(l, "instance");
-      if (!j) {
-        res.errors.push_back({{display, n, 1},
-                              fmt::format("not a JSON object: {}", j.error().message),
-                              "one instance per line, as JSON"});
-        continue;
-      }
-      instances.emplace_back(n, std::move(*j));
-    }
+    for (auto& x : *j) out.instances.emplace_back(++i, std::move(x));
+    return out;
   }
+  for (auto& [n, l] : lines) {
+    auto j = parse_json(l, "instance");
+    if (!j) {
+      res.errors.push_back({{display, n, 1},
+                            fmt::format("not a JSON object: {}", j.error().message),
+                            "one instance per line, as JSON"});
+      continue;
+    }
+    out.instances.emplace_back(n, std::move(*j));
+  }
+  return out;
+}
+
+// The suite's name: the option's, else the output directory's name made an id.
+std::string suite_name_of(const swebench_import_options& o) {
+  if (!o.suite_name.empty()) return o.suite_name;
+  std::error_code ec;
+  std::string name;
+  for (char c : normalize(fs::absolute(o.out, ec)).filename().string())
+    name +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '-';
+  return name.empty() ? "swebench" : name;
+}
+
+}  // namespace
+
+result<swebench_import_result> import_swebench(const swebench_import_options& o) {
+  std::ifstream in(o.input, std::ios::binary);
+  if (!in)
+    return make_error(error_kind::not_found, "cannot read {}: {}", o.input.string(),
+                      std::strerror(errno));
+  const std::string display = o.input.string();
+  swebench_import_result res;
+  const auto [instances, array] = EB_TRY(read_instances(in, display, res));
   EB_TRY(make_dirs(o.out));
   // An interrupted import's temporaries (the fixtures themselves are whole or absent).
   std::error_code ec;
@@ -432,17 +458,11 @@ result<swebench_import_result> import_swebench(const swebench_import_options& o)
     ++done;
     if (o.progress) o.progress(done, instances.size(), shown_id);
   }
-  std::string name = o.suite_name;
-  if (name.empty()) {
-    for (char c : normalize(fs::absolute(o.out, ec)).filename().string())
-      name += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')
-                  ? c
-                  : '-';
-    if (name.empty()) name = "swebench";
-  }
   res.suite = o.out / "suite.yaml";
-  if (!res.imported.empty()) EB_TRY(write_file_atomic(res.suite, suite_yaml(o, name, all_gold)));
+  if (!res.imported.empty())
+    EB_TRY(write_file_atomic(res.suite, suite_yaml(o, suite_name_of(o), all_gold)));
   return res;
 }
 
+}  // namespace importers
 }  // namespace evalbox::harness

@@ -15,10 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/config/spec.h"
-#include "sandbox/base/error.h"
 
 namespace evalbox::harness {
+inline namespace importers {
 
 struct swebench_import_options {
   std::filesystem::path input;  // the instances file
@@ -57,4 +58,5 @@ result<swebench_import_result> import_swebench(const swebench_import_options& op
 // a JSON-style double-quoted string otherwise. `indent` is the indentation of the key.
 std::string yaml_scalar(std::string_view text, int indent);
 
+}  // namespace importers
 }  // namespace evalbox::harness

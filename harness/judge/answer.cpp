@@ -5,12 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
+#include "base/json_checks.h"
+#include "base/json_get.h"
 #include "harness/judge/prompt.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_checks.h"
-#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
+inline namespace judge {
 
 namespace {
 
@@ -117,4 +118,5 @@ std::vector<judge_tally> judge_majority(std::span<const std::vector<judge_verdic
   return out;
 }
 
+}  // namespace judge
 }  // namespace evalbox::harness

@@ -11,10 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/transcript/transcript.h"
-#include "sandbox/base/error.h"
+#include "base/error.h"
+#include "harness/transcripts/transcript.h"
 
 namespace evalbox::harness {
+inline namespace judge {
 
 // The longest answer read (a longer one is an error, not cut).
 inline constexpr size_t max_judge_answer_bytes = 64u << 10;
@@ -52,4 +53,5 @@ struct judge_tally {
 std::vector<judge_tally> judge_majority(std::span<const std::vector<judge_verdict>> votes,
                                         std::span<const std::string> ids);
 
+}  // namespace judge
 }  // namespace evalbox::harness

@@ -6,14 +6,15 @@
 
 #include <fmt/format.h>
 
+#include "base/json_checks.h"
+#include "base/json_get.h"
+#include "base/log.h"
 #include "harness/judge/answer.h"
 #include "harness/judge/http.h"
-#include "sandbox/base/json_checks.h"
-#include "sandbox/base/json_get.h"
-#include "sandbox/base/log.h"
 #include "sandbox/launch/host_program.h"
 
 namespace evalbox::harness {
+inline namespace judge {
 
 namespace {
 
@@ -177,4 +178,5 @@ result<judge_exchange> ask_judge(const judge_spec& judge, const judge_prompt& pr
   }
 }
 
+}  // namespace judge
 }  // namespace evalbox::harness

@@ -10,13 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
+#include "base/json.h"
 #include "harness/config/spec.h"
 #include "harness/judge/answer.h"
 #include "harness/judge/prompt.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
+inline namespace judge {
 
 // The request body of an HTTP adapter, and the JSON a command judge reads on stdin
 // (evalbox.judge-request.v1: model, system, user, ids, nonce).
@@ -32,4 +33,5 @@ result<judge_exchange> read_judge_reply(const judge_spec& judge, std::string_vie
 result<judge_exchange> ask_judge(const judge_spec& judge, const judge_prompt& prompt,
                                  const std::string& api_key);
 
+}  // namespace judge
 }  // namespace evalbox::harness

@@ -20,6 +20,7 @@
 #include <boost/beast/ssl.hpp>
 
 namespace evalbox::harness {
+inline namespace judge {
 
 namespace {
 
@@ -168,4 +169,5 @@ result<http_reply> http_post(const std::string& url,
   return make_error(error_kind::io, "{}: {}", where, st.failure);
 }
 
+}  // namespace judge
 }  // namespace evalbox::harness

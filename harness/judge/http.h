@@ -10,9 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 
 namespace evalbox::harness {
+inline namespace judge {
 
 struct http_reply {
   int status = 0;
@@ -28,4 +29,5 @@ result<http_reply> http_post(const std::string& url,
                              const std::string& body, std::chrono::milliseconds timeout,
                              size_t max_body = 4u << 20);
 
+}  // namespace judge
 }  // namespace evalbox::harness

@@ -5,10 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "base/json_checks.h"
 #include "harness/config/spec.h"
-#include "sandbox/base/json_checks.h"
 
 namespace evalbox::harness {
+inline namespace judge {
 
 std::string make_nonce() {
   std::random_device rd;
@@ -92,4 +93,5 @@ judge_prompt build_judge_prompt(std::span<const std::string> propositions,
   return p;
 }
 
+}  // namespace judge
 }  // namespace evalbox::harness

@@ -11,6 +11,7 @@
 #include <vector>
 
 namespace evalbox::harness {
+inline namespace judge {
 
 // One piece of evidence as the prompt shows it: its label (final_message, diff, commands,
 // file:PATH) and its text, already bounded (bound_evidence).
@@ -44,4 +45,5 @@ std::string bound_evidence(std::string_view text, size_t max);
 judge_prompt build_judge_prompt(std::span<const std::string> propositions,
                                 std::span<const evidence_item> evidence, std::string nonce);
 
+}  // namespace judge
 }  // namespace evalbox::harness

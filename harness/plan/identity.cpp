@@ -4,11 +4,12 @@
 #include <algorithm>
 #include <system_error>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json_get.h"
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/json_get.h"
 
 namespace evalbox::harness {
+inline namespace plan {
 
 namespace fs = std::filesystem;
 
@@ -217,4 +218,5 @@ std::vector<std::string> planned_ids(const plan_identity& plan) {
   return ids;
 }
 
+}  // namespace plan
 }  // namespace evalbox::harness

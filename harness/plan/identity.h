@@ -12,12 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
+#include "base/json.h"
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
+inline namespace plan {
 
 inline constexpr std::string_view plan_schema = "evalbox.plan.v1";
 inline constexpr std::string_view plan_file_name = "plan.json";
@@ -87,4 +88,5 @@ std::vector<matrix_run> matrix_runs(const plan_identity& plan);
 // every shard's in a merged directory.
 std::vector<std::string> planned_ids(const plan_identity& plan);
 
+}  // namespace plan
 }  // namespace evalbox::harness

@@ -1,9 +1,10 @@
 // The run matrix and run ids.
 #include "harness/plan/plan.h"
 
-#include "sandbox/base/digest.h"
+#include "base/digest.h"
 
 namespace evalbox::harness {
+inline namespace plan {
 
 result<std::string> candidate_digest(const candidate_spec& c) {
   json j = c.to_json();
@@ -83,4 +84,5 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
   return runs;
 }
 
+}  // namespace plan
 }  // namespace evalbox::harness

@@ -5,10 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/config/spec.h"
-#include "sandbox/base/error.h"
 
 namespace evalbox::harness {
+inline namespace plan {
 
 struct run_spec {
   size_t fixture = 0;    // index into suite_spec::fixtures
@@ -49,4 +50,5 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
 // Shell-style glob: '*' any run of characters (including '/'), '?' one character.
 bool glob_match(std::string_view pattern, std::string_view text);
 
+}  // namespace plan
 }  // namespace evalbox::harness

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 namespace evalbox::harness {
+inline namespace plan {
 
 namespace {
 
@@ -93,4 +94,5 @@ result<shard_choice> resolve_shard(std::string_view flag, const env_lookup& env)
   return shard_choice{*index, *count, "--shard"};
 }
 
+}  // namespace plan
 }  // namespace evalbox::harness

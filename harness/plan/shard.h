@@ -7,9 +7,10 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 
 namespace evalbox::harness {
+inline namespace plan {
 
 struct shard_choice {
   int index = 0;       // K
@@ -26,4 +27,5 @@ using env_lookup = std::function<const char*(const char* name)>;
 // saying what to do.
 result<shard_choice> resolve_shard(std::string_view flag, const env_lookup& env);
 
+}  // namespace plan
 }  // namespace evalbox::harness

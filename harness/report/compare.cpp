@@ -7,10 +7,11 @@
 #include <map>
 #include <set>
 
+#include "base/json_get.h"
 #include "harness/report/report.h"
-#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 namespace {
 
@@ -165,4 +166,5 @@ json compare_to_json(const compare_result& r) {
           {"comparisons", j["comparisons"]}};
 }
 
+}  // namespace report
 }  // namespace evalbox::harness

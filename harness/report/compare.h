@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/json.h"
 #include "harness/report/stats.h"
 #include "harness/results/results.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 // Who is compared with whom, and how the result is labelled.
 struct compare_settings {
@@ -68,4 +69,5 @@ std::string render_compare_table(const compare_result& r);
 // comparisons}, each comparison exactly as in summary.json.
 json compare_to_json(const compare_result& r);
 
+}  // namespace report
 }  // namespace evalbox::harness

@@ -10,7 +10,9 @@
 
 #include "harness/report/stats.h"
 
-namespace evalbox::harness::stats {
+namespace evalbox::harness {
+inline namespace report {
+namespace stats {
 namespace {
 
 // Sign patterns are enumerated exactly up to this many non-zero differences (2^16 sums).
@@ -229,4 +231,6 @@ std::optional<interval> bootstrap_mean(std::span<const double> values, double le
   return interval{quantile_sorted(means, tail), quantile_sorted(means, 1.0 - tail), level};
 }
 
-}  // namespace evalbox::harness::stats
+}  // namespace stats
+}  // namespace report
+}  // namespace evalbox::harness

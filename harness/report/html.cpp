@@ -23,15 +23,16 @@
 #include <string_view>
 #include <tuple>
 
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/json_checks.h"
+#include "base/unique_fd.h"
 #include "harness/report/report.h"
 #include "harness/report/svg.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_checks.h"
-#include "sandbox/base/unique_fd.h"
 #include "sandbox/sys/beneath.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 namespace report_text {
 
@@ -636,4 +637,5 @@ std::string render_html(const stats::summary& s, const std::vector<json>& record
   return std::move(out).str();
 }
 
+}  // namespace report
 }  // namespace evalbox::harness

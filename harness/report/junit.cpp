@@ -6,11 +6,12 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/json.h"
 #include "harness/report/report.h"
 #include "harness/report/svg.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 namespace {
 
@@ -89,4 +90,5 @@ std::string render_junit(const std::vector<json>& records, const std::string& su
   return std::move(out).str();
 }
 
+}  // namespace report
 }  // namespace evalbox::harness

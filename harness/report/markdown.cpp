@@ -8,10 +8,11 @@
 #include <set>
 #include <sstream>
 
+#include "base/json.h"
 #include "harness/report/report.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 namespace {
 
@@ -271,4 +272,5 @@ std::string render_markdown(const stats::summary& s, const std::vector<json>& re
   return std::move(out).str();
 }
 
+}  // namespace report
 }  // namespace evalbox::harness

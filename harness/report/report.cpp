@@ -9,12 +9,13 @@
 #include <ostream>
 #include <thread>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_get.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/json_get.h"
+#include "base/log.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 namespace report_text {
 
@@ -211,4 +212,5 @@ result<stats::summary> write_reports(const std::filesystem::path& dir,
                        std::move(baseline), formats);
 }
 
+}  // namespace report
 }  // namespace evalbox::harness

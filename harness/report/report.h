@@ -20,12 +20,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
+#include "base/json_fwd.h"
 #include "harness/report/stats.h"
 #include "harness/results/results.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 enum class report_format { json, md, html, junit };
 
@@ -235,4 +236,5 @@ std::string script_json(const json& j);
 void append_script_string(std::string& out, std::string_view s);
 }  // namespace report_text
 
+}  // namespace report
 }  // namespace evalbox::harness

@@ -5,11 +5,12 @@
 #include <set>
 #include <tuple>
 
+#include "base/json.h"
+#include "base/json_get.h"
 #include "harness/report/report.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_get.h"
 
 namespace evalbox::harness {
+inline namespace report {
 
 namespace {
 
@@ -337,4 +338,5 @@ std::vector<json> latest_records(const std::vector<json>& records) {
   return out;
 }
 
+}  // namespace report
 }  // namespace evalbox::harness

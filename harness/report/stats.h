@@ -19,10 +19,12 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
+#include "base/error.h"
+#include "base/json_fwd.h"
 
-namespace evalbox::harness::stats {
+namespace evalbox::harness {
+inline namespace report {
+namespace stats {
 
 // One finished run as the report sees it (a row of results.jsonl).
 struct run_outcome {
@@ -254,4 +256,6 @@ json to_json(const summary& s);
 // many fixtures or trials is never held as a whole document.
 void write_json(std::ostream& out, const summary& s);
 
-}  // namespace evalbox::harness::stats
+}  // namespace stats
+}  // namespace report
+}  // namespace evalbox::harness

@@ -11,7 +11,9 @@
 
 #include "harness/report/stats.h"
 
-namespace evalbox::harness::stats {
+namespace evalbox::harness {
+inline namespace report {
+namespace stats {
 namespace {
 
 uint64_t fnv1a(std::string_view text, uint64_t h = 0xcbf29ce484222325ULL) {
@@ -260,11 +262,17 @@ usage usage_of(std::span<const run_outcome> outcomes, std::optional<std::string_
     }
   }
   if (u.judge.cost.known > 0) u.judge.cost.known_usd = jcost;
-  u.judge.input_tokens = describe(std::move(jin), u.judge.runs - jin.size());
-  u.judge.output_tokens = describe(std::move(jout), u.judge.runs - jout.size());
-  u.input_tokens = describe(std::move(in), u.runs - in.size());
-  u.output_tokens = describe(std::move(out), u.runs - out.size());
-  u.wall_ms = describe(std::move(wall), u.runs - wall.size());
+  // Each count of runs without a figure is taken before its figures move: the order in which a
+  // call's arguments are evaluated is unspecified.
+  auto of = [](std::vector<double>& values, uint64_t runs) {
+    const uint64_t missing = runs - values.size();
+    return describe(std::move(values), missing);
+  };
+  u.judge.input_tokens = of(jin, u.judge.runs);
+  u.judge.output_tokens = of(jout, u.judge.runs);
+  u.input_tokens = of(in, u.runs);
+  u.output_tokens = of(out, u.runs);
+  u.wall_ms = of(wall, u.runs);
   return u;
 }
 
@@ -336,4 +344,6 @@ result<summary> summarize(std::span<const run_outcome> outcomes, const options& 
   return s;
 }
 
-}  // namespace evalbox::harness::stats
+}  // namespace stats
+}  // namespace report
+}  // namespace evalbox::harness

@@ -5,10 +5,12 @@
 #include <map>
 #include <ostream>
 
+#include "base/json.h"
 #include "harness/report/stats.h"
-#include "sandbox/base/json.h"
 
-namespace evalbox::harness::stats {
+namespace evalbox::harness {
+inline namespace report {
+namespace stats {
 
 namespace {
 
@@ -282,4 +284,6 @@ void write_json(std::ostream& out, const summary& s) {
   out << '\n';
 }
 
-}  // namespace evalbox::harness::stats
+}  // namespace stats
+}  // namespace report
+}  // namespace evalbox::harness

@@ -9,7 +9,9 @@
 #include <ostream>
 #include <sstream>
 
-namespace evalbox::harness::svg {
+namespace evalbox::harness {
+inline namespace report {
+namespace svg {
 
 namespace {
 
@@ -207,4 +209,6 @@ std::string difference_chart(std::string_view id, std::span<const difference_row
   return s;
 }
 
-}  // namespace evalbox::harness::svg
+}  // namespace svg
+}  // namespace report
+}  // namespace evalbox::harness

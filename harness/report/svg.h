@@ -13,7 +13,9 @@
 
 #include "harness/report/stats.h"
 
-namespace evalbox::harness::svg {
+namespace evalbox::harness {
+inline namespace report {
+namespace svg {
 
 // Escapes text for HTML/SVG element content and double- or single-quoted attributes.
 std::string escape(std::string_view text);
@@ -56,4 +58,6 @@ struct difference_row {
 // (<circle class="diff-fixture">), the mean (<circle class="diff-mean">) and its interval.
 std::string difference_chart(std::string_view id, std::span<const difference_row> rows);
 
-}  // namespace evalbox::harness::svg
+}  // namespace svg
+}  // namespace report
+}  // namespace evalbox::harness

@@ -15,7 +15,7 @@
 // (tests/fuzz/fast_json_fuzz.cpp) and tests/harness/results/fast_json_test.cpp hold them to it.
 #include "harness/results/fast_json.h"
 
-#include "sandbox/base/json_checks.h"
+#include "base/json_checks.h"
 
 #include <rapidjson/error/error.h>
 #include <rapidjson/reader.h>
@@ -28,6 +28,7 @@
 #include <string>
 
 namespace evalbox::harness {
+inline namespace results {
 
 namespace {
 
@@ -37,6 +38,8 @@ class to_nlohmann {
  public:
   explicit to_nlohmann(sax_t& sax) : sax_(sax) {}
 
+  // RapidJSON's Handler concept names these members (rapidjson/reader.h).
+  // NOLINTBEGIN(readability-identifier-naming)
   bool Null() { return sax_.null(); }
   bool Bool(bool b) { return sax_.boolean(b); }
   // Numbers come as text only (kParseNumbersAsStringsFlag).
@@ -69,6 +72,7 @@ class to_nlohmann {
     --depth_;
     return sax_.end_array();
   }
+  // NOLINTEND(readability-identifier-naming)
 
  private:
   // nlohmann's lexer (scan_number): a number without fraction or exponent is tried as an
@@ -123,7 +127,7 @@ bool ascii(std::string_view text) {
   return (high & 0x8080808080808080ull) == 0;
 }
 
-template <unsigned flags>
+template <unsigned Flags>
 bool parse(std::string_view text, sax_t& sax) {
   // Parsed in place (kParseInsituFlag), from a copy kept per thread: strings and numbers are
   // handed on from the copy, so RapidJSON's own stack is never used (its first use computes an
@@ -145,7 +149,7 @@ bool parse(std::string_view text, sax_t& sax) {
     }
   } released;
   return !reader
-              .Parse<flags | rapidjson::kParseInsituFlag | rapidjson::kParseNumbersAsStringsFlag>(
+              .Parse<Flags | rapidjson::kParseInsituFlag | rapidjson::kParseNumbersAsStringsFlag>(
                   in, handler)
               .IsError();
 }
@@ -158,4 +162,5 @@ bool sax_parse_fast(std::string_view text, sax_t& sax) {
                      : parse<rapidjson::kParseValidateEncodingFlag>(text, sax);
 }
 
+}  // namespace results
 }  // namespace evalbox::harness

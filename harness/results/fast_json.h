@@ -6,9 +6,10 @@
 
 #include <string_view>
 
-#include "sandbox/base/json.h"
+#include "base/json.h"
 
 namespace evalbox::harness {
+inline namespace results {
 
 // Feeds `text` to `sax` as json::sax_parse(text, &sax, json, /*strict=*/true) does, with
 // RapidJSON's lexer (several times faster). True: the whole text was accepted and `sax` saw
@@ -29,4 +30,5 @@ bool sax_parse(std::string_view text, Sax& sax, const Sax& fresh) {
                          /*strict=*/true);
 }
 
+}  // namespace results
 }  // namespace evalbox::harness

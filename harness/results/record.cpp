@@ -1,10 +1,11 @@
 // Reading how a run ended from its record (see record.h).
 #include "harness/results/record.h"
 
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_get.h"
+#include "base/json.h"
+#include "base/json_get.h"
 
 namespace evalbox::harness {
+inline namespace results {
 
 std::string_view to_string(run_ending e) noexcept {
   switch (e) {
@@ -67,4 +68,5 @@ run_ending ending_tally::worst() const noexcept {
   return run_ending::passed;
 }
 
+}  // namespace results
 }  // namespace evalbox::harness

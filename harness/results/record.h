@@ -9,9 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/json_fwd.h"
+#include "base/json_fwd.h"
 
 namespace evalbox::harness {
+inline namespace results {
 
 // How a recorded run ended, in the order a summary of many runs ranks them (an execution
 // error outweighs a grader error, which outweighs a failed task).
@@ -62,4 +63,5 @@ struct ending_tally {
   [[nodiscard]] run_ending worst() const noexcept;
 };
 
+}  // namespace results
 }  // namespace evalbox::harness

@@ -8,11 +8,12 @@
 #include <map>
 #include <utility>
 
+#include "base/fs.h"
+#include "base/json_checks.h"
 #include "harness/results/fast_json.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json_checks.h"
 
 namespace evalbox::harness {
+inline namespace results {
 
 namespace fs = std::filesystem;
 
@@ -454,4 +455,5 @@ status record_spill::reader::read(record_location where, std::string& out) const
   return {};
 }
 
+}  // namespace results
 }  // namespace evalbox::harness

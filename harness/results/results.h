@@ -19,11 +19,12 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/json_fwd.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::harness {
+inline namespace results {
 
 inline constexpr std::string_view run_schema = "evalbox.run.v1";
 // A run's transcript in its directory: made durable with run.json when the run is recorded.
@@ -165,4 +166,5 @@ class record_spill::reader {
   std::filesystem::path shown_;
 };
 
+}  // namespace results
 }  // namespace evalbox::harness

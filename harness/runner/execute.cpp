@@ -6,17 +6,18 @@
 #include <mutex>
 #include <random>
 
+#include "base/fs.h"
+#include "base/json_checks.h"
+#include "base/log.h"
+#include "base/units.h"
 #include "harness/agent/host_client.h"
 #include "harness/grading/grading.h"
 #include "harness/judge/client.h"
-#include "harness/transcript/atif.h"
-#include "harness/transcript/read_limits.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json_checks.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/units.h"
+#include "harness/transcripts/atif.h"
+#include "harness/transcripts/read_limits.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
@@ -195,7 +196,7 @@ class attempt {
         image_(x.images[r.fixture] ? &*x.images[r.fixture] : nullptr),
         launch_env_(run_environment(image_)) {}
 
-  run_state run(int number) {
+  attempt_state run(int number) {
     if (!fresh_run_dir()) return done();
     if (!plan()) return done();
     if (!prepare(number)) return done();
@@ -209,7 +210,7 @@ class attempt {
   }
 
  private:
-  run_state done() { return std::move(st_); }
+  attempt_state done() { return std::move(st_); }
   bool fail(run_error_kind kind, std::string_view message) {
     st_.fail(kind, message);
     return false;
@@ -221,7 +222,7 @@ class attempt {
 
   // A launch whose record goes into run.json under its label.
   result<sandbox::run_record> launch(const sandbox::launch_options& o) {
-    auto rec = sandbox::launch(*session_, o, x_.options.cancel);
+    auto rec = sandbox::launch_in(*session_, o, x_.options.cancel);
     if (rec) st_.records[o.label] = rec->to_json();
     return rec;
   }
@@ -453,7 +454,7 @@ class attempt {
     o.extra_mounts.push_back({before_.view, "/evalbox/before", false, false});
     o.stdout_path = run_dir_ / "workspace.diff";
     o.stderr_path = run_dir_ / "diff.log";
-    if (auto rec = sandbox::launch(*session_, o, x_.options.cancel); !rec || !rec->ok())
+    if (auto rec = sandbox::launch_in(*session_, o, x_.options.cancel); !rec || !rec->ok())
       log::warn("run {}: workspace diff failed: {}", r_.run_id,
                 rec ? rec->error : rec.error().message);
     return true;
@@ -470,7 +471,7 @@ class attempt {
     EB_TRY(make_dirs(log_path.parent_path()));
     o.stdout_path = log_path;
     o.stderr_path = log_path;
-    auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+    auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
     if (!rec.ok()) return make_error(error_kind::io, "grading sandbox: {}", rec.error);
     if (rec.outcome == sandbox::outcome_kind::cancelled)
       return make_error(error_kind::cancelled, "cancelled");
@@ -503,7 +504,7 @@ class attempt {
     o.limits_override = limits;
     o.stdout_path = keep / "stdout.txt";
     o.stderr_path = keep / "stderr.txt";
-    auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+    auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
     st_.records[o.label] = rec.to_json();
     const std::vector<std::string> skipped = keep_verifier_files(logs, keep / "logs");
     if (!skipped.empty())
@@ -568,7 +569,7 @@ class attempt {
       const fs::path log = logs / (c.id + ".patch.log");
       o.stdout_path = log;
       o.stderr_path = log;
-      auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+      auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
       EB_TRY(finish(rec));
       if (rec.outcome != sandbox::outcome_kind::exited || rec.exit_code != 0) {
         out.patch_applied = false;
@@ -585,7 +586,7 @@ class attempt {
     const fs::path log = logs / (c.id + ".log");
     o.stdout_path = log;
     o.stderr_path = log;
-    auto rec = EB_TRY(sandbox::launch(*session_, o, x_.options.cancel));
+    auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
     EB_TRY(finish(rec));
     out.exited = rec.outcome == sandbox::outcome_kind::exited;
     out.exit_code = rec.exit_code;
@@ -646,6 +647,7 @@ class attempt {
     in.judges = &x_.suite.judges;
     in.prices = &x_.suite.prices;
     in.ask_judge = ask_judge_from_host;
+    in.fault = x_.options.grading_fault;
     for (const auto& c : fixture_.checks)
       if (c.kind == check_kind::judge) {
         // The diff the judge may be shown: its head, as written above (bounded again per
@@ -704,7 +706,7 @@ class attempt {
   const sandbox::image_summary* image_;
   const std::map<std::string, std::string> launch_env_;
 
-  run_state st_;
+  attempt_state st_;
   const adapter* adapter_ = nullptr;
   agent_plan plan_;
   sandbox::session_request request_;
@@ -718,18 +720,19 @@ class attempt {
 
 }  // namespace
 
-run_state execute_attempt(const execution_context& x, const run_spec& r, int number,
-                          std::optional<sandbox::prepared_session>& session) {
+attempt_state execute_attempt(const execution_context& x, const run_spec& r, int number,
+                              std::optional<sandbox::prepared_session>& session) {
   // An exception from any phase (grading has its own, per check) ends this attempt as an
   // error, recorded like any other, and the runner goes on with the next run.
   try {
     return attempt(x, r, session).run(number);
   } catch (const std::exception& e) {
-    run_state st;
+    attempt_state st;
     st.fail(run_error_kind::host, fmt::format("internal error: {}", e.what()));
     st.retryable = false;
     return st;
   }
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -9,7 +9,7 @@
 //   diff     what the agent changed, as workspace.diff (never fails the run)
 //   grade    the fixture's checks, shell checks in fresh sandboxes with /grader mounted
 //
-// The result is a run_state (run_json.h); the worker (runner.cpp) writes it as run.json and
+// The result is a attempt_state (run_json.h); the worker (runner.cpp) writes it as run.json and
 // only then tears the session down. Internal to harness/runner; public for its tests.
 #pragma once
 
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
@@ -26,11 +27,11 @@
 #include "harness/runner/request.h"
 #include "harness/runner/run_json.h"
 #include "harness/runner/runner.h"
-#include "sandbox/base/error.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 // What every attempt of a suite shares.
 struct execution_context {
@@ -47,7 +48,8 @@ struct execution_context {
 // Runs attempt number `attempt` (0-based) of `r` through the phases above. The prepared
 // session is left in `session` (when preparation got that far) so that the caller records the
 // result before the sandbox is torn down.
-run_state execute_attempt(const execution_context& x, const run_spec& r, int attempt,
-                          std::optional<sandbox::prepared_session>& session);
+attempt_state execute_attempt(const execution_context& x, const run_spec& r, int attempt,
+                              std::optional<sandbox::prepared_session>& session);
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -3,9 +3,11 @@
 // set of runs ended into one of them. `evalbox run` uses each of them.
 #pragma once
 
+#include "base/error.h"
 #include "harness/results/record.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 enum exit_code : int {
   exit_ok = 0,
@@ -37,4 +39,21 @@ constexpr exit_code exit_status(run_ending worst) noexcept {
 // The exit status of a command stopped by this signal (SIGINT, SIGTERM), else exit_internal.
 exit_code exit_status_of_signal(int sig) noexcept;
 
+// The exit status of a command on a store or a file that failed with `e` (evalbox image): the
+// user's mistake (64), a missing image (1, as a task that did not pass), a stop (130), or the
+// host's failure (2).
+constexpr exit_code exit_status_of_error(const error& e) noexcept {
+  switch (e.kind) {
+    case error_kind::invalid_argument:
+      return exit_usage;
+    case error_kind::not_found:
+      return exit_task_failed;
+    case error_kind::cancelled:
+      return exit_sigint;
+    default:
+      return exit_execution_failed;
+  }
+}
+
+}  // namespace runner
 }  // namespace evalbox::harness

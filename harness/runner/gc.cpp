@@ -3,11 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
+#include "base/units.h"
 #include "harness/runner/keep_workspace.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/units.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 result<std::optional<uint64_t>> parse_gc_max_size(const std::string& text, bool images) {
   if (text.empty()) return std::nullopt;
@@ -98,4 +99,5 @@ std::string gc_text(const gc_report& r) {
   return out;
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

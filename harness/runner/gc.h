@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/json_fwd.h"
 #include "harness/fixture/git_source.h"
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 struct gc_options {
   sandbox::preparer_options sandbox = sandbox::default_preparer_options();
@@ -55,4 +56,5 @@ json gc_json(const gc_report& report);
 // The summary `evalbox gc` prints: one line per part, each error indented below it.
 std::string gc_text(const gc_report& report);
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -5,11 +5,14 @@
 
 #include <system_error>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/units.h"
-#include "sandbox/preparer/preparer.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/json_get.h"
+#include "base/units.h"
+#include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 namespace fs = std::filesystem;
 
 result<keep_policy> parse_keep_policy(std::string_view text) {
@@ -32,7 +35,7 @@ std::string_view to_string(keep_policy policy) noexcept {
   return "none";
 }
 
-bool should_keep(keep_policy policy, const run_state& st) {
+bool should_keep(keep_policy policy, const attempt_state& st) {
   if (st.cancelled) return false;
   switch (policy) {
     case keep_policy::none:
@@ -117,4 +120,31 @@ kept_totals count_kept(const fs::path& results_root) {
   return t;
 }
 
+result<kept_run> find_kept_run(const fs::path& results_root, std::string_view run_id) {
+  const fs::path run_dir = results_root / "runs" / run_id;
+  if (run_id.empty() || run_id.find('/') != std::string_view::npos || run_id == "." ||
+      run_id == ".." || !fs::exists(run_dir / "run.json"))
+    return make_error(error_kind::invalid_argument, "no run {} in {} (no runs/{}/run.json)", run_id,
+                      results_root.string(), run_id);
+  auto record = EB_TRY(read_json_file(run_dir / "run.json"));
+  const json& kept = json_member(record, "kept_workspace");
+  if (!json_find<std::string>(kept, "path")) {
+    const auto skipped = json_find<std::string>(kept, "skipped");
+    return make_error(error_kind::invalid_argument,
+                      "run {} kept no workspace{}; runs keep theirs with `evalbox run "
+                      "--keep-workspaces failed` (or all)",
+                      run_id, skipped ? fmt::format(" ({})", *skipped) : std::string());
+  }
+  kept_run out;
+  out.workspace = run_dir / kept_workspace_dir;
+  if (!fs::is_directory(out.workspace))
+    return make_error(error_kind::invalid_argument, "run {}: {} is gone", run_id,
+                      out.workspace.string());
+  out.fixture_dir = json_find<std::string>(kept, "fixture_dir").value_or("");
+  out.fixture_digest =
+      json_find<std::string>(json_member(record, "fixture"), "digest").value_or("");
+  return out;
+}
+
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -8,10 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.h"
 #include "harness/runner/run_json.h"
-#include "sandbox/base/error.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 enum class keep_policy {
   none,    // the default: only workspace.diff says what the agent left
@@ -25,7 +26,7 @@ std::string_view to_string(keep_policy policy) noexcept;
 
 // Whether a run that ended as `st` keeps its workspace under `policy`. A cancelled run keeps
 // nothing (it is not recorded).
-bool should_keep(keep_policy policy, const run_state& st);
+bool should_keep(keep_policy policy, const attempt_state& st);
 
 // Where a run's kept workspace is, beneath its run directory.
 inline constexpr std::string_view kept_workspace_dir = "workspace";
@@ -57,4 +58,17 @@ struct kept_totals {
 };
 kept_totals count_kept(const std::filesystem::path& results_root);
 
+// A finished run's kept workspace, as `evalbox runs shell` opens it.
+struct kept_run {
+  std::filesystem::path workspace;    // runs/<run_id>/workspace
+  std::filesystem::path fixture_dir;  // where the run had its fixture
+  std::string fixture_digest;         // the fixture's digest when it ran
+};
+
+// Reads runs/<run_id>/run.json under `results_root`. invalid_argument, saying what to do: no
+// such run (an id with '/' is none), a run that kept no workspace (and why, when the record
+// says), a kept workspace that is gone. An unreadable record is the host's error.
+result<kept_run> find_kept_run(const std::filesystem::path& results_root, std::string_view run_id);
+
+}  // namespace runner
 }  // namespace evalbox::harness

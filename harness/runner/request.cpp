@@ -1,11 +1,12 @@
 // Building the session requests of runs and of throwaway sandboxes (see request.h).
 #include "harness/runner/request.h"
 
+#include "base/fs.h"
 #include "harness/runner/runner.h"
-#include "sandbox/base/fs.h"
 #include "sandbox/spec/system_paths.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 namespace fs = std::filesystem;
 
@@ -146,4 +147,5 @@ result<sandbox::session_request> make_exec_request(const exec_request_inputs& in
   return r;
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

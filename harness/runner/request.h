@@ -12,13 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
-#include "sandbox/base/error.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 // What the session request of one attempt is made from.
 struct request_inputs {
@@ -80,4 +81,5 @@ struct exec_request_inputs {
 // An invalid_argument error without a command, or with neither a workspace nor an image.
 result<sandbox::session_request> make_exec_request(const exec_request_inputs& in);
 
+}  // namespace runner
 }  // namespace evalbox::harness

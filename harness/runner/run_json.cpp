@@ -5,10 +5,11 @@
 
 #include <chrono>
 
+#include "base/log.h"
 #include "harness/results/results.h"
-#include "sandbox/base/log.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 std::string_view to_string(run_error_kind kind) noexcept {
   switch (kind) {
@@ -38,12 +39,12 @@ std::string_view to_string(run_verdict verdict) noexcept {
   return "not_assessed";
 }
 
-bool run_state::infrastructure() const {
+bool attempt_state::infrastructure() const {
   return error_kind && *error_kind != run_error_kind::agent &&
          *error_kind != run_error_kind::adapter;
 }
 
-run_state& run_state::fail(run_error_kind kind, std::string_view message) {
+attempt_state& attempt_state::fail(run_error_kind kind, std::string_view message) {
   error_kind = kind;
   error = log::scrub(message);
   return *this;
@@ -81,7 +82,7 @@ json usage_json(const usage& u, const candidate_spec& candidate, const std::stri
   return j;
 }
 
-json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st,
+json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state& st,
                  const run_timing& timing) {
   const auto& f = suite.fixtures[r.fixture];
   const auto& c = suite.candidates[r.candidate];
@@ -134,4 +135,5 @@ std::string now_rfc3339() {
   return buf;
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

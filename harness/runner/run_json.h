@@ -1,5 +1,5 @@
 // run.json, the evalbox.run.v1 record (docs/results.md): how one attempt at a run ended, as
-// typed state the executor fills in (run_state), and the record the runner writes from it.
+// typed state the executor fills in (attempt_state), and the record the runner writes from it.
 // The states are enums everywhere else; their strings exist only here, at the JSON edge.
 #pragma once
 
@@ -9,12 +9,13 @@
 #include <string>
 #include <string_view>
 
+#include "base/json.h"
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
-#include "harness/transcript/transcript.h"
-#include "sandbox/base/json.h"
+#include "harness/transcripts/transcript.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 // Why a run could not be carried out (execution.error_kind).
 enum class run_error_kind {
@@ -32,7 +33,7 @@ enum class run_verdict { passed, failed, not_assessed };
 std::string_view to_string(run_verdict verdict) noexcept;
 
 // How one attempt at a run ended, before it becomes run.json.
-struct run_state {
+struct attempt_state {
   std::optional<run_error_kind> error_kind;  // set: execution.status is "error"
   std::string error;                         // scrubbed of registered secrets
   json records = json::object();             // launch label -> its evalbox.run-record.v1
@@ -55,7 +56,7 @@ struct run_state {
   // adapter's failure would happen again.
   [[nodiscard]] bool infrastructure() const;
   // Ends the attempt as an execution error of `kind`; returns *this.
-  run_state& fail(run_error_kind kind, std::string_view message);
+  attempt_state& fail(run_error_kind kind, std::string_view message);
 };
 
 // The run's usage for run.json. Cost is what the client reported; else, when the suite has a
@@ -74,10 +75,11 @@ struct run_timing {
 };
 
 // The evalbox.run.v1 record of run `r` of `suite`.
-json to_run_json(const suite_spec& suite, const run_spec& r, const run_state& st,
+json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state& st,
                  const run_timing& timing);
 
 // Now as RFC 3339 in UTC, to the second ("2026-11-30T21:42:47Z").
 std::string now_rfc3339();
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -12,16 +12,17 @@
 #include <set>
 #include <thread>
 
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/log.h"
 #include "harness/results/results.h"
 #include "harness/runner/execute.h"
 #include "harness/runner/run_json.h"
 #include "harness/runner/scheduler.h"
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
 #include "sandbox/spec/system_paths.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 namespace fs = std::filesystem;
 
@@ -45,7 +46,7 @@ uint64_t ms_since(clock_type::time_point t0) {
 }
 
 // The scheduler's view of an attempt.
-attempt_report scheduling_view(const run_state& st) {
+attempt_report scheduling_view(const attempt_state& st) {
   if (st.cancelled) return {attempt_end::cancelled, {}};
   if (st.lease_busy) return {attempt_end::lease_held_elsewhere, {}};
   if (st.infrastructure() && st.retryable)
@@ -102,7 +103,7 @@ class suite_execution {
   void run_one(const run_spec& r) {
     auto t0 = clock_type::now();
     const std::string started_at = now_rfc3339();
-    run_state st;
+    attempt_state st;
     std::optional<sandbox::prepared_session> session;
     auto teardown = [&] {
       if (!session) return;
@@ -144,7 +145,7 @@ class suite_execution {
     if (recorded) tally(r, st);
   }
 
-  void tally(const run_spec& r, const run_state& st) {
+  void tally(const run_spec& r, const attempt_state& st) {
     std::lock_guard lock(mu_);
     ++prog_.done;
     if (st.failed())
@@ -285,4 +286,5 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   return totals;
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -15,23 +15,24 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
 #include "harness/runner/keep_workspace.h"
-#include "sandbox/base/error.h"
 #include "sandbox/launch/launcher.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 struct execution_context;  // execute.h
-struct run_state;          // run_json.h
+struct attempt_state;      // run_json.h
 
 // One attempt at a run (execute.h's execute_attempt). Tests put attempts that need no sandbox
 // in its place, to drive the runner's scheduling, retries, records and tally without root.
-using attempt_function = std::function<run_state(const execution_context&, const run_spec&, int,
-                                                 std::optional<sandbox::prepared_session>&)>;
+using attempt_function = std::function<attempt_state(const execution_context&, const run_spec&, int,
+                                                     std::optional<sandbox::prepared_session>&)>;
 
 struct progress {
   int total = 0;  // runs in this invocation (excluding already recorded ones)
@@ -74,6 +75,10 @@ struct runner_options {
   // The workspace every run starts from instead of its fixture's (evalbox runs shell: a copy
   // of a kept workspace; the directory itself is never written).
   std::filesystem::path workspace_override;
+  // A test hook, never for real runs (docs/reliability.md): "check-throw:<id>" makes grading
+  // check <id> throw, as a bug in an evaluator would (grading_inputs::fault). The binary sets it
+  // from EVALBOX_FAULT, for the end-to-end tests.
+  std::string grading_fault;
   attempt_function attempt;  // unset: execute_attempt
 };
 
@@ -103,4 +108,5 @@ std::optional<std::filesystem::path> host_home();
 // The environment every launch starts from (PATH with /evalbox/bin first, HOME, TMPDIR, ...).
 std::map<std::string, std::string> base_environment();
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -9,13 +9,14 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/units.h"
 #include "harness/runner/exit_status.h"
 #include "harness/runner/request.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/units.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 namespace {
 namespace fs = std::filesystem;
 using namespace evalbox::sandbox;
@@ -196,4 +197,5 @@ exec_outcome exec_in_sandbox(const exec_options& a, const exec_hooks& hooks) {
   return {exec_exit_status(*rec), std::move(*rec)};
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

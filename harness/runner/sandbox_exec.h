@@ -15,13 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/launch/launcher.h"
-#include "sandbox/launch/run_record.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
+#include "sandbox/protocol/run_record.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 // Exit statuses of `sandbox exec` besides the program's own (exit_status.h has the rest).
 inline constexpr int exit_timed_out = 124;      // the wall-time limit killed it (timeout(1))
@@ -87,4 +88,5 @@ std::optional<std::string> exec_ending_line(const exec_options& options,
 // reference), 130 when the import was interrupted, 127 and 125 as above.
 exec_outcome exec_in_sandbox(const exec_options& options, const exec_hooks& hooks);
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -5,9 +5,10 @@
 #include <thread>
 #include <utility>
 
-#include "sandbox/base/log.h"
+#include "base/log.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 scheduler::ticket::ticket(ticket&& other) noexcept
     : owner_(std::exchange(other.owner_, nullptr)), run_(std::move(other.run_)) {}
@@ -92,4 +93,5 @@ int scheduler::attempts(std::string_view run_name,
   }
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -27,6 +27,7 @@
 #include <vector>
 
 namespace evalbox::harness {
+inline namespace runner {
 
 // One run waiting to start: its index in the runner's list and the credential handles it
 // leases.
@@ -108,4 +109,5 @@ class scheduler {
   bool wait_noted_ = false;
 };
 
+}  // namespace runner
 }  // namespace evalbox::harness

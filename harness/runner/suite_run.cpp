@@ -6,11 +6,12 @@
 #include <algorithm>
 #include <string_view>
 
+#include "base/json.h"
+#include "base/log.h"
 #include "harness/results/results.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/log.h"
 
 namespace evalbox::harness {
+inline namespace runner {
 
 exit_code exit_status_of_signal(int sig) noexcept {
   if (sig == SIGINT) return exit_sigint;
@@ -48,31 +49,12 @@ class planned_ids {
   std::vector<bool> recorded_;
 };
 
-runner_options runner_options_of(const suite_run_options& o) {
-  runner_options ro;
-  ro.results_dir = o.results_dir;
-  ro.concurrency = o.concurrency;
-  ro.retries = o.retries;
-  ro.resume = o.resume;
-  ro.sandbox = o.sandbox;
-  ro.cancel = o.cancel;
-  ro.on_progress = o.on_progress;
-  ro.on_notice = o.on_notice;
-  ro.keep_workspaces = o.keep_workspaces;
-  ro.keep_workspace_bytes = o.keep_workspace_bytes;
-  ro.interactive = o.interactive;
-  ro.interactive_grader = o.interactive_grader;
-  ro.workspace_override = o.workspace_override;
-  return ro;
-}
-
 }  // namespace
 
 result<suite_run> run_and_report(const suite_spec& suite, const std::vector<run_spec>& runs,
-                                 const adapter_registry& adapters,
-                                 const suite_run_options& options) {
+                                 const adapter_registry& adapters, const runner_options& options) {
   suite_run out;
-  auto totals = run_suite(suite, runs, adapters, runner_options_of(options));
+  auto totals = run_suite(suite, runs, adapters, options);
   out.cancelled = options.cancel && options.cancel->requested.load();
   // Stopped before any run (while an image was imported): the stop is the outcome.
   if (!totals && out.cancelled && totals.error().kind == error_kind::cancelled) return out;
@@ -103,4 +85,5 @@ result<suite_run> run_and_report(const suite_spec& suite, const std::vector<run_
   return out;
 }
 
+}  // namespace runner
 }  // namespace evalbox::harness

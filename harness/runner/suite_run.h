@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
@@ -19,29 +20,9 @@
 #include "harness/results/record.h"
 #include "harness/runner/exit_status.h"
 #include "harness/runner/runner.h"
-#include "sandbox/base/error.h"
 
 namespace evalbox::harness {
-
-struct suite_run_options {
-  std::filesystem::path results_dir;
-  int concurrency = 1;
-  int retries = 0;
-  bool resume = true;
-  keep_policy keep_workspaces = keep_policy::none;
-  uint64_t keep_workspace_bytes = default_keep_bytes;
-  sandbox::preparer_options sandbox = sandbox::default_preparer_options();
-  sandbox::cancel_token* cancel = nullptr;  // set by the caller to stop (runner_options::cancel)
-  std::function<void(const progress&)> on_progress;   // unset: no progress
-  std::function<void(const std::string&)> on_notice;  // unset: logged
-  // A person's shell instead of the agent, and the grader shown to it
-  // (runner_options::interactive, interactive_grader).
-  std::function<result<sandbox::run_record>(const sandbox::prepared_session&,
-                                            sandbox::launch_options)>
-      interactive;
-  bool interactive_grader = false;
-  std::filesystem::path workspace_override;  // runner_options::workspace_override
-};
+inline namespace runner {
 
 struct suite_run {
   run_totals totals;
@@ -58,7 +39,7 @@ struct suite_run {
 // Stopped through the cancel token before any run started (while an image was imported), it
 // returns what it has with `cancelled` set rather than an error.
 result<suite_run> run_and_report(const suite_spec& suite, const std::vector<run_spec>& runs,
-                                 const adapter_registry& adapters,
-                                 const suite_run_options& options);
+                                 const adapter_registry& adapters, const runner_options& options);
 
+}  // namespace runner
 }  // namespace evalbox::harness

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/base/json.h"
+#include "base/json.h"
 
 namespace evalbox::harness::scale {
 

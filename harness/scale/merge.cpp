@@ -18,12 +18,12 @@
 
 #include <fmt/ranges.h>
 
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/json_checks.h"
+#include "base/log.h"
+#include "base/unique_fd.h"
 #include "harness/results/results.h"
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json_checks.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness::scale {
 

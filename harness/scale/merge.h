@@ -38,9 +38,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "harness/plan/identity.h"
 #include "harness/report/report.h"
-#include "sandbox/base/error.h"
 
 namespace evalbox::harness::scale {
 

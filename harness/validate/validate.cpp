@@ -7,15 +7,16 @@
 #include <map>
 #include <set>
 
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/units.h"
 #include "harness/agent/host_client.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/load.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/units.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
+inline namespace validate {
 
 namespace fs = std::filesystem;
 
@@ -276,4 +277,5 @@ std::string describe(const validated_image& i) {
                      i.working_dir.empty() ? "none" : i.working_dir, path.empty() ? "unset" : path);
 }
 
+}  // namespace validate
 }  // namespace evalbox::harness

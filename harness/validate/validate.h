@@ -12,16 +12,19 @@
 #include <string>
 #include <vector>
 
+#include "base/json_fwd.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/fixture/harbor_images.h"
-#include "sandbox/base/json_fwd.h"
 
 namespace evalbox::sandbox {
+inline namespace prepare {
 class preparer;
-}
+}  // namespace prepare
+}  // namespace evalbox::sandbox
 
 namespace evalbox::harness {
+inline namespace validate {
 
 // What runs of a fixture will use as their root.
 struct validated_image {
@@ -79,4 +82,5 @@ json to_json(const validate_report& report);
 // "  image REF: ID (N layer(s), SIZE[, imported now]; WorkingDir W, PATH P)": what runs will use.
 std::string describe(const validated_image& image);
 
+}  // namespace validate
 }  // namespace evalbox::harness

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_get.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/json_get.h"
+#include "base/unique_fd.h"
 #include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/probe.h"
 

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/json_fwd.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sandbox::cgroup {
 

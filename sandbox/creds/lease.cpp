@@ -12,17 +12,16 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/log.h"
+#include "sandbox/spec/validate.h"  // max_credential_bytes: the limit validation promised
 
 namespace evalbox::sandbox::creds {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr size_t kMaxCredential = 1u << 20;
 
 // Reads a regular file without following a final symlink (the source was validated, but it
 // could have been swapped for a link since).
@@ -78,7 +77,7 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
   if (::mkdir(leases_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return std::unexpected(
         sys_error(errno, "mkdir {}", leases_dir.string()).error().with_context(ctx));
-  auto content = EB_TRY_CTX(read_nofollow(secret.source, kMaxCredential), ctx);
+  auto content = EB_TRY_CTX(read_nofollow(secret.source, max_credential_bytes), ctx);
   log::redact_secret(content);
 
   credential_lease lease;
@@ -121,7 +120,7 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
   }
   lease.fd_ = locked_fd(std::move(fd));
   // A rotated token written by an earlier run is a secret too.
-  if (auto current = read_nofollow(lease.path_, kMaxCredential)) log::redact_secret(*current);
+  if (auto current = read_nofollow(lease.path_, max_credential_bytes)) log::redact_secret(*current);
   return lease;
 }
 

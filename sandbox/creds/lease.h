@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <string>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox::creds {

@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/sys/process.h"
 

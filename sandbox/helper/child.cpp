@@ -24,7 +24,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sandbox/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
@@ -51,28 +51,27 @@ void write_all(int fd, const void* buf, size_t n) noexcept {
 
 int pass_listener(const child_context& ctx, const step& s) noexcept {
   if (ctx.net_fd < 0) return EBADF;
-  unique_fd fd(::socket(s.mode == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  unique_fd fd(::socket(s.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return errno;
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   int rc;
-  if (s.mode == 6) {
+  if (s.ipv6) {
     sockaddr_in6 sa{};
     sa.sin6_family = AF_INET6;
-    sa.sin6_port = htons(static_cast<uint16_t>(s.flags));
-    ::inet_pton(AF_INET6, s.a, &sa.sin6_addr);
+    sa.sin6_port = htons(s.port);
+    ::inet_pton(AF_INET6, s.value, &sa.sin6_addr);
     rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   } else {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(s.flags));
-    ::inet_pton(AF_INET, s.a, &sa.sin_addr);
+    sa.sin_port = htons(s.port);
+    ::inet_pton(AF_INET, s.value, &sa.sin_addr);
     rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   }
   if (rc != 0 || ::listen(fd.get(), 64) != 0) return errno;
   // One byte (the listener's index in the plan) with the socket attached.
-  const unsigned char index = static_cast<unsigned char>(s.len);
-  return sys::send_fd(ctx.net_fd, &index, 1, fd.get()) < 0 ? errno : 0;
+  return sys::send_fd(ctx.net_fd, &s.index, 1, fd.get()) < 0 ? errno : 0;
 }
 
 // Opens `path` (relative to the new root, the working directory) refusing any symlink or
@@ -104,7 +103,7 @@ int open_parent(const char* path, unique_fd& dir, const char** name) noexcept {
 int make_dir_beneath(const step& s) noexcept {
   unique_fd dir;
   const char* name = nullptr;
-  if (int err = open_parent(s.b, dir, &name)) return err;
+  if (int err = open_parent(s.target, dir, &name)) return err;
   if (::mkdirat(dir.get(), name, static_cast<mode_t>(s.mode)) == 0 || errno == EEXIST) return 0;
   return errno;
 }
@@ -114,26 +113,26 @@ int make_dir_beneath(const step& s) noexcept {
 int make_file_beneath(const step& s) noexcept {
   unique_fd dir;
   const char* name = nullptr;
-  if (int err = open_parent(s.b, dir, &name)) return err;
+  if (int err = open_parent(s.target, dir, &name)) return err;
   constexpr int flags = O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   unique_fd file(::openat(dir.get(), name, flags, s.mode));
-  if (!file && errno == ELOOP && s.len == 1) {
+  if (!file && errno == ELOOP && s.replace_symlink) {
     if (::unlinkat(dir.get(), name, 0) != 0) return errno;
     file.reset(::openat(dir.get(), name, flags | O_EXCL, s.mode));
   }
   return file ? 0 : errno;
 }
 
-// Mounts the filesystem context at fd `s.mode` and attaches it on the mount point at fd `s.len`;
-// that fd then names the new mount (its root), the context's is closed.
+// Mounts the filesystem context at fd `s.fd` and attaches it on the mount point at fd
+// `s.target_fd`; that fd then names the new mount (its root), the context's is closed.
 int attach_filesystem(const step& s) noexcept {
-  unique_fd mnt(sys::fsmount(s.mode, FSMOUNT_CLOEXEC, static_cast<unsigned>(s.flags)));
+  unique_fd mnt(sys::fsmount(s.fd, FSMOUNT_CLOEXEC, static_cast<unsigned>(s.flags)));
   if (!mnt) return errno;
-  if (sys::move_mount(mnt.get(), "", static_cast<int>(s.len), "",
+  if (sys::move_mount(mnt.get(), "", s.target_fd, "",
                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
     return errno;
-  if (::dup3(mnt.get(), static_cast<int>(s.len), O_CLOEXEC) < 0) return errno;
-  ::close(s.mode);
+  if (::dup3(mnt.get(), s.target_fd, O_CLOEXEC) < 0) return errno;
+  ::close(s.fd);
   return 0;
 }
 
@@ -153,14 +152,14 @@ int exec_on_path(const child_context& ctx) noexcept {
   return denied ? EACCES : ENOENT;
 }
 
-int check_target(const step& s) noexcept { return open_beneath(s.b, 0) ? 0 : errno; }
+int check_target(const step& s) noexcept { return open_beneath(s.target, 0) ? 0 : errno; }
 
 int write_file(const step& s) noexcept {
-  unique_fd fd(::open(s.b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, s.mode));
+  unique_fd fd(::open(s.target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, s.mode));
   if (!fd) return errno;
-  const ssize_t w = ::write(fd.get(), s.data, s.len);
+  const ssize_t w = ::write(fd.get(), s.data, s.size);
   if (w < 0) return errno;
-  return w == static_cast<ssize_t>(s.len) ? 0 : EIO;
+  return w == static_cast<ssize_t>(s.size) ? 0 : EIO;
 }
 
 // The cgroup v1 `tasks` files that came with the release, until enter_cgroups writes to them
@@ -196,11 +195,11 @@ int set_ids(const child_context& ctx) noexcept {
   return 0;
 }
 
-// Opens a mount source (O_PATH) at the fixed fd `s.mode`, where the bind step finds it.
+// Opens a mount source (O_PATH) at the fixed fd `s.fd`, where the bind step finds it.
 int open_source(const step& s) noexcept {
-  unique_fd fd(::open(s.b, O_PATH | O_CLOEXEC));
+  unique_fd fd(::open(s.target, O_PATH | O_CLOEXEC));
   if (!fd) return errno;
-  return ::dup3(fd.get(), s.mode, O_CLOEXEC) < 0 ? errno : 0;
+  return ::dup3(fd.get(), s.fd, O_CLOEXEC) < 0 ? errno : 0;
 }
 
 int parent_death_signal(const child_context& ctx) noexcept {
@@ -323,11 +322,13 @@ int run_step(const child_context& ctx, const step& s) noexcept {
     case op::unshare:
       return ::unshare(static_cast<int>(s.flags)) == 0 ? 0 : errno;
     case op::mount:
-      return ::mount(s.a, s.b, s.c, s.flags, s.data) == 0 ? 0 : errno;
+      return ::mount(s.source, s.target, s.fstype, s.flags, s.data) == 0 ? 0 : errno;
     case op::set_attr: {
       mount_attr attr{};
       attr.attr_set = s.flags;
-      return sys::mount_setattr(AT_FDCWD, s.b, s.mode ? AT_RECURSIVE : 0, &attr) == 0 ? 0 : errno;
+      return sys::mount_setattr(AT_FDCWD, s.target, s.recursive ? AT_RECURSIVE : 0, &attr) == 0
+                 ? 0
+                 : errno;
     }
     case op::make_dir:
       return make_dir_beneath(s);
@@ -336,27 +337,27 @@ int run_step(const child_context& ctx, const step& s) noexcept {
     case op::check_target:
       return check_target(s);
     case op::make_symlink:
-      return ::symlink(s.a, s.b) == 0 ? 0 : errno;
+      return ::symlink(s.source, s.target) == 0 ? 0 : errno;
     case op::write_file:
       return write_file(s);
     case op::change_dir:
-      return ::chdir(s.b) == 0 ? 0 : errno;
+      return ::chdir(s.target) == 0 ? 0 : errno;
     case op::pivot_root:
       return enter_new_root();
     case op::set_hostname:
-      return ::sethostname(s.a, std::strlen(s.a)) == 0 ? 0 : errno;
+      return ::sethostname(s.value, std::strlen(s.value)) == 0 ? 0 : errno;
     case op::loopback_up:
       return loopback_up();
     case op::listen_pass:
       return pass_listener(ctx, s);
     case op::rlimit: {
-      rlimit rl{s.len, s.len2};
-      return ::setrlimit(static_cast<__rlimit_resource>(s.mode), &rl) == 0 ? 0 : errno;
+      rlimit rl{s.soft, s.hard};
+      return ::setrlimit(static_cast<__rlimit_resource>(s.resource), &rl) == 0 ? 0 : errno;
     }
     case op::open_path:
       return open_source(s);
     case op::close_range:
-      return sys::close_range(static_cast<unsigned>(s.mode), static_cast<unsigned>(s.len), 0) == 0
+      return sys::close_range(static_cast<unsigned>(s.fd), static_cast<unsigned>(s.last_fd), 0) == 0
                  ? 0
                  : errno;
     case op::death_signal:
@@ -380,12 +381,13 @@ int run_step(const child_context& ctx, const step& s) noexcept {
     case op::seccomp:
       return ctx.seccomp ? seccomp::install(*ctx.seccomp) : 0;
     case op::fs_open: {
-      unique_fd fd(sys::fsopen(s.a, FSOPEN_CLOEXEC));
+      unique_fd fd(sys::fsopen(s.fstype, FSOPEN_CLOEXEC));
       if (!fd) return errno;
-      return ::dup3(fd.get(), s.mode, O_CLOEXEC) < 0 ? errno : 0;
+      return ::dup3(fd.get(), s.fd, O_CLOEXEC) < 0 ? errno : 0;
     }
     case op::fs_config:
-      return sys::fsconfig(s.mode, static_cast<unsigned>(s.flags), s.a, s.b, 0) == 0 ? 0 : errno;
+      return sys::fsconfig(s.fd, static_cast<unsigned>(s.flags), s.key, s.value, 0) == 0 ? 0
+                                                                                         : errno;
     case op::fs_attach:
       return attach_filesystem(s);
     case op::exec:

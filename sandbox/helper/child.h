@@ -33,26 +33,26 @@ enum class op : uint8_t {
   enter_cgroups,  // move itself into the cgroups of the tasks files that came with the release
   set_ids,        // setresgid/setgroups/setresuid to 0 inside (the mapped host id)
   unshare,        // unshare(flags)
-  mount,          // mount(a, b, c, flags, data)
-  set_attr,       // mount_setattr(b, AT_RECURSIVE?, set=flags)
-  make_dir,       // mkdir(b, mode), EEXIST tolerated; b's parent reached without symlinks
-  make_file,      // open(b, O_CREAT) as a mount point, an existing file tolerated; likewise;
-                  // len 1: a symlink there is replaced by the file
-  check_target,   // b resolves beneath the new root without any symlink (a mount target)
-  make_symlink,   // symlink(a, b)
-  write_file,     // b := data[0, len) with mode
-  change_dir,     // chdir(b)
+  mount,          // mount(source, target, fstype, flags, data)
+  set_attr,       // mount_setattr(target, recursive ? AT_RECURSIVE : 0, set=flags)
+  make_dir,       // mkdir(target, mode), EEXIST tolerated; target's parent reached without symlinks
+  make_file,      // open(target, O_CREAT, mode) as a mount point, an existing file tolerated;
+                  // likewise; replace_symlink: a symlink there is replaced by the file
+  check_target,   // target resolves beneath the new root without any symlink (a mount target)
+  make_symlink,   // symlink(source, target)
+  write_file,     // target := data[0, size) with mode
+  change_dir,     // chdir(target)
   pivot_root,     // pivot_root(".", ".") in the new root, then the old root is detached
-  set_hostname,   // sethostname(a)
+  set_hostname,   // sethostname(value)
   loopback_up,    // bring `lo` up
-  listen_pass,    // listen on (a=ip, flags=port) and pass the socket to the helper
-  rlimit,         // setrlimit(mode, {len, len2})
+  listen_pass,    // listen on value:port (ipv6) and pass the socket, tagged index, to the helper
+  rlimit,         // setrlimit(resource, {soft, hard})
   death_signal,   // PR_SET_PDEATHSIG(SIGKILL) (the flag is cleared by clone)
-  open_path,      // open(b, O_PATH) and move it to fd `mode` (a mount source, see compile.h)
-  close_range,    // close fds [mode, len]
-  fs_open,        // fsopen(a) at fd `mode` (a filesystem context: the image root's overlay)
-  fs_config,      // fsconfig(fd `mode`, cmd flags, key a, value b)
-  fs_attach,      // fsmount(fd `mode`, attrs flags), moved onto the mount point at fd `len`,
+  open_path,      // open(target, O_PATH) and move it to `fd` (a mount source, see compile.h)
+  close_range,    // close fds [fd, last_fd]
+  fs_open,        // fsopen(fstype) at `fd` (a filesystem context: the image root's overlay)
+  fs_config,      // fsconfig(fd, command flags, key, value)
+  fs_attach,      // fsmount(fd, attributes flags), moved onto the mount point at `target_fd`,
                   // whose fd then names the new mount
   // program process
   new_session,
@@ -67,17 +67,31 @@ enum class op : uint8_t {
   exec,
 };
 
+// One step: plain data the child reads without allocating. Each op reads the fields its line
+// in `op` names; the others keep their defaults.
 struct step {
   const char* name = "";
   op kind = op::make_dir;
-  const char* a = nullptr;
-  const char* b = nullptr;
-  const char* c = nullptr;
-  const char* data = nullptr;
-  unsigned long flags = 0;
-  uint64_t len = 0;
-  uint64_t len2 = 0;
-  int mode = 0;
+  const char* source = nullptr;  // what is mounted or linked to
+  const char* target = nullptr;  // the path the step makes, mounts on, opens or enters
+  const char* fstype = nullptr;  // a filesystem type (mount, fs_open)
+  const char* data = nullptr;    // mount options; a written file's contents
+  const char* key = nullptr;     // a filesystem context's parameter (fs_config)
+  const char* value = nullptr;   // its value; the host name; the address listened on
+  unsigned long flags = 0;       // unshare, mount, mount_setattr, fsconfig or fsmount flags
+  uint64_t size = 0;             // bytes of data (write_file)
+  uint64_t soft = 0;             // rlimit
+  uint64_t hard = 0;             // rlimit
+  int mode = 0;                  // a file mode (make_dir, make_file, write_file)
+  int fd = -1;             // the fd a step leaves its result at or works on; close_range's first
+  int target_fd = -1;      // the mount point fs_attach moves the new mount onto
+  int last_fd = -1;        // close_range's last
+  int resource = 0;        // rlimit
+  uint16_t port = 0;       // listen_pass
+  uint8_t index = 0;       // listen_pass: the listener's index in the plan, sent with it
+  bool ipv6 = false;       // listen_pass
+  bool recursive = false;  // set_attr: AT_RECURSIVE
+  bool replace_symlink = false;  // make_file
 };
 
 // What one failed step reports.

@@ -17,7 +17,7 @@
 #include <filesystem>
 #include <set>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/spec/system_paths.h"
 #include "sandbox/sys/syscalls.h"
 
@@ -69,10 +69,10 @@ struct new_root {
   // The fd pid 1 will hold `source` at.
   int open_source(const std::string& source, std::string name) {
     step s = of(op::open_path);
-    s.b = c.keep(source);
-    s.mode = next_fd++;
+    s.target = c.keep(source);
+    s.fd = next_fd++;
     emit(c, opens, std::move(name), s);
-    return s.mode;
+    return s.fd;
   }
   void add(std::string name, step s) { emit(c, mounts, std::move(name), s); }
 
@@ -102,11 +102,11 @@ struct new_root {
     std::string key = made_key(inside);
     if (made.contains(key)) return c.keep(relative_root + inside);
     step s = of(op::make_dir);
-    s.b = c.keep(relative_root + inside);
+    s.target = c.keep(relative_root + inside);
     s.mode = mode;
     add("mkdir " + inside, s);
     made.insert(std::move(key));
-    return s.b;
+    return s.target;
   }
 
   // mkdir of every missing parent of `inside` (a path inside the sandbox).
@@ -124,7 +124,7 @@ struct new_root {
   void check(const std::string& inside, const char* target) {
     if (!image) return;
     step s = of(op::check_target);
-    s.b = target;
+    s.target = target;
     add("check " + inside, s);
   }
 
@@ -135,24 +135,24 @@ struct new_root {
     parents(inside);
     const std::string target = relative_root + inside.string();
     step mk = of(is_file ? op::make_file : op::make_dir);
-    mk.b = c.keep(target);
+    mk.target = c.keep(target);
     mk.mode = is_file ? 0644 : 0755;
-    mk.len = replace_link ? 1 : 0;
+    mk.replace_symlink = replace_link;
     if (is_file || !made.contains(made_key(inside.string())))
       add((is_file ? "create " : "mkdir ") + inside.string(), mk);
     const int fd = open_source(source, "open " + source);
     step check = of(op::check_target);
-    check.b = mk.b;
+    check.target = mk.target;
     add("check " + inside.string(), check);
     step b = of(op::mount);
-    b.a = c.keep(fmt::format("/proc/self/fd/{}", fd));
-    b.b = mk.b;
+    b.source = c.keep(fmt::format("/proc/self/fd/{}", fd));
+    b.target = mk.target;
     b.flags = MS_BIND | MS_REC;
     add("bind " + inside.string(), b);
     // mount_setattr adds flags recursively and keeps the locked ones of host mounts.
     step attr = of(op::set_attr);
-    attr.b = mk.b;
-    attr.mode = 1;
+    attr.target = mk.target;
+    attr.recursive = true;
     attr.flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
     add((writable ? "harden " : "read-only ") + inside.string(), attr);
     mounted(inside.string());
@@ -160,10 +160,10 @@ struct new_root {
 
   void tmpfs(const std::string& inside, std::string options, unsigned long flags) {
     step m = of(op::mount);
-    m.b = make_dir(inside, 0755);
-    check(inside, m.b);
-    m.a = "tmpfs";
-    m.c = "tmpfs";
+    m.target = make_dir(inside, 0755);
+    check(inside, m.target);
+    m.source = "tmpfs";
+    m.fstype = "tmpfs";
     m.flags = flags;
     m.data = c.keep(std::move(options));
     add("tmpfs " + inside, m);
@@ -172,17 +172,17 @@ struct new_root {
 
   void file(const std::string& inside, std::string content) {
     step s = of(op::write_file);
-    s.b = c.keep(relative_root + inside);
+    s.target = c.keep(relative_root + inside);
     s.data = c.keep(std::move(content));
-    s.len = std::strlen(s.data);
+    s.size = std::strlen(s.data);
     s.mode = 0644;
     add("write " + inside, s);
   }
 
   void symlink(const std::string& target, const std::string& inside) {
     step s = of(op::make_symlink);
-    s.a = c.keep(target);
-    s.b = c.keep(relative_root + inside);
+    s.source = c.keep(target);
+    s.target = c.keep(relative_root + inside);
     add("symlink " + inside, s);
     const std::string key = made_key(inside);
     std::erase_if(made, [&](const std::string& d) { return at_or_below(d, key); });
@@ -211,10 +211,13 @@ struct new_root {
 };
 
 std::string passwd_text() {
-  // The program runs as uid 0 of its user namespace: name it root and agent, home /home/agent.
-  return "root:x:0:0:root:/home/agent:/bin/sh\n"
-         "agent:x:0:0:agent:/home/agent:/bin/sh\n"
-         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  // The program runs as uid 0 of its user namespace: name it root and agent, home the managed
+  // home.
+  return fmt::format(
+      "root:x:0:0:root:{0}:/bin/sh\n"
+      "agent:x:0:0:agent:{0}:/bin/sh\n"
+      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+      sandbox_home);
 }
 
 // --- The new root, part by part, in mount order. ---
@@ -290,20 +293,20 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
     // Device binds keep dev: /dev is the only place device nodes are usable.
     r.parents(path);
     step mk = of(op::make_file);
-    mk.b = r.c.keep(relative_root + path);
+    mk.target = r.c.keep(relative_root + path);
     mk.mode = 0666;
     r.add("create " + path, mk);
     step b = of(op::mount);
-    b.a = r.c.keep(path);
-    b.b = mk.b;
+    b.source = r.c.keep(path);
+    b.target = mk.target;
     b.flags = MS_BIND;
     r.add("bind " + path, b);
     r.mounted(path);
   }
   step pts = of(op::mount);
-  pts.a = "devpts";
-  pts.b = r.make_dir("/dev/pts", 0755);
-  pts.c = "devpts";
+  pts.source = "devpts";
+  pts.target = r.make_dir("/dev/pts", 0755);
+  pts.fstype = "devpts";
   pts.flags = MS_NOSUID | MS_NOEXEC;
   pts.data = "newinstance,ptmxmode=0666,mode=620";
   r.add("devpts /dev/pts", pts);
@@ -320,7 +323,7 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
   // by Landlock's read-only /.
   if (plan.image) {
     step ro = of(op::set_attr);
-    ro.b = r.c.keep(relative_root + "/dev");
+    ro.target = r.c.keep(relative_root + "/dev");
     ro.flags = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
     r.add("read-only /dev", ro);
   }
@@ -330,10 +333,10 @@ void add_dev(new_root& r, const launch_plan& plan, const host_view& host) {
 // sandboxes.
 void add_proc_and_mnt(new_root& r) {
   step p = of(op::mount);
-  p.a = "proc";
-  p.b = r.make_dir("/proc", 0555);
-  r.check("/proc", p.b);
-  p.c = "proc";
+  p.source = "proc";
+  p.target = r.make_dir("/proc", 0555);
+  r.check("/proc", p.target);
+  p.fstype = "proc";
   p.flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
   r.add("proc /proc", p);
   r.mounted("/proc");
@@ -349,7 +352,7 @@ struct image_layers {
   int context = -1;  // the overlay's filesystem context, then its mount
 };
 
-image_layers add_image_layers(new_root& r, const plan_image& img) {
+image_layers add_image_layers(new_root& r, const launch_image& img) {
   image_layers out;
   for (size_t i = 0; i < img.lowers.size(); ++i)
     out.lowers.push_back(r.open_source(img.lowers[i], fmt::format("open layer {}", i + 1)));
@@ -374,14 +377,14 @@ void add_private_mount_tree(compiled& c, const launch_plan& plan) {
   setup(c, "unshare cgroup", s);
   // Nothing we mount propagates back to the host (and host mounts still propagate in).
   s = of(op::mount);
-  s.b = "/";
+  s.target = "/";
   s.flags = MS_REC | MS_SLAVE;
   setup(c, "make / slave", s);
   if (plan.image) return;
   s = of(op::mount);
-  s.a = "tmpfs";
-  s.b = c.keep(plan.root_dir);
-  s.c = "tmpfs";
+  s.source = "tmpfs";
+  s.target = c.keep(plan.root_dir);
+  s.fstype = "tmpfs";
   s.flags = MS_NOSUID | MS_NODEV;
   s.data = "mode=0755,size=4m,uid=0,gid=0";
   setup(c, "tmpfs root", s);
@@ -404,15 +407,15 @@ void add_sources_then_ids(compiled& c, const new_root& r) {
 void add_image_root(compiled& c, const image_layers& l) {
   auto config = [&](std::string name, unsigned cmd, const char* key, const char* value) {
     step s = of(op::fs_config);
-    s.mode = l.context;
+    s.fd = l.context;
     s.flags = cmd;
-    s.a = key;
-    s.b = value;
+    s.key = key;
+    s.value = value;
     setup(c, std::move(name), s);
   };
   step open = of(op::fs_open);
-  open.a = "overlay";
-  open.mode = l.context;
+  open.fstype = "overlay";
+  open.fd = l.context;
   setup(c, "overlay: fsopen", open);
   for (size_t i = 0; i < l.lowers.size(); ++i)
     config(fmt::format("overlay: layer {}", i + 1), FSCONFIG_SET_STRING, "lowerdir+",
@@ -424,8 +427,8 @@ void add_image_root(compiled& c, const image_layers& l) {
   config("overlay: userxattr", FSCONFIG_SET_FLAG, "userxattr", nullptr);
   config("overlay: create", FSCONFIG_CMD_CREATE, nullptr, nullptr);
   step attach = of(op::fs_attach);
-  attach.mode = l.context;
-  attach.len = source_fd_base;  // the new root's mount point
+  attach.fd = l.context;
+  attach.target_fd = source_fd_base;  // the new root's mount point
   attach.flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   setup(c, "overlay: mount as the new root", attach);
 }
@@ -434,17 +437,17 @@ void add_image_root(compiled& c, const image_layers& l) {
 // detaches the host's tree, and the root tmpfs itself becomes read-only.
 void add_build_and_enter_root(compiled& c, const new_root& r, const launch_plan& plan) {
   step s = of(op::change_dir);
-  s.b = c.keep(fmt::format("/proc/self/fd/{}", source_fd_base));
+  s.target = c.keep(fmt::format("/proc/self/fd/{}", source_fd_base));
   setup(c, "chdir new root", s);
   for (const step& m : r.mounts) c.ctx.setup.push_back(m);
   s = of(op::close_range);
-  s.mode = source_fd_base;
-  s.len = static_cast<uint64_t>(r.next_fd);
+  s.fd = source_fd_base;
+  s.last_fd = r.next_fd;
   setup(c, "close source fds", s);
   setup(c, "pivot_root", of(op::pivot_root));
   if (plan.image) return;  // an image's root stays writable: the run may install into it
   s = of(op::set_attr);
-  s.b = "/";
+  s.target = "/";
   s.flags = MOUNT_ATTR_RDONLY;
   setup(c, "read-only /", s);
 }
@@ -453,16 +456,16 @@ void add_build_and_enter_root(compiled& c, const new_root& r, const launch_plan&
 // listening sockets pid 1 passes to the helper (one per relayed address, and the proxy).
 void add_host_name_and_network(compiled& c, const launch_plan& plan) {
   step s = of(op::set_hostname);
-  s.a = c.keep(plan.hostname);
+  s.value = c.keep(plan.hostname);
   setup(c, "sethostname", s);
   if (plan.network.mode != network_mode::host) setup(c, "loopback up", of(op::loopback_up));
   for (size_t i = 0; i < c.allow.listeners.size(); ++i) {
     const auto& l = c.allow.listeners[i];
     s = of(op::listen_pass);
-    s.a = c.keep(l.ip);
-    s.flags = l.port;
-    s.mode = l.ipv6 ? 6 : 4;
-    s.len = i;
+    s.value = c.keep(l.ip);
+    s.port = l.port;
+    s.ipv6 = l.ipv6;
+    s.index = static_cast<uint8_t>(i);
     setup(c, fmt::format("listen {}:{}", l.ip, l.port), s);
   }
 }
@@ -472,9 +475,9 @@ void add_host_name_and_network(compiled& c, const launch_plan& plan) {
 void add_rlimits(compiled& c, const launch_plan& plan, const host_view& host) {
   auto rlimit = [&](const char* name, int res, uint64_t soft, uint64_t hard) {
     step r = of(op::rlimit);
-    r.mode = res;
-    r.len = soft;
-    r.len2 = hard;
+    r.resource = res;
+    r.soft = soft;
+    r.hard = hard;
     setup(c, name, r);
   };
   rlimit("rlimit core", RLIMIT_CORE, 0, 0);
@@ -494,9 +497,9 @@ void add_rlimits(compiled& c, const launch_plan& plan, const host_view& host) {
 // Its own session and stdio, the working directory, then every privilege dropped; Landlock
 // and seccomp last before execve.
 void add_program_steps(compiled& c, const launch_plan& plan) {
-  auto program = [&](std::string name, op kind, const char* b = nullptr) {
+  auto program = [&](std::string name, op kind, const char* target = nullptr) {
     step s = of(kind);
-    s.b = b;
+    s.target = target;
     emit(c, c.ctx.program, std::move(name), s);
   };
   // A new session detaches the program from any terminal of the caller. With the caller's

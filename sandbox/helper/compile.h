@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/helper/child.h"
 #include "sandbox/landlock/landlock.h"
-#include "sandbox/launch/plan.h"
 #include "sandbox/net/relay.h"
+#include "sandbox/protocol/launch_plan.h"
 #include "sandbox/seccomp/seccomp.h"
 
 namespace evalbox::sandbox::helper {

@@ -45,13 +45,13 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/log.h"
 #include "sandbox/helper/ahead.h"
 #include "sandbox/helper/supervisor.h"
-#include "sandbox/launch/plan.h"
-#include "sandbox/launch/run_record.h"
+#include "sandbox/protocol/launch_plan.h"
+#include "sandbox/protocol/run_record.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::helper {

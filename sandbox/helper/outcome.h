@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "sandbox/launch/run_record.h"
+#include "sandbox/protocol/run_record.h"
 
 namespace evalbox::sandbox::helper {
 

@@ -20,9 +20,9 @@
 #include <iterator>
 #include <vector>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/log.h"
 #include "sandbox/helper/outcome.h"
 #include "sandbox/net/relay.h"
 #include "sandbox/sys/fd_passing.h"

@@ -12,14 +12,14 @@
 #include <optional>
 #include <string>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/json_fwd.h"
+#include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/helper/ahead.h"
 #include "sandbox/helper/compile.h"
-#include "sandbox/launch/plan.h"
-#include "sandbox/launch/run_record.h"
+#include "sandbox/protocol/launch_plan.h"
+#include "sandbox/protocol/run_record.h"
 #include "sandbox/sys/process.h"
 
 namespace evalbox::sandbox::helper {

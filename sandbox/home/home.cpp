@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sandbox::home {
 

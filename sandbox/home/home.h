@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox::home {

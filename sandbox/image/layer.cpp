@@ -10,14 +10,14 @@
 #include <optional>
 #include <vector>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/log.h"
+#include "base/digest.h"
+#include "base/log.h"
 
 namespace evalbox::sandbox::image {
 
 namespace {
 
-constexpr size_t kBlock = 256u << 10;
+constexpr size_t copy_block = 256u << 10;
 
 struct archive_deleter {
   void operator()(struct archive* a) const noexcept { archive_read_free(a); }
@@ -31,7 +31,7 @@ struct blob_feed {
   sha256 hash;
   uint64_t bytes = 0;
   uint64_t reported = 0;
-  std::vector<std::byte> buf = std::vector<std::byte>(kBlock);
+  std::vector<std::byte> buf = std::vector<std::byte>(copy_block);
   std::optional<error> failure;
 
   // Returns bytes read (0 = end) or -1 with `failure` set.
@@ -73,7 +73,7 @@ struct tar_feed {
   sha256 hash;
   uint64_t bytes = 0;
   uint64_t max_bytes = 0;
-  std::vector<std::byte> buf = std::vector<std::byte>(kBlock);
+  std::vector<std::byte> buf = std::vector<std::byte>(copy_block);
   std::optional<error> failure;
   blob_feed* blob = nullptr;
 

@@ -17,8 +17,8 @@
 #include <span>
 #include <string>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "sandbox/image/tree_writer.h"
 
 namespace evalbox::sandbox::image {

@@ -6,19 +6,19 @@
 #include <algorithm>
 #include <set>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/json_get.h"
+#include "base/digest.h"
+#include "base/json_get.h"
 
 namespace evalbox::sandbox::image {
 
 namespace {
 
-constexpr std::string_view kRefName = "org.opencontainers.image.ref.name";
+constexpr std::string_view ref_name_annotation = "org.opencontainers.image.ref.name";
 
 result<json> parse_bounded(std::string_view text, std::string_view what) {
-  if (text.size() > kMaxJsonBytes)
+  if (text.size() > max_json_bytes)
     return make_error(error_kind::invalid_argument, "{}: larger than {} bytes", what,
-                      kMaxJsonBytes);
+                      max_json_bytes);
   return parse_json(text, what);
 }
 
@@ -83,7 +83,7 @@ result<descriptor> parse_descriptor(const json& j, std::string_view what) {
   if (auto it = j.find("platform"); it != j.end() && !it->is_null())
     d.plat = EB_TRY(parse_platform(*it, what));
   if (auto it = j.find("annotations"); it != j.end() && it->is_object()) {
-    if (auto r = it->find(kRefName); r != it->end() && r->is_string()) d.ref_name = *r;
+    if (auto r = it->find(ref_name_annotation); r != it->end() && r->is_string()) d.ref_name = *r;
   }
   return d;
 }

@@ -1,6 +1,6 @@
 // The JSON documents of an image — OCI index, manifest and config (and their Docker v2
 // schema-2 equivalents), and docker-archive's manifest.json — parsed into plain structs.
-// Everything here is hostile input: sizes are bounded by the caller (kMaxJsonBytes), every
+// Everything here is hostile input: sizes are bounded by the caller (max_json_bytes), every
 // field is type-checked, digests must be sha256:<64 hex>, and an unknown media type is refused
 // rather than guessed at. Platform selection (linux + this host's architecture) lives here too.
 #pragma once
@@ -11,16 +11,16 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 namespace evalbox::sandbox::image {
 
 // No index, manifest or config evalbox reads may be larger (real ones are a few KiB; a config
 // with a long history stays well under 1 MiB).
-inline constexpr size_t kMaxJsonBytes = 4u << 20;
+inline constexpr size_t max_json_bytes = 4u << 20;
 // Nested indexes (an index naming an index) are followed this deep.
-inline constexpr int kMaxIndexDepth = 4;
+inline constexpr int max_index_depth = 4;
 
 struct platform {
   std::string os;

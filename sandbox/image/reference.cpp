@@ -4,7 +4,7 @@
 #include <array>
 #include <utility>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::sandbox::image {
 
@@ -12,14 +12,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, transport>, 4> kTransports{{
+constexpr std::array<std::pair<std::string_view, transport>, 4> transports{{
     {"oci:", transport::oci},
     {"oci-archive:", transport::oci_archive},
     {"docker-archive:", transport::docker_archive},
     {"rootfs:", transport::rootfs},
 }};
 
-constexpr std::string_view kAccepted =
+constexpr std::string_view accepted_forms =
     "expected oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:NAME:TAG] or "
     "rootfs:DIR";
 
@@ -38,7 +38,7 @@ bool valid_tag(std::string_view tag) {
 }  // namespace
 
 std::string_view to_string(transport t) noexcept {
-  for (const auto& [prefix, kind] : kTransports)
+  for (const auto& [prefix, kind] : transports)
     if (kind == t) return prefix.substr(0, prefix.size() - 1);
   return "oci";
 }
@@ -53,7 +53,7 @@ result<reference> parse_reference(std::string_view text, const fs::path& base_di
   reference ref;
   std::string_view rest;
   bool matched = false;
-  for (const auto& [prefix, kind] : kTransports) {
+  for (const auto& [prefix, kind] : transports) {
     if (text.starts_with(prefix)) {
       ref.kind = kind;
       rest = text.substr(prefix.size());
@@ -63,14 +63,14 @@ result<reference> parse_reference(std::string_view text, const fs::path& base_di
   }
   if (!matched)
     return make_error(error_kind::invalid_argument, "image reference '{}': unknown transport ({})",
-                      text, kAccepted);
+                      text, accepted_forms);
   auto colon = rest.find(':');
   std::string_view path_text = rest.substr(0, colon);
   std::string_view tag =
       colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
   if (path_text.empty())
     return make_error(error_kind::invalid_argument, "image reference '{}': no path ({})", text,
-                      kAccepted);
+                      accepted_forms);
   if (path_text.find('\0') != std::string_view::npos)
     return make_error(error_kind::invalid_argument, "image reference '{}': NUL in path", text);
   if (colon != std::string_view::npos) {

@@ -14,8 +14,8 @@
 #include <map>
 #include <set>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
+#include "base/digest.h"
+#include "base/fs.h"
 #include "sandbox/sys/beneath.h"
 
 namespace evalbox::sandbox::image {
@@ -330,7 +330,7 @@ class oci_source final : public image_source {
       return make_error(error_kind::invalid_argument,
                         "image {}: not an OCI image layout (no readable oci-layout file: {})", name,
                         layout.error().message);
-    auto index_text = c_->read_file("index.json", kMaxJsonBytes);
+    auto index_text = c_->read_file("index.json", max_json_bytes);
     if (!index_text)
       return std::unexpected(
           std::move(index_text).error().with_context(fmt::format("image {}: index.json", name)));
@@ -338,11 +338,11 @@ class oci_source final : public image_source {
     const platform host = host_platform();
     descriptor chosen = EB_TRY(select_manifest(index, ref_.tag, host, name));
     for (int depth = 0; classify_media_type(chosen.media_type) == media_kind::index; ++depth) {
-      if (depth >= kMaxIndexDepth)
+      if (depth >= max_index_depth)
         return make_error(error_kind::invalid_argument, "image {}: indexes nested deeper than {}",
-                          name, kMaxIndexDepth);
+                          name, max_index_depth);
       std::string what = fmt::format("image {}: index", name);
-      std::string text = EB_TRY(read_blob(*c_, chosen, kMaxJsonBytes, what));
+      std::string text = EB_TRY(read_blob(*c_, chosen, max_json_bytes, what));
       index_doc nested = EB_TRY(parse_index(text, fmt::format("{} {}", what, chosen.digest)));
       chosen = EB_TRY(select_manifest(nested, "", host, name));
     }
@@ -350,11 +350,11 @@ class oci_source final : public image_source {
     out.ref = ref_;
     out.manifest_digest = chosen.digest;
     std::string what = fmt::format("image {}: manifest", name);
-    std::string manifest_text = EB_TRY(read_blob(*c_, chosen, kMaxJsonBytes, what));
+    std::string manifest_text = EB_TRY(read_blob(*c_, chosen, max_json_bytes, what));
     manifest_doc manifest =
         EB_TRY(parse_manifest(manifest_text, fmt::format("{} {}", what, chosen.digest)));
     std::string config_what = fmt::format("image {}: config", name);
-    std::string config_text = EB_TRY(read_blob(*c_, manifest.config, kMaxJsonBytes, config_what));
+    std::string config_text = EB_TRY(read_blob(*c_, manifest.config, max_json_bytes, config_what));
     out.config = EB_TRY(
         parse_config(config_text, fmt::format("{} {}", config_what, manifest.config.digest)));
     out.config_digest = manifest.config.digest;
@@ -435,7 +435,7 @@ class docker_source final : public image_source {
 
   result<resolved_image> resolve() override {
     const std::string name = ref_.str();
-    auto text = c_->read_file("manifest.json", kMaxJsonBytes);
+    auto text = c_->read_file("manifest.json", max_json_bytes);
     if (!text) {
       if (text.error().kind == error_kind::not_found)
         return make_error(error_kind::invalid_argument,
@@ -469,7 +469,7 @@ class docker_source final : public image_source {
     }
     resolved_image out;
     out.ref = ref_;
-    std::string config_text = EB_TRY_CTX(c_->read_file(chosen->config, kMaxJsonBytes),
+    std::string config_text = EB_TRY_CTX(c_->read_file(chosen->config, max_json_bytes),
                                          fmt::format("image {}: config", name));
     out.config_digest = "sha256:" + sha256_hex(config_text);
     if (auto named = digest_named(chosen->config); !named.empty() && named != out.config_digest)

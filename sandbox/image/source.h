@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/image/layer.h"
 #include "sandbox/image/oci.h"
 #include "sandbox/image/reference.h"

@@ -14,10 +14,10 @@
 #include <map>
 #include <set>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/units.h"
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/units.h"
 #include "sandbox/image/layer.h"
 #include "sandbox/image/reference.h"
 #include "sandbox/image/source.h"
@@ -28,9 +28,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kStoreSchema = "evalbox.image-store.v1";
-constexpr std::string_view kImageSchema = "evalbox.image.v1";
-constexpr std::string_view kLayerSchema = "evalbox.layer.v1";
+constexpr std::string_view store_schema = "evalbox.image-store.v1";
+constexpr std::string_view image_schema = "evalbox.image.v1";
+constexpr std::string_view layer_schema = "evalbox.layer.v1";
 
 std::string hex_of(const std::string& digest) {
   auto colon = digest.find(':');
@@ -140,7 +140,7 @@ std::vector<fs::path> image_info::lower_dirs() const {
 json image_info::to_json() const {
   json ls = json::array();
   for (const auto& l : layers) ls.push_back(layer_to_json(l));
-  return json{{"schema", kImageSchema},
+  return json{{"schema", image_schema},
               {"id", id},
               {"manifest_digests", manifest_digests},
               {"references", references},
@@ -185,7 +185,7 @@ result<store> store::open(store_options options) {
                                   ? *s.options_.whiteout
                                   : (root ? sys::whiteout_form::char_device
                                           : sys::probe_whiteout_form(s.root_ / "layers"));
-    json j{{"schema", kStoreSchema},
+    json j{{"schema", store_schema},
            {"owner_uid", s.options_.owner_uid},
            {"owner_gid", s.options_.owner_gid},
            {"whiteout", std::string(sys::to_string(form))}};
@@ -201,9 +201,9 @@ result<store> store::open(store_options options) {
     EB_TRY(fsync_dir(s.root_));
   }
   json j = EB_TRY(read_json_file(meta));
-  if (!j.is_object() || j.value("schema", "") != kStoreSchema)
+  if (!j.is_object() || j.value("schema", "") != store_schema)
     return make_error(error_kind::invalid_argument, "{}: not an evalbox image store ({})",
-                      meta.string(), kStoreSchema);
+                      meta.string(), store_schema);
   uid_t uid = j.value("owner_uid", 0u);
   gid_t gid = j.value("owner_gid", 0u);
   if (uid != s.options_.owner_uid || gid != s.options_.owner_gid)
@@ -228,7 +228,7 @@ result<store> store::open(store_options options) {
 result<layer_info> store::read_layer(const std::string& diff_id) {
   const fs::path dir = root_ / "layers" / hex_of(diff_id);
   json j = EB_TRY(read_json_file(dir / "layer.json"));
-  if (!j.is_object() || j.value("schema", "") != kLayerSchema || j.value("diff_id", "") != diff_id)
+  if (!j.is_object() || j.value("schema", "") != layer_schema || j.value("diff_id", "") != diff_id)
     return make_error(error_kind::invalid_argument, "{}: not the record of layer {}",
                       (dir / "layer.json").string(), diff_id);
   layer_info l;
@@ -244,9 +244,9 @@ result<layer_info> store::read_layer(const std::string& diff_id) {
 
 result<image_info> store::read_record(const fs::path& file) {
   json j = EB_TRY(read_json_file(file));
-  if (!j.is_object() || j.value("schema", "") != kImageSchema)
+  if (!j.is_object() || j.value("schema", "") != image_schema)
     return make_error(error_kind::invalid_argument, "{}: not an {} record", file.string(),
-                      kImageSchema);
+                      image_schema);
   image_info info;
   try {
     info.id = j.at("id").get<std::string>();
@@ -516,7 +516,7 @@ status store::importer::fill_and_publish(size_t t, const filler& fill, const fs:
 
 // A finished layer's layer.json: its digests and sizes, when and from what it was unpacked.
 json store::importer::layer_meta(const target& l, const layer_result& res) const {
-  json meta{{"schema", kLayerSchema},
+  json meta{{"schema", layer_schema},
             {"diff_id", l.key},
             {"digest", l.digest},
             {"compression", res.compression},
@@ -784,15 +784,8 @@ status store::remove(std::string_view query, const fs::path& base_dir) {
   return {};
 }
 
-result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
-  gc_report report;
-  // 1. Temporaries nobody is writing: .tmp-<hex>-* whose unpack lock is free, and .del-*.
-  std::error_code ec;
-  std::vector<fs::path> entries;
-  for (const auto& e : fs::directory_iterator(root_ / "layers", ec)) entries.push_back(e.path());
-  if (ec)
-    return make_error(kind_from_errno(ec.value()), "list {}: {}", (root_ / "layers").string(),
-                      ec.message());
+// Temporaries nobody is writing: .tmp-<hex>-* whose unpack lock is free, and .del-*.
+void store::collect_temporaries(const std::vector<fs::path>& entries, gc_report& report) {
   for (const auto& p : entries) {
     const std::string n = p.filename().string();
     if (n.starts_with(".tmp-")) {
@@ -809,9 +802,11 @@ result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
       if (auto st = remove_layer_tree(p); st) ++report.temporaries_removed;
     }
   }
+}
 
-  // 2. Layers no image names (an import holds its layers shared until its record is written,
-  // so a layer it is still adding cannot be taken here).
+// Layers no image names (an import holds its layers shared until its record is written, so a
+// layer it is still adding cannot be taken here).
+status store::collect_unnamed_layers(const std::vector<fs::path>& entries, gc_report& report) {
   auto referenced = [&]() -> result<std::set<std::string>> {
     std::set<std::string> out;
     for (const auto& i : EB_TRY(read_records()))
@@ -835,8 +830,12 @@ result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
       report.bytes_freed += bytes;
     }
   }
+  return {};
+}
 
-  // Lock files of layers that do not exist (an import that crashed before publishing).
+// Lock files of layers that do not exist (an import that crashed before publishing).
+void store::collect_orphan_locks() {
+  std::error_code ec;
   for (const auto& e : fs::directory_iterator(root_ / "locks", ec)) {
     const std::string n = e.path().filename().string();
     if (!n.ends_with(".use") || !is_sha256_hex(n.substr(0, n.size() - 4))) continue;
@@ -847,39 +846,56 @@ result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
     ::unlink((root_ / "locks" / (hex + ".unpack")).c_str());
     ::unlink((root_ / "locks" / (hex + ".use")).c_str());
   }
+}
 
-  // 3. Least recently used images until the store fits.
+// Least recently used images until the store fits (never one a run holds); returns its size.
+result<uint64_t> store::collect_least_recently_used(uint64_t max_bytes, gc_report& report) {
   auto count_layers = [&] {
     int n = 0;
-    std::error_code e2;
-    for (const auto& e : fs::directory_iterator(root_ / "layers", e2))
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root_ / "layers", ec))
       n += is_sha256_hex(e.path().filename().string()) ? 1 : 0;
     return n;
   };
   uint64_t total = EB_TRY(size());
-  if (max_bytes) {
-    const int layers_before = count_layers();
-    auto images = EB_TRY(list());
-    std::reverse(images.begin(), images.end());  // least recently used first
-    for (const auto& image : images) {
-      if (total <= *max_bytes) break;
-      auto st = remove(image.id, {});
-      if (!st) {
-        if (st.error().kind == error_kind::busy) {
-          ++report.images_in_use;
-        } else {
-          report.errors.push_back(st.error().message);
-        }
-        continue;
+  const int layers_before = count_layers();
+  auto images = EB_TRY(list());
+  std::reverse(images.begin(), images.end());  // least recently used first
+  for (const auto& image : images) {
+    if (total <= max_bytes) break;
+    auto st = remove(image.id, {});
+    if (!st) {
+      if (st.error().kind == error_kind::busy) {
+        ++report.images_in_use;
+      } else {
+        report.errors.push_back(st.error().message);
       }
-      ++report.images_removed;
-      uint64_t now = EB_TRY(size());
-      report.bytes_freed += total - now;
-      total = now;
+      continue;
     }
-    report.layers_removed += layers_before - count_layers();
+    ++report.images_removed;
+    uint64_t now = EB_TRY(size());
+    report.bytes_freed += total - now;
+    total = now;
   }
-  report.bytes_after = total;
+  report.layers_removed += layers_before - count_layers();
+  return total;
+}
+
+result<gc_report> store::gc(std::optional<uint64_t> max_bytes) {
+  gc_report report;
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(root_ / "layers", ec)) entries.push_back(e.path());
+  if (ec)
+    return make_error(kind_from_errno(ec.value()), "list {}: {}", (root_ / "layers").string(),
+                      ec.message());
+  collect_temporaries(entries, report);
+  EB_TRY(collect_unnamed_layers(entries, report));
+  collect_orphan_locks();
+  if (max_bytes)
+    report.bytes_after = EB_TRY(collect_least_recently_used(*max_bytes, report));
+  else
+    report.bytes_after = EB_TRY(size());
   return report;
 }
 

@@ -43,9 +43,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/unique_fd.h"
 #include "sandbox/image/oci.h"
 #include "sandbox/image/tree_writer.h"
 #include "sandbox/sys/probe.h"
@@ -200,6 +200,12 @@ class store {
   result<image_info> read_record(const std::filesystem::path& file);
   result<layer_info> read_layer(const std::string& diff_id);
   status delete_layer(const std::string& hex);
+  // gc's passes, in order (store.cpp).
+  void collect_temporaries(const std::vector<std::filesystem::path>& entries, gc_report& report);
+  status collect_unnamed_layers(const std::vector<std::filesystem::path>& entries,
+                                gc_report& report);
+  void collect_orphan_locks();
+  result<uint64_t> collect_least_recently_used(uint64_t max_bytes, gc_report& report);
 
   store_options options_;
   std::filesystem::path root_;

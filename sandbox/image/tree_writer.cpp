@@ -20,13 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kWhiteoutPrefix = ".wh.";
-constexpr std::string_view kOpaqueMarker = ".wh..wh..opq";
-constexpr std::string_view kMetaPrefix = ".wh..wh.";  // AUFS bookkeeping (.wh..wh.plnk, ...)
+constexpr std::string_view whiteout_prefix = ".wh.";
+constexpr std::string_view opaque_marker = ".wh..wh..opq";
+constexpr std::string_view meta_prefix = ".wh..wh.";  // AUFS bookkeeping (.wh..wh.plnk, ...)
 
 // Resolution rules for every path evalbox opens inside a layer: stay beneath the layer's root,
 // follow no symlink (not even one the layer itself made), no magic links, no mount crossing.
-constexpr uint64_t kBeneath =
+constexpr uint64_t beneath_flags =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
 
 std::string join(const std::vector<std::string>& parts, size_t count) {
@@ -40,7 +40,7 @@ std::string join(const std::vector<std::string>& parts, size_t count) {
 
 // A path of the tree, opened by the rules above.
 int open_beneath(int dirfd, const char* path, uint64_t flags) {
-  return sys::open_beneath(dirfd, path, flags | O_CLOEXEC, kBeneath);
+  return sys::open_beneath(dirfd, path, flags | O_CLOEXEC, beneath_flags);
 }
 
 std::unexpected<error> refused(std::string_view entry, std::string_view why) {
@@ -311,7 +311,7 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
                       e.path, options_.limits.max_entries);
   auto parts = EB_TRY(split_entry_path(e.path, options_.limits));
   for (size_t i = 0; i + 1 < parts.size(); ++i)
-    if (parts[i].starts_with(kWhiteoutPrefix))
+    if (parts[i].starts_with(whiteout_prefix))
       return refused(e.path, "a whiteout name used as a directory");
 
   if (parts.empty()) {  // the layer's root directory itself
@@ -321,7 +321,7 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
   }
   const std::string& name = parts.back();
 
-  if (name == kOpaqueMarker) {
+  if (name == opaque_marker) {
     parts.pop_back();
     unique_fd dir = EB_TRY(open_dir(parts, true, e.path));
     if (options_.flatten) {
@@ -331,9 +331,9 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
     }
     return opaque(dir.borrow(), e.path);
   }
-  if (name.starts_with(kMetaPrefix)) return {};  // AUFS bookkeeping: nothing for overlayfs
-  if (name.starts_with(kWhiteoutPrefix)) {
-    std::string target = name.substr(kWhiteoutPrefix.size());
+  if (name.starts_with(meta_prefix)) return {};  // AUFS bookkeeping: nothing for overlayfs
+  if (name.starts_with(whiteout_prefix)) {
+    std::string target = name.substr(whiteout_prefix.size());
     if (target.empty() || target == "." || target == "..")
       return refused(e.path, "a whiteout of no name");
     borrowed_fd parent = EB_TRY(parent_of(parts, e.path));

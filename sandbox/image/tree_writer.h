@@ -40,8 +40,8 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "sandbox/sys/probe.h"
 
 namespace evalbox::sandbox::image {

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::landlock {

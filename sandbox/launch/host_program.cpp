@@ -17,13 +17,14 @@
 #include <cstdlib>
 #include <utility>
 
-#include "sandbox/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "sandbox/sys/process.h"
 #include "sandbox/sys/syscalls.h"
 
 extern char** environ;
 
 namespace evalbox::sandbox {
+inline namespace launch {
 
 namespace fs = std::filesystem;
 using std::chrono::steady_clock;
@@ -282,6 +283,28 @@ status supervise(const host_program& program, const sys::owned_process& child,
 
 }  // namespace
 
+result<sys::owned_process> start_host_process(const host_process& process) {
+  spawn_setup setup;
+  if (process.stdin_null) setup.open(STDIN_FILENO, "/dev/null", O_RDONLY);
+  int highest = STDERR_FILENO;
+  for (const auto& [fd, target] : process.fds) {
+    setup.dup2(fd, target);
+    highest = std::max(highest, target);
+  }
+  setup.close_from(highest + 1);
+  if (setup.failed()) return sys_error(setup.failed(), "prepare to start {}", process.exe.string());
+  const std::string path = process.exe.string();
+  std::vector<char*> argv{const_cast<char*>(path.c_str())};
+  for (const auto& a : process.args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (const int rc =
+          ::posix_spawn(&pid, path.c_str(), setup.actions(), setup.attr(), argv.data(), environ);
+      rc != 0)
+    return sys_error(rc, "start {}", path);
+  return sys::owned_process(pid, unique_fd(sys::pidfd_open(pid, 0)));
+}
+
 fs::path find_host_program(std::string_view name, std::optional<std::string_view> path) {
   if (name.empty()) return {};
   if (name.find('/') != std::string_view::npos) return fs::path(name);
@@ -331,4 +354,5 @@ result<host_program_result> run_host_program(const host_program& program) {
   return out;
 }
 
+}  // namespace launch
 }  // namespace evalbox::sandbox

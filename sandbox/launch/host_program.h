@@ -13,11 +13,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
+#include "sandbox/sys/process.h"
 
 namespace evalbox::sandbox {
+inline namespace launch {
 
 // Where one of the program's output streams goes.
 enum class host_output {
@@ -66,10 +69,28 @@ struct host_program_result {
 // did (its exit status and output) is the result.
 result<host_program_result> run_host_program(const host_program& program);
 
+// A program started and left running, for a caller that talks to it and waits for it itself
+// (the launcher's sandbox helper, which reads its plan from a socket and may wait for minutes).
+struct host_process {
+  std::filesystem::path exe;      // run as named: no PATH lookup
+  std::vector<std::string> args;  // after argv[0], which is `exe`
+  // Fds of evalbox's made the program's (dup2: close-on-exec cleared), as {fd, target}; every
+  // other fd above stderr is closed.
+  std::vector<std::pair<int, int>> fds;
+  bool stdin_null = true;  // false: evalbox's stdin (an interactive shell's terminal)
+};
+
+// Starts it with evalbox's environment, stdout and stderr, process group, signal mask and
+// dispositions — the sandbox helper relies on the mask: it starts with the termination signals
+// blocked as every thread of the harness has them, and holds them for its signalfd. The result
+// kills and reaps the program unless it is waited for.
+result<sys::owned_process> start_host_process(const host_process& process);
+
 // `name` as run_host_program finds it: itself when it holds a slash, else the first executable
 // regular file of that name in the directories of `path` (a PATH value; unset: evalbox's own
 // PATH, or /usr/bin:/bin without one). Empty when there is none.
 std::filesystem::path find_host_program(std::string_view name,
                                         std::optional<std::string_view> path = std::nullopt);
 
+}  // namespace launch
 }  // namespace evalbox::sandbox

@@ -1,6 +1,6 @@
 // The launcher: turns a prepared session and launch options into a launch plan, hands it to a
-// warm helper or runs one with Boost.Process (this is the only file that includes it), waits
-// (polling the cancel token) and reads the run record back. launch() is the list of steps.
+// warm helper or starts one (start_host_process: posix_spawn, the mask of the harness kept), waits
+// (polling the cancel token) and reads the run record back. launch_in() is the list of steps.
 #include "sandbox/launch/launcher.h"
 
 #include <fcntl.h>
@@ -11,28 +11,25 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-// Boost.Process compiles its vfork launcher only under an old _POSIX_C_SOURCE; glibc has vfork.
-#define BOOST_POSIX_HAS_VFORK 1
-#include <boost/process.hpp>
-#include <boost/process/posix.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/log.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
-#include "sandbox/launch/plan.h"
+#include "sandbox/launch/host_program.h"
+#include "sandbox/protocol/launch_plan.h"
 #include "sandbox/spec/system_paths.h"
 #include "sandbox/sys/process.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox {
+inline namespace launch {
 namespace fs = std::filesystem;
-namespace bp = boost::process;
 
 fs::path helper_path(const launch_settings& settings) {
   if (!settings.helper.empty()) return settings.helper;
@@ -79,27 +76,14 @@ result<std::pair<unique_fd, unique_fd>> helper_socket() {
 }
 
 // Spawns the helper with `args`, its socket on fd 3 and stdin /dev/null unless `inherit_stdio`.
-// vfork: the caller is often multi-threaded (the runner's workers) and large; a fork would copy
-// its page tables only for the child to exec at once (0.4 ms of each launch).
+// posix_spawn (glibc's is a vfork): the caller is often multi-threaded (the runner's workers)
+// and large; a fork would copy its page tables only for the child to exec at once (0.4 ms of
+// each launch).
 result<helper_process> spawn_helper(const fs::path& helper, const std::vector<std::string>& args,
                                     bool inherit_stdio) {
   auto [ours, theirs] = EB_TRY(helper_socket());
-  try {
-    std::error_code ec;
-    const auto sock = bp::posix::fd.bind(3, theirs.get());
-    bp::child c = inherit_stdio
-                      ? bp::child(helper.string(), bp::args(args), sock, bp::posix::use_vfork, ec)
-                      : bp::child(helper.string(), bp::args(args), sock, bp::std_in < bp::null,
-                                  bp::posix::use_vfork, ec);
-    if (ec) return make_error(error_kind::io, "start {}: {}", helper.string(), ec.message());
-    // From here the owned_process waits for it, kills it on every early return and reaps it.
-    c.detach();
-    const pid_t pid = c.id();
-    return helper_process{sys::owned_process(pid, unique_fd(sys::pidfd_open(pid, 0))),
-                          std::move(ours), helper};
-  } catch (const std::exception& e) {
-    return make_error(error_kind::io, "start {}: {}", helper.string(), e.what());
-  }
+  auto process = EB_TRY(start_host_process({helper, args, {{theirs.get(), 3}}, !inherit_stdio}));
+  return helper_process{std::move(process), std::move(ours), helper};
 }
 
 // Whether the helper has exited (and waits to be reaped), without waiting.
@@ -143,7 +127,7 @@ class warm_pool {
     }
     if (!w || w->path != helper) return std::nullopt;  // another helper binary: killed
     if (has_exited(w->process)) {
-      ++replaced_;
+      ++replaced;
       return std::nullopt;  // reaped by its owned_process; the thread starts another
     }
     return w;
@@ -165,7 +149,7 @@ class warm_pool {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       if (ready_ && has_exited(ready_->process)) {
-        ++replaced_;
+        ++replaced;
         ready_.reset();
         cv_.notify_all();
       }
@@ -177,7 +161,7 @@ class warm_pool {
     }
   }
 
-  std::atomic<uint64_t> warm_{0}, cold_{0}, replaced_{0};
+  std::atomic<uint64_t> warm{0}, cold{0}, replaced{0};  // so far (warm_helper_stats)
 
  private:
   warm_pool() = default;
@@ -235,8 +219,8 @@ cgroup::host_options cgroup_options(const launch_settings& s) {
 }
 
 // The image the new root is stacked from, as the helper reads it.
-plan_image image_of(const session_image& img) {
-  plan_image pi;
+launch_image image_of(const session_image& img) {
+  launch_image pi;
   for (const auto& l : img.lowers) pi.lowers.push_back(l.string());
   pi.upper = img.upper.string();
   pi.work = img.work.string();
@@ -303,10 +287,10 @@ result<started_helper> start_helper(const planned_launch& l, const launch_option
     if (h && !send_launch(*h, l.plan_path, l.record_path, helper_makes_cgroup)) h.reset();
   }
   if (h) {
-    ++warm_pool::get().warm_;
+    ++warm_pool::get().warm;
     return started_helper{std::move(*h), helper_makes_cgroup};
   }
-  ++warm_pool::get().cold_;
+  ++warm_pool::get().cold;
   if (warm_wanted) log::debug("launch {}: no warm helper ready, starting one", l.plan.label);
   auto spawned =
       spawn_helper(helper, {"--plan", l.plan_path, "--record", l.record_path, "--cgroup-fd", "3"},
@@ -431,13 +415,13 @@ std::optional<pid_t> wait_for_warm_helper(const launch_settings& settings,
 
 warm_helper_counts warm_helper_stats() {
   const warm_pool& p = warm_pool::get();
-  return {p.warm_.load(), p.cold_.load(), p.replaced_.load()};
+  return {p.warm.load(), p.cold.load(), p.replaced.load()};
 }
 
 // The steps of a launch, in order. The settings (which helper, warm or cold, where cgroups go)
 // are the session's, read from the environment at the edge.
-result<run_record> launch(const prepared_session& session, const launch_options& options,
-                          const cancel_token* cancel) {
+result<run_record> launch_in(const prepared_session& session, const launch_options& options,
+                             const cancel_token* cancel) {
   const launch_settings& settings = session.options().launch;
   const planned_launch l = plan_launch(view_of(session), options, ++next_seq);
   EB_TRY(write_launch_files(l, options));
@@ -446,4 +430,5 @@ result<run_record> launch(const prepared_session& session, const launch_options&
   return await_record(started.helper, l, cancel);
 }
 
+}  // namespace launch
 }  // namespace evalbox::sandbox

@@ -1,6 +1,6 @@
 // The launcher: runs a command in a prepared session by handing a plain-data launch plan to the
 // single-threaded helper `evalbox-sandbox` — a warm one started ahead of need, else one spawned
-// for it (Boost.Process, in launcher.cpp only) — and returns its run record. Thread-safe: the
+// for it (start_host_process, host_program.h) — and returns its run record. Thread-safe: the
 // harness launches from many worker threads.
 //
 // A launch, in order: plan it (plan_launch: a pure function of the session and the options),
@@ -20,13 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/launch/plan.h"
-#include "sandbox/launch/run_record.h"
-#include "sandbox/preparer/preparer.h"
+#include "base/error.h"
+#include "sandbox/prepare/preparer.h"
+#include "sandbox/protocol/launch_plan.h"
+#include "sandbox/protocol/run_record.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox {
+inline namespace launch {
 
 // Set by the caller (e.g. from a SIGINT handler thread) to stop a running launch: the helper
 // kills the run, tears down and reports outcome `cancelled`.
@@ -63,8 +64,8 @@ struct launch_options {
 // executable, else the build tree path compiled in.
 std::filesystem::path helper_path(const launch_settings& settings);
 
-result<run_record> launch(const prepared_session& session, const launch_options& options,
-                          const cancel_token* cancel = nullptr);
+result<run_record> launch_in(const prepared_session& session, const launch_options& options,
+                             const cancel_token* cancel = nullptr);
 
 // What a launch takes from its prepared session, as plain data (view_of): a launch plan is a
 // function of it and the launch options alone, so it can be checked without preparing a
@@ -121,4 +122,5 @@ struct warm_helper_counts {
 };
 warm_helper_counts warm_helper_stats();
 
+}  // namespace launch
 }  // namespace evalbox::sandbox

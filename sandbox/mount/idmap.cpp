@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/process.h"
 #include "sandbox/sys/syscalls.h"

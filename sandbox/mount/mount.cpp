@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::sandbox::mount {
 

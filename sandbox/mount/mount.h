@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/mountinfo.h"
+#include "base/error.h"
+#include "sandbox/sys/mountinfo.h"
 
 namespace evalbox::sandbox::mount {
 
-// The mount table as data (sandbox/base/mountinfo.h).
-using evalbox::mount_entry;
-using evalbox::read_mountinfo;
+// The mount table as data (sandbox/sys/mountinfo.h).
+using sys::mount_entry;
+using sys::read_mountinfo;
 
 // Mount points equal to or below `dir` (lexically), deepest (and most recent) first: the
 // order in which they can be unmounted.

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sandbox::net {
 

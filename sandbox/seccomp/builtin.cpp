@@ -15,8 +15,9 @@ namespace {
 }  // namespace
 
 const filter& builtin() {
-  static const filter f{std::vector<sock_filter>(std::begin(kProgram), std::end(kProgram)),
-                        kDigest};
+  static const filter f{
+      std::vector<sock_filter>(std::begin(filter_program), std::end(filter_program)),
+      filter_digest};
   return f;
 }
 

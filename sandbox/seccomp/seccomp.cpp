@@ -11,8 +11,8 @@
 
 #include <memory>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/digest.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sandbox::seccomp {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 
 namespace evalbox::sandbox::seccomp {
 

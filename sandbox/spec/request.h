@@ -16,6 +16,7 @@
 #include <vector>
 
 namespace evalbox::sandbox {
+inline namespace spec {
 
 enum class workspace_strategy {
   auto_select,  // overlay when the host allows it, else reflink when supported, else copy
@@ -167,4 +168,5 @@ struct session_request {
   std::optional<image_root> image;
 };
 
+}  // namespace spec
 }  // namespace evalbox::sandbox

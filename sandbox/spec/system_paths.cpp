@@ -1,9 +1,10 @@
 // The system paths (see system_paths.h).
 #include "sandbox/spec/system_paths.h"
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::sandbox {
+inline namespace spec {
 
 bool below_system_path(const std::filesystem::path& path) {
   for (std::string_view p : system_paths)
@@ -11,4 +12,5 @@ bool below_system_path(const std::filesystem::path& path) {
   return false;
 }
 
+}  // namespace spec
 }  // namespace evalbox::sandbox

@@ -11,6 +11,7 @@
 #include <string_view>
 
 namespace evalbox::sandbox {
+inline namespace spec {
 
 // Where every sandbox sees its two writable trees: the workspace and the managed home.
 inline constexpr const char* sandbox_workspace = "/workspace";
@@ -23,4 +24,5 @@ inline constexpr std::array<std::string_view, 7> system_paths = {
 // True when `path` is one of system_paths or lies below one, lexically.
 bool below_system_path(const std::filesystem::path& path);
 
+}  // namespace spec
 }  // namespace evalbox::sandbox

@@ -11,12 +11,13 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/units.h"
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/units.h"
 #include "sandbox/spec/system_paths.h"
 
 namespace evalbox::sandbox {
+inline namespace spec {
 
 namespace fs = std::filesystem;
 
@@ -532,4 +533,5 @@ status validate(const session_request& r, const validation_context& ctx) {
   return {};
 }
 
+}  // namespace spec
 }  // namespace evalbox::sandbox

@@ -8,11 +8,12 @@
 #include <filesystem>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/spec/request.h"
 #include "sandbox/spec/system_paths.h"
 
 namespace evalbox::sandbox {
+inline namespace spec {
 
 // Accepted ranges of resource_limits (inclusive). Zero is never a limit; beyond the upper
 // bound a value is a unit mistake (bytes given as KiB, ms as µs), not a real wish.
@@ -48,4 +49,5 @@ bool valid_handle(std::string_view handle) noexcept;
 // "host:port" / "[v6]:port" with port 1..65535.
 bool valid_allow_entry(std::string_view entry) noexcept;
 
+}  // namespace spec
 }  // namespace evalbox::sandbox

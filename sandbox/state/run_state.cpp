@@ -17,8 +17,8 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/log.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/mount/mount.h"
 
@@ -31,15 +31,15 @@ fs::path leases_dir(const fs::path& state_root) { return state_root / "credentia
 
 namespace {
 
-constexpr const char* kLockName = "lock";
-constexpr const char* kNewPrefix = ".new-";
+constexpr const char* lock_name = "lock";
+constexpr const char* new_prefix = ".new-";
 // A half-built run directory without a lock file is left alone this long (its builder may be
 // between mkdir and creating the lock).
-constexpr auto kOrphanGrace = std::chrono::seconds(60);
+constexpr auto orphan_grace = std::chrono::seconds(60);
 
 // Opens and locks `dir`/lock without blocking. An invalid fd with errno EWOULDBLOCK: held.
 unique_fd try_lock(const fs::path& dir, bool create) {
-  fs::path lock = dir / kLockName;
+  fs::path lock = dir / lock_name;
   int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
   unique_fd fd(::open(lock.c_str(), flags, 0600));
   if (!fd) return fd;
@@ -69,7 +69,7 @@ result<std::vector<std::string>> list_dir(const fs::path& dir) {
 // ".new-<pid>-<random>": true when that pid no longer exists (a reused pid only delays
 // reclaim until the grace period has passed).
 bool builder_dead(const std::string& name) {
-  std::string_view rest = std::string_view(name).substr(std::string_view(kNewPrefix).size());
+  std::string_view rest = std::string_view(name).substr(std::string_view(new_prefix).size());
   auto dash = rest.find('-');
   if (dash == std::string_view::npos) return false;
   long pid = 0;
@@ -88,13 +88,13 @@ result<run_lock> create_run_dir(const fs::path& runs, const std::string& run_id)
   fs::path final_dir = runs / run_id;
   for (int attempt = 0; attempt < 2; ++attempt) {
     // The builder's pid is in the name: if it dies before the lock exists, reclaim can tell.
-    fs::path tmp = runs / fmt::format("{}{}-{}", kNewPrefix, ::getpid(), random_suffix());
+    fs::path tmp = runs / fmt::format("{}{}-{}", new_prefix, ::getpid(), random_suffix());
     if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
     unique_fd fd = try_lock(tmp, true);
     if (!fd) {
       int err = errno;
       (void)remove_tree(tmp);
-      return sys_error(err, "lock {}/{}", tmp.string(), kLockName);
+      return sys_error(err, "lock {}/{}", tmp.string(), lock_name);
     }
     if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) == 0)
       return run_lock(std::move(fd), final_dir);
@@ -220,7 +220,7 @@ result<reclaim_counts> reclaim_stale(const fs::path& runs) {
     fs::path dir = runs / name;
     struct stat st {};
     if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    bool building = name.rfind(kNewPrefix, 0) == 0;
+    bool building = name.rfind(new_prefix, 0) == 0;
     unique_fd lock = try_lock(dir, false);
     if (!lock) {
       if (errno == EWOULDBLOCK) continue;  // live
@@ -232,7 +232,7 @@ result<reclaim_counts> reclaim_stale(const fs::path& runs) {
       // A builder known to be dead is not waited for; otherwise give it the grace period.
       auto age =
           std::chrono::system_clock::now() - std::chrono::system_clock::from_time_t(st.st_mtime);
-      if (age < kOrphanGrace && !(building && builder_dead(name))) continue;
+      if (age < orphan_grace && !(building && builder_dead(name))) continue;
     }
     // Holding its lock, the run cannot come back to life while it is removed.
     if (auto s = remove_run(dir, building ? std::string() : name, counts); !s) {

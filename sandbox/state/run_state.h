@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sandbox::state {
 

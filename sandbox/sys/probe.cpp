@@ -22,10 +22,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/mountinfo.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/unique_fd.h"
+#include "sandbox/sys/mountinfo.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sys {

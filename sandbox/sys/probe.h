@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base/json_fwd.h"
+#include "base/json_fwd.h"
 
 namespace evalbox::sys {
 

@@ -6,7 +6,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include "sandbox/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sys {
 

@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sandbox::workspace {
 

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "sandbox/base/error.h"
+#include "base/error.h"
 #include "sandbox/workspace/tree.h"
 
 namespace evalbox::sandbox::workspace {

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <set>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 #include "sandbox/sys/syscalls.h"
 
 namespace evalbox::sandbox::workspace {
@@ -60,7 +60,7 @@ status copy_bytes(int in, int out, off_t size, const fs::path& shown) {
 
 // setuid/setgid bits are dropped: no copy is ever executed with them (the mounts are nosuid
 // too), and they would only matter to an escape.
-constexpr mode_t kKeepBits = 01777;
+constexpr mode_t kept_mode_bits = 01777;
 
 status copy_dir(int src_dir, int dst_dir, const fs::path& shown, const ctx& c) {
   auto d = EB_TRY(read_dir_at(src_dir, shown));
@@ -108,7 +108,7 @@ status copy_entry(int src_dir, const char* name, int dst_dir, const fs::path& sh
     }
     if (::fchown(t.get(), uid, gid) != 0 && ::geteuid() == 0)
       return sys_error(errno, "chown {}", shown.string());
-    if (::fchmod(t.get(), st.st_mode & kKeepBits) != 0)
+    if (::fchmod(t.get(), st.st_mode & kept_mode_bits) != 0)
       return sys_error(errno, "chmod {}", shown.string());
     ::futimens(t.get(), times);
   } else if (S_ISLNK(st.st_mode)) {
@@ -130,7 +130,7 @@ status finish_dir(int dir, const struct stat& like, const fs::path& shown, uid_t
   struct timespec times[2] = {like.st_atim, like.st_mtim};
   if (::fchown(dir, uid, gid) != 0 && ::geteuid() == 0)
     return sys_error(errno, "chown {}", shown.string());
-  if (::fchmod(dir, like.st_mode & kKeepBits) != 0)
+  if (::fchmod(dir, like.st_mode & kept_mode_bits) != 0)
     return sys_error(errno, "chmod {}", shown.string());
   ::futimens(dir, times);
   return {};
@@ -146,7 +146,7 @@ status copy_tree(const fs::path& from, const fs::path& to, copy_mode mode, uid_t
   if (::fstat(s.get(), &st) == 0) {
     if (::fchown(t.get(), uid, gid) != 0 && ::geteuid() == 0)
       return sys_error(errno, "chown {}", to.string());
-    ::fchmod(t.get(), st.st_mode & kKeepBits);
+    ::fchmod(t.get(), st.st_mode & kept_mode_bits);
   }
   return {};
 }

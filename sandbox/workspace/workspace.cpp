@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
+#include "base/fs.h"
+#include "base/json.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 #include "sandbox/workspace/layers.h"

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/error.h"
-#include "sandbox/base/json_fwd.h"
+#include "base/error.h"
+#include "base/json_fwd.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox::workspace {

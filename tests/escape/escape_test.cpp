@@ -23,8 +23,8 @@
 #include <fstream>
 #include <thread>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/launch/launcher.h"
 #include "tests/support/isolation.h"
@@ -120,7 +120,7 @@ class Escape : public ::testing::TestWithParam<root_kind> {
       EXPECT_TRUE(wait_for_warm_helper(settings, std::chrono::seconds(10)));
     }
     const warm_helper_counts before = warm_helper_stats();
-    auto r = launch(*session_, o);
+    auto r = launch_in(*session_, o);
     EXPECT_EQ(warm_helper_stats().warm, before.warm + (warm ? 1 : 0));
     EXPECT_TRUE(r) << r.error().message;
     if (!r) return {};
@@ -408,7 +408,7 @@ TEST_P(Escape, ASymlinkPlantedAtALeaseTargetRedirectsNoMountToTheHost) {
   ASSERT_EQ(::symlink(host_dir.path().c_str(), codex.c_str()), 0);
   launch_options o;
   o.argv = {"/bin/true"};
-  auto r = launch(*session_, o);
+  auto r = launch_in(*session_, o);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->error_step, "create /home/agent/.codex/auth.json");
   EXPECT_NE(r->error.find("ELOOP"), std::string::npos) << r->error;
@@ -450,7 +450,7 @@ TEST_P(EscapeFromImage, ASetuidRootBinaryFromAnImageGrantsNothing) {
   launch_options o;
   o.argv = {"/bin/suid-tool", "whoami"};
   o.stdout_path = out_.path() / "stdout";
-  auto r = launch(*s, o);
+  auto r = launch_in(*s, o);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->error, "");
   EXPECT_EQ(output(), "euid 0 capeff 0000000000000000\n");

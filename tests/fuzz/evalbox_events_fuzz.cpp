@@ -1,6 +1,6 @@
 // Fuzzes the evalbox.events.v1 parser (what a `command` agent prints on stdout), in both of
 // its modes: with and without a required "final" event.
-#include "harness/transcript/events.h"
+#include "harness/transcripts/events.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::fuzz {
 

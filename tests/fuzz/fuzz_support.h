@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "harness/transcript/transcript.h"
+#include "harness/transcripts/transcript.h"
 
 namespace evalbox::fuzz {
 

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "sandbox/base/digest.h"
+#include "base/digest.h"
 #include "sandbox/image/layer.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -3,9 +3,9 @@
 // results.jsonl in a scratch directory, then walked, indexed and rendered into every report.
 #include <sstream>
 
+#include "base/fs.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
-#include "sandbox/base/fs.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

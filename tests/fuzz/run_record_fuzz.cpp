@@ -1,6 +1,6 @@
 // Fuzzes the reader of run records (evalbox.run-record.v1, the helper's record file that the
 // launcher reads back). Whatever it accepts must write and read back as the same record.
-#include "sandbox/launch/run_record.h"
+#include "sandbox/protocol/run_record.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

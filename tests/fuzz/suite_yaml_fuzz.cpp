@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/fs.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/resolve.h"
-#include "sandbox/base/fs.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // Fuzzes the reader of evalbox's own transcript.jsonl (grading's transcript checks and
 // report.html read it from a results directory a user hands over).
-#include "harness/transcript/transcript.h"
+#include "harness/transcripts/transcript.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,7 +7,7 @@ build=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat >"$work/const_subscript_probe.cpp" <<'CPP'
-#include "sandbox/base/json.h"
+#include "base/json.h"
 namespace evalbox {
 int probe(const json& j) { return j["x"].is_null() ? 1 : 0; }
 int mutable_is_fine(json& j) { return j["x"].is_null() ? 1 : 0; }

@@ -22,7 +22,7 @@ says() { grep -qF -- "$1" "$WORK/out" || { cat "$WORK/out" >&2; fail "output lac
 # A copy of what the check reads: sources, scripts, tests, docs.
 tree() {
   rm -rf "$WORK/t" && mkdir "$WORK/t"
-  for d in sandbox harness adapters scripts tests bench cmake docs .ci; do
+  for d in base sandbox harness adapters scripts tests bench cmake docs .ci; do
     cp -r "$SRC/$d" "$WORK/t/$d"
   done
   cp "$SRC/README.md" "$SRC/CMakeLists.txt" "$WORK/t/"
@@ -79,7 +79,7 @@ says 'does not say what `evalbox teleport` exits with'
 
 # 4. Environment variables read without docs: a literal, a loop over literals, a script's.
 tree
-cat >"$T/sandbox/base/extra.cpp" <<'CPP'
+cat >"$T/base/extra.cpp" <<'CPP'
 #include <cstdlib>
 const char* a() { return std::getenv("EVALBOX_BRAND_NEW"); }
 const char* b() {
@@ -95,7 +95,7 @@ for v in EVALBOX_BRAND_NEW EVALBOX_LOOPED OTHER_LOOPED EVALBOX_SCRIPT_KNOB; do
   says "docs/cli.md: environment variable \`$v\`"
   says "README.md: environment variable \`$v\`"
 done
-says 'sandbox/base/extra.cpp:2'
+says 'base/extra.cpp:2'
 
 # 5. A variable whose name the code computes cannot be checked: it must be listed on purpose.
 tree

@@ -15,10 +15,10 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/launch/plan.h"
-#include "sandbox/launch/run_record.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "sandbox/protocol/launch_plan.h"
+#include "sandbox/protocol/run_record.h"
 
 namespace evalbox::testing {
 

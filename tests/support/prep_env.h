@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <string>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
+#include "base/digest.h"
+#include "base/fs.h"
 #include "sandbox/mount/mount.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::testing {

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/log.h"
 
 namespace evalbox::adapters {
 namespace {
@@ -32,11 +32,13 @@ class ClaudeCodeAdapter : public ::testing::Test {
   }
   harness::run_context ctx() { return {f_, c_, 0, "r", creds_}; }
   harness::agent_plan plan() {
-    auto p = make_claude_code_adapter()->plan(ctx());
+    auto p = claude_code::make_adapter()->plan(ctx());
     EXPECT_TRUE(p) << (p ? "" : p.error().message);
     return p ? *p : harness::agent_plan{};
   }
-  std::vector<harness::config_error> validate() { return make_claude_code_adapter()->validate(c_); }
+  std::vector<harness::config_error> validate() {
+    return claude_code::make_adapter()->validate(c_);
+  }
   static bool has_error(const std::vector<harness::config_error>& errors, std::string_view text,
                         int line) {
     return std::any_of(errors.begin(), errors.end(), [&](const auto& e) {
@@ -156,7 +158,7 @@ TEST_F(ClaudeCodeAdapter, FollowUpResumesTheFirstSession) {
   ASSERT_TRUE(
       write_file(out, "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s-9\"}\n"));
   harness::agent_output first{out, dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
-  auto p = make_claude_code_adapter()->plan_follow_up(ctx(), first);
+  auto p = claude_code::make_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p && *p);
   const auto& argv = (*p)->argv;
   ASSERT_GE(argv.size(), 4u);
@@ -169,7 +171,7 @@ TEST_F(ClaudeCodeAdapter, FollowUpWithoutASessionIdContinues) {
   f_.follow_up = "more";
   harness::agent_output first{
       dir_.path() / "missing", dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
-  auto p = make_claude_code_adapter()->plan_follow_up(ctx(), first);
+  auto p = claude_code::make_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p && *p);
   const auto& argv = (*p)->argv;
   EXPECT_NE(std::find(argv.begin(), argv.end(), "--continue"), argv.end());
@@ -189,7 +191,7 @@ TEST_F(ClaudeCodeAdapter, TranscriptKeepsProjectSessionFiles) {
       "\"output_tokens\":4}}\n"));
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "out", dir_.path() / "err", home, native, 0, true}};
-  auto t = make_claude_code_adapter()->read_transcript(ctx(), outs);
+  auto t = claude_code::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->agent, "claude-code");
   EXPECT_FALSE(t->error);
@@ -203,7 +205,7 @@ TEST_F(ClaudeCodeAdapter, AClientThatFailsBeforeItsFirstEventReportsItsStderr) {
   ASSERT_TRUE(write_file(dir_.path() / "err", "Invalid API key\n"));
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 1, true}};
-  auto t = make_claude_code_adapter()->read_transcript(ctx(), outs);
+  auto t = claude_code::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   ASSERT_TRUE(t->error);
   EXPECT_EQ(*t->error, "claude exited with status 1: Invalid API key");
@@ -214,7 +216,7 @@ TEST_F(ClaudeCodeAdapter, AKilledClientIsAnExecutionErrorSayingSo) {
                          "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n"));
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 0, false}};
-  auto t = make_claude_code_adapter()->read_transcript(ctx(), outs);
+  auto t = claude_code::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   ASSERT_TRUE(t->error);
   EXPECT_EQ(*t->error, "claude was killed before it finished (interrupted: no final event)");

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
-#include "tests/harness/transcript/golden.h"
+#include "base/fs.h"
+#include "tests/harness/transcripts/golden.h"
 
 namespace evalbox::adapters::claude_code {
 namespace {

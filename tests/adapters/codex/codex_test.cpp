@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/log.h"
 
 namespace evalbox::adapters {
 namespace {
@@ -32,7 +32,7 @@ class CodexAdapter : public ::testing::Test {
   }
   harness::run_context ctx() { return {f_, c_, 0, "r", creds_}; }
   harness::agent_plan plan() {
-    auto p = make_codex_adapter()->plan(ctx());
+    auto p = codex::make_adapter()->plan(ctx());
     EXPECT_TRUE(p) << (p ? "" : p.error().message);
     return p ? *p : harness::agent_plan{};
   }
@@ -41,7 +41,7 @@ class CodexAdapter : public ::testing::Test {
       if (f.path == ".codex/config.toml") return f.content;
     return "<none>";
   }
-  std::vector<harness::config_error> validate() { return make_codex_adapter()->validate(c_); }
+  std::vector<harness::config_error> validate() { return codex::make_adapter()->validate(c_); }
   static bool has_error(const std::vector<harness::config_error>& errors, std::string_view text,
                         int line) {
     return std::any_of(errors.begin(), errors.end(), [&](const auto& e) {
@@ -164,7 +164,7 @@ TEST_F(CodexAdapter, ApiKeyFromTheHostEnvironmentGoesToTheProvidersEnvKeyAndIsRe
 TEST_F(CodexAdapter, AnUnsetApiKeyVariableIsAPlanError) {
   ::unsetenv("EVALBOX_TEST_CODEX_UNSET");
   set("api_key_env", "EVALBOX_TEST_CODEX_UNSET");
-  auto p = make_codex_adapter()->plan(ctx());
+  auto p = codex::make_adapter()->plan(ctx());
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message.find("EVALBOX_TEST_CODEX_UNSET is not set"), std::string::npos);
 }
@@ -201,7 +201,7 @@ TEST_F(CodexAdapter, HomeFilesReplaceTheGeneratedConfig) {
 TEST_F(CodexAdapter, ADefaultBinaryThatIsNotInstalledIsAPlanErrorNamingTheInstaller) {
   c_.settings.erase("binary");
   ::setenv("EVALBOX_AGENT_CACHE", (dir_.path() / "empty-cache").c_str(), 1);
-  auto p = make_codex_adapter()->plan(ctx());
+  auto p = codex::make_adapter()->plan(ctx());
   ::unsetenv("EVALBOX_AGENT_CACHE");
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message.find("scripts/install-agents"), std::string::npos);
@@ -213,7 +213,7 @@ TEST_F(CodexAdapter, FollowUpResumesTheFirstThreadById) {
   fs::path out = dir_.path() / "stdout.jsonl";
   ASSERT_TRUE(write_file(out, "{\"type\":\"thread.started\",\"thread_id\":\"t-123\"}\n"));
   harness::agent_output first{out, dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
-  auto p = make_codex_adapter()->plan_follow_up(ctx(), first);
+  auto p = codex::make_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p && *p);
   std::vector<std::string> tail((*p)->argv.begin() + 1, (*p)->argv.end());
   std::vector<std::string> want = {"exec", "resume", "--json", "--skip-git-repo-check",
@@ -225,7 +225,7 @@ TEST_F(CodexAdapter, FollowUpWithoutAThreadIdResumesTheLastSession) {
   f_.follow_up = "and now";
   harness::agent_output first{
       dir_.path() / "missing", dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
-  auto p = make_codex_adapter()->plan_follow_up(ctx(), first);
+  auto p = codex::make_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p && *p);
   auto& argv = (*p)->argv;
   EXPECT_NE(std::find(argv.begin(), argv.end(), "--last"), argv.end());
@@ -235,7 +235,7 @@ TEST_F(CodexAdapter, FollowUpWithoutAThreadIdResumesTheLastSession) {
 TEST_F(CodexAdapter, NoFollowUpPromptNoFollowUpLaunch) {
   harness::agent_output first{
       dir_.path() / "x", dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
-  auto p = make_codex_adapter()->plan_follow_up(ctx(), first);
+  auto p = codex::make_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p);
   EXPECT_FALSE(*p);
 }
@@ -257,7 +257,7 @@ TEST_F(CodexAdapter, TranscriptKeepsRolloutFilesAndSumsBothLaunches) {
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "a.jsonl", dir_.path() / "e", home, native, 0, true},
       {dir_.path() / "b.jsonl", dir_.path() / "e", home, native, 0, true}};
-  auto t = make_codex_adapter()->read_transcript(ctx(), outs);
+  auto t = codex::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->agent, "codex");
   EXPECT_EQ(t->session_id, "t-1");
@@ -277,7 +277,7 @@ TEST_F(CodexAdapter, AClientThatFailsBeforeItsFirstEventReportsItsStderr) {
                          "Reading additional input from stdin...\nError: bad config.toml\n"));
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 1, true}};
-  auto t = make_codex_adapter()->read_transcript(ctx(), outs);
+  auto t = codex::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   ASSERT_TRUE(t->error);
   EXPECT_EQ(*t->error, "codex exited with status 1: Error: bad config.toml");
@@ -289,7 +289,7 @@ TEST_F(CodexAdapter, AKilledClientIsAnExecutionError) {
                          "{\"type\":\"turn.started\"}\n"));
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 0, false}};
-  auto t = make_codex_adapter()->read_transcript(ctx(), outs);
+  auto t = codex::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   ASSERT_TRUE(t->error);
   EXPECT_EQ(*t->error, "codex was killed before it finished (interrupted: no final event)");

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::adapters {
 namespace {
@@ -31,7 +31,7 @@ class CommandAdapter : public ::testing::Test {
 };
 
 TEST_F(CommandAdapter, ArgvIsRequired) {
-  auto errors = make_command_adapter()->validate(c_);
+  auto errors = command::make_adapter()->validate(c_);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].message().find("argv"), std::string::npos);
 }
@@ -39,7 +39,7 @@ TEST_F(CommandAdapter, ArgvIsRequired) {
 TEST_F(CommandAdapter, RejectsUnknownSettingsAndMissingPrograms) {
   set("argv", json::array({"agents/missing.sh"}));
   set("model", "gpt", 9);
-  auto errors = make_command_adapter()->validate(c_);
+  auto errors = command::make_adapter()->validate(c_);
   ASSERT_EQ(errors.size(), 2u);
   bool unknown = false, missing = false;
   for (const auto& e : errors) {
@@ -53,8 +53,8 @@ TEST_F(CommandAdapter, RejectsUnknownSettingsAndMissingPrograms) {
 
 TEST_F(CommandAdapter, ResolvesRelativeProgramsAgainstTheSuiteAndSubstitutesThePrompt) {
   set("argv", json::array({"agents/agent.sh", "--task={prompt}"}));
-  EXPECT_TRUE(make_command_adapter()->validate(c_).empty());
-  auto plan = make_command_adapter()->plan(ctx());
+  EXPECT_TRUE(command::make_adapter()->validate(c_).empty());
+  auto plan = command::make_adapter()->plan(ctx());
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->argv[0], (dir_.path() / "agents/agent.sh").string());
   EXPECT_EQ(plan->argv[1], "--task=fix it");
@@ -67,22 +67,22 @@ TEST_F(CommandAdapter, ResolvesRelativeProgramsAgainstTheSuiteAndSubstitutesTheP
 TEST_F(CommandAdapter, ABareProgramNameIsLeftForTheSandboxsPath) {
   ::setenv("PATH", (dir_.path() / "agents").c_str(), 1);  // agent.sh is on the caller's PATH
   set("argv", json::array({"agent.sh", "{prompt}"}));
-  EXPECT_TRUE(make_command_adapter()->validate(c_).empty());
-  auto plan = make_command_adapter()->plan(ctx());
+  EXPECT_TRUE(command::make_adapter()->validate(c_).empty());
+  auto plan = command::make_adapter()->plan(ctx());
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->argv[0], "agent.sh");
   set("argv", json::array({"python3", "-c", "pass"}));
-  EXPECT_TRUE(make_command_adapter()->validate(c_).empty());
-  EXPECT_EQ(make_command_adapter()->plan(ctx())->argv[0], "python3");
+  EXPECT_TRUE(command::make_adapter()->validate(c_).empty());
+  EXPECT_EQ(command::make_adapter()->plan(ctx())->argv[0], "python3");
 }
 
 TEST_F(CommandAdapter, FollowUpRunsTheSameProgramWithTheFollowUpPrompt) {
   set("argv", json::array({"agents/agent.sh", "{prompt}"}));
-  auto none = make_command_adapter()->plan_follow_up(ctx(), {});
+  auto none = command::make_adapter()->plan_follow_up(ctx(), {});
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
   f_.follow_up = "now add tests";
-  auto next = make_command_adapter()->plan_follow_up(ctx(), {});
+  auto next = command::make_adapter()->plan_follow_up(ctx(), {});
   ASSERT_TRUE(next && *next);
   EXPECT_EQ((**next).argv[1], "now add tests");
   EXPECT_EQ((**next).env.at("EVALBOX_FOLLOW_UP"), "1");
@@ -102,7 +102,7 @@ TEST_F(CommandAdapter, ReadsEvalboxEventsWhenAsked) {
                  "not json\n"));
   harness::agent_output out;
   out.stdout_path = dir_.path() / "stdout";
-  auto t = make_command_adapter()->read_transcript(ctx(), {out});
+  auto t = command::make_adapter()->read_transcript(ctx(), {out});
   ASSERT_TRUE(t);
   ASSERT_EQ(harness::commands(*t), std::vector<std::string>{"make"});
   EXPECT_EQ(t->total.input_tokens, 10u);
@@ -117,7 +117,7 @@ TEST_F(CommandAdapter, WithoutJsonlTheStdoutIsNotInterpreted) {
                          "\n"));
   harness::agent_output out;
   out.stdout_path = dir_.path() / "stdout";
-  auto t = make_command_adapter()->read_transcript(ctx(), {out});
+  auto t = command::make_adapter()->read_transcript(ctx(), {out});
   ASSERT_TRUE(t);
   EXPECT_TRUE(t->steps.empty());
 }

@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "adapters/gemini/transcript.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/log.h"
 
 namespace evalbox::adapters {
 namespace {
@@ -109,7 +109,7 @@ class GeminiAdapter : public ::testing::Test {
   }
   harness::run_context ctx() { return {f_, c_, 0, "r", creds_}; }
   harness::agent_plan plan() {
-    auto p = make_gemini_adapter()->plan(ctx());
+    auto p = gemini::make_adapter()->plan(ctx());
     EXPECT_TRUE(p) << (p ? "" : p.error().message);
     return p ? *p : harness::agent_plan{};
   }
@@ -123,7 +123,7 @@ TEST_F(GeminiAdapter, RejectsUnknownAndIllTypedSettingsAtTheirLines) {
   set("sandbox", true, 6);
   set("approval_mode", "always", 7);
   set("base_url", "localhost", 8);
-  auto errors = make_gemini_adapter()->validate(c_);
+  auto errors = gemini::make_adapter()->validate(c_);
   ASSERT_EQ(errors.size(), 3u) << harness::join_messages(errors);
   EXPECT_EQ(errors[0].where.line + errors[1].where.line + errors[2].where.line, 21);
   EXPECT_NE(harness::join_messages(errors).find("unknown setting 'sandbox'"), std::string::npos);
@@ -166,7 +166,7 @@ TEST_F(GeminiAdapter, FollowUpResumesTheLatestSession) {
   f_.follow_up = "more";
   harness::agent_output first{
       dir_.path() / "o", dir_.path() / "e", dir_.path(), dir_.path(), 0, true};
-  auto p = make_gemini_adapter()->plan_follow_up(ctx(), first);
+  auto p = gemini::make_adapter()->plan_follow_up(ctx(), first);
   ASSERT_TRUE(p && *p);
   const auto& argv = (*p)->argv;
   std::vector<std::string> tail(argv.end() - 3, argv.end());
@@ -183,13 +183,13 @@ TEST_F(GeminiAdapter, AClientThatFailsBeforeItsFirstEventReportsItsStderr) {
                          "Error when talking to Gemini API\nFull report in /tmp/x.json\n"));
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 41, true}};
-  auto t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  auto t = gemini::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->error,
             "gemini exited with status 41: Error when talking to Gemini API | Full report in "
             "/tmp/x.json");
   ASSERT_TRUE(write_file(dir_.path() / "err", "YOLO mode is enabled.\n"));
-  t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  t = gemini::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->error, "interrupted: no final event");
 }
@@ -198,7 +198,7 @@ TEST_F(GeminiAdapter, AKilledClientIsAnErrorSayingSo) {
   ASSERT_TRUE(write_file(dir_.path() / "out", "{\"type\":\"init\",\"session_id\":\"s\"}\n"));
   std::vector<harness::agent_output> outs = {
       {dir_.path() / "out", dir_.path() / "err", dir_.path(), dir_.path(), 0, false}};
-  auto t = make_gemini_adapter()->read_transcript(ctx(), outs);
+  auto t = gemini::make_adapter()->read_transcript(ctx(), outs);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->error, "gemini was killed before it finished (interrupted: no final event)");
 }

@@ -6,7 +6,7 @@ namespace evalbox::adapters {
 namespace {
 
 TEST(NoopAdapter, RunsNothingAndTakesNoSettings) {
-  auto a = make_noop_adapter();
+  auto a = noop::make_adapter();
   harness::fixture_spec f;
   harness::candidate_spec c;
   c.id = "noop";

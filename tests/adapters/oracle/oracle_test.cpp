@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
+#include "base/digest.h"
+#include "base/fs.h"
 
 namespace evalbox::adapters {
 namespace {
@@ -19,7 +19,7 @@ TEST(OracleAdapter, ProjectsTheSolutionAsADigestNamedBundle) {
   harness::candidate_spec c;
   c.id = c.adapter = "oracle";
   std::map<std::string, std::filesystem::path> creds;
-  auto a = make_oracle_adapter();
+  auto a = oracle::make_adapter();
   auto plan = a->plan({f, c, 0, "r", creds});
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan->bundles.size(), 1u);
@@ -36,7 +36,7 @@ TEST(OracleAdapter, AFixtureWithoutSolutionIsAnErrorThatSaysWhatToDo) {
   harness::candidate_spec c;
   c.id = c.adapter = "oracle";
   std::map<std::string, std::filesystem::path> creds;
-  auto plan = make_oracle_adapter()->plan({f, c, 0, "r", creds});
+  auto plan = oracle::make_adapter()->plan({f, c, 0, "r", creds});
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.error().message.find("solution/solve.sh"), std::string::npos);
 }
@@ -50,7 +50,7 @@ TEST(OracleAdapter, TranscriptIsOneShellStepWithTheExitCode) {
   harness::agent_output out;
   out.stdout_path = dir.path() / "out";
   out.exit_code = 3;
-  auto t = make_oracle_adapter()->read_transcript({f, c, 0, "r", creds}, {out});
+  auto t = oracle::make_adapter()->read_transcript({f, c, 0, "r", creds}, {out});
   ASSERT_TRUE(t);
   ASSERT_EQ(t->steps.size(), 1u);
   ASSERT_EQ(t->steps[0].observations.size(), 1u);

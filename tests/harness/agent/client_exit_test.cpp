@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
+#include "base/fs.h"
+#include "base/log.h"
 
 namespace evalbox::harness {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::harness {
 namespace {

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "harness/transcript/read_limits.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
+#include "harness/transcripts/read_limits.h"
 
 namespace evalbox::harness {
 namespace {

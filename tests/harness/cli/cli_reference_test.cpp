@@ -9,7 +9,7 @@
 
 #include "harness/cli/commands.h"
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 namespace {
 
 bool has(const std::string& text, const std::string& part) {
@@ -107,4 +107,4 @@ TEST(cli_reference, is_the_same_text_every_time) {
 }
 
 }  // namespace
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-namespace evalbox::cli {
+namespace evalbox::harness::cli {
 namespace {
 
 struct pty_pair {
@@ -82,4 +82,4 @@ TEST(RawTerminal, OneAtATimeAndNotOnAFileThatIsNoTerminal) {
 }
 
 }  // namespace
-}  // namespace evalbox::cli
+}  // namespace evalbox::harness::cli

@@ -11,16 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "base/fs.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/resolve.h"
-#include "sandbox/base/fs.h"
 
 namespace evalbox::harness {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kData = fs::path(EVALBOX_SOURCE_DIR) / "tests" / "data" / "config";
+const fs::path data_dir = fs::path(EVALBOX_SOURCE_DIR) / "tests" / "data" / "config";
 // The adapter names evalbox registers (harness/cli/registry.cpp).
 const std::vector<std::string> adapters = {"claude-code", "codex", "command",
                                            "gemini",      "noop",  "oracle"};
@@ -28,7 +28,7 @@ const std::vector<std::string> adapters = {"claude-code", "codex", "command",
 std::vector<std::string> cases() {
   std::vector<std::string> out;
   for (auto kind : {"fixture", "suite"})
-    for (const auto& e : fs::directory_iterator(kData / kind))
+    for (const auto& e : fs::directory_iterator(data_dir / kind))
       if (e.path().extension() == ".yaml")
         out.push_back(std::string(kind) + "/" + e.path().stem().string());
   std::sort(out.begin(), out.end());
@@ -38,8 +38,8 @@ std::vector<std::string> cases() {
 class golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(golden, messages_match) {
-  fs::path yaml = kData / (GetParam() + ".yaml");
-  fs::path expected_file = kData / (GetParam() + ".expected");
+  fs::path yaml = data_dir / (GetParam() + ".yaml");
+  fs::path expected_file = data_dir / (GetParam() + ".expected");
   auto text = read_file(yaml);
   ASSERT_TRUE(text) << text.error().message;
   std::vector<config_error> errors;
@@ -54,8 +54,8 @@ TEST_P(golden, messages_match) {
   ASSERT_FALSE(errors.empty()) << GetParam() << " is bad input and must yield errors";
   std::string actual = join_messages(errors) + "\n";
   // Absolute paths in messages depend on the checkout; the goldens say <data>.
-  for (size_t at; (at = actual.find(kData.string())) != std::string::npos;)
-    actual.replace(at, kData.string().size(), "<data>");
+  for (size_t at; (at = actual.find(data_dir.string())) != std::string::npos;)
+    actual.replace(at, data_dir.string().size(), "<data>");
   evalbox::testing::expect_golden(actual, expected_file);
 }
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::harness {
 namespace {
@@ -24,7 +24,7 @@ std::vector<config_error> fixture_errors(std::string_view text) {
   return errors;
 }
 
-constexpr std::string_view kMinimal = R"y(schema: evalbox.fixture.v1
+constexpr std::string_view minimal_fixture = R"y(schema: evalbox.fixture.v1
 id: tiny
 prompt: do it
 checks:
@@ -32,7 +32,7 @@ checks:
 )y";
 
 TEST(fixture_parse, minimal_fixture_gets_defaults) {
-  auto spec = parse_ok(kMinimal);
+  auto spec = parse_ok(minimal_fixture);
   EXPECT_EQ(spec.id, "tiny");
   EXPECT_EQ(spec.prompt, "do it");
   EXPECT_FALSE(spec.follow_up);
@@ -173,7 +173,7 @@ checks:
 }
 
 TEST(fixture_parse, unknown_key_points_at_the_key_with_a_suggestion) {
-  auto errors = fixture_errors(std::string(kMinimal) + "treshold: 0.5\n");
+  auto errors = fixture_errors(std::string(minimal_fixture) + "treshold: 0.5\n");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].message(),
             "fixture.yaml:6:1: unknown key 'treshold' in the fixture (hint: did you mean "
@@ -247,13 +247,13 @@ TEST(fixture_parse, yaml_syntax_error_has_a_location) {
 }
 
 TEST(fixture_parse, duplicate_key_is_an_error) {
-  auto errors = fixture_errors(std::string(kMinimal) + "id: again\n");
+  auto errors = fixture_errors(std::string(minimal_fixture) + "id: again\n");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].what.find("'id' twice"), std::string::npos);
 }
 
 TEST(fixture_parse, network_port_out_of_range_is_rejected) {
-  auto errors = fixture_errors(std::string(kMinimal) + "network: {allow: [\"h:70000\"]}\n");
+  auto errors = fixture_errors(std::string(minimal_fixture) + "network: {allow: [\"h:70000\"]}\n");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].what.find("1..65535"), std::string::npos);
 }

@@ -11,10 +11,10 @@
 
 #include <cstdlib>
 
-#include "harness/transcript/read_limits.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/unique_fd.h"
+#include "harness/transcripts/read_limits.h"
 
 namespace evalbox::harness {
 namespace {
@@ -377,9 +377,9 @@ TEST_F(Grading, ACheckThatThrowsIsAGraderErrorAndTheOthersAreStillEvaluated) {
   EXPECT_TRUE(grade({f, t, before(), after(), nullptr}).ok) << "the hook names one check only";
 }
 
-// The binary's hook (the end-to-end tests drive it): with no fault in the inputs, EVALBOX_FAULT
-// says which check throws; a fault in the inputs, even none (""), is what counts.
-TEST_F(Grading, WithoutAFaultInItsInputsGradingTakesEvalboxFault) {
+// Grading reads no environment: the hook comes only through its inputs (the binary reads
+// EVALBOX_FAULT once, at the edge, into runner_options::grading_fault).
+TEST_F(Grading, TheFaultHookComesOnlyFromTheInputs) {
   fixture_spec f;
   auto a = file("out.txt", fp::exists);
   a.id = "a";
@@ -387,14 +387,14 @@ TEST_F(Grading, WithoutAFaultInItsInputsGradingTakesEvalboxFault) {
   transcript t;
   grading_inputs in{f, t, before(), after(), nullptr};
   ::setenv("EVALBOX_FAULT", "check-throw:a", 1);
-  auto from_env = grade(in);
-  in.fault = "";
-  auto overridden = grade(in);
+  auto with_env_only = grade(in);
   ::unsetenv("EVALBOX_FAULT");
-  EXPECT_FALSE(from_env.ok);
-  EXPECT_EQ(from_env.error,
+  EXPECT_TRUE(with_env_only.ok) << with_env_only.error;
+  in.fault = "check-throw:a";
+  auto with_input = grade(in);
+  EXPECT_FALSE(with_input.ok);
+  EXPECT_EQ(with_input.error,
             "check a: could not be evaluated: fault injected by EVALBOX_FAULT=check-throw:a");
-  EXPECT_TRUE(overridden.ok) << overridden.error;
 }
 
 TEST_F(Grading, APatternNeverCompiledIsAGraderErrorNotAFailedCheck) {

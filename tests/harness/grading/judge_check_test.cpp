@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/fs.h"
+#include "base/json.h"
 #include "harness/grading/grading.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 namespace {

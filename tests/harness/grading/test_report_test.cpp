@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "harness/grading/grading.h"
-#include "sandbox/base/json.h"
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::harness {
 namespace {

@@ -3,8 +3,8 @@
 // evaluated making grading an error rather than a failed task.
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "harness/grading/grading.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 namespace {

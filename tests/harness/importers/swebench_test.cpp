@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "base/fs.h"
+#include "base/json.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/load.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <set>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
+#include "base/digest.h"
+#include "base/fs.h"
 #include "tests/support/golden.h"
 
 namespace evalbox::harness {

@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/fs.h"
+#include "base/json.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
 #include "tests/support/golden.h"
 
 namespace evalbox::harness {

@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <new>
 
+#include "base/fs.h"
+#include "base/json.h"
 #include "harness/report/report.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
 
 namespace {
 

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/unique_fd.h"
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/unique_fd.h"
 
 namespace evalbox::harness {
 namespace {

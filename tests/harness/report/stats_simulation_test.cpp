@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <random>
 
+#include "base/json.h"
 #include "harness/report/stats.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness::stats {
 namespace {

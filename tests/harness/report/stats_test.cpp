@@ -1,6 +1,6 @@
 // Report statistics against known values: estimators, intervals, tests, summaries and JSON.
 #include "harness/report/stats.h"
-#include "sandbox/base/json.h"
+#include "base/json.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/fs.h"
+#include "base/json.h"
 #include "harness/report/stats.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
 #include "tests/support/golden.h"
 
 namespace evalbox::harness::stats {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/json_checks.h"
 #include "harness/results/results.h"
-#include "sandbox/base/json_checks.h"
 #include "tests/harness/results/sax_events.h"
 
 namespace evalbox::harness {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/json.h"
+#include "base/json.h"
 
 namespace evalbox::harness {
 namespace {

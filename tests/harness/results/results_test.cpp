@@ -3,7 +3,7 @@
 // count as records (a torn last line, blank lines and other schemas do not), the location each
 // record is reported with, and reading a record back by that location.
 #include "harness/results/results.h"
-#include "sandbox/base/json.h"
+#include "base/json.h"
 
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json_checks.h"
+#include "base/fs.h"
+#include "base/json_checks.h"
 
 namespace evalbox::harness {
 namespace {

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
 #include "harness/results/fast_json.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::testing {
 

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/json.h"
-#include "sandbox/base/units.h"
+#include "base/json.h"
+#include "base/units.h"
 
 namespace evalbox::harness {
 namespace {

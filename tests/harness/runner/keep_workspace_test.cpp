@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::harness {
 namespace {
@@ -27,14 +27,14 @@ TEST(KeepPolicy, ParsesTheThreeWordsAndNothingElse) {
 }
 
 TEST(KeepPolicy, FailedKeepsEveryRunThatDidNotPass) {
-  run_state passed;
+  attempt_state passed;
   passed.verdict = run_verdict::passed;
-  run_state failed;
+  attempt_state failed;
   failed.verdict = run_verdict::failed;
-  run_state error;
+  attempt_state error;
   error.fail(run_error_kind::setup, "setup failed");
-  run_state ungraded;  // not_assessed
-  run_state cancelled;
+  attempt_state ungraded;  // not_assessed
+  attempt_state cancelled;
   cancelled.cancelled = true;
   EXPECT_FALSE(should_keep(keep_policy::failed, passed));
   EXPECT_TRUE(should_keep(keep_policy::failed, failed));
@@ -116,6 +116,39 @@ TEST_F(KeepTree, CountsTheKeptWorkspacesOfAResultsDirectory) {
   EXPECT_EQ(t.runs, 1);
   EXPECT_EQ(t.bytes, 1009u);
   EXPECT_EQ(count_kept(tmp_.path() / "nothing-here").runs, 0);
+}
+
+// `evalbox runs shell` finds a run's kept workspace, or says why there is none.
+TEST(FindKeptRun, ReadsTheRecordAndRefusesWhatHasNoKeptWorkspace) {
+  temp_dir results;
+  const fs::path run = results.path() / "runs" / "r1";
+  ASSERT_TRUE(make_dirs(run / "workspace"));
+  ASSERT_TRUE(write_file(run / "run.json",
+                         R"({"fixture": {"digest": "d1"},
+                            "kept_workspace": {"path": "workspace", "fixture_dir": "/fx/a"}})"));
+  auto kept = find_kept_run(results.path(), "r1");
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->workspace, run / "workspace");
+  EXPECT_EQ(kept->fixture_dir, "/fx/a");
+  EXPECT_EQ(kept->fixture_digest, "d1");
+
+  for (const char* id : {"", "..", "r1/../r1", "nosuch"}) {
+    auto no = find_kept_run(results.path(), id);
+    ASSERT_FALSE(no) << id;
+    EXPECT_EQ(no.error().kind, error_kind::invalid_argument) << id;
+  }
+  ASSERT_TRUE(make_dirs(results.path() / "runs" / "r2"));
+  ASSERT_TRUE(write_file(results.path() / "runs" / "r2" / "run.json",
+                         R"({"kept_workspace": {"skipped": "2 GiB, above the 1 GiB bound"}})"));
+  auto skipped = find_kept_run(results.path(), "r2");
+  ASSERT_FALSE(skipped);
+  EXPECT_NE(skipped.error().message.find("kept no workspace (2 GiB, above the 1 GiB bound)"),
+            std::string::npos)
+      << skipped.error().message;
+  ASSERT_TRUE(fs::remove_all(run / "workspace"));
+  auto gone = find_kept_run(results.path(), "r1");
+  ASSERT_FALSE(gone);
+  EXPECT_NE(gone.error().message.find("is gone"), std::string::npos) << gone.error().message;
 }
 
 }  // namespace

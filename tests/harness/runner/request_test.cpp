@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::harness {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "sandbox/base/log.h"
+#include "base/log.h"
 #include "tests/support/golden.h"
 
 namespace evalbox::harness {
@@ -36,7 +36,7 @@ class RunJson : public ::testing::Test {
     run_.run_id = "c4beda2ab9594906";
     run_.candidate_digest = "cd";
   }
-  json record(const run_state& st) {
+  json record(const attempt_state& st) {
     return to_run_json(suite_, run_, st, {2, "2026-11-30T21:42:47Z", "2026-11-30T21:42:49Z", 1412});
   }
   suite_spec suite_;
@@ -44,7 +44,7 @@ class RunJson : public ::testing::Test {
 };
 
 TEST_F(RunJson, AGradedRunMatchesTheGoldenRecord) {
-  run_state st;
+  attempt_state st;
   st.session_id = "c4beda2ab9594906-1-0a0b0c0d";
   st.records["setup"] = {{"outcome", "exited"}, {"exit_code", 0}};
   st.records["agent"] = {{"outcome", "timed_out"}, {"exit_code", 124}};
@@ -64,14 +64,14 @@ TEST_F(RunJson, AGradedRunMatchesTheGoldenRecord) {
 }
 
 TEST_F(RunJson, AnExecutionErrorMatchesTheGoldenRecord) {
-  run_state st;
+  attempt_state st;
   st.fail(run_error_kind::agent, "codex exited with status 1: Error: bad config.toml");
   st.records["agent"] = {{"outcome", "exited"}, {"exit_code", 1}};
   evalbox::testing::expect_golden(pretty_json(record(st)), golden_dir / "run-error.v1.json");
 }
 
 TEST_F(RunJson, ThreeStatesAreKeptApart) {
-  run_state st;
+  attempt_state st;
   json j = record(st);
   EXPECT_EQ(j["execution"]["status"], "completed");
   EXPECT_EQ(j["execution"]["error"], nullptr);
@@ -92,7 +92,7 @@ TEST_F(RunJson, EveryErrorKindAndVerdictHasItsDocumentedName) {
       {run_error_kind::agent, "agent"},
       {run_error_kind::adapter, "adapter"}};
   for (auto [kind, name] : kinds) {
-    run_state st;
+    attempt_state st;
     st.fail(kind, "x");
     json j = record(st);
     EXPECT_EQ(j["execution"]["status"], "error");
@@ -108,13 +108,13 @@ TEST_F(RunJson, EveryErrorKindAndVerdictHasItsDocumentedName) {
 
 TEST_F(RunJson, AnErrorMessageIsScrubbedOfSecrets) {
   log::redact_secret("sk-run-json-424242");
-  run_state st;
+  attempt_state st;
   st.fail(run_error_kind::agent, "401 for key sk-run-json-424242");
   EXPECT_EQ(record(st)["execution"]["error"], "401 for key <redacted>");
 }
 
 TEST_F(RunJson, UnknownUsageIsNullNeverZero) {
-  json u = record(run_state{})["usage"];
+  json u = record(attempt_state{})["usage"];
   for (const char* k : {"input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
                         "cost_usd", "cost_source"})
     EXPECT_TRUE(u[k].is_null()) << k;

@@ -9,13 +9,13 @@
 #include <map>
 #include <mutex>
 
+#include "base/fs.h"
+#include "base/json.h"
 #include "harness/results/record.h"
 #include "harness/results/results.h"
 #include "harness/runner/execute.h"
 #include "harness/runner/runner.h"
 #include "harness/runner/suite_run.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
 
 namespace evalbox::harness {
 namespace {
@@ -52,9 +52,9 @@ class RunSuite : public ::testing::Test {
   }
 
   // What every attempt does first, as execute_attempt does: a fresh run directory.
-  static run_state begin(const execution_context& x, const run_spec& r) {
+  static attempt_state begin(const execution_context& x, const run_spec& r) {
     EXPECT_TRUE(make_dirs(x.results.run_dir(r.run_id)));
-    return run_state{};
+    return attempt_state{};
   }
 
   // Attempts that pass on fixture a and fail on b, counting every call.
@@ -63,7 +63,7 @@ class RunSuite : public ::testing::Test {
                           std::optional<sandbox::prepared_session>&) {
       std::lock_guard lock(mu_);
       ++calls[r.run_id];
-      run_state st = begin(x, r);
+      attempt_state st = begin(x, r);
       st.verdict = suite_.fixtures[r.fixture].id == "a" ? run_verdict::passed : run_verdict::failed;
       return st;
     };
@@ -133,7 +133,7 @@ TEST_F(RunSuite, RetriesInfrastructureErrorsButNeverTaskFailures) {
                          std::optional<sandbox::prepared_session>&) {
     std::lock_guard lock(mu_);
     ++calls[r.run_id];
-    run_state st = begin(x, r);
+    attempt_state st = begin(x, r);
     if (suite_.fixtures[r.fixture].id == "a" && attempt == 0)
       st.fail(run_error_kind::sandbox, "mount: EBUSY");  // passes on the second attempt
     else
@@ -156,7 +156,7 @@ TEST_F(RunSuite, AnAgentErrorIsRecordedAsAnExecutionErrorWithoutRetry) {
                          std::optional<sandbox::prepared_session>&) {
     std::lock_guard lock(mu_);
     ++calls[r.run_id];
-    run_state st = begin(x, r);
+    attempt_state st = begin(x, r);
     st.fail(run_error_kind::agent, "the client exited 1");
     return st;
   };
@@ -177,7 +177,7 @@ TEST_F(RunSuite, ACancelRecordsNothingUnfinished) {
   std::atomic<int> started{0};
   options_.attempt = [&](const execution_context& x, const run_spec& r, int,
                          std::optional<sandbox::prepared_session>&) {
-    run_state st = begin(x, r);
+    attempt_state st = begin(x, r);
     if (++started == 2) {  // Ctrl-C while the second run is under way
       cancel.requested = true;
       st.cancelled = true;
@@ -194,16 +194,11 @@ TEST_F(RunSuite, ACancelRecordsNothingUnfinished) {
 
 TEST_F(RunSuite, TheReportsAndTheExitStatusComeFromTheRecords) {
   std::map<std::string, int> calls;
-  suite_run_options o;
-  o.results_dir = options_.results_dir;
-  o.sandbox = options_.sandbox;
   auto runs = plan();
-  // run_and_report takes no attempt function: drive it over records run_suite made.
   options_.attempt = scripted(calls);
-  ASSERT_TRUE(run_suite(suite_, runs, adapters_, options_));
-  auto done = run_and_report(suite_, runs, adapters_, o);  // every run recorded: none runs
+  auto done = run_and_report(suite_, runs, adapters_, options_);
   ASSERT_TRUE(done) << done.error().message;
-  EXPECT_EQ(done->totals.skipped, 4);
+  EXPECT_EQ(done->totals.planned, 4);
   EXPECT_EQ(done->planned.worst(), run_ending::task_failed);
   EXPECT_EQ(exit_status(done->planned.worst()), exit_task_failed);
   EXPECT_EQ(done->planned_without_record, 0u);
@@ -224,7 +219,7 @@ TEST_F(RunSuite, EveryAttemptSeesTheHostHomeProtected) {
                          std::optional<sandbox::prepared_session>&) {
     std::lock_guard lock(mu_);
     seen = x.options.protected_roots;
-    run_state st = begin(x, r);
+    attempt_state st = begin(x, r);
     st.verdict = run_verdict::passed;
     return st;
   };
@@ -237,11 +232,8 @@ TEST_F(RunSuite, EveryAttemptSeesTheHostHomeProtected) {
 TEST_F(RunSuite, ACancelBeforeAnyRunIsAnOutcomeNotAnError) {
   sandbox::cancel_token cancel;
   cancel.requested = true;
-  suite_run_options o;
-  o.results_dir = options_.results_dir;
-  o.sandbox = options_.sandbox;
-  o.cancel = &cancel;
-  auto done = run_and_report(suite_, plan(), adapters_, o);
+  options_.cancel = &cancel;
+  auto done = run_and_report(suite_, plan(), adapters_, options_);
   ASSERT_TRUE(done) << done.error().message;
   EXPECT_TRUE(done->cancelled);
   EXPECT_EQ(done->totals.passed + done->totals.failed, 0);

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "base/fs.h"
 #include "harness/runner/exit_status.h"
-#include "sandbox/base/fs.h"
 
 namespace evalbox::harness {
 namespace {
@@ -138,6 +138,16 @@ TEST(ExecInSandbox, ABadLimitOrNetworkIsAUsageErrorNamingTheOption) {
     ASSERT_EQ(r.said.size(), 1u);
     EXPECT_TRUE(r.said[0].starts_with(says)) << r.said[0];
   }
+}
+
+// The exit statuses of a store command's failure (evalbox image): what the user must change,
+// what is missing, a stop, and the host's failure are told apart.
+TEST(ExitStatus, OfAnErrorByItsKind) {
+  EXPECT_EQ(exit_status_of_error({error_kind::invalid_argument, "x"}), exit_usage);
+  EXPECT_EQ(exit_status_of_error({error_kind::not_found, "x"}), exit_task_failed);
+  EXPECT_EQ(exit_status_of_error({error_kind::cancelled, "x"}), exit_sigint);
+  for (auto k : {error_kind::io, error_kind::permission, error_kind::busy, error_kind::internal})
+    EXPECT_EQ(exit_status_of_error({k, "x"}), exit_execution_failed);
 }
 
 }  // namespace

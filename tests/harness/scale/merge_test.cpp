@@ -10,9 +10,9 @@
 
 #include <fstream>
 
+#include "base/digest.h"
+#include "base/fs.h"
 #include "harness/results/results.h"
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
 
 namespace evalbox::harness::scale {
 namespace {

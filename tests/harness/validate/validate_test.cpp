@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
-#include "sandbox/base/json_get.h"
-#include "sandbox/base/units.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/json_get.h"
+#include "base/units.h"
 
 namespace evalbox::harness {
 namespace {

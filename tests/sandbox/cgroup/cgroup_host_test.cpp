@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "tests/support/isolation.h"
 
@@ -21,7 +21,7 @@ namespace evalbox::sandbox::cgroup {
 namespace {
 
 // The host's own hierarchy: no v2 root forced, cgroups made ahead where they apply.
-const host_options kHost{};
+const host_options default_host{};
 
 bool host_has_cgroups() {
   const auto& h = testing::host();
@@ -30,7 +30,8 @@ bool host_has_cgroups() {
 
 TEST(CgroupOnTheHost, AnEmptyRunCgroupIsRemoved) {
   EVALBOX_REQUIRE_FEATURE(host_has_cgroups(), "root with a writable cgroup hierarchy");
-  auto cg = create_for_host(kHost, fmt::format("cgtest-{}", ::getpid()), "empty-1", {64 << 20, 16});
+  auto cg = create_for_host(default_host, fmt::format("cgtest-{}", ::getpid()), "empty-1",
+                            {64 << 20, 16});
   ASSERT_TRUE(cg) << cg.error().message;
   const auto dirs = (*cg)->paths();
   ASSERT_FALSE(dirs.empty());
@@ -41,7 +42,8 @@ TEST(CgroupOnTheHost, AnEmptyRunCgroupIsRemoved) {
 
 TEST(CgroupOnTheHost, ARunCgroupStillHoldingATaskHasItKilledBeforeItIsRemoved) {
   EVALBOX_REQUIRE_FEATURE(host_has_cgroups(), "root with a writable cgroup hierarchy");
-  auto cg = create_for_host(kHost, fmt::format("cgtest-{}", ::getpid()), "held-1", {64 << 20, 16});
+  auto cg =
+      create_for_host(default_host, fmt::format("cgtest-{}", ::getpid()), "held-1", {64 << 20, 16});
   ASSERT_TRUE(cg) << cg.error().message;
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -63,8 +65,10 @@ TEST(CgroupOnTheHost, ARunCgroupStillHoldingATaskHasItKilledBeforeItIsRemoved) {
 // task lands in the leaf of every hierarchy, and a move into a cgroup removed meanwhile fails
 // with the kernel's errno instead of leaving the task where it was unnoticed.
 TEST(CgroupOnTheHost, OnV1ATaskMovesItselfIntoEveryLeafThroughItsTasksFiles) {
-  EVALBOX_REQUIRE_FEATURE(testing::host().root && ahead_applies(kHost), "root and cgroup v1");
-  auto cg = create_for_host(kHost, fmt::format("cgtest-{}", ::getpid()), "self-1", {64 << 20, 16});
+  EVALBOX_REQUIRE_FEATURE(testing::host().root && ahead_applies(default_host),
+                          "root and cgroup v1");
+  auto cg =
+      create_for_host(default_host, fmt::format("cgtest-{}", ::getpid()), "self-1", {64 << 20, 16});
   ASSERT_TRUE(cg) << cg.error().message;
   ASSERT_EQ((*cg)->version(), "v1");
   auto tasks = (*cg)->open_tasks();

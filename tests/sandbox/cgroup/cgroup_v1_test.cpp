@@ -3,8 +3,8 @@
 // and pids limit come from on a v1 host. The real hierarchy is exercised by tests/escape.
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
+#include "base/fs.h"
+#include "base/json.h"
 #include "sandbox/cgroup/cgroup.h"
 
 namespace evalbox::sandbox::cgroup {

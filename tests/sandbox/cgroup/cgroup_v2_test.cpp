@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/cgroup/cgroup.h"
 
 namespace evalbox::sandbox::cgroup {

@@ -16,10 +16,10 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/log.h"
-#include "sandbox/preparer/preparer.h"
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/log.h"
+#include "sandbox/prepare/preparer.h"
 #include "tests/support/isolation.h"
 #include "tests/support/prep_env.h"
 
@@ -29,7 +29,7 @@ namespace {
 using testing::prep_env;
 namespace fs = std::filesystem;
 
-constexpr const char* kToken = R"({"token":"sk-test-0123456789abcdef"})";
+constexpr const char* token_json = R"({"token":"sk-test-0123456789abcdef"})";
 
 class Lease : public ::testing::Test {
  protected:
@@ -51,8 +51,8 @@ TEST_F(Lease, CopiesTheSourceOnceWithMode0600) {
   auto s = p.prepare(with_secret("a"));
   ASSERT_TRUE(s) << s.error().message;
   fs::path lease = lease_of(*s);
-  EXPECT_EQ(lease, env.state / "credential-leases" / ("codex-" + sha256_hex(kToken)));
-  EXPECT_EQ(*read_file(lease), kToken);
+  EXPECT_EQ(lease, env.state / "credential-leases" / ("codex-" + sha256_hex(token_json)));
+  EXPECT_EQ(*read_file(lease), token_json);
   struct stat st {};
   ASSERT_EQ(::stat(lease.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -162,7 +162,7 @@ TEST_F(Lease, TokenRotationPersistsIntoTheNextRun) {
   auto s = p.prepare(with_secret("b"));
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(*read_file(lease_of(*s)), R"({"token":"sk-rotated-9876543210"})");
-  EXPECT_EQ(*read_file(env.creds / "auth.json"), kToken) << "the source is never written";
+  EXPECT_EQ(*read_file(env.creds / "auth.json"), token_json) << "the source is never written";
 }
 
 TEST_F(Lease, ChangedSourceGetsAFreshLeaseAndTheOldStays) {
@@ -186,7 +186,7 @@ TEST_F(Lease, ContentsAreRedactedFromLogs) {
   preparer p(env.options());
   auto s = p.prepare(with_secret("a"));
   ASSERT_TRUE(s) << s.error().message;
-  EXPECT_EQ(log::scrub(std::string("leaked: ") + kToken), "leaked: <redacted>");
+  EXPECT_EQ(log::scrub(std::string("leaked: ") + token_json), "leaked: <redacted>");
 }
 
 }  // namespace

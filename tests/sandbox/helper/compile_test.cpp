@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/json.h"
+#include "base/json.h"
 #include "sandbox/helper/compile.h"
 #include "sandbox/spec/system_paths.h"
 #include "tests/support/golden.h"
@@ -116,18 +116,24 @@ std::string render(const compiled& c) {
   auto steps = [&](const char* phase, const std::vector<step>& list) {
     for (const step& s : list) {
       out += fmt::format("{} [{}] {}", phase, s.name, op_name(s.kind));
-      if (s.a) out += fmt::format(" a={}", escaped(s.a));
-      if (s.b) out += fmt::format(" b={}", escaped(s.b));
-      if (s.c) out += fmt::format(" c={}", escaped(s.c));
+      if (s.source) out += fmt::format(" source={}", escaped(s.source));
+      if (s.target) out += fmt::format(" target={}", escaped(s.target));
+      if (s.fstype) out += fmt::format(" fstype={}", escaped(s.fstype));
       if (s.data) out += fmt::format(" data={}", escaped(s.data));
+      if (s.key) out += fmt::format(" key={}", escaped(s.key));
+      if (s.value) out += fmt::format(" value={}", escaped(s.value));
       if (s.flags) out += fmt::format(" flags={:#x}", s.flags);
-      // `mode` is a file mode for what creates files, else a number (an fd, a resource).
-      const bool file_mode =
-          s.kind == op::make_dir || s.kind == op::make_file || s.kind == op::write_file;
-      if (s.mode)
-        out += file_mode ? fmt::format(" mode={:#o}", s.mode) : fmt::format(" mode={}", s.mode);
-      if (s.len) out += fmt::format(" len={}", s.len);
-      if (s.len2) out += fmt::format(" len2={}", s.len2);
+      if (s.size) out += fmt::format(" size={}", s.size);
+      if (s.kind == op::rlimit)
+        out += fmt::format(" resource={} soft={} hard={}", s.resource, s.soft, s.hard);
+      if (s.mode) out += fmt::format(" mode={:#o}", s.mode);
+      if (s.fd >= 0) out += fmt::format(" fd={}", s.fd);
+      if (s.target_fd >= 0) out += fmt::format(" target_fd={}", s.target_fd);
+      if (s.last_fd >= 0) out += fmt::format(" last_fd={}", s.last_fd);
+      if (s.kind == op::listen_pass)
+        out += fmt::format(" port={} index={}{}", s.port, s.index, s.ipv6 ? " ipv6" : "");
+      if (s.recursive) out += " recursive";
+      if (s.replace_symlink) out += " replace_symlink";
       out += "\n";
     }
   };
@@ -230,13 +236,13 @@ TEST(CompilePlan, StepsMatchTheGoldenList) {
 // checked beneath the root, / stays writable, and the program is looked up on its PATH.
 launch_plan image_plan() {
   launch_plan p = representative_plan();
-  p.image = plan_image{{"/state/images/layers/bbbb/tree", "/state/images/layers/aaaa/tree"},
-                       "/state/runs/golden/disk/root/upper",
-                       "/state/runs/golden/disk/root/work",
-                       "sha256:1111",
-                       "oci:/images/py313:latest",
-                       "sha256:2222",
-                       {"sha256:aaaa", "sha256:bbbb"}};
+  p.image = launch_image{{"/state/images/layers/bbbb/tree", "/state/images/layers/aaaa/tree"},
+                         "/state/runs/golden/disk/root/upper",
+                         "/state/runs/golden/disk/root/work",
+                         "sha256:1111",
+                         "oci:/images/py313:latest",
+                         "sha256:2222",
+                         {"sha256:aaaa", "sha256:bbbb"}};
   p.workspace_target = "/app";
   p.cwd = "/app";
   p.argv = {"python3", "-m", "agent"};

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "tests/support/helper_env.h"
 #include "tests/support/isolation.h"

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox::sandbox::home {

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
+#include "base/digest.h"
+#include "base/fs.h"
+#include "base/json.h"
 #include "sandbox/image/oci.h"
 
 namespace evalbox::testing::image {

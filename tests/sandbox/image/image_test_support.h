@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/image/store.h"
 #include "tests/sandbox/image/builder.h"
 

@@ -7,8 +7,8 @@
 namespace evalbox::sandbox::image {
 namespace {
 
-const std::string kDigest = "sha256:" + std::string(64, 'a');
-const std::string kOther = "sha256:" + std::string(64, 'b');
+const std::string digest_a = "sha256:" + std::string(64, 'a');
+const std::string digest_b = "sha256:" + std::string(64, 'b');
 
 descriptor entry(std::string digest, std::string tag, std::optional<platform> p) {
   descriptor d;
@@ -24,21 +24,21 @@ TEST(Oci, ParsesAManifestWithDockerMediaTypes) {
   std::string text = R"({"schemaVersion":2,
     "mediaType":"application/vnd.docker.distribution.manifest.v2+json",
     "config":{"mediaType":"application/vnd.docker.container.image.v1+json","digest":")" +
-                     kDigest + R"(","size":7},
+                     digest_a + R"(","size":7},
     "layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","digest":")" +
-                     kOther + R"(","size":9}]})";
+                     digest_b + R"(","size":9}]})";
   auto m = parse_manifest(text, "m");
   ASSERT_TRUE(m) << m.error().message;
-  EXPECT_EQ(m->config.digest, kDigest);
+  EXPECT_EQ(m->config.digest, digest_a);
   ASSERT_EQ(m->layers.size(), 1u);
   EXPECT_EQ(m->layers[0].size, 9);
 }
 
 TEST(Oci, RefusesAnUnknownLayerMediaType) {
   std::string text =
-      R"({"schemaVersion":2,"config":{"digest":")" + kDigest +
+      R"({"schemaVersion":2,"config":{"digest":")" + digest_a +
       R"(","size":7},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+encrypted","digest":")" +
-      kOther + R"(","size":9}]})";
+      digest_b + R"(","size":9}]})";
   auto m = parse_manifest(text, "m");
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().message.find("+encrypted"), std::string::npos);
@@ -53,7 +53,7 @@ TEST(Oci, RefusesBadDigestsAndTypes) {
 }
 
 TEST(Oci, RefusesOversizedDocuments) {
-  std::string huge(kMaxJsonBytes + 1, ' ');
+  std::string huge(max_json_bytes + 1, ' ');
   auto r = parse_index(huge, "index.json");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("larger than"), std::string::npos);
@@ -63,7 +63,7 @@ TEST(Oci, ConfigGivesHowARunStarts) {
   auto c = parse_config(R"({"architecture":"amd64","os":"linux",
       "config":{"Env":["PATH=/bin"],"Entrypoint":["/init"],"Cmd":["sh"],"WorkingDir":"/w","User":"1000"},
       "rootfs":{"type":"layers","diff_ids":[")" +
-                            kDigest + R"("]}})",
+                            digest_a + R"("]}})",
                         "c");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->env, std::vector<std::string>{"PATH=/bin"});
@@ -71,23 +71,23 @@ TEST(Oci, ConfigGivesHowARunStarts) {
   EXPECT_EQ(c->cmd, std::vector<std::string>{"sh"});
   EXPECT_EQ(c->working_dir, "/w");
   EXPECT_EQ(c->user, "1000");
-  EXPECT_EQ(c->diff_ids, std::vector<std::string>{kDigest});
+  EXPECT_EQ(c->diff_ids, std::vector<std::string>{digest_a});
 }
 
 TEST(Oci, SelectsTheHostPlatformAmongSeveral) {
   platform host{"linux", "amd64", ""};
   index_doc idx;
-  idx.manifests = {entry(kOther, "", platform{"linux", "arm64", "v8"}),
-                   entry(kDigest, "", platform{"linux", "amd64", ""})};
+  idx.manifests = {entry(digest_b, "", platform{"linux", "arm64", "v8"}),
+                   entry(digest_a, "", platform{"linux", "amd64", ""})};
   auto d = select_manifest(idx, "", host, "oci:/x");
   ASSERT_TRUE(d) << d.error().message;
-  EXPECT_EQ(d->digest, kDigest);
+  EXPECT_EQ(d->digest, digest_a);
 }
 
 TEST(Oci, OnlyAnotherPlatformNamesBoth) {
   platform host{"linux", "amd64", ""};
   index_doc idx;
-  idx.manifests = {entry(kOther, "", platform{"linux", "arm64", ""})};
+  idx.manifests = {entry(digest_b, "", platform{"linux", "arm64", ""})};
   auto d = select_manifest(idx, "", host, "oci:/x");
   ASSERT_FALSE(d);
   EXPECT_NE(d.error().message.find("linux/arm64"), std::string::npos);
@@ -98,10 +98,10 @@ TEST(Oci, OnlyAnotherPlatformNamesBoth) {
 TEST(Oci, TagSelectsAndAnUnknownTagListsTheTags) {
   platform host{"linux", "amd64", ""};
   index_doc idx;
-  idx.manifests = {entry(kDigest, "v1", std::nullopt), entry(kOther, "v2", std::nullopt)};
+  idx.manifests = {entry(digest_a, "v1", std::nullopt), entry(digest_b, "v2", std::nullopt)};
   auto v2 = select_manifest(idx, "v2", host, "oci:/x");
   ASSERT_TRUE(v2);
-  EXPECT_EQ(v2->digest, kOther);
+  EXPECT_EQ(v2->digest, digest_b);
   auto none = select_manifest(idx, "v3", host, "oci:/x");
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("v1, v2"), std::string::npos);

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/digest.h"
+#include "base/digest.h"
 #include "tests/sandbox/image/image_test_support.h"
 
 namespace evalbox::testing::image {

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/sys/syscalls.h"  // the Landlock constants older headers lack
 #include "tests/support/isolation.h"
 

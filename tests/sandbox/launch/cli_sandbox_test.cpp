@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
+#include "base/fs.h"
+#include "base/json.h"
 #include "tests/support/isolation.h"
 #include "tests/support/test_images.h"
 

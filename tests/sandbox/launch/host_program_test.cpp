@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sandbox {
 namespace {

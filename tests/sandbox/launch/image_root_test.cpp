@@ -7,7 +7,7 @@
 
 #include <fstream>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/launch/launcher.h"
 #include "tests/support/isolation.h"
 #include "tests/support/prep_env.h"
@@ -46,7 +46,7 @@ class ImageRoot : public ::testing::Test {
     o.argv = {"/bin/sh", "-c", script};
     o.stdout_path = out_.path() / "out";
     o.stderr_path = out_.path() / "out";
-    auto rec = launch(s, o);
+    auto rec = launch_in(s, o);
     EXPECT_TRUE(rec) << rec.error().message;
     if (!rec) return "";
     EXPECT_EQ(rec->error, "");
@@ -143,13 +143,13 @@ TEST_F(ImageRoot, ABareProgramNameIsFoundOnTheSandboxsPath) {
   launch_options o;
   o.argv = {"echo", "found"};
   o.stdout_path = out_.path() / "out";
-  auto rec = launch(*s, o);
+  auto rec = launch_in(*s, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
   EXPECT_EQ(read_file(out_.path() / "out").value_or(""), "found\n");
 
   o.argv = {"no-such-program"};
-  rec = launch(*s, o);
+  rec = launch_in(*s, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error_step, "execve no-such-program (searched PATH=/bin)");
   EXPECT_NE(rec->error.find("ENOENT"), std::string::npos) << rec->error;

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/spec/system_paths.h"
 #include "sandbox/sys/syscalls.h"
@@ -65,7 +65,7 @@ TEST_F(Launcher, RunsInWorkspaceAndCapturesOutput) {
   launch_options o;
   o.argv = {"/bin/sh", "-c", "pwd; cat README.md; id -u; echo made > new.txt; exit 7"};
   o.stdout_path = out.path() / "stdout";
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
   EXPECT_EQ(rec->outcome, outcome_kind::exited);
@@ -85,7 +85,7 @@ TEST_F(Launcher, FeedsStdinDataAndKeepsStderrApart) {
   o.stdin_data = "shout\n";
   o.stdout_path = out.path() / "stdout";
   o.stderr_path = out.path() / "stderr";
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), "SHOUT\n");
   EXPECT_EQ(read_file(out.path() / "stderr").value_or(""), "oops\n");
@@ -101,11 +101,11 @@ TEST_F(Launcher, WithoutSecretsTheLeaseIsNotMounted) {
   launch_options o;
   o.argv = {"/bin/sh", "-c", "cat /home/agent/.codex/auth.json | wc -c"};
   o.stdout_path = out.path() / "stdout";
-  auto with = launch(*session, o);
+  auto with = launch_in(*session, o);
   ASSERT_TRUE(with);
   EXPECT_NE(read_file(out.path() / "stdout").value_or(""), "0\n");
   o.with_secrets = false;
-  auto without = launch(*session, o);
+  auto without = launch_in(*session, o);
   ASSERT_TRUE(without);
   EXPECT_EQ(without->error, "");
   EXPECT_EQ(read_file(out.path() / "stdout").value_or(""), "0\n");
@@ -123,7 +123,7 @@ TEST_F(Launcher, ACancelTokenStopsTheRunAsCancelled) {
     cancel.requested = true;
   });
   const auto t0 = std::chrono::steady_clock::now();
-  auto rec = launch(*session, o, &cancel);
+  auto rec = launch_in(*session, o, &cancel);
   stopper.join();
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->outcome, outcome_kind::cancelled);
@@ -144,7 +144,7 @@ TEST_F(Launcher, LaunchesFromManyThreadsAtOnce) {
     threads.emplace_back([&, i] {
       launch_options o;
       o.argv = {"/bin/sh", "-c", "exit " + std::to_string(i)};
-      auto r = launch(sessions[static_cast<size_t>(i)], o);
+      auto r = launch_in(sessions[static_cast<size_t>(i)], o);
       if (r && r->ok() && r->exit_code == i) ++ok;
     });
   }
@@ -169,7 +169,7 @@ TEST_F(Launcher, AnUnreadableRecordIsAnErrorThatSaysWhy) {
   ASSERT_TRUE(session) << session.error().message;
   launch_options o;
   o.argv = {"/bin/true"};
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_FALSE(rec);
   EXPECT_EQ(rec.error().kind, error_kind::internal);
   EXPECT_NE(rec.error().message.find("wrote a record evalbox cannot read"), std::string::npos)
@@ -209,7 +209,7 @@ TEST_F(Launcher, EverySystemPathIsMountedByTheHelperAlone) {
       EXPECT_FALSE(below_system_path(m.target)) << p << " got a bind of its own at " << m.target;
     launch_options o;
     o.argv = {"/bin/sh", "-c", fmt::format("test -e {}", p.string())};
-    auto rec = launch(*session, o);
+    auto rec = launch_in(*session, o);
     ASSERT_TRUE(rec) << rec.error().message;
     EXPECT_EQ(rec->error, "") << p;
     EXPECT_EQ(rec->exit_code, 0) << p << " is not visible inside";
@@ -249,7 +249,7 @@ void expect_run_inside_its_cgroup(prep_env& env, const preparer_options& options
     o.limits_override->memory_bytes = 0;
     o.limits_override->pids = 0;
   }
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   watcher.join();
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
@@ -291,7 +291,7 @@ TEST_F(Launcher, TheRecordNamesTheTmpfsQuotaWhenThereIsOne) {
   ASSERT_TRUE(session->disk_quota_enforced());
   launch_options o;
   o.argv = {"/bin/true"};
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->mechanisms["limits"]["disk_bytes"]["by"],
             json::array({"RLIMIT_FSIZE", "tmpfs size"}));
@@ -306,7 +306,7 @@ TEST_F(Launcher, ACgroupTheLauncherCannotMakeFailsTheRunAsRoot) {
   ASSERT_TRUE(session) << session.error().message;
   launch_options o;
   o.argv = {"/bin/true"};
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_FALSE(rec->ok());
   EXPECT_NE(rec->error.find("create the run's cgroup"), std::string::npos) << rec->error;
@@ -360,7 +360,7 @@ TEST_F(WarmHelper, ALaunchRunsItsPlanOnceInTheWarmHelper) {
   launch_options o;
   o.argv = {"/bin/sh", "-c", "echo ran >> runs.txt; echo hello"};
   o.stdout_path = out.path() / "stdout";
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_TRUE(rec->ok()) << rec->error;
   EXPECT_EQ(rec->exit_code, 0);
@@ -388,7 +388,7 @@ TEST_F(WarmHelper, AKilledWarmHelperIsReplacedAndTheLaunchStillRuns) {
   const warm_helper_counts before = warm_helper_stats();
   launch_options o;
   o.argv = {"/bin/sh", "-c", "exit 3"};
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
   EXPECT_EQ(rec->exit_code, 3);
@@ -401,7 +401,7 @@ TEST_F(WarmHelper, AKilledWarmHelperIsReplacedAndTheLaunchStillRuns) {
   EXPECT_NE(*next, *pid);
   // The replacement takes the next launch.
   o.argv = {"/bin/true"};
-  rec = launch(*session, o);
+  rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_TRUE(rec->ok()) << rec->error;
   EXPECT_EQ(warm_helper_stats().warm, after.warm + 1);
@@ -426,7 +426,7 @@ void expect_warm_launch_cancelled(prep_env& env, const std::string& name,
     cancel.requested = true;
   });
   const auto t0 = std::chrono::steady_clock::now();
-  auto rec = launch(*session, o, &cancel);
+  auto rec = launch_in(*session, o, &cancel);
   stopper.join();
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->outcome, outcome_kind::cancelled);
@@ -525,7 +525,7 @@ TEST_F(WarmHelper, NoWarmHelperOutlivesItsProcess) {
 }
 
 TEST_F(WarmHelper, AWarmHelperKeepsNoFdItInherited) {
-  // A pipe made without close-on-exec, as libraries make them (Boost.Process does), while a
+  // A pipe made without close-on-exec, as some libraries make them, while a
   // warm helper starts: the helper inherits its write end, and must let go of it at once, or
   // the reader waits for end of file until that helper's launch comes, perhaps never.
   preparer prep(env_.options());
@@ -538,7 +538,7 @@ TEST_F(WarmHelper, AWarmHelperKeepsNoFdItInherited) {
   // the pipe, whatever ran before in this process.
   launch_options o;
   o.argv = {"/bin/true"};
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   ASSERT_TRUE(wait_for_warm_helper(settings(), std::chrono::seconds(10)))
       << "no warm helper started";
@@ -576,7 +576,7 @@ TEST_F(WarmHelper, OnCgroupV1AWaitingHelperHoldsItsCgroupsWithItsStarterInside) 
   }
   launch_options o;
   o.argv = {"/bin/sh", "-c", "exit 4"};
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
   EXPECT_EQ(rec->exit_code, 4);
@@ -619,7 +619,7 @@ TEST_F(WarmHelper, AStarterKilledBeforeItsLaunchLeavesPid1ToTheHelper) {
         seen = read_file(dir / "cgroup.procs").value_or("");
     }
   });
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   watcher.join();
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
@@ -679,7 +679,7 @@ TEST_F(WarmHelper, AWaitingHelperOutlastsSigintSigtermAndSighup) {
   const warm_helper_counts before = warm_helper_stats();
   launch_options o;
   o.argv = {"/bin/sh", "-c", "exit 5"};
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->error, "");
   EXPECT_EQ(rec->exit_code, 5);
@@ -701,7 +701,7 @@ TEST_F(WarmHelper, WarmAndColdLaunchesRecordTheSameMechanisms) {
   ASSERT_TRUE(cold_session) << cold_session.error().message;
   EXPECT_FALSE(wait_for_warm_helper(cold_options.launch, std::chrono::milliseconds(0)));
   warm_helper_counts before = warm_helper_stats();
-  auto cold = launch(*cold_session, o);
+  auto cold = launch_in(*cold_session, o);
   ASSERT_TRUE(cold) << cold.error().message;
   EXPECT_EQ(warm_helper_stats().cold, before.cold + 1);
   ASSERT_TRUE(cold_session->close());  // the credential lease is exclusive
@@ -709,7 +709,7 @@ TEST_F(WarmHelper, WarmAndColdLaunchesRecordTheSameMechanisms) {
   ASSERT_TRUE(session) << session.error().message;
   ASSERT_TRUE(wait_for_warm_helper(settings(), std::chrono::seconds(10)));
   before = warm_helper_stats();
-  auto warm = launch(*session, o);
+  auto warm = launch_in(*session, o);
   ASSERT_TRUE(warm) << warm.error().message;
   EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
   EXPECT_EQ(cold->exit_code, 5);
@@ -770,7 +770,7 @@ TEST_F(WarmHelper, ARunLivesInTheNamespacesItsHelperMadeAheadAndNoOtherRunDoes) 
     ASSERT_TRUE(holder_fd);
     const std::string user = ns_of(*holder, "user"), net = ns_of(*holder, "net");
     EXPECT_NE(net, ns_of(::getpid(), "net"));
-    auto rec = launch(*session, o);
+    auto rec = launch_in(*session, o);
     ASSERT_TRUE(rec) << rec.error().message;
     EXPECT_TRUE(rec->ok()) << rec->error;
     // The run joined exactly the pair made for it...
@@ -801,7 +801,7 @@ TEST_F(WarmHelper, ARunWithTheHostNetworkJoinsOnlyTheUserNamespaceMadeAhead) {
   n.mode = network_mode::host;
   n.unsafe_host_network = true;
   o.network_override = n;
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_TRUE(rec->ok()) << rec->error;
   EXPECT_EQ(read_file(out.path() / "stdout").value_or(""),
@@ -825,7 +825,7 @@ TEST_F(WarmHelper, AHolderKilledBeforeItsLaunchLeavesTheNamespacesToClone3) {
   launch_options o;
   o.argv = {"/bin/sh", "-c", "readlink /proc/self/ns/user /proc/self/ns/net"};
   o.stdout_path = out.path() / "stdout";
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_TRUE(rec->ok()) << rec->error;
   EXPECT_EQ(warm_helper_stats().warm, before.warm + 1);
@@ -845,7 +845,7 @@ TEST_F(WarmHelper, ALaunchThatInheritsStdioStartsItsOwn) {
   launch_options o;
   o.argv = {"/bin/true"};
   o.inherit_stdio = true;
-  auto rec = launch(*session, o);
+  auto rec = launch_in(*session, o);
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_TRUE(rec->ok()) << rec->error;
   EXPECT_EQ(warm_helper_stats().cold, before.cold + 1);

@@ -18,8 +18,8 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/unique_fd.h"
+#include "base/fs.h"
+#include "base/unique_fd.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox::sandbox::mount {
@@ -66,7 +66,7 @@ TEST(Mountinfo, ALineWithoutEveryFieldIsLeftOutAndTheRestRead) {
       "x 22 0:5 / /bad/id rw - tmpfs tmpfs rw\n"
       "24 22 0:5 / /cut/short rw - tmpfs\n"
       "25   22 0:6 / /dev/shm   rw,nosuid  -  tmpfs shm rw,size=65536k";  // no final newline
-  auto table = parse_mountinfo(text);
+  auto table = sys::parse_mountinfo(text);
   ASSERT_EQ(table.size(), 2u);
   EXPECT_EQ(table[0].mount_point, "/");
   EXPECT_EQ(table[1].id, 25);
@@ -76,7 +76,7 @@ TEST(Mountinfo, ALineWithoutEveryFieldIsLeftOutAndTheRestRead) {
   EXPECT_EQ(table[1].optional, "");
   EXPECT_EQ(table[1].source, "shm");
   EXPECT_EQ(table[1].super_options, "rw,size=65536k");
-  EXPECT_TRUE(parse_mountinfo("").empty());
+  EXPECT_TRUE(sys::parse_mountinfo("").empty());
 }
 
 class Mounts : public ::testing::Test {

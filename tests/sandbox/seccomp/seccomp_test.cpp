@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 
 namespace evalbox::sandbox::seccomp {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/digest.h"
-#include "sandbox/base/fs.h"
+#include "base/digest.h"
+#include "base/fs.h"
 #include "tests/support/prep_env.h"
 
 namespace evalbox::sandbox {

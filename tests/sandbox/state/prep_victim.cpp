@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <string>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/cgroup/cgroup.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 #include "sandbox/state/run_state.h"
 
 int main(int argc, char** argv) {

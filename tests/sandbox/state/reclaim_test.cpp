@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/mount/mount.h"
-#include "sandbox/preparer/preparer.h"
+#include "sandbox/prepare/preparer.h"
 #include "tests/support/isolation.h"
 #include "tests/support/prep_env.h"
 

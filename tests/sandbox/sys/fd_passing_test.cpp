@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace evalbox::sys {
 namespace {

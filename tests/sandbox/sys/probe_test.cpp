@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
+#include "base/fs.h"
+#include "base/json.h"
 #include "tests/support/isolation.h"
 
 namespace evalbox {

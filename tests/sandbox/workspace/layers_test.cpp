@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
+#include "base/fs.h"
 #include "sandbox/workspace/tree.h"
 
 namespace evalbox::sandbox::workspace {

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base/fs.h"
-#include "sandbox/base/json.h"
+#include "base/fs.h"
+#include "base/json.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/sys/probe.h"
 

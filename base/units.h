@@ -1,0 +1,23 @@
+// Human units for limits: sizes ("512MiB", "2GiB", "1G", "4096") and durations ("10m",
+// "90s", "1h30m", "250ms"). Used by the CLI and by harness/config; both parse the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/error.h"
+
+namespace evalbox {
+inline namespace base {
+
+// Bytes. Suffixes: B, K/KB (1000), KiB (1024), M/MB, MiB, G/GB, GiB, T/TB, TiB; none = bytes.
+result<uint64_t> parse_bytes(std::string_view text);
+// Milliseconds. Units: ms, s, m, h, d, concatenated ("1h30m"); a bare number is seconds.
+result<uint64_t> parse_duration_ms(std::string_view text);
+
+std::string format_bytes(uint64_t bytes);     // "2GiB", "1.5MiB", "512B"
+std::string format_duration_ms(uint64_t ms);  // "10m", "1h30m", "250ms"
+
+}  // namespace base
+}  // namespace evalbox

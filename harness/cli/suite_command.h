@@ -1,0 +1,60 @@
+// What `evalbox run`, `evalbox fixture test`, `evalbox fixture shell` and `evalbox runs shell`
+// share on the command line, around harness::run_and_report: signal handling (Ctrl-C stops
+// scheduling and kills running sandboxes), the progress line, Harbor tasks' images resolved
+// before anything runs, and loading a runnable suite.
+#pragma once
+
+#include <expected>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/config/spec.h"
+#include "harness/plan/plan.h"
+#include "harness/runner/suite_run.h"
+
+namespace evalbox::harness::cli {
+
+// The runner's options as the command line starts them: the sandbox's from the EVALBOX_*
+// variables (sandbox::default_preparer_options) and the grading test hook from EVALBOX_FAULT,
+// each read here once.
+struct suite_run_options : harness::runner_options {
+  suite_run_options();
+  bool quiet = false;  // no progress output
+  // A person's shell instead of the agent (harness::runner_options::interactive), given the
+  // suite's cancel token, which SIGINT and SIGTERM set.
+  std::function<result<sandbox::run_record>(const sandbox::prepared_session&,
+                                            sandbox::launch_options, sandbox::cancel_token&)>
+      shell;
+};
+
+struct suite_run : harness::suite_run {
+  int signal = 0;  // SIGINT/SIGTERM that stopped it, else 0
+};
+
+// Runs `runs` of `suite` with SIGINT/SIGTERM watched and progress shown, then writes the
+// reports (harness::run_and_report).
+result<suite_run> run_planned(const harness::suite_spec& suite,
+                              const std::vector<harness::run_spec>& runs,
+                              const suite_run_options& options);
+
+// Prints a line of progress (an image saved or built) as "evalbox: LINE" on stderr.
+void say_progress(const std::string& line);
+
+// For a command: harness::resolve_suite_images with the images of `options` (--image) over the
+// suite's and the state directory's image caches, its progress and problems printed to stderr.
+// Returns exit_ok, or exit_usage when an image cannot be had (the message says how to get it).
+int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::string>& options);
+
+// The suite at `path`, loaded and its candidates validated, for a command that plans runs
+// (run, slurm, k8s). On a problem it prints the messages and returns the exit code:
+// exit_usage for a suite that is wrong or missing, exit_internal for one that cannot be read.
+std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& path);
+
+// The suite at `file` (--suite) whose defaults fixtures run with outside it (fixture test and
+// shell, runs shell); nothing when `file` is empty. On a problem it prints the messages and
+// returns exit_usage.
+std::expected<std::optional<harness::suite_spec>, int> load_parent_suite(const std::string& file);
+
+}  // namespace evalbox::harness::cli
