@@ -164,7 +164,7 @@ result<img::store> open_image_store(const std::string& state_dir) {
   o.state_root = state_dir.empty() ? prep.state_root : std::filesystem::path(state_dir);
   o.owner_uid = prep.sandbox_uid;
   o.owner_gid = prep.sandbox_gid;
-  o.limits = EB_TRY(img::limits_from_env());
+  o.limits = EB_TRY(img::parse_limits(prep.image_max_layer_bytes, prep.image_max_layer_entries));
   return img::store::open(std::move(o));
 }
 

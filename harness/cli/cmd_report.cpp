@@ -13,7 +13,7 @@
 #include "harness/cli/commands.h"
 #include "harness/plan/identity.h"
 #include "harness/report/report.h"
-#include "harness/results/results.h"
+#include "harness/runner/suite_run.h"
 
 namespace evalbox::harness::cli {
 
@@ -46,17 +46,9 @@ std::optional<std::string> baseline_of(const report_args& a) {
 }
 
 int report_command(const report_args& a) {
-  std::vector<harness::report_format> formats;
-  for (const auto& f : a.formats) formats.push_back(*harness::parse_report_format(f));
-  if (formats.empty())
-    formats.assign(std::begin(harness::all_report_formats), std::end(harness::all_report_formats));
-
-  harness::results_dir results(a.dir);
-  std::error_code ec;
-  if (!std::filesystem::exists(results.results_file(), ec)) {
-    fmt::print(stderr, "{}: no results.jsonl here (is it a results directory?)\n", a.dir);
-    return exit_usage;
-  }
+  harness::report_request request;
+  request.results_dir = a.dir;
+  for (const auto& f : a.formats) request.formats.push_back(*harness::parse_report_format(f));
   // The plan the directory was written for, when it says (plan.json): a report of a directory
   // that lacks some of its planned runs (an interrupted run, a partial merge) says how many.
   std::optional<harness::plan_identity> plan;
@@ -64,37 +56,17 @@ int report_command(const report_args& a) {
     plan = std::move(*p);
   else if (p.error().kind != error_kind::not_found)
     log::warn("{} (the report cannot say whether planned runs are missing)", p.error().message);
-  std::vector<std::string> planned =
-      plan ? harness::planned_ids(*plan) : std::vector<std::string>();
-  std::vector<bool> seen(planned.size(), false);
-  auto note = [&](const json& r) -> status {
-    std::string id = json_value_or(r, "run_id", "");
-    auto it = std::lower_bound(planned.begin(), planned.end(), id);
-    if (it != planned.end() && *it == id) seen[static_cast<size_t>(it - planned.begin())] = true;
-    return {};
-  };
-  // One pass indexes results.jsonl; each report then reads back one record at a time.
-  auto runs = harness::run_index::of_results(results, note);
-  if (!runs) {
-    log::error("{}", runs.error().message);
+  if (plan) request.planned = harness::planned_ids(*plan);
+  request.baseline = baseline_of(a);
+  if (!request.baseline && !a.no_baseline && plan) request.baseline = plan->baseline;
+  auto reports = harness::report_results(request);
+  if (!reports) {
+    log::error("{}", reports.error().message);
     return exit_internal;
   }
-  if (runs->empty()) {
-    fmt::print(stderr, "{}: results.jsonl has no complete evalbox.run.v1 record\n", a.dir);
-    return exit_usage;
-  }
-  auto suite = runs->suite_name(std::filesystem::path(a.dir).filename());
-  auto baseline = baseline_of(a);
-  if (!baseline && !a.no_baseline && plan) baseline = plan->baseline;
-  auto s = harness::summarize_runs(*runs, baseline);
-  if (s) {
-    auto missing = static_cast<uint64_t>(std::count(seen.begin(), seen.end(), false));
-    if (missing > 0) s->missing = harness::stats::missing_runs{planned.size(), missing};
-    if (auto w = harness::write_reports(a.dir, *s, *runs, suite, formats); !w)
-      s = std::unexpected(std::move(w).error());
-  }
+  const auto& s = reports->summary;
   if (!s) {
-    fmt::print(stderr, "reports for {}: {}\n", a.dir, s.error().message);
+    fmt::print(stderr, "{}\n", s.error().message);
     return s.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
   }
   if (s->missing)
@@ -102,7 +74,10 @@ int report_command(const report_args& a) {
                s->missing->missing, s->missing->planned);
   fmt::print("{}", harness::render_terminal_summary(*s));
   std::string written;
-  for (auto f : formats)
+  for (auto f : request.formats.empty()
+                    ? std::vector<harness::report_format>(std::begin(harness::all_report_formats),
+                                                          std::end(harness::all_report_formats))
+                    : request.formats)
     written +=
         fmt::format(" {}", (std::filesystem::path(a.dir) / harness::report_file_name(f)).string());
   fmt::print("reports:{}\n", written);

@@ -24,9 +24,7 @@ namespace {
 // The planned run ids, sorted, and which of them results.jsonl holds a record of.
 class planned_ids {
  public:
-  explicit planned_ids(const std::vector<run_spec>& runs) {
-    ids_.reserve(runs.size());
-    for (const auto& r : runs) ids_.push_back(r.run_id);
+  explicit planned_ids(const std::vector<std::string>& ids) : ids_(ids.begin(), ids.end()) {
     std::sort(ids_.begin(), ids_.end());
     recorded_.assign(ids_.size(), false);
   }
@@ -51,6 +49,42 @@ class planned_ids {
 
 }  // namespace
 
+result<results_reports> report_results(const report_request& request) {
+  const results_dir results(request.results_dir);
+  results_reports out;
+  planned_ids planned(request.planned);
+  auto note = [&](const json& record) -> status {
+    const recorded_run r = read_recorded_run(record);
+    if (planned.note(r.run_id)) out.planned.add(r.ending);
+    return {};
+  };
+  auto index = EB_TRY(run_index::of_results(results, note));
+  out.runs = index.size();
+  out.planned_without_record = planned.without_record();
+  if (out.runs == 0) {
+    std::error_code ec;
+    const bool file = std::filesystem::exists(results.results_file(), ec);
+    out.summary = make_error(error_kind::invalid_argument, "{}: {}", request.results_dir.string(),
+                             file ? "results.jsonl has no complete evalbox.run.v1 record"
+                                  : "no results.jsonl here (is it a results directory?)");
+    return out;
+  }
+  out.summary = summarize_runs(index, request.baseline);
+  if (!out.summary) return out;
+  // A directory without some of its planned runs (an interrupted run, a partial merge) says
+  // how many in every report.
+  if (out.planned_without_record > 0)
+    out.summary->missing = stats::missing_runs{planned.size(), out.planned_without_record};
+  const std::string suite = request.suite_name.empty()
+                                ? index.suite_name(request.results_dir.filename().string())
+                                : request.suite_name;
+  std::vector<report_format> formats = request.formats;
+  if (formats.empty()) formats.assign(std::begin(all_report_formats), std::end(all_report_formats));
+  if (auto w = write_reports(request.results_dir, *out.summary, index, suite, formats); !w)
+    out.summary = std::unexpected(std::move(w).error());
+  return out;
+}
+
 result<suite_run> run_and_report(const suite_spec& suite, const std::vector<run_spec>& runs,
                                  const adapter_registry& adapters, const runner_options& options) {
   suite_run out;
@@ -60,28 +94,16 @@ result<suite_run> run_and_report(const suite_spec& suite, const std::vector<run_
   if (!totals && out.cancelled && totals.error().kind == error_kind::cancelled) return out;
   if (!totals) return std::unexpected(totals.error());
   out.totals = *totals;
-  // One pass over results.jsonl indexes the runs for the reports and notes how the planned
-  // runs ended; the reports then read back one record at a time.
-  planned_ids planned(runs);
-  auto note = [&](const json& record) -> status {
-    const recorded_run r = read_recorded_run(record);
-    if (planned.note(r.run_id)) out.planned.add(r.ending);
-    return {};
-  };
-  auto index = EB_TRY(run_index::of_results(results_dir(options.results_dir), note));
-  out.planned_without_record = planned.without_record();
-  // An interrupted run's reports say how many of its planned runs have no record yet.
-  auto s = summarize_runs(index, suite.baseline);
-  if (s) {
-    if (out.planned_without_record > 0)
-      s->missing = stats::missing_runs{planned.size(), out.planned_without_record};
-    if (auto w = write_reports(options.results_dir, *s, index, suite.name); !w)
-      s = std::unexpected(std::move(w).error());
-  }
-  if (!s)
-    log::warn("reports: {}", s.error().message);
+  report_request request{options.results_dir, {}, suite.baseline, suite.name, {}};
+  request.planned.reserve(runs.size());
+  for (const auto& r : runs) request.planned.push_back(r.run_id);
+  auto reports = EB_TRY(report_results(request));
+  out.planned = reports.planned;
+  out.planned_without_record = reports.planned_without_record;
+  if (!reports.summary)
+    log::warn("reports: {}", reports.summary.error().message);
   else
-    out.summary = std::move(*s);
+    out.summary = std::move(*reports.summary);
   return out;
 }
 

@@ -24,6 +24,31 @@
 namespace evalbox::harness {
 inline namespace runner {
 
+// The reports of a results directory, from results.jsonl alone: what a suite run writes when
+// it ends and what `evalbox report` writes again.
+struct report_request {
+  std::filesystem::path results_dir;
+  std::vector<std::string> planned;  // the run ids the directory is meant to hold; empty: unknown
+  std::optional<std::string> baseline;  // the candidate the others are compared with
+  std::string suite_name;               // empty: the records', else the directory's name
+  std::vector<report_format> formats;   // empty: every format
+};
+
+struct results_reports {
+  uint64_t runs = 0;                    // complete records indexed (the newest per trial)
+  ending_tally planned;                 // how the planned runs ended, from their every record
+  uint64_t planned_without_record = 0;  // planned runs with no record (an interrupted run)
+  // The summary the reports were written from (it says how many planned runs are missing), or
+  // why they could not be written.
+  result<stats::summary> summary = make_error(error_kind::internal, "not reported");
+};
+
+// One pass over results.jsonl indexes the runs for the reports and notes how the planned runs
+// ended; the reports then read back one record at a time. An error only when results.jsonl
+// cannot be read; without a complete record (or without results.jsonl) the summary is an
+// invalid_argument error that says so.
+result<results_reports> report_results(const report_request& request);
+
 struct suite_run {
   run_totals totals;
   // How the planned runs ended, from every record of a planned run id in the results

@@ -125,12 +125,6 @@ result<layer_limits> parse_limits(std::string_view max_bytes, std::string_view m
   return base;
 }
 
-result<layer_limits> limits_from_env(layer_limits base) {
-  const char* bytes = std::getenv("EVALBOX_IMAGE_MAX_LAYER_BYTES");
-  const char* entries = std::getenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES");
-  return parse_limits(bytes ? bytes : "", entries ? entries : "", base);
-}
-
 std::vector<fs::path> image_info::lower_dirs() const {
   std::vector<fs::path> out;
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) out.push_back(it->dir);

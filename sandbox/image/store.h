@@ -69,12 +69,9 @@ struct store_options {
 // The limits with EVALBOX_IMAGE_MAX_LAYER_BYTES (`max_bytes`, a size: "32GiB") and
 // EVALBOX_IMAGE_MAX_LAYER_ENTRIES (`max_entries`, a count) as given applied over `base`; ""
 // leaves a limit as it is. A malformed value is an error that names its variable. The texts
-// come from the edge: preparer_options (default_preparer_options), or limits_from_env.
+// come from the edge, read once into preparer_options (default_preparer_options).
 result<layer_limits> parse_limits(std::string_view max_bytes, std::string_view max_entries,
                                   layer_limits base = {});
-// parse_limits of the two variables as this process's environment has them: for an edge that
-// opens a store without a preparer (the image commands).
-result<layer_limits> limits_from_env(layer_limits base = {});
 
 struct layer_info {
   std::string diff_id;  // "sha256:<hex>"

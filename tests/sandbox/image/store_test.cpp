@@ -303,22 +303,6 @@ TEST_F(Store, AStoreMadeForAnotherOwnerIsAClearError) {
   EXPECT_NE(s.error().message.find("EVALBOX_SANDBOX_UID"), std::string::npos);
 }
 
-TEST_F(Store, LimitsComeFromTheEnvironment) {
-  ::setenv("EVALBOX_IMAGE_MAX_LAYER_BYTES", "3MiB", 1);
-  ::setenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES", "77", 1);
-  auto l = img::limits_from_env();
-  ::unsetenv("EVALBOX_IMAGE_MAX_LAYER_BYTES");
-  ::unsetenv("EVALBOX_IMAGE_MAX_LAYER_ENTRIES");
-  ASSERT_TRUE(l) << l.error().message;
-  EXPECT_EQ(l->max_bytes, 3u << 20);
-  EXPECT_EQ(l->max_entries, 77u);
-  ::setenv("EVALBOX_IMAGE_MAX_LAYER_BYTES", "lots", 1);
-  auto bad = img::limits_from_env();
-  ::unsetenv("EVALBOX_IMAGE_MAX_LAYER_BYTES");
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("EVALBOX_IMAGE_MAX_LAYER_BYTES"), std::string::npos);
-}
-
 // What the preparer parses when it first opens the store (preparer_options carries the texts
 // from the edge): "" keeps a limit, a malformed value is an error naming its variable.
 TEST_F(Store, LimitsParseTheirTextsAndNameTheVariableOfABadOne) {
