@@ -164,6 +164,19 @@ void route(spawn_setup& setup, const streams& s, host_output to, int target) {
   }
 }
 
+// The one posix_spawn of evalbox: `exe` started with `setup`, owned from here (killed and reaped
+// on every early return). No pid-reuse race: the child is not reaped before the pidfd is open;
+// without pidfds (Linux < 5.3) the waits poll instead. `where` is added to the error.
+result<sys::owned_process> spawn_owned(const fs::path& exe, const spawn_setup& setup,
+                                       char* const* argv, char* const* envp,
+                                       const std::string& where = "") {
+  pid_t pid = -1;
+  if (const int rc = ::posix_spawn(&pid, exe.c_str(), setup.actions(), setup.attr(), argv, envp);
+      rc != 0)
+    return sys_error(rc, "start {}{}", exe.string(), where);
+  return sys::owned_process(pid, unique_fd(sys::pidfd_open(pid, 0)));
+}
+
 // Starts the program; from here an owned_process kills and reaps it on every early return.
 result<sys::owned_process> spawn(const host_program& program, const fs::path& exe,
                                  const std::vector<std::string>& env, const streams& s) {
@@ -184,16 +197,8 @@ result<sys::owned_process> spawn(const host_program& program, const fs::path& ex
   argv.push_back(nullptr);
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  pid_t pid = -1;
-  const std::string path = exe.string();
-  if (const int rc = ::posix_spawn(&pid, path.c_str(), setup.actions(), setup.attr(), argv.data(),
-                                   envp.data());
-      rc != 0)
-    return sys_error(rc, "start {}{}", path,
+  return spawn_owned(exe, setup, argv.data(), envp.data(),
                      program.cwd.empty() ? "" : " in " + program.cwd.string());
-  // No pid-reuse race: the child is not reaped before the pidfd is open. Without pidfds
-  // (Linux < 5.3) the wait below polls instead.
-  return sys::owned_process(pid, unique_fd(sys::pidfd_open(pid, 0)));
 }
 
 // Whether the child has exited, without reaping it (it stays a zombie, so neither its pid nor
@@ -297,12 +302,7 @@ result<sys::owned_process> start_host_process(const host_process& process) {
   std::vector<char*> argv{const_cast<char*>(path.c_str())};
   for (const auto& a : process.args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (const int rc =
-          ::posix_spawn(&pid, path.c_str(), setup.actions(), setup.attr(), argv.data(), environ);
-      rc != 0)
-    return sys_error(rc, "start {}", path);
-  return sys::owned_process(pid, unique_fd(sys::pidfd_open(pid, 0)));
+  return spawn_owned(process.exe, setup, argv.data(), environ);
 }
 
 fs::path find_host_program(std::string_view name, std::optional<std::string_view> path) {
