@@ -1,5 +1,5 @@
-// One HTTP(S) POST from the host, with a deadline: how a judge reaches its model API. Boost.Beast
-// and OpenSSL live in http.cpp only. TLS verifies the server's certificate against the host's
+// One HTTP(S) POST from the host, with a deadline: how a judge reaches its model API (through
+// sandbox/http/client.h). TLS verifies the server's certificate against the host's
 // CA store and its name; no proxy is used (HTTP(S)_PROXY are not read): the judge connects to
 // the base_url the suite declares, and only there.
 #pragma once
