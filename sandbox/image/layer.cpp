@@ -319,6 +319,7 @@ result<layer_result> unpack_layer(byte_source& src, const layer_expect& expect, 
   res.bytes = out.bytes();
   res.entries = out.entries();
   res.whiteouts = out.whiteouts();
+  res.devices_skipped = out.devices_skipped();
   if (control.progress) control.progress(blob.bytes);
   return res;
 }

@@ -53,6 +53,7 @@ struct layer_result {
   uint64_t bytes = 0;       // file content written
   uint64_t entries = 0;
   uint64_t whiteouts = 0;
+  uint64_t devices_skipped = 0;  // device nodes not created (tree_writer.h)
 };
 
 struct unpack_control {

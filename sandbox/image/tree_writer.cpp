@@ -55,6 +55,11 @@ struct timespec times_of(const struct timespec& mtime) {
   return mtime;
 }
 
+// overlayfs's own whiteout form, which a layer may carry as is.
+bool is_whiteout_device(const tree_entry& e) {
+  return e.type == entry_type::char_device && e.dev_major == 0 && e.dev_minor == 0;
+}
+
 }  // namespace
 
 result<std::vector<std::string>> split_entry_path(std::string_view path,
@@ -340,10 +345,10 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
     return whiteout(parent, target, e.path);
   }
 
+  if (skip_device(parts, e)) return {};
+
   borrowed_fd parent = EB_TRY(parent_of(parts, e.path));
-  if (options_.flatten &&
-      !(e.type == entry_type::char_device && e.dev_major == 0 && e.dev_minor == 0))
-    written_.insert(join(parts, parts.size()));
+  if (options_.flatten && !is_whiteout_device(e)) written_.insert(join(parts, parts.size()));
   switch (e.type) {
     case entry_type::directory:
       return write_directory(parent, name, parts, e);
@@ -357,18 +362,34 @@ status tree_writer::add(const tree_entry& e, const content_reader& content) {
     case entry_type::fifo:
       return write_fifo(parent, name, e);
     case entry_type::char_device:
-      if (e.dev_major == 0 && e.dev_minor == 0) return whiteout(parent, name, e.path);
-      return refused(e.path, fmt::format("character device {}:{} refused (images carry no "
-                                         "devices; the sandbox provides /dev)",
-                                         e.dev_major, e.dev_minor));
     case entry_type::block_device:
-      return refused(e.path, fmt::format("block device {}:{} refused (images carry no devices; "
-                                         "the sandbox provides /dev)",
-                                         e.dev_major, e.dev_minor));
+      // skip_device() took every device node but this one: a whiteout.
+      if (is_whiteout_device(e)) return whiteout(parent, name, e.path);
+      return refused(e.path, "device node");
     case entry_type::socket:
       return refused(e.path, "socket refused");
   }
   return refused(e.path, "unknown entry type");
+}
+
+// Skips and counts `e` if it is a device node (see tree_writer.h): any character or block
+// device but the 0/0 whiteout, or a hard link to one this layer skipped. Returns whether it
+// did. Any other entry clears its path's mark (a later entry of the same name replaced it).
+bool tree_writer::skip_device(const std::vector<std::string>& parts, const tree_entry& e) {
+  bool device = (e.type == entry_type::char_device && !is_whiteout_device(e)) ||
+                e.type == entry_type::block_device;
+  if (!device && e.type == entry_type::hardlink && !skipped_devices_.empty()) {
+    // A target that does not split is refused by write_hardlink, with the reason.
+    auto target = split_entry_path(e.link, options_.limits);
+    device = target && skipped_devices_.count(join(*target, target->size())) > 0;
+  }
+  if (!device) {
+    if (!skipped_devices_.empty()) skipped_devices_.erase(join(parts, parts.size()));
+    return false;
+  }
+  ++devices_skipped_;
+  skipped_devices_.insert(join(parts, parts.size()));
+  return true;
 }
 
 status tree_writer::write_directory(borrowed_fd parent, const std::string& name,
@@ -445,6 +466,7 @@ status tree_writer::write_fifo(borrowed_fd parent, const std::string& name, cons
 }
 
 status tree_writer::end_layer() {
+  skipped_devices_.clear();  // hard links name entries of their own layer only
   if (!options_.flatten) return {};
   cached_valid_ = false;
   // An opaque directory keeps only what this layer put in it: everything else below it came

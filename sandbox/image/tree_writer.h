@@ -11,7 +11,13 @@
 //   - `.wh.NAME` becomes an overlay whiteout of NAME and `.wh..wh..opq` marks its directory
 //     opaque (wherever it appears in the tar), in the store's whiteout form (see
 //     sys::whiteout_form); a 0/0 character device is taken as a whiteout too;
-//   - refused: absolute paths, ".." components, other device nodes, sockets, and an entry
+//   - skipped and counted, never created: every other character or block device, and a hard
+//     link to one. Images made from a root filesystem tar (mmdebstrap, `FROM scratch` + `ADD
+//     rootfs.tar`) carry /dev/null, /dev/console, ...; a device node in an image would reach
+//     hardware, and the sandbox provides its own minimal /dev — refusing the image instead
+//     would make such images unusable (rootless podman skips them the same way). A skipped
+//     entry writes nothing: it neither creates its parents nor replaces an earlier entry;
+//   - refused: absolute paths, ".." components (a skipped device's too), sockets, and an entry
 //     replacing a directory with a non-directory;
 //   - modes kept (setuid/setgid included: image roots are mounted nosuid and owned by the
 //     sandbox's own root), mtimes kept, directories' modes and mtimes applied last (a 0555
@@ -115,6 +121,8 @@ class tree_writer {
   [[nodiscard]] uint64_t bytes() const noexcept { return bytes_; }
   [[nodiscard]] uint64_t entries() const noexcept { return entries_; }
   [[nodiscard]] uint64_t whiteouts() const noexcept { return whiteouts_; }
+  // Device nodes skipped (see above), over every layer written so far.
+  [[nodiscard]] uint64_t devices_skipped() const noexcept { return devices_skipped_; }
   [[nodiscard]] const layer_limits& limits() const noexcept { return options_.limits; }
 
  private:
@@ -137,6 +145,7 @@ class tree_writer {
   status write_symlink(borrowed_fd parent, const std::string& name, const tree_entry& e);
   status write_hardlink(borrowed_fd parent, const std::string& name, const tree_entry& e);
   status write_fifo(borrowed_fd parent, const std::string& name, const tree_entry& e);
+  bool skip_device(const std::vector<std::string>& parts, const tree_entry& e);
   status whiteout(borrowed_fd parent, const std::string& name, std::string_view entry);
   status opaque(borrowed_fd dir, std::string_view entry);
   status set_xattrs(int fd, const tree_entry& e);
@@ -152,9 +161,13 @@ class tree_writer {
   // Flatten mode: paths this layer wrote, and directories it made opaque.
   std::set<std::string> written_;
   std::set<std::string> opaque_dirs_;
+  // This layer's skipped device paths, while no later entry replaced them: a hard link to one
+  // is skipped too.
+  std::set<std::string> skipped_devices_;
   uint64_t bytes_ = 0;
   uint64_t entries_ = 0;
   uint64_t whiteouts_ = 0;
+  uint64_t devices_skipped_ = 0;
 };
 
 // Splits an archive path into components: "./" prefixes and empty or "." components dropped;

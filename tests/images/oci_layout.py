@@ -4,9 +4,9 @@
   oci_layout.py busybox OUT BUSYBOX     two layers: busybox + applet links + /etc/os-release
                                         (uncompressed), then a gzip layer with a whiteout of
                                         /etc/motd and an opaque /opt/data
-  oci_layout.py rootfs OUT TAR          one zstd layer from a root filesystem tar (mmdebstrap's);
-                                        device nodes are left out (images carry none: the
-                                        sandbox provides /dev)
+  oci_layout.py rootfs OUT TAR          one zstd layer from a root filesystem tar (mmdebstrap's),
+                                        device nodes (/dev/null, /dev/console, ...) kept, as
+                                        base images made this way carry them
 
 Every tar is written with fixed times and owners, so the same inputs give the same digests.
 """
@@ -137,8 +137,6 @@ def rootfs(out: pathlib.Path, source: pathlib.Path):
     with tarfile.open(source, mode="r:*") as src, \
             tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as dst:
         for info in src:
-            if info.ischr() or info.isblk():
-                continue  # /dev/null & co.: the sandbox brings its own /dev
             dst.addfile(info, src.extractfile(info) if info.isreg() else None)
     layout.add_layer(buf.getvalue(), "zstd")
     layout.finish("latest", {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"

@@ -1,6 +1,6 @@
 # evalbox image import|ls|rm and gc --images, as a user types them: progress on stderr, the
 # same image from two transports stored once, Ctrl-C mid-import keeps no partial layer, gc
-# empties the store, doctor reports it.
+# empties the store, doctor reports it, an image's device nodes are skipped and it still runs.
 source "$(dirname "$0")/lib.sh"
 BB=$("$SRC/tests/images/make-images" busybox)
 DEB=$("$SRC/tests/images/make-images" debian)
@@ -57,4 +57,22 @@ grep -q "image_whiteouts" "$WORK/doctor" || fail "doctor does not report the whi
 "$EVALBOX" gc --images --max-size 0 >"$WORK/gc" || fail "gc --images: $(cat "$WORK/gc")"
 grep -q "images: 1 image(s) and 2 layer(s) removed" "$WORK/gc" || fail "gc: $(cat "$WORK/gc")"
 [ "$(find "$layers" -mindepth 1 -maxdepth 1 | wc -l)" = 0 ] || fail "gc left: $(ls -a "$layers")"
+
+# The Debian image carries the device nodes mmdebstrap puts in /dev (console, full, null, ptmx,
+# random, tty, urandom, zero): skipped and counted, none created, and the image runs with the
+# sandbox's own /dev.
+"$EVALBOX" image import "oci:$DEB/oci" >"$WORK/deb" 2>"$WORK/deb.err" || { cat "$WORK/deb.err" >&2; fail "Debian import"; }
+grep -qx "skipped 8 device node(s) (the sandbox provides /dev)" "$WORK/deb" || fail "device nodes: $(cat "$WORK/deb")"
+[ -z "$(find "$layers" \( -type c -o -type b \) -print -quit)" ] || fail "a device node was created: $(find "$layers" -type c -o -type b)"
+"$EVALBOX" image import -q --json "oci:$DEB/oci" >"$WORK/deb.json"
+python3 - "$WORK/deb.json" <<'PY' || fail "the image record's devices_skipped: $(cat "$WORK/deb.json")"
+import json, sys
+layers = json.load(open(sys.argv[1]))["layers"]
+assert [l["devices_skipped"] for l in layers] == [8], layers
+PY
+need_isolation
+"$EVALBOX" sandbox exec --image "oci:$DEB/oci" -- \
+  sh -c 'test -c /dev/null && echo x >/dev/null && head -c 4 /dev/zero | wc -c && python3 -c "print(6 * 7)"' \
+  >"$WORK/deb.run" 2>"$WORK/deb.run.err" || { cat "$WORK/deb.run.err" >&2; fail "running the Debian image"; }
+[ "$(cat "$WORK/deb.run")" = "$(printf '4\n42')" ] || fail "the Debian image's run: $(cat "$WORK/deb.run")"
 echo "image CLI: ok"

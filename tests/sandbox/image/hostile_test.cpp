@@ -114,14 +114,40 @@ TEST_F(Hostile, HardLinkThroughASymlinkIsRefused) {
       {"usr/stolen", "symlink"});
 }
 
-TEST_F(Hostile, CharacterDeviceIsRefused) {
-  tar_item null{"usr/null", 'c', "", "", 0666, 1, 3};
-  expect_refused(one({null}), {"usr/null", "character device 1:3"});
+// Device nodes are skipped rather than refused (tree_writer.h): none is ever created, and a
+// device's path is checked like any other.
+TEST_F(Hostile, DeviceNodesAreNeverCreated) {
+  fs::path dir = tmp_.path() / "image";
+  write_oci_layout(dir, one({{"usr/mem", 'c', "", "", 0666, 1, 1},
+                             {"usr/disk", 'b', "", "", 0666, 8, 0},
+                             hardlink("usr/mem-again", "usr/mem"),
+                             {"usr/kmsg", 'c', "", "", 0666, 1, 11}}));
+  auto r = store_->import("oci:" + dir.string(), {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->devices_skipped, 4u);
+  const fs::path root = r->image.layers.at(0).dir;
+  EXPECT_EQ(*read_file(root / "usr/first"), "written before the bad entry");
+  for (const char* p : {"usr/mem", "usr/disk", "usr/mem-again", "usr/kmsg"})
+    EXPECT_FALSE(fs::exists(fs::symlink_status(root / p))) << p;
+  for (const auto& e : fs::recursive_directory_iterator(tmp_.path() / "state"))
+    EXPECT_FALSE(fs::is_character_file(e.symlink_status()) || fs::is_block_file(e.symlink_status()))
+        << e.path();
+  EXPECT_EQ(snapshot(canary_), before_canary_) << "the canary changed";
 }
 
-TEST_F(Hostile, BlockDeviceIsRefused) {
-  tar_item disk{"usr/disk", 'b', "", "", 0660, 8, 0};
-  expect_refused(one({disk}), {"usr/disk", "block device 8:0"});
+TEST_F(Hostile, DeviceNodeWithDotDotIsRefused) {
+  expect_refused(one({{"usr/../../../../../../canary/null", 'c', "", "", 0666, 1, 3}}),
+                 {"usr/../../../../../../canary/null", "\"..\""});
+}
+
+TEST_F(Hostile, DeviceNodeAtAnAbsolutePathIsRefused) {
+  std::string target = (canary_ / "disk").string();
+  expect_refused(one({{target, 'b', "", "", 0660, 8, 0}}), {target, "absolute"});
+}
+
+TEST_F(Hostile, HardLinkToADeviceOutsideIsRefused) {
+  expect_refused(one({{"usr/null", 'c', "", "", 0666, 1, 3}, hardlink("usr/zero", "/dev/zero")}),
+                 {"usr/zero", "absolute"});
 }
 
 TEST_F(Hostile, CompressedDigestMismatchIsRefused) {

@@ -1,6 +1,6 @@
 // What an unpacked layer looks like on disk: modes (setuid and read-only directories
-// included), mtimes, the single owner, links, fifos, whiteouts, opaque markers and the xattrs
-// that are kept or dropped.
+// included), mtimes, the single owner, links, fifos, whiteouts, opaque markers, the xattrs
+// that are kept or dropped, and the device nodes that are skipped.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "sandbox/image/tree_writer.h"
 #include "tests/sandbox/image/image_test_support.h"
 
@@ -133,6 +134,71 @@ TEST_F(Unpacked, ImageXattrsUserKeptOverlayTrustedSecurityDropped) {
   // An image cannot make its own directories opaque except with .wh..wh..opq.
   EXPECT_EQ(xattr(root / "d", "user.overlay.opaque"), "<none>");
   EXPECT_EQ(xattr(root / "d", "trusted.overlay.opaque"), "<none>");
+}
+
+// A root filesystem tar (mmdebstrap, `ADD rootfs.tar`) carries /dev nodes: they are left out
+// and counted, the image is not refused, and everything around them is written.
+TEST_F(Unpacked, DeviceNodesAreSkippedAndCountedTheRestUnpacked) {
+  const std::vector<tar_item> items{
+      dir("dev"),
+      {"dev/null", 'c', "", "", 0666, 1, 3},
+      {"dev/console", 'c', "", "", 0600, 5, 1},
+      {"dev/sda", 'b', "", "", 0660, 8, 0},
+      {"dev/loop0", 'b', "", "", 0660, 0, 0},   // 0/0, but a block device: no whiteout
+      {"nodir/zero", 'c', "", "", 0666, 1, 5},  // a skipped entry makes no parent either
+      hardlink("dev/null-again", "dev/null"),   // a link to a skipped device goes with it
+      {"dev/tty", 'c', "", "", 0666, 5, 0},
+      file("dev/tty", "a later entry of the same name wins\n"),
+      hardlink("dev/tty-link", "dev/tty"),  // the file now, so a link is made
+      {"dev/initctl", 'p', "", "", 0600},   // a fifo is harmless: created
+      dir("etc"),
+      file("etc/hostname", "debian\n"),
+      {"etc/gone", 'c', "", "", 0, 0, 0},  // overlayfs's whiteout form keeps its meaning
+      file("etc/.wh.motd", ""),
+  };
+  auto s = img::store::open(test_store_options(tmp_.path() / "state"));
+  ASSERT_TRUE(s) << s.error().message;
+  write_oci_layout(tmp_.path() / "img", {make_layer(items)});
+  auto r = s->import("oci:" + (tmp_.path() / "img").string(), {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->devices_skipped, 7u);
+  ASSERT_EQ(r->image.layers.size(), 1u);
+  EXPECT_EQ(r->image.layers[0].devices_skipped, 7u);
+
+  const fs::path root = r->image.layers[0].dir;
+  for (const char* p :
+       {"dev/null", "dev/console", "dev/sda", "dev/loop0", "nodir/zero", "nodir", "dev/null-again"})
+    EXPECT_FALSE(fs::exists(fs::symlink_status(root / p))) << p;
+  EXPECT_EQ(*read_file(root / "dev/tty"), "a later entry of the same name wins\n");
+  EXPECT_EQ(lstat_of(root / "dev/tty-link").st_ino, lstat_of(root / "dev/tty").st_ino);
+  EXPECT_TRUE(S_ISFIFO(lstat_of(root / "dev/initctl").st_mode));
+  EXPECT_EQ(*read_file(root / "etc/hostname"), "debian\n");
+  for (const char* p : {"etc/gone", "etc/motd"}) {
+    auto st = lstat_of(root / p);
+    EXPECT_TRUE(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) << p << " is no whiteout";
+  }
+  // The only device nodes in the tree are the two whiteouts.
+  int devices = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    devices +=
+        fs::is_character_file(e.symlink_status()) || fs::is_block_file(e.symlink_status()) ? 1 : 0;
+  EXPECT_EQ(devices, 2);
+
+  // Recorded: the layer's layer.json, the image record, and both as read back.
+  auto layer_json = read_json_file(root.parent_path() / "layer.json");
+  ASSERT_TRUE(layer_json);
+  EXPECT_EQ((*layer_json)["devices_skipped"], 7);
+  EXPECT_EQ(r->image.to_json()["layers"][0]["devices_skipped"], 7);
+  auto again = img::store::open(test_store_options(tmp_.path() / "state"));
+  ASSERT_TRUE(again);
+  auto listed = again->list();
+  ASSERT_TRUE(listed && listed->size() == 1u);
+  EXPECT_EQ(listed->front().layers.at(0).devices_skipped, 7u);
+  // A second import unpacks nothing, so skips nothing; the layer keeps its count.
+  auto second = again->import("oci:" + (tmp_.path() / "img").string(), {});
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->devices_skipped, 0u);
+  EXPECT_EQ(second->image.layers.at(0).devices_skipped, 7u);
 }
 
 TEST_F(Unpacked, LaterEntryOfTheSameNameWins) {
