@@ -22,8 +22,8 @@ namespace {
 // How to write an image reference, for a fixture's or suite's environment.image and a suite's
 // images alike.
 constexpr std::string_view image_reference_hint =
-    "write oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:NAME:TAG] or rootfs:DIR "
-    "(paths relative to this file)";
+    "write docker://NAME[:TAG] (a registry image, pulled), oci:DIR[:TAG], oci-archive:FILE[:TAG], "
+    "docker-archive:FILE[:NAME:TAG] or rootfs:DIR (paths relative to this file)";
 
 }  // namespace
 

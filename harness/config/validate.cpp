@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/image/reference.h"
+
 namespace evalbox::harness {
 inline namespace config {
 
@@ -61,15 +63,21 @@ constexpr std::string_view image_transports[] = {"oci", "oci-archive", "docker-a
 }
 
 std::string image_reference_problem(std::string_view ref) {
+  if (ref.starts_with("docker://")) {
+    auto parsed = sandbox::image::parse_registry_reference(ref);
+    return parsed ? std::string() : parsed.error().message;
+  }
   auto colon = ref.find(':');
   std::string_view transport = colon == std::string_view::npos ? ref : ref.substr(0, colon);
   if (colon == std::string_view::npos ||
       std::find(std::begin(image_transports), std::end(image_transports), transport) ==
           std::end(image_transports))
-    return fmt::format(
-        "'{}' names no image transport evalbox reads (a registry name like python:3.13 is "
-        "not fetched: save the image first)",
-        ref);
+    return sandbox::image::parse_registry_reference(ref)
+               ? fmt::format(
+                     "'{}' names no image transport evalbox reads; a registry image is "
+                     "written docker://{}",
+                     ref, ref)
+               : fmt::format("'{}' names no image transport evalbox reads", ref);
   if (image_reference_path(ref).empty()) return fmt::format("'{}' has no path", ref);
   if (transport == "rootfs" && ref.find(':', colon + 1) != std::string_view::npos)
     return fmt::format("'{}': rootfs: takes a directory and no tag", ref);
@@ -77,6 +85,7 @@ std::string image_reference_problem(std::string_view ref) {
 }
 
 std::string image_reference_path(std::string_view ref) {
+  if (ref.starts_with("docker://")) return {};
   auto colon = ref.find(':');
   if (colon == std::string_view::npos) return {};
   std::string_view rest = ref.substr(colon + 1);
@@ -84,6 +93,10 @@ std::string image_reference_path(std::string_view ref) {
 }
 
 std::string resolve_image_reference(std::string_view ref, const std::filesystem::path& base_dir) {
+  if (ref.starts_with("docker://")) {
+    auto parsed = sandbox::image::parse_registry_reference(ref);
+    return parsed ? parsed->str() : std::string(ref);
+  }
   auto colon = ref.find(':');
   std::string_view rest = ref.substr(colon + 1);
   auto end = rest.find(':');

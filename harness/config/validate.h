@@ -24,13 +24,16 @@ bool is_env_name(std::string_view s) noexcept;
 std::string host_port_problem(std::string_view s);
 
 // An image reference as a fixture or suite writes it: "" when it names a transport evalbox reads
-// (oci:, oci-archive:, docker-archive:, rootfs:) and a path, else what is wrong. The path is
-// checked where it is resolved (harness/fixture), the image itself when it is imported.
+// (oci:, oci-archive:, docker-archive:, rootfs:) and a path, or a registry image
+// (docker://NAME[:TAG][@DIGEST], checked as Docker names images), else what is wrong. The path
+// is checked where it is resolved (harness/fixture), the image itself when it is imported.
 std::string image_reference_problem(std::string_view ref);
 // `ref` with its path made absolute against `base_dir` (lexically normalized); the path ends at
-// the first ':' after the transport, as in skopeo. Call only when image_reference_problem is "".
+// the first ':' after the transport, as in skopeo. A docker:// reference is normalized
+// (docker://python:3.13 -> docker://docker.io/library/python:3.13). Call only when
+// image_reference_problem is "".
 std::string resolve_image_reference(std::string_view ref, const std::filesystem::path& base_dir);
-// The path part of a reference ("oci:images/py:3.13" -> "images/py").
+// The path part of a reference ("oci:images/py:3.13" -> "images/py"); "" for docker://.
 std::string image_reference_path(std::string_view ref);
 
 // `~` or `~/...` expanded with $HOME; anything else as it is.

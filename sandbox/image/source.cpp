@@ -559,7 +559,14 @@ status walk(const fs::path& dir,
 
 }  // namespace
 
-result<std::unique_ptr<image_source>> image_source::open(const reference& ref) {
+result<std::unique_ptr<image_source>> image_source::open(const reference& ref,
+                                                         const registry_settings* registry) {
+  if (ref.kind == transport::docker) {
+    if (!registry)
+      return make_error(error_kind::internal, "image {}: no registry settings to pull with",
+                        ref.str());
+    return make_registry_source(ref, *registry);
+  }
   struct stat st {};
   if (::stat(ref.path.c_str(), &st) != 0)
     return sys_error(errno, "image {}: {}", ref.str(), ref.path.string());
@@ -582,6 +589,8 @@ result<std::unique_ptr<image_source>> image_source::open(const reference& ref) {
       return std::make_unique<docker_source>(ref, std::make_unique<tar_container>(ref.path));
     case transport::rootfs:
       return std::make_unique<rootfs_source>(ref);
+    case transport::docker:
+      break;
   }
   return make_error(error_kind::internal, "unknown transport");
 }

@@ -30,10 +30,15 @@ struct layer_ref {
   std::string location;    // path of the blob in the directory or tar
 };
 
+struct registry_settings;  // registry.h
+
 struct resolved_image {
   reference ref;
   std::string manifest_digest;  // empty for docker-archive and rootfs
-  std::string config_digest;    // "sha256:<hex>": the image's id in the store
+  // docker://: the digest the reference resolved to — the index's when the tag names an index
+  // (what pins the reference for every platform), else the manifest's.
+  std::string reference_digest;
+  std::string config_digest;  // "sha256:<hex>": the image's id in the store
   image_config config;
   std::vector<layer_ref> layers;  // base first
 };
@@ -41,8 +46,10 @@ struct resolved_image {
 class image_source {
  public:
   virtual ~image_source() = default;
-  // Opens the source `ref` names (checks it exists and is the right kind of file).
-  static result<std::unique_ptr<image_source>> open(const reference& ref);
+  // Opens the source `ref` names (checks it exists and is the right kind of file). A docker://
+  // reference is pulled with `registry` (which must outlive the source).
+  static result<std::unique_ptr<image_source>> open(const reference& ref,
+                                                    const registry_settings* registry = nullptr);
 
   // Reads and verifies the metadata. Errors name the reference.
   virtual result<resolved_image> resolve() = 0;
@@ -53,6 +60,12 @@ class image_source {
   virtual status for_each_layer(const resolved_image& image, const std::vector<size_t>& wanted,
                                 const layer_fn& fn) = 0;
 };
+
+// docker://: a registry's image. resolve() fetches the manifest (index resolved to the platform)
+// and config; for_each_layer() downloads the wanted blobs, settings.parallel at once, calling
+// `fn` from several threads (each call on its own layer).
+std::unique_ptr<image_source> make_registry_source(const reference& ref,
+                                                   const registry_settings& settings);
 
 // rootfs:DIR — a directory imported as one layer. Its key is a digest of its listing (paths,
 // types, modes, sizes, mtimes, link targets), so a changed tree is a new layer while an

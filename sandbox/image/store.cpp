@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "base/digest.h"
@@ -20,6 +21,7 @@
 #include "base/units.h"
 #include "sandbox/image/layer.h"
 #include "sandbox/image/reference.h"
+#include "sandbox/image/registry.h"
 #include "sandbox/image/source.h"
 
 namespace evalbox::sandbox::image {
@@ -95,8 +97,13 @@ status fsync_dir(const fs::path& dir) {
 }
 
 json layer_to_json(const layer_info& l) {
-  return json{{"diff_id", l.diff_id},       {"digest", l.digest}, {"compression", l.compression},
-              {"blob_bytes", l.blob_bytes}, {"bytes", l.bytes},   {"entries", l.entries}};
+  return json{{"diff_id", l.diff_id},
+              {"digest", l.digest},
+              {"compression", l.compression},
+              {"blob_bytes", l.blob_bytes},
+              {"bytes", l.bytes},
+              {"entries", l.entries},
+              {"devices_skipped", l.devices_skipped}};
 }
 
 std::string unique_suffix() { return random_suffix(); }
@@ -123,6 +130,26 @@ result<layer_limits> parse_limits(std::string_view max_bytes, std::string_view m
     base.max_entries = n;
   }
   return base;
+}
+
+result<pull_policy> parse_pull_policy(std::string_view text) {
+  if (text == "missing") return pull_policy::missing;
+  if (text == "always") return pull_policy::always;
+  if (text == "never") return pull_policy::never;
+  return make_error(error_kind::invalid_argument,
+                    "--pull {}: expected missing (the default), always or never", text);
+}
+
+std::string_view to_string(pull_policy p) noexcept {
+  switch (p) {
+    case pull_policy::always:
+      return "always";
+    case pull_policy::never:
+      return "never";
+    case pull_policy::missing:
+      break;
+  }
+  return "missing";
 }
 
 std::vector<fs::path> image_info::lower_dirs() const {
@@ -232,6 +259,7 @@ result<layer_info> store::read_layer(const std::string& diff_id) {
   l.blob_bytes = j.value("blob_bytes", uint64_t{0});
   l.bytes = j.value("bytes", uint64_t{0});
   l.entries = j.value("entries", uint64_t{0});
+  l.devices_skipped = j.value("devices_skipped", uint64_t{0});
   l.dir = dir / "tree";
   return l;
 }
@@ -256,6 +284,7 @@ result<image_info> store::read_record(const fs::path& file) {
       li.blob_bytes = l.value("blob_bytes", uint64_t{0});
       li.bytes = l.value("bytes", uint64_t{0});
       li.entries = l.value("entries", uint64_t{0});
+      li.devices_skipped = l.value("devices_skipped", uint64_t{0});
       li.dir = root_ / "layers" / hex_of(li.diff_id) / "tree";
       info.bytes += li.bytes;
       info.layers.push_back(std::move(li));
@@ -357,7 +386,14 @@ class store::importer {
   }
 
   void emit(import_event e) const {
+    std::lock_guard lock(mu_);
     if (options_.progress) options_.progress(e);
+  }
+  // Counts kept while layers unpack on several threads (a registry's downloads).
+  template <class F>
+  void count(F&& f) {
+    std::lock_guard lock(mu_);
+    f(out_);
   }
   [[nodiscard]] const fs::path& root() const { return store_.root_; }
   [[nodiscard]] std::string describe(size_t t) const {
@@ -394,6 +430,8 @@ class store::importer {
   std::vector<target> targets_;
   std::vector<size_t> missing_;  // targets not in the store yet (indexes into targets_)
   import_result out_;
+  mutable std::mutex mu_;  // out_'s counts and progress calls, from download threads
+  std::optional<registry_settings> host_registry_;  // when the caller passed none
 };
 
 // The reference parsed and its source opened; the index, manifest and config read and their
@@ -401,8 +439,16 @@ class store::importer {
 status store::importer::resolve(std::string_view text, const fs::path& base_dir) {
   ref_ = EB_TRY(parse_reference(text, base_dir));
   name_ = ref_.str();
-  source_ = EB_TRY(image_source::open(ref_));
+  const registry_settings* registry = options_.registry;
+  if (ref_.kind == transport::docker && !registry) {
+    host_registry_ = EB_TRY(registry_settings_from_host());
+    host_registry_->cancel = options_.cancel;
+    registry = &*host_registry_;
+  }
+  source_ = EB_TRY(image_source::open(ref_, registry));
   image_ = EB_TRY(source_->resolve());
+  out_.pulled = ref_.kind == transport::docker;
+  out_.reference_digest = image_.reference_digest;
   count_ = image_.layers.size();
   emit({import_event::kind::resolved, 0, count_, image_.config_digest, 0, -1, 0});
   return {};
@@ -463,7 +509,7 @@ status store::importer::unpack_target(size_t t, const filler& fill) {
   const std::string hex = hex_of(l.key);
   locked_fd unpacking = EB_TRY(lock_file(root() / "locks" / (hex + ".unpack"), LOCK_EX));
   if (path_exists(root() / "layers" / hex)) {  // another importer finished it while we waited
-    ++out_.layers_present;
+    count([](import_result& o) { ++o.layers_present; });
     emit({import_event::kind::layer_present, t, targets_.size(), l.key, 0, -1, 0});
     return {};
   }
@@ -475,7 +521,7 @@ status store::importer::unpack_target(size_t t, const filler& fill) {
       log::warn("image store: leaving {} for gc: {}", tmp.string(), rm.error().message);
     return std::unexpected(std::move(st).error().with_context(describe(t)));
   }
-  ++out_.layers_unpacked;
+  count([](import_result& o) { ++o.layers_unpacked; });
   return {};
 }
 
@@ -494,6 +540,10 @@ status store::importer::fill_and_publish(size_t t, const filler& fill, const fs:
   tree_writer writer = EB_TRY(tree_writer::open(tmp / "tree", writer_));
   layer_result res = EB_TRY(fill(writer));
   EB_TRY(writer.finish());
+  count([&](import_result& o) {
+    o.devices_skipped += res.devices_skipped;
+    o.blob_bytes += res.blob_bytes;
+  });
   EB_TRY(write_file(tmp / "layer.json", pretty_json(layer_meta(l, res)), 0600));
   if (durable) {
     unique_fd fd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -518,6 +568,7 @@ json store::importer::layer_meta(const target& l, const layer_result& res) const
             {"bytes", res.bytes},
             {"entries", res.entries},
             {"whiteouts", res.whiteouts},
+            {"devices_skipped", res.devices_skipped},
             {"tar_bytes", res.tar_bytes},
             {"unpacked", now_seconds()},
             {"from", name_}};
@@ -536,6 +587,7 @@ result<layer_result> store::importer::copy_rootfs_into(tree_writer& w) {
   r.compression = "none";
   r.bytes = w.bytes();
   r.entries = w.entries();
+  r.devices_skipped = w.devices_skipped();
   return r;
 }
 
@@ -555,6 +607,7 @@ result<layer_result> store::importer::flatten_into(tree_writer& w) {
   }
   total.bytes = w.bytes();
   total.entries = w.entries();
+  total.devices_skipped = w.devices_skipped();
   return total;
 }
 
@@ -599,6 +652,9 @@ status store::importer::write_record() {
   used.replace_extension(".used");
   EB_TRY(write_file(used, "", 0600));  // creating or truncating it sets its mtime
   info.last_used = now_seconds();
+  // A tag names one image: the image it named before no longer answers to it.
+  if (ref_.kind == transport::docker && ref_.digest.empty())
+    EB_TRY(store_.forget_reference(name_, info.id));
   out_.image = std::move(info);
   out_.reference = name_;
   out_.manifest_digest = image_.manifest_digest;
@@ -617,9 +673,15 @@ bool store::importer::merge_earlier_record(const fs::path& record, image_info& i
       changed = false;
     }
   }
-  if (std::find(info.references.begin(), info.references.end(), name_) == info.references.end()) {
-    info.references.push_back(name_);
-    changed = true;
+  std::vector<std::string> names{name_};
+  // A registry image is also known by its digest: what pins a run to these bytes.
+  if (ref_.kind == transport::docker && !image_.reference_digest.empty())
+    names.push_back(ref_.pinned(image_.reference_digest));
+  for (const auto& n : names) {
+    if (std::find(info.references.begin(), info.references.end(), n) == info.references.end()) {
+      info.references.push_back(n);
+      changed = true;
+    }
   }
   if (!image_.manifest_digest.empty() &&
       std::find(info.manifest_digests.begin(), info.manifest_digests.end(),
@@ -630,9 +692,58 @@ bool store::importer::merge_earlier_record(const fs::path& record, image_info& i
   return changed;
 }
 
+status store::forget_reference(const std::string& reference, const std::string& keep_id) {
+  for (auto& other : EB_TRY(read_records())) {
+    if (other.id == keep_id) continue;
+    auto it = std::find(other.references.begin(), other.references.end(), reference);
+    if (it == other.references.end()) continue;
+    other.references.erase(it);
+    json j = other.to_json();
+    j.erase("last_used");
+    EB_TRY(
+        write_file_atomic(root_ / "records" / (hex_of(other.id) + ".json"), pretty_json(j), 0600));
+  }
+  return {};
+}
+
+// A docker:// reference the store already has, under --pull missing or never: held as a run
+// holds it, without asking the registry. nullopt when the store has no such image (or lost a
+// layer of it) and the policy allows a pull.
+result<std::optional<import_result>> store::from_store(std::string_view text,
+                                                       const fs::path& base_dir,
+                                                       const import_options& options,
+                                                       std::vector<locked_fd>& locks) {
+  if (!text.starts_with("docker://") || options.pull == pull_policy::always) return std::nullopt;
+  const reference ref = EB_TRY(parse_reference(text, base_dir));
+  auto held = use(ref.str());
+  if (!held) {
+    const bool absent = held.error().kind == error_kind::not_found;
+    if (absent && options.pull == pull_policy::missing) return std::nullopt;
+    if (absent)
+      return make_error(error_kind::not_found,
+                        "image {} is not in the image store and pulling is off (--pull never); "
+                        "`evalbox image pull {}` fetches it",
+                        ref.str(), ref.str().substr(9));
+    return std::unexpected(std::move(held).error());
+  }
+  import_result r;
+  r.reference = ref.str();
+  r.layers_present = held->image().layers.size();
+  if (!held->image().manifest_digests.empty())
+    r.manifest_digest = held->image().manifest_digests.back();
+  const std::string pinned_prefix = ref.pinned("");
+  for (const auto& n : held->image().references)
+    if (n.starts_with(pinned_prefix)) r.reference_digest = n.substr(pinned_prefix.size());
+  if (!ref.digest.empty()) r.reference_digest = ref.digest;
+  r.image = held->image();
+  for (auto& l : held->locks_) locks.push_back(std::move(l));
+  return r;
+}
+
 result<import_result> store::import_held(std::string_view text, const fs::path& base_dir,
                                          const import_options& options,
                                          std::vector<locked_fd>& locks) {
+  if (auto r = EB_TRY(from_store(text, base_dir, options, locks))) return std::move(*r);
   std::vector<std::string> hexes;
   auto r = importer(*this, options, locks, hexes).run(text, base_dir);
   if (!r) {

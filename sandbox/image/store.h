@@ -47,6 +47,7 @@
 #include "base/json.h"
 #include "base/unique_fd.h"
 #include "sandbox/image/oci.h"
+#include "sandbox/image/pull.h"
 #include "sandbox/image/tree_writer.h"
 #include "sandbox/sys/probe.h"
 
@@ -80,6 +81,8 @@ struct layer_info {
   uint64_t blob_bytes = 0;
   uint64_t bytes = 0;  // file content unpacked
   uint64_t entries = 0;
+  // Device nodes the layer carries, none of them created (tree_writer.h).
+  uint64_t devices_skipped = 0;
   std::filesystem::path dir;  // <store>/layers/<hex>/tree: the overlay lower
 };
 
@@ -111,9 +114,17 @@ struct import_event {
   double seconds = 0;       // layer_done: time spent
 };
 
+struct registry_settings;  // registry.h
+
 struct import_options {
   const std::atomic<bool>* cancel = nullptr;  // set (e.g. by SIGINT): stop, remove the partial
+  // Called from the importing thread and, for a registry's layers, from download threads (one
+  // call at a time).
   std::function<void(const import_event&)> progress;
+  pull_policy pull = pull_policy::missing;
+  // How docker:// references are pulled (must outlive the call); unset: read from the host
+  // (registry_settings_from_host) when one is needed.
+  const registry_settings* registry = nullptr;
 };
 
 struct import_result {
@@ -121,8 +132,16 @@ struct import_result {
   std::string reference;        // the canonical reference text it was imported as
   std::string manifest_digest;  // the manifest this import went through ("" for rootfs and
                                 // docker-archive, which name none)
-  size_t layers_unpacked = 0;   // by this call
-  size_t layers_present = 0;    // already in the store
+  // docker://: the digest the reference resolved to (the index's for a multi-platform tag),
+  // and whether the registry was asked (false: the store's copy, under --pull missing).
+  std::string reference_digest;
+  bool pulled = false;
+  size_t layers_unpacked = 0;  // by this call
+  size_t layers_present = 0;   // already in the store
+  uint64_t blob_bytes = 0;     // downloaded or read by this call
+  // Device nodes not created, summed over the layers this call unpacked (each layer's own
+  // count: image.layers).
+  uint64_t devices_skipped = 0;
 };
 
 // Holds an image's layers for a run: a shared flock on each layer's lock file, so gc and rm
@@ -192,6 +211,12 @@ class store {
   result<import_result> import_held(std::string_view reference,
                                     const std::filesystem::path& base_dir,
                                     const import_options& options, std::vector<locked_fd>& locks);
+  result<std::optional<import_result>> from_store(std::string_view reference,
+                                                  const std::filesystem::path& base_dir,
+                                                  const import_options& options,
+                                                  std::vector<locked_fd>& locks);
+  // Removes `reference` from every record but `keep_id`'s (a tag that moved).
+  status forget_reference(const std::string& reference, const std::string& keep_id);
   class importer;  // one import's passes (store.cpp)
   result<std::vector<image_info>> read_records();
   result<image_info> read_record(const std::filesystem::path& file);

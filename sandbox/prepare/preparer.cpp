@@ -436,16 +436,20 @@ result<prepared_session> preparer::prepare(const session_request& request) {
 
 result<image_summary> preparer::resolve_image(std::string_view reference, const fs::path& base_dir,
                                               const std::atomic<bool>* cancel,
-                                              std::function<void(const std::string&)> say) {
+                                              std::function<void(const std::string&)> say,
+                                              image::pull_policy pull) {
   auto* store = EB_TRY(impl_->image_store());
   image::import_options io;
   io.cancel = cancel;
+  io.pull = pull;
+  io.registry = impl_->options.registry.get();
   if (say) {
     io.progress = [&say, reference](const image::import_event& e) {
       using k = image::import_event::kind;
       if (e.what == k::layer_start)
-        say(fmt::format("image {}: unpacking layer {}/{} {}", reference, e.index + 1, e.count,
-                        e.diff_id.substr(0, 19)));
+        say(fmt::format("image {}: {} layer {}/{} {}", reference,
+                        reference.starts_with("docker://") ? "pulling" : "unpacking", e.index + 1,
+                        e.count, e.diff_id.substr(0, 19)));
       else if (e.what == k::layer_done)
         say(fmt::format("image {}: layer {}/{} unpacked in {:.1f}s", reference, e.index + 1,
                         e.count, e.seconds));
@@ -454,6 +458,16 @@ result<image_summary> preparer::resolve_image(std::string_view reference, const 
   auto r = EB_TRY(store->import(reference, base_dir, io));
   image_summary out;
   out.reference = r.reference;
+  out.reference_digest = r.reference_digest;
+  if (!r.reference_digest.empty() && r.reference.starts_with("docker://")) {
+    // docker://NAME[:TAG][@DIGEST] -> docker://NAME@DIGEST
+    std::string name = r.reference.substr(0, r.reference.find('@'));
+    if (auto colon = name.rfind(':'); colon != std::string::npos && colon > name.rfind('/'))
+      name.erase(colon);
+    out.pinned = name + "@" + r.reference_digest;
+  }
+  out.pulled = r.pulled;
+  out.blob_bytes = r.blob_bytes;
   out.id = r.image.id;
   out.manifest_digest = r.manifest_digest;
   out.env = r.image.config.env;

@@ -28,9 +28,13 @@
 
 #include "base/error.h"
 #include "base/json_fwd.h"
+#include "sandbox/image/pull.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox {
+namespace image {
+struct registry_settings;  // sandbox/image/registry.h
+}  // namespace image
 inline namespace prepare {
 
 // How a session's launches start their helper and make their cgroups (launcher.h), and where
@@ -62,6 +66,10 @@ struct preparer_options {
   // for one.
   std::string image_max_layer_bytes;
   std::string image_max_layer_entries;
+  // How registry images are pulled (sandbox/image/registry.h); unset: read from the host's
+  // environment and files when a docker:// image is first needed. The command line sets it,
+  // with the credential helpers it may start.
+  std::shared_ptr<const image::registry_settings> registry;
 };
 
 // The options as this process's environment sets them, read here once (the edge) and passed
@@ -73,8 +81,14 @@ preparer_options default_preparer_options();
 // An image as the store resolved it, for the harness to compose a run from (environment,
 // working directory) and to record which image a run used.
 struct image_summary {
-  std::string reference;         // canonical text (relative paths resolved)
-  std::string id;                // the config digest: session_request::image_root::id
+  std::string reference;  // canonical text (relative paths resolved)
+  // docker://: the digest the reference resolved to (the index's for a multi-platform tag),
+  // and the reference pinned to it (docker://NAME@sha256:…): what a run records.
+  std::string reference_digest;
+  std::string pinned;
+  bool pulled = false;      // the registry was asked (not the store's copy under --pull missing)
+  uint64_t blob_bytes = 0;  // downloaded (or read from a file) by this call
+  std::string id;           // the config digest: session_request::image_root::id
   std::string manifest_digest;   // "" for rootfs: and docker-archive:
   std::vector<std::string> env;  // the config's Env, "NAME=value"
   std::string working_dir;       // the config's WorkingDir ("" when unset)
@@ -192,10 +206,12 @@ class preparer {
   // `cancel` (e.g. set by SIGINT) stops an import at its next block, keeping no partial
   // layer; `say` gets one line per layer unpacked ("unpacking layer 1/2 …", "… unpacked"), for
   // what may take minutes the first time.
+  // A docker:// reference is pulled as `pull` says (image::pull_policy).
   result<image_summary> resolve_image(std::string_view reference,
                                       const std::filesystem::path& base_dir,
                                       const std::atomic<bool>* cancel = nullptr,
-                                      std::function<void(const std::string&)> say = {});
+                                      std::function<void(const std::string&)> say = {},
+                                      image::pull_policy pull = image::pull_policy::missing);
 
   // True when `path` (absolute, inside the image) is a file of image `id` (already in the store),
   // its symlinks resolved inside the image: to check, before anything runs, that the image has

@@ -44,11 +44,98 @@ TEST(Reference, RootfsTakesNoTag) {
 }
 
 TEST(Reference, UnknownTransportNamesWhatIsAccepted) {
-  auto r = parse_reference("docker://busybox", "/");
+  auto r = parse_reference("containers-storage:busybox", "/");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, error_kind::invalid_argument);
-  EXPECT_NE(r.error().message.find("docker://busybox"), std::string::npos);
+  EXPECT_NE(r.error().message.find("containers-storage:busybox"), std::string::npos);
   EXPECT_NE(r.error().message.find("oci-archive:FILE"), std::string::npos);
+  EXPECT_NE(r.error().message.find("docker://NAME"), std::string::npos);
+}
+
+// Registry names normalize as Docker's do, so that the store, run ids and credentials agree on
+// one spelling whatever a fixture wrote.
+TEST(RegistryReference, NormalizesAsDockerDoes) {
+  struct {
+    std::string_view in, out;
+  } cases[] = {
+      {"python", "docker://docker.io/library/python:latest"},
+      {"python:3.13", "docker://docker.io/library/python:3.13"},
+      {"docker://python:3.13-slim", "docker://docker.io/library/python:3.13-slim"},
+      {"alexgshaw/regex-log:20251031", "docker://docker.io/alexgshaw/regex-log:20251031"},
+      {"docker.io/library/busybox", "docker://docker.io/library/busybox:latest"},
+      {"index.docker.io/library/busybox:1", "docker://docker.io/library/busybox:1"},
+      {"registry-1.docker.io/org/x:v", "docker://docker.io/org/x:v"},
+      {"ghcr.io/org/env:v1", "docker://ghcr.io/org/env:v1"},
+      {"localhost/app", "docker://localhost/app:latest"},
+      {"localhost:5000/a/b/c:t", "docker://localhost:5000/a/b/c:t"},
+      {"127.0.0.1:5000/x", "docker://127.0.0.1:5000/x:latest"},
+      {"swebench/sweb.eval.x86_64.django_1776_django-11099:latest",
+       "docker://docker.io/swebench/sweb.eval.x86_64.django_1776_django-11099:latest"},
+      {"a__b/c-----d", "docker://docker.io/a__b/c-----d:latest"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_registry_reference(c.in);
+    ASSERT_TRUE(r) << c.in << ": " << r.error().message;
+    EXPECT_EQ(r->str(), c.out) << c.in;
+    EXPECT_EQ(r->kind, transport::docker);
+  }
+  // parse_reference takes the same names behind docker:// (and only there).
+  auto r = parse_reference("docker://python:3.13", "/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->str(), "docker://docker.io/library/python:3.13");
+  EXPECT_EQ(r->name(), "docker.io/library/python");
+}
+
+TEST(RegistryReference, ADigestNamesTheImageAndPinsIt) {
+  const std::string hex(64, 'a');
+  auto r = parse_registry_reference("ghcr.io/org/env@sha256:" + hex);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->digest, "sha256:" + hex);
+  EXPECT_EQ(r->tag, "");  // no :latest when a digest names it
+  EXPECT_EQ(r->str(), "docker://ghcr.io/org/env@sha256:" + hex);
+  auto both = parse_registry_reference("python:3.13@sha256:" + hex);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->str(), "docker://docker.io/library/python:3.13@sha256:" + hex);
+  EXPECT_EQ(both->pinned("sha256:" + std::string(64, 'b')),
+            "docker://docker.io/library/python@sha256:" + std::string(64, 'b'));
+}
+
+TEST(RegistryReference, AliasesApplyToShortNamesOnly) {
+  std::vector<std::pair<std::string, std::string>> aliases{{"py", "quay.io/team/python"}};
+  EXPECT_EQ(parse_registry_reference("py:3", aliases)->str(), "docker://quay.io/team/python:3");
+  EXPECT_EQ(parse_registry_reference("other/py:3", aliases)->str(),
+            "docker://docker.io/other/py:3");
+}
+
+TEST(RegistryReference, MalformedNamesAreRefusedWithTheReason) {
+  struct {
+    std::string_view in, why;
+  } cases[] = {
+      {"", "no image name"},
+      {"docker://", "no image name"},
+      {"Python:3", "lowercase"},
+      {"org/Python", "lowercase"},
+      {"python:", "not a valid tag"},
+      {"python:.hidden", "not a valid tag"},
+      {"python:a b", "space"},
+      {"python@sha256:abc", "64 lowercase hex"},
+      {"python@md5:0123", "64 lowercase hex"},
+      {"ghcr.io/", "no repository"},
+      {"-bad/x", "not a valid repository component"},
+      {"a..b/x", "not a valid registry host"},  // a "." makes the first part a host
+      {"bad_host.-x.io/x", "not a valid registry host"},
+      {"host.io:99999999/x", "not a valid registry host"},
+      {"x/../y", "not a valid repository component"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_registry_reference(c.in);
+    ASSERT_FALSE(r) << c.in << " was accepted as " << r->str();
+    EXPECT_EQ(r.error().kind, error_kind::invalid_argument);
+    EXPECT_NE(r.error().message.find(c.why), std::string::npos)
+        << c.in << ": " << r.error().message;
+  }
+  EXPECT_FALSE(parse_registry_reference(std::string(300, 'a')));  // longer than 255
+  EXPECT_FALSE(parse_registry_reference("x:" + std::string(129, 't')));
 }
 
 TEST(Reference, EmptyPathAndBadTagAreRefused) {

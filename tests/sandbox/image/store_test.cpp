@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "base/digest.h"
+#include "base/json.h"
 #include "tests/sandbox/image/image_test_support.h"
 
 namespace evalbox::testing::image {
@@ -435,6 +436,31 @@ TEST_F(Store, CopyFallbackFlattensTheLayersOntoOneTree) {
   EXPECT_EQ(again->image.layers[0].diff_id, r->image.layers[0].diff_id);
 }
 
+TEST_F(Store, CopyFallbackSkipsDeviceNodesOfEveryLayer) {
+  auto o = test_store_options(state());
+  o.whiteout = sys::whiteout_form::copy;
+  auto s = img::store::open(o);
+  ASSERT_TRUE(s) << s.error().message;
+  auto ref = layout(
+      "img",
+      {make_layer({dir("dev"), file("dev/keep", "k"), {"dev/null", 'c', "", "", 0666, 1, 3}}),
+       make_layer({{"dev/sda", 'b', "", "", 0660, 8, 0},
+                   {"dev/zero", 'c', "", "", 0666, 1, 5},
+                   file("dev/.wh.keep", "")},
+                  "zstd")});
+  auto r = s->import(ref, {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->devices_skipped, 3u);
+  ASSERT_EQ(r->image.layers.size(), 1u);
+  EXPECT_EQ(r->image.layers[0].devices_skipped, 3u);
+  const fs::path root = r->image.layers[0].dir;
+  EXPECT_TRUE(fs::is_directory(root / "dev"));
+  EXPECT_TRUE(fs::is_empty(root / "dev"));  // the whiteout deleted keep; no device was made
+}
+
+// The Debian test image keeps the device nodes mmdebstrap puts in /dev (tests/images/
+// oci_layout.py), as base images made from a root filesystem tar do: they are skipped and
+// counted, and the image is whole. (It runs: cli_sandbox_test, tests/integration/image_cli.sh.)
 TEST_F(Store, DebianImageImportsWithPythonAndOsRelease) {
   const fs::path deb = made_image("debian");
   auto s = open();
@@ -448,6 +474,18 @@ TEST_F(Store, DebianImageImportsWithPythonAndOsRelease) {
   EXPECT_NE(os_release->find("bookworm"), std::string::npos);
   EXPECT_TRUE(fs::exists(fs::symlink_status(root / "usr/bin/python3")));
   EXPECT_TRUE(fs::exists(root / "usr/bin/git"));
+  // mmdebstrap's /dev: console, full, null, ptmx, random, tty, urandom, zero.
+  EXPECT_GE(r->devices_skipped, 8u);
+  EXPECT_EQ(r->image.layers[0].devices_skipped, r->devices_skipped);
+  EXPECT_TRUE(fs::is_directory(root / "dev"));
+  for (const char* p : {"dev/null", "dev/console", "dev/zero", "dev/tty"})
+    EXPECT_FALSE(fs::exists(fs::symlink_status(root / p))) << p;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    EXPECT_FALSE(fs::is_character_file(e.symlink_status()) || fs::is_block_file(e.symlink_status()))
+        << e.path();
+  auto meta = read_json_file(root.parent_path() / "layer.json");
+  ASSERT_TRUE(meta);
+  EXPECT_EQ((*meta)["devices_skipped"], r->devices_skipped);
 }
 
 }  // namespace
