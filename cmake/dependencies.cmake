@@ -29,11 +29,14 @@ set_target_properties(evalbox_re2 PROPERTIES
   IMPORTED_LOCATION ${EVALBOX_RE2_LIBRARY}
   INTERFACE_INCLUDE_DIRECTORIES ${EVALBOX_RE2_INCLUDE}
   INTERFACE_LINK_LIBRARIES Threads::Threads)
-# toml++ (a Harbor task's task.toml), header-only: read by harness/fixture/harbor.cpp alone.
+# toml++ (a Harbor task's task.toml, registries.conf), header-only. Every file that includes it
+# must agree on its configuration (its inline functions differ with TOML_EXCEPTIONS: two
+# settings in one binary break the one-definition rule), so it is set here, for all: errors as
+# values, a parse_result, never an exception.
 find_path(EVALBOX_TOMLPP_INCLUDE NAMES toml++/toml.h REQUIRED)
 add_library(evalbox_tomlplusplus INTERFACE)
 target_include_directories(evalbox_tomlplusplus SYSTEM INTERFACE ${EVALBOX_TOMLPP_INCLUDE})
-target_compile_definitions(evalbox_tomlplusplus INTERFACE TOML_HEADER_ONLY=1)
+target_compile_definitions(evalbox_tomlplusplus INTERFACE TOML_HEADER_ONLY=1 TOML_EXCEPTIONS=0)
 # RapidJSON (the lexer of results.jsonl's lines, harness/results/fast_json.cpp), header-only.
 find_path(EVALBOX_RAPIDJSON_INCLUDE NAMES rapidjson/reader.h REQUIRED)
 add_library(evalbox_rapidjson INTERFACE)

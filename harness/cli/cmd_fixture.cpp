@@ -64,14 +64,14 @@ struct fixture_test_args {
   int trials = 1;
   std::string results;
   int concurrency = 2;
-  std::vector<std::string> images;  // --image REF=SOURCE
+  image_args images;  // --image, --pull, --force-build, --images-lock
 };
 
 // The suite `fixture test` and `fixture shell` run (harness::suite_of_fixtures), its images
 // resolved, no candidates yet. On a problem it prints the messages and returns the exit code.
 std::expected<harness::suite_spec, int> fixture_suite(
     const std::vector<std::string>& dirs, const std::optional<harness::suite_spec>& parent,
-    const std::vector<std::string>& images) {
+    image_args& images) {
   auto suite = harness::suite_of_fixtures("fixture-test", {dirs.begin(), dirs.end()},
                                           parent ? &*parent : nullptr);
   if (!suite) {
@@ -83,7 +83,7 @@ std::expected<harness::suite_spec, int> fixture_suite(
 }
 
 // Runs oracle and noop on each fixture and prints the verdict on each (harness/fixture/trust.h).
-int fixture_test(const fixture_test_args& a) {
+int fixture_test(fixture_test_args& a) {
   auto parent = load_parent_suite(a.suite);
   if (!parent) return parent.error();
   auto made = fixture_suite(a.dirs, *parent, a.images);
@@ -151,9 +151,7 @@ void add_fixture_test(CLI::App& fixture, action& out) {
   cmd->add_option("--trials", a->trials, "oracle and noop trials per fixture")
       ->capture_default_str();
   cmd->add_option("--results", a->results, "keep results here (default: a temporary directory)");
-  cmd->add_option("--image", a->images,
-                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable), e.g. "
-                  "org/task:1.0=docker-archive:task.tar (docs/harbor.md)");
+  add_image_options(cmd, a->images);
   cmd->add_option("--concurrency,-j", a->concurrency, "runs at once")->capture_default_str();
   cmd->callback([&out, a] { out = [a] { return fixture_test(*a); }; });
 }
@@ -165,10 +163,10 @@ struct fixture_shell_args {
   std::string dir;
   std::string suite;
   std::string candidate;
-  std::vector<std::string> images;
+  image_args images;
 };
 
-int fixture_shell(const fixture_shell_args& a) {
+int fixture_shell(fixture_shell_args& a) {
   if (!a.candidate.empty() && a.suite.empty()) {
     fmt::print(stderr, "evalbox fixture shell: --candidate {} needs --suite FILE (where it is)\n",
                a.candidate);
@@ -229,8 +227,7 @@ void add_fixture_shell(CLI::App& fixture, action& out) {
   cmd->add_option("--candidate", a->candidate,
                   "the suite's candidate whose managed home (and credential lease) the shell "
                   "gets");
-  cmd->add_option("--image", a->images,
-                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable)");
+  add_image_options(cmd, a->images);
   cmd->callback([&out, a] { out = [a] { return fixture_shell(*a); }; });
 }
 

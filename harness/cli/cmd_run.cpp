@@ -25,12 +25,12 @@ struct run_args {
   int retries = 1;
   bool no_resume = false;
   std::string shard;
-  std::vector<std::string> images;  // --image REF=SOURCE (Harbor tasks' docker_image)
+  image_args images;  // --image, --pull, --force-build, --images-lock
   std::string keep_workspaces = "none";
   std::string keep_workspace_size = "1GiB";
 };
 
-int run_command(const run_args& a) {
+int run_command(run_args& a) {
   auto keep = harness::parse_keep_policy(a.keep_workspaces);
   auto keep_bytes = parse_bytes(a.keep_workspace_size);
   if (!keep || !keep_bytes) {
@@ -71,6 +71,7 @@ int run_command(const run_args& a) {
   o.resume = !a.no_resume;
   o.keep_workspaces = *keep;
   o.keep_workspace_bytes = *keep_bytes;
+  record_images_lock(plan->results_dir, a.images.pinned);
   fmt::print(stderr, "evalbox: {} runs ({} fixtures × {} candidates × {} trials) → {}\n",
              runs.size(), suite->fixtures.size(), suite->candidates.size(),
              a.trials > 0 ? a.trials : suite->trials, o.results_dir.string());
@@ -117,10 +118,7 @@ void register_run(CLI::App& app, action& out) {
                   "extra attempts for infrastructure errors (never for task failures)")
       ->capture_default_str();
   cmd->add_flag("--no-resume", a->no_resume, "rerun runs that are already recorded");
-  cmd->add_option("--image", a->images,
-                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable; over "
-                  "the suite's images:), e.g. org/task:1.0=docker-archive:task.tar "
-                  "(docs/harbor.md)");
+  add_image_options(cmd, a->images);
   cmd->add_option("--shard", a->shard,
                   "run slice K/N of the matrix into RESULTS/shards/K; auto/N takes K from "
                   "SLURM_ARRAY_TASK_ID (Slurm job array) or JOB_COMPLETION_INDEX (Kubernetes "

@@ -26,10 +26,10 @@ struct runs_shell_args {
   std::string run_id;
   std::string suite;    // whose defaults the fixture took (its environment, limits)
   std::string fixture;  // the fixture directory, when it is no longer where the run had it
-  std::vector<std::string> images;
+  image_args images;
 };
 
-int runs_shell(const runs_shell_args& a) {
+int runs_shell(runs_shell_args& a) {
   constexpr const char* cmd = "evalbox runs shell";
   auto kept = harness::find_kept_run(fs::absolute(a.results), a.run_id);
   if (!kept) {
@@ -87,8 +87,7 @@ void register_runs(CLI::App& app, action& out) {
                     "(environment, limits)");
   shell->add_option("--fixture", a->fixture,
                     "the run's fixture directory, when it is no longer where the run had it");
-  shell->add_option("--image", a->images,
-                    "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable)");
+  add_image_options(shell, a->images);
   shell->callback([&out, a] { out = [a] { return runs_shell(*a); }; });
 }
 

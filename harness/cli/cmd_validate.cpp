@@ -10,8 +10,10 @@
 
 #include "base/json.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/image_store.h"
 #include "harness/cli/registry.h"
 #include "harness/cli/suite_command.h"
+#include "harness/fixture/harbor_images.h"
 #include "harness/validate/validate.h"
 #include "sandbox/prepare/preparer.h"
 
@@ -22,21 +24,46 @@ namespace {
 struct validate_args {
   std::vector<std::string> paths;
   bool json = false;
-  std::vector<std::string> images;  // --image REF=SOURCE
+  image_args images;  // --image, --pull, --force-build, --images-lock
 };
 
 int validate_command(const validate_args& a) {
+  auto policy = sandbox::image::parse_pull_policy(a.images.pull);
+  if (!policy) {
+    fmt::print(stderr, "{}\n", policy.error().message);
+    return exit_usage;
+  }
+  harness::registry_pins pins;
+  pins.force_build = a.images.force_build;
+  if (!a.images.images_lock.empty()) {
+    auto lock = harness::read_images_lock(a.images.images_lock);
+    if (!lock) {
+      fmt::print(stderr, "--images-lock: {}\n", lock.error().message);
+      return exit_usage;
+    }
+    pins.lock = std::move(*lock);
+  }
+  sandbox::preparer_options po = sandbox::default_preparer_options();
+  if (auto settings = cli_registry_settings()) po.registry = std::move(*settings);
   auto registry = make_registry();
   // Made on first need: only inputs that name an image use the store.
   std::optional<sandbox::preparer> preparer;
   harness::validate_options o;
-  o.images = a.images;
+  o.images = a.images.images;
   o.adapters = &registry;
-  o.state_root = sandbox::default_preparer_options().state_root;
-  o.preparer = [&preparer]() -> sandbox::preparer& {
-    if (!preparer) preparer.emplace(sandbox::default_preparer_options());
+  o.state_root = po.state_root;
+  o.preparer = [&preparer, &po]() -> sandbox::preparer& {
+    if (!preparer) preparer.emplace(po);
     return *preparer;
   };
+  // validate pulls what runs will use (with progress); under --pull never it only checks that
+  // each registry reference resolves.
+  o.pull = *policy;
+  pins.pin = [&o, &policy](const std::string& reference) {
+    return pin_with(o.preparer(), *policy, nullptr,
+                    *policy == sandbox::image::pull_policy::never)(reference);
+  };
+  o.pins = &pins;
   o.say = say_progress;
   const auto report = harness::validate_inputs(a.paths, o);
   if (a.json) {
@@ -71,10 +98,7 @@ void register_validate(CLI::App& app, action& out) {
                   "files")
       ->required();
   cmd->add_flag("--json", a->json, "print evalbox.validate.v1 JSON on stdout");
-  cmd->add_option("--image", a->images,
-                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable; over "
-                  "a suite's images:), e.g. org/task:1.0=docker-archive:task.tar "
-                  "(docs/harbor.md)");
+  add_image_options(cmd, a->images);
   cmd->callback([&out, a] { out = [a] { return validate_command(*a); }; });
 }
 

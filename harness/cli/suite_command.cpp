@@ -9,7 +9,12 @@
 #include <cstdlib>
 #include <thread>
 
+#include <CLI/CLI.hpp>
+
+#include "base/log.h"
+#include "base/units.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/image_store.h"
 #include "harness/cli/registry.h"
 #include "harness/fixture/harbor_images.h"
 #include "harness/fixture/load.h"
@@ -82,9 +87,51 @@ std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& p
 
 void say_progress(const std::string& line) { fmt::print(stderr, "evalbox: {}\n", line); }
 
-int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::string>& options) {
-  auto errors = harness::resolve_suite_images(
-      suite, options, sandbox::default_preparer_options().state_root, say_progress);
+void add_image_options(CLI::App* cmd, image_args& a) {
+  cmd->add_option("--image", a.images,
+                  "REF=SOURCE: the image for a Harbor task's docker_image REF (repeatable; over "
+                  "the suite's images:), e.g. org/task:1.0=docker-archive:task.tar "
+                  "(docs/harbor.md)");
+  cmd->add_option("--pull", a.pull,
+                  "when registry images (docker://, a Harbor task's docker_image) are pulled: "
+                  "missing (the image store's copy when it has one), always (ask the registry "
+                  "what the tag names now), never (the store only)")
+      ->check(CLI::IsMember({"missing", "always", "never"}));
+  cmd->add_flag("--force-build", a.force_build,
+                "Harbor tasks with environment/Dockerfile: build it even when the task names a "
+                "docker_image");
+  cmd->add_option("--images-lock", a.images_lock,
+                  "an images.lock (evalbox.images-lock.v1, written into every results "
+                  "directory): use its digest for each registry reference it names, so that "
+                  "another machine or shard runs on exactly those images");
+}
+
+int resolve_suite_images(harness::suite_spec& suite, image_args& a) {
+  auto policy = sandbox::image::parse_pull_policy(a.pull);
+  if (!policy) {
+    fmt::print(stderr, "{}\n", policy.error().message);
+    return exit_usage;
+  }
+  harness::registry_pins pins;
+  pins.force_build = a.force_build;
+  if (!a.images_lock.empty()) {
+    auto lock = harness::read_images_lock(a.images_lock);
+    if (!lock) {
+      fmt::print(stderr, "--images-lock: {}\n", lock.error().message);
+      return exit_usage;
+    }
+    pins.lock = std::move(*lock);
+  }
+  sandbox::preparer_options po = sandbox::default_preparer_options();
+  if (auto settings = cli_registry_settings()) po.registry = std::move(*settings);
+  sandbox::preparer prep(po);
+  // Ctrl-C during a pull stops it at its next block, keeping no partial layer.
+  sandbox::cancel_token cancel;
+  signal_watch watch(cancel);
+  pins.pin = pin_with(prep, *policy, &cancel.requested);
+  auto errors = harness::resolve_suite_images(suite, a.images, po.state_root, say_progress, &pins);
+  a.pinned = pins.pinned;
+  if (watch.signal() != 0) return harness::exit_status_of_signal(watch.signal());
   if (!errors) {
     fmt::print(stderr, "{}\n", errors.error().message);
     return exit_usage;
@@ -92,6 +139,37 @@ int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::stri
   if (errors->empty()) return exit_ok;
   fmt::print(stderr, "{}\n", harness::join_messages(*errors));
   return exit_usage;
+}
+
+std::function<result<std::string>(const std::string&)> pin_with(sandbox::preparer& prep,
+                                                                sandbox::image::pull_policy policy,
+                                                                const std::atomic<bool>* cancel,
+                                                                bool check_only) {
+  return [&prep, policy, cancel, check_only](const std::string& reference) -> result<std::string> {
+    auto img = prep.resolve_image(reference, {}, cancel, say_progress, policy);
+    if (!img && check_only && img.error().kind == error_kind::not_found)
+      return prep.registry_digest(reference);
+    if (!img) return std::unexpected(std::move(img).error());
+    if (img->pulled)
+      say_progress(fmt::format("image {}: {} ({} downloaded)", reference, img->reference_digest,
+                               format_bytes(img->blob_bytes)));
+    if (img->pinned.empty())
+      return make_error(error_kind::internal, "image {}: no digest recorded", reference);
+    return img->pinned;
+  };
+}
+
+void record_images_lock(const std::filesystem::path& results_dir,
+                        const std::map<std::string, std::string>& pinned) {
+  if (pinned.empty()) return;
+  const auto file = results_dir / "images.lock";
+  std::map<std::string, std::string> all;
+  if (std::filesystem::exists(file)) {
+    if (auto old = harness::read_images_lock(file)) all = std::move(*old);
+  }
+  for (const auto& [ref, digest] : pinned) all[ref] = digest;
+  if (auto st = harness::write_images_lock(file, all); !st)
+    log::warn("{}: {}", file.string(), st.error().message);
 }
 
 suite_run_options::suite_run_options() {

@@ -4,13 +4,19 @@
 // before anything runs, and loading a runnable suite.
 #pragma once
 
+#include <atomic>
 #include <expected>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/config/spec.h"
+
+namespace CLI {
+class App;
+}
 #include "harness/plan/plan.h"
 #include "harness/runner/suite_run.h"
 
@@ -42,10 +48,37 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
 // Prints a line of progress (an image saved or built) as "evalbox: LINE" on stderr.
 void say_progress(const std::string& line);
 
-// For a command: harness::resolve_suite_images with the images of `options` (--image) over the
-// suite's and the state directory's image caches, its progress and problems printed to stderr.
-// Returns exit_ok, or exit_usage when an image cannot be had (the message says how to get it).
-int resolve_suite_images(harness::suite_spec& suite, const std::vector<std::string>& options);
+// How a command that runs or checks a suite gets its images: --image, --pull, --force-build,
+// --images-lock.
+struct image_args {
+  std::vector<std::string> images;  // --image REF=SOURCE (Harbor tasks' docker_image)
+  std::string pull = "missing";     // --pull missing|always|never
+  bool force_build = false;         // --force-build: Harbor tasks build environment/
+  std::string images_lock;          // --images-lock FILE: registry digests to use
+  // Out: every registry reference pinned, reference -> digest (images.lock).
+  std::map<std::string, std::string> pinned;
+};
+// Adds --image, --pull, --force-build and --images-lock to `cmd`, into `a`.
+void add_image_options(CLI::App* cmd, image_args& a);
+
+// For a command: harness::resolve_suite_images with `a`: the images of --image over the
+// suite's and the state directory's image caches, registry images pulled as --pull says (with
+// progress, Ctrl-C stopping a pull cleanly) and pinned to their digests, the problems printed
+// to stderr. Returns exit_ok, exit_usage when an image cannot be had (the message says how to
+// get it), or 130/143 when interrupted.
+int resolve_suite_images(harness::suite_spec& suite, image_args& a);
+
+// The pin function of harness::registry_pins for a command: `prep` pulls (or finds) each
+// reference as `policy` says, saying what it downloaded; under `check_only` (validate --pull
+// never) a reference the store lacks is only asked of its registry.
+std::function<result<std::string>(const std::string&)> pin_with(sandbox::preparer& prep,
+                                                                sandbox::image::pull_policy policy,
+                                                                const std::atomic<bool>* cancel,
+                                                                bool check_only = false);
+
+// `pinned` merged into <results>/images.lock (what --images-lock reads back elsewhere).
+void record_images_lock(const std::filesystem::path& results_dir,
+                        const std::map<std::string, std::string>& pinned);
 
 // The suite at `path`, loaded and its candidates validated, for a command that plans runs
 // (run, slurm, k8s). On a problem it prints the messages and returns the exit code:

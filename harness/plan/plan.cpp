@@ -41,6 +41,11 @@ std::string suite_environment_key(const fixture_spec& fixture) {
   // it) and so does the reward it must reach: both are part of its runs' identity.
   if (fixture.harbor && fixture.environment)
     return fmt::format("harbor\n{}\n{}", fixture.environment->image, fixture.threshold);
+  // A registry image is named by the digest its tag resolved to (pinned before planning), not
+  // by the tag: a tag that moves makes new runs instead of resuming into the old ones.
+  if (fixture.environment && fixture.environment->image_ref.starts_with("docker://"))
+    return fmt::format("registry\n{}\n{}", fixture.environment->image_ref,
+                       fixture.environment->workdir.value_or(""));
   if (!fixture.environment || !fixture.environment_from_suite) return {};
   return fmt::format("{}\n{}", fixture.environment->image,
                      fixture.environment->workdir.value_or(""));

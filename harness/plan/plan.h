@@ -33,7 +33,9 @@ result<std::string> candidate_digest(const candidate_spec& c);
 
 // A fixture's own environment is part of its digest (fixture.yaml); the suite's default is not,
 // so it joins the run id as written ("IMAGE\nWORKDIR"; not resolved: the ids must not depend on
-// where the tree lies). Empty when the fixture has no environment or its own.
+// where the tree lies). A registry image (docker://) always joins it, pinned to its digest
+// ("registry\ndocker://NAME@sha256:…\nWORKDIR"): the bytes, not the tag. Empty when the
+// fixture has no environment or its own (of files).
 std::string suite_environment_key(const fixture_spec& fixture);
 
 // The run id of `trial` of a candidate on a fixture: 16 hex digits of SHA-256 over the

@@ -130,7 +130,8 @@ class input_check {
 
   // The Harbor tasks' images of `s`, resolved (a problem for each that cannot be had).
   void images_of(suite_spec& s) {
-    auto unresolved = resolve_suite_images(s, options_.images, options_.state_root, options_.say);
+    auto unresolved =
+        resolve_suite_images(s, options_.images, options_.state_root, options_.say, options_.pins);
     if (!unresolved) return problem(unresolved.error().message);
     in_.errors.insert(in_.errors.end(), unresolved->begin(), unresolved->end());
   }
@@ -143,7 +144,14 @@ class input_check {
       if (!f->environment || f->environment->image_ref.empty()) continue;
       const auto& env = *f->environment;
       if (!seen.insert(env.image_ref).second) continue;
-      auto img = options_.preparer().resolve_image(env.image_ref, f->dir);
+      auto img = options_.preparer().resolve_image(env.image_ref, f->dir, nullptr, options_.say,
+                                                   options_.pull);
+      // --pull never: a registry image the store lacks was checked to resolve (pinned), not
+      // pulled; there is nothing more to look at before a run pulls it.
+      if (!img && img.error().kind == error_kind::not_found &&
+          options_.pull == sandbox::image::pull_policy::never &&
+          env.image_ref.starts_with("docker://"))
+        continue;
       if (!img) {
         in_.errors.push_back(
             {env.image_where,

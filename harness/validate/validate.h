@@ -16,6 +16,7 @@
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/fixture/harbor_images.h"
+#include "sandbox/image/pull.h"
 
 namespace evalbox::sandbox {
 inline namespace prepare {
@@ -64,6 +65,10 @@ struct validate_options {
   // The store's preparer, asked for only when an input names an image.
   std::function<sandbox::preparer&()> preparer;
   say_fn say;  // progress of image saves and builds
+  // Registry images: pinned (pulled, or under --pull never only checked to resolve) before the
+  // images are checked; nullptr leaves registry references as written.
+  registry_pins* pins = nullptr;
+  sandbox::image::pull_policy pull = sandbox::image::pull_policy::missing;
 };
 
 // Each of `paths`: a directory, fixture.yaml or task.toml is a fixture; another file is a

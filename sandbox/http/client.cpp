@@ -114,15 +114,16 @@ std::string base64_encode(std::string_view bytes) {
 result<std::string> base64_decode(std::string_view text) {
   auto bad = [] { return make_error(error_kind::invalid_argument, "not valid base64"); };
   if (text.size() % 4 != 0) return bad();
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool alpha = std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/';
-    const bool pad = c == '=' && i + 2 >= text.size();
-    if (!alpha && !pad) return bad();
-  }
+  // Padding: at most two '=', and only at the end ("ab=c" is not base64).
+  size_t pads = 0;
+  while (pads < 2 && pads < text.size() && text[text.size() - 1 - pads] == '=') ++pads;
+  const std::string_view data = text.substr(0, text.size() - pads);
+  for (char c : data)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/') return bad();
   std::string out(beast::detail::base64::decoded_size(text.size()), '\0');
+  // Beast stops at the first '=' and counts what it read before it: the data, not the padding.
   auto [written, read] = beast::detail::base64::decode(out.data(), text.data(), text.size());
-  if (read != text.size()) return bad();
+  if (read != data.size()) return bad();
   out.resize(written);
   return out;
 }

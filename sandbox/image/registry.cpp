@@ -366,7 +366,8 @@ struct registry_client::state {
         lock.unlock();
         http::options o = http_options(body_stream);
         if (settings.use_proxy) o.via = EB_TRY(http::proxy_for(at));
-        http::response r = EB_TRY(http::fetch(req, o));
+        // The reference first: "GET https://…: no progress …" alone does not say which pull.
+        http::response r = EB_TRY_CTX(http::fetch(req, o), label);
         const int st = r.status();
         if (redirect(st)) {
           auto loc = r.header("Location");
@@ -442,6 +443,11 @@ std::string registry_client::endpoint() const {
 result<fetched_manifest> registry_client::manifest(const std::string& tag_or_digest,
                                                    bool head_only) {
   state& s = *state_;
+  const std::string name = s.ref.name();
+  for (const auto& [prefix, where] : s.settings.blocked)
+    if (name == prefix || name.starts_with(prefix + "/"))
+      return make_error(error_kind::permission, "{}: pulls from {} are blocked ({})", s.label,
+                        prefix, where);
   const std::string path = "/v2/" + s.ref.repository + "/manifests/" + tag_or_digest;
   const http::header_list accept{{"Accept", std::string(manifest_accept)}};
   // Mirrors first; the registry itself last. A mirror that fails is passed over (logged).
@@ -460,7 +466,17 @@ result<fetched_manifest> registry_client::manifest(const std::string& tag_or_dig
       std::lock_guard lock(s.mu);
       s.plain_http = true;
     }
-    if (!r && s.plain_http) r = s.send(head_only ? "HEAD" : "GET", path, accept, false);
+    if (!r && s.plain_http) {
+      auto plain = s.send(head_only ? "HEAD" : "GET", path, accept, false);
+      if (plain) {
+        r = std::move(plain);
+      } else {
+        // Plain HTTP fails too: a TLS registry whose certificate is not trusted, most likely.
+        // The TLS error is the one that says so (the plain attempt's is an "end of stream").
+        std::lock_guard lock(s.mu);
+        s.plain_http = false;
+      }
+    }
     if (r && r->status() == 200) {
       fetched_manifest m;
       auto ct = r->header("Content-Type");

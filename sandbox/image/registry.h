@@ -58,6 +58,9 @@ struct registry_settings {
   // Domain -> mirror endpoints tried first, in order (registries.conf `[[registry.mirror]]`;
   // EVALBOX_REGISTRY_MIRROR for docker.io). "host[:port]" or "https://host[:port]".
   std::map<std::string, std::vector<std::string>> mirrors;
+  // Registries pulls must not use (registries.conf `blocked = true`): "host[:port]" or
+  // "host[:port]/path" prefixes; a pull from one is refused naming the file that blocked it.
+  std::vector<std::pair<std::string, std::string>> blocked;  // prefix, where it was declared
   // registries.conf [aliases] (short name -> full name) and unqualified-search-registries.
   std::vector<std::pair<std::string, std::string>> aliases;
   std::vector<std::string> search;

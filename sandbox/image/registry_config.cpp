@@ -136,13 +136,11 @@ result<std::optional<credential>> helper_credential(const registry_settings& set
 
 status apply_registries_conf(std::string_view toml_text, std::string_view what,
                              registry_settings& into) {
-  toml::table t;
-  try {
-    t = toml::parse(toml_text, std::string(what));
-  } catch (const toml::parse_error& e) {
-    return make_error(error_kind::invalid_argument, "{}:{}: {}", what, e.source().begin.line,
-                      e.description());
-  }
+  toml::parse_result parsed = toml::parse(toml_text, std::string(what));
+  if (!parsed)
+    return make_error(error_kind::invalid_argument, "{}:{}: {}", what,
+                      parsed.error().source().begin.line, parsed.error().description());
+  const toml::table& t = parsed.table();
   if (auto* search = t["unqualified-search-registries"].as_array()) {
     into.search.clear();
     for (const auto& n : *search)
@@ -162,6 +160,8 @@ status apply_registries_conf(std::string_view toml_text, std::string_view what,
       const std::string host = bare_host(location.substr(0, location.find('/')));
       if (auto insecure = (*reg)["insecure"].value<bool>(); insecure && *insecure)
         into.insecure.push_back(host);
+      if (auto blocked = (*reg)["blocked"].value<bool>(); blocked && *blocked)
+        into.blocked.emplace_back(bare_host(location), std::string(what));
       if (const auto* mirrors = (*reg)["mirror"].as_array()) {
         for (const auto& m : *mirrors) {
           const auto* mt = m.as_table();

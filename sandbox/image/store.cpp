@@ -774,9 +774,21 @@ result<image_info> store::lookup(std::string_view query, const fs::path& base_di
   if (query.find(':') != std::string_view::npos && !query.starts_with("sha256:")) {
     auto ref = EB_TRY(parse_reference(query, base_dir));
     const std::string canonical = ref.str();
-    for (auto& i : images)
-      if (std::find(i.references.begin(), i.references.end(), canonical) != i.references.end())
-        return std::move(i);
+    // Several images may answer to one reference: a multi-platform index's digest
+    // (NAME@sha256:INDEX) names the image of each platform pulled through it. A run wants this
+    // host's, not whichever record the directory happens to list first.
+    image_info* found = nullptr;
+    for (auto& i : images) {
+      if (std::find(i.references.begin(), i.references.end(), canonical) == i.references.end())
+        continue;
+      if (!found) found = &i;
+      if (platform_matches({i.config.os, i.config.architecture, i.config.variant},
+                           host_platform())) {
+        found = &i;
+        break;
+      }
+    }
+    if (found) return std::move(*found);
     return make_error(error_kind::not_found,
                       "image {} is not in the store {} (evalbox image import {})", canonical,
                       root_.string(), canonical);

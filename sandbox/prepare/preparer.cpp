@@ -24,6 +24,8 @@
 #include "base/log.h"
 #include "base/unique_fd.h"
 #include "sandbox/home/home.h"
+#include "sandbox/image/reference.h"
+#include "sandbox/image/registry.h"
 #include "sandbox/mount/mount.h"
 #include "sandbox/prepare/session_state.h"
 #include "sandbox/spec/system_paths.h"
@@ -479,6 +481,20 @@ result<image_summary> preparer::resolve_image(std::string_view reference, const 
   out.bytes = r.image.bytes;
   out.layers_unpacked = r.layers_unpacked;
   return out;
+}
+
+result<std::string> preparer::registry_digest(std::string_view reference) {
+  const image::reference ref = EB_TRY(image::parse_registry_reference(reference));
+  std::optional<image::registry_settings> from_host;
+  const image::registry_settings* settings = impl_->options.registry.get();
+  if (!settings) settings = &from_host.emplace(EB_TRY(image::registry_settings_from_host()));
+  image::registry_client client(*settings, ref);
+  if (!ref.digest.empty()) {
+    EB_TRY(client.manifest(ref.digest));  // it exists, and its bytes are what it says
+    return ref.pinned(ref.digest);
+  }
+  auto m = EB_TRY(client.manifest(ref.tag));
+  return ref.pinned(m.digest);
 }
 
 result<bool> preparer::image_has_file(std::string_view id, const fs::path& path) {

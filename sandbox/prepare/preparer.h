@@ -213,6 +213,11 @@ class preparer {
                                       std::function<void(const std::string&)> say = {},
                                       image::pull_policy pull = image::pull_policy::missing);
 
+  // What a registry reference (docker://…) names now, asked of its registry without pulling
+  // anything: the reference pinned to that digest (docker://NAME@sha256:…). `validate
+  // --pull never` checks references so.
+  result<std::string> registry_digest(std::string_view reference);
+
   // True when `path` (absolute, inside the image) is a file of image `id` (already in the store),
   // its symlinks resolved inside the image: to check, before anything runs, that the image has
   // what a client needs (a script's interpreter). Thread-safe.
