@@ -28,7 +28,8 @@ extern "C" void on_stop(int sig) {
 
 struct import_args {
   std::string file, out, repos, repo_url = "https://github.com/{repo}.git", images;
-  std::string test_cmd = "python3 -m pytest -rA -p no:cacheprovider {test_files}";
+  std::string images_prefix;
+  std::string test_cmd;
   std::string name;
   bool quiet = false;
 };
@@ -41,7 +42,14 @@ int import_swebench(const import_args& a) {
   o.repo_url = a.repo_url;
   o.test_command = a.test_cmd;
   o.suite_name = a.name;
-  if (!a.images.empty()) {
+  if (!a.images_prefix.empty() && a.images != "official") {
+    log::error("--images-prefix names where the official images are: give --images official");
+    return exit_usage;
+  }
+  if (a.images == "official") {
+    o.official_images = true;
+    if (!a.images_prefix.empty()) o.images_prefix = a.images_prefix;
+  } else if (!a.images.empty()) {
     auto map = read_json_file(a.images);
     if (!map || !map->is_object()) {
       log::error("--images {}: {}", a.images,
@@ -107,9 +115,11 @@ void register_import(CLI::App& app, action& out) {
       "Turn SWE-bench-style instances (JSONL, or a JSON array: instance_id, repo, base_commit, "
       "problem_statement, test_patch, FAIL_TO_PASS, PASS_TO_PASS, optional patch, image, "
       "eval_script) into one fixture per instance and a suite over them: the workspace is the "
-      "repository at base_commit, the check applies test_patch and grades FAIL_TO_PASS / "
-      "PASS_TO_PASS, the gold patch is the oracle. A bad instance is reported at FILE:LINE and "
-      "skipped (exit 64). Nothing is fetched: `evalbox validate` fetches the repositories.");
+      "repository at base_commit (with --images official, SWE-bench's image of the instance), "
+      "the check applies test_patch, runs the repository's test command and grades "
+      "FAIL_TO_PASS / PASS_TO_PASS with its log parser, as SWE-bench's harness does; the gold "
+      "patch is the oracle. A bad instance is reported at FILE:LINE and skipped (exit 64). "
+      "Nothing is fetched: `evalbox validate` fetches the repositories and images.");
   auto a = std::make_shared<import_args>();
   sw->add_option("file", a->file, "the instances (.jsonl, or .json holding an array)")->required();
   sw->add_option("--out", a->out, "directory to write the suite and its fixtures into")->required();
@@ -119,14 +129,23 @@ void register_import(CLI::App& app, action& out) {
   sw->add_option("--repo-url", a->repo_url,
                  "URL template of the repositories; {repo}, {owner} and {name} are replaced")
       ->capture_default_str();
-  sw->add_option("--images", a->images,
-                 "JSON file mapping an instance's image (or its instance_id) to an evalbox image "
-                 "reference, e.g. {\"sweb.eval.x86_64.django\": \"oci:images/django\"}; paths "
-                 "relative to the file");
+  sw->add_option(
+      "--images", a->images,
+      "`official`: each instance runs in SWE-bench's published image "
+      "(docker://swebench/sweb.eval.x86_64.<id>:latest, \"__\" as \"_1776_\"), its "
+      "workspace the image's /testbed; or a JSON file mapping an instance's image (or "
+      "its instance_id) to an evalbox image reference, e.g. "
+      "{\"sweb.eval.x86_64.django\": \"oci:images/django\"}; paths relative to the file");
+  sw->add_option("--images-prefix", a->images_prefix,
+                 "with --images official: what replaces docker://swebench/ in the image names, "
+                 "for a mirror (e.g. docker://mirror.local:5000/swebench/)");
   sw->add_option("--test-cmd", a->test_cmd,
-                 "test command of instances without eval_script; {test_files} becomes the files "
-                 "test_patch touches. Its output must hold pytest -rA summary lines")
-      ->capture_default_str();
+                 "test command of instances without eval_script; {test_files} becomes the test "
+                 "files test_patch touches (data files left out), {test_directives} what SWE-bench "
+                 "passes its command (Django: test modules, a.b). Default: SWE-bench's command "
+                 "for the instance's repo and version, else python3 -m pytest -rA -p "
+                 "no:cacheprovider {test_files}. Its output is read by the repository's log "
+                 "parser (pytest's -rA lines for other repositories)");
   sw->add_option("--name", a->name, "the suite's name (default: the --out directory's name)");
   sw->add_flag("--quiet", a->quiet, "no progress on stderr");
   sw->callback([&out, a] { out = [a] { return import_swebench(*a); }; });

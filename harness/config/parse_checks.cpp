@@ -172,17 +172,35 @@ void parse_tests_check(reader& r, const YAML::Node& n, const std::string& what, 
     if (rep.IsScalar() && rep.Scalar() == "pytest") {
       out.report = tests_check::report_kind::pytest;
     } else if (rep.IsMap()) {
-      static constexpr std::string_view junit_keys[] = {"junit"};
-      if (auto jf = r.mapping(rep, what + ".report", junit_keys, junit_keys);
-          jf && jf->has("junit"))
+      static constexpr std::string_view report_keys[] = {"junit", "format"};
+      auto jf = r.mapping(rep, what + ".report", report_keys, {});
+      if (jf && jf->has("junit") == jf->has("format")) {
+        r.fail(rep, fmt::format("{}.report takes one of `junit` and `format`", what),
+               "`{format: NAME}` reads the command's output with that log parser; `{junit: "
+               "PATH}` the XML report the command writes");
+      } else if (jf && jf->has("junit")) {
         if (auto p = r.relative_path(jf->get("junit"), what + ".report.junit")) {
           out.report = tests_check::report_kind::junit;
           out.junit_path = *p;
         }
+      } else if (jf) {
+        YAML::Node fmt_node = jf->get("format");
+        if (auto s = r.string(fmt_node, what + ".report.format")) {
+          if (std::find(std::begin(test_log_formats), std::end(test_log_formats), *s) ==
+              std::end(test_log_formats))
+            r.fail(fmt_node, fmt::format("{}.report.format '{}' is no log format", what, *s),
+                   fmt::format("one of {}", fmt::join(test_log_formats, ", ")));
+          else
+            out.log_format = *s;
+        }
+      }
     } else {
-      r.fail(rep, fmt::format("{}.report must be `pytest` or `{{junit: PATH}}`", what),
-             "pytest reads the command's output (run pytest with -rA); junit reads the XML "
-             "report the command writes at PATH (relative to /workspace)");
+      r.fail(
+          rep,
+          fmt::format("{}.report must be `pytest`, `{{format: NAME}}` or `{{junit: PATH}}`", what),
+          "pytest reads the command's output (run pytest with -rA); format: NAME reads it with "
+          "the log parser NAME (django, sympy, ...: docs/fixture-format.md); junit reads the "
+          "XML report the command writes at PATH (relative to /workspace)");
     }
   }
   auto names = [&](const char* key, std::vector<std::string>& into) {

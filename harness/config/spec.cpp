@@ -223,6 +223,8 @@ json check_spec::to_json() const {
       if (!tests.patch.empty()) t["patch"] = tests.patch;
       if (tests.report == tests_check::report_kind::junit)
         t["report"] = {{"junit", tests.junit_path}};
+      else if (tests.log_format != "pytest")
+        t["report"] = {{"format", tests.log_format}};
       else
         t["report"] = "pytest";
       j["tests"] = t;

@@ -135,12 +135,17 @@ std::string_view to_string(transcript_check::predicate_kind kind) noexcept;
 // tests: {command, patch?, report?, fail_to_pass, pass_to_pass} — a test suite run in the
 // grading sandbox after `patch` (a file of grader/) is applied to the final workspace, its
 // report parsed and the listed tests graded as SWE-bench does (docs/swebench.md).
+inline constexpr std::string_view test_log_formats[] = {
+    "pytest", "pytest-v2", "pytest-options", "matplotlib", "seaborn", "django", "sympy"};
 struct tests_check {
   enum class report_kind { pytest, junit };
   std::string command;  // run by /bin/sh -c in /workspace
   std::string patch;    // "" or a path relative to grader/ (mounted at /grader)
-  report_kind report = report_kind::pytest;
-  std::string junit_path;                 // report junit: relative to /workspace
+  report_kind report = report_kind::pytest;  // pytest: the command's output, read as log_format
+  std::string junit_path;                    // report junit: relative to /workspace
+  // report `pytest` or `{format: NAME}`: the log parser that reads the command's output, a name
+  // of test_log_formats (harness/grading/test_report.h has a parser for each).
+  std::string log_format = "pytest";
   std::vector<std::string> fail_to_pass;  // must pass after the change (and failed before)
   std::vector<std::string> pass_to_pass;  // must still pass
 };

@@ -448,7 +448,9 @@ check_result evaluate_tests_check(const check_spec& c, const tests_check_outcome
     else
       problem = fmt::format("{}: {}", t.junit_path, parsed.error().message);
   } else {
-    report = parse_pytest_log(out.report);
+    // The command's output, read by the fixture's log parser (validated when it was loaded).
+    report = parse_test_log(test_log_format_named(t.log_format).value_or(test_log_format::pytest),
+                            out.report);
   }
   tests_grade g = grade_tests(report, t.fail_to_pass, t.pass_to_pass);
   r.passed = g.resolution == "full";

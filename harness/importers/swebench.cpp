@@ -15,6 +15,7 @@
 #include "base/json_get.h"
 #include "harness/config/validate.h"
 #include "harness/grading/test_report.h"
+#include "harness/importers/swebench_specs.h"
 
 namespace evalbox::harness {
 inline namespace importers {
@@ -28,7 +29,7 @@ constexpr size_t max_instance_bytes = 64u << 20;
 
 // One instance as the fixture needs it.
 struct instance {
-  std::string instance_id, repo, base_commit, problem_statement, test_patch;
+  std::string instance_id, repo, base_commit, problem_statement, test_patch, version;
   std::vector<std::string> fail_to_pass, pass_to_pass;
   std::string image, eval_script, patch;
 };
@@ -100,6 +101,11 @@ instance parse_instance(const json& j) {
   in.test_patch = text_field(j, "test_patch", false);
   in.eval_script = text_field(j, "eval_script", false);
   in.patch = text_field(j, "patch", false);
+  // SWE-bench writes it as a string ("3.0"); some copies of its files as a number.
+  if (auto v = j.find("version"); v != j.end() && v->is_number())
+    in.version = v->dump();
+  else
+    in.version = text_field(j, "version", false);
   in.image = text_field(j, "image", false);
   if (in.image.empty()) in.image = text_field(j, "image_name", false);
   in.fail_to_pass = test_list(j, "FAIL_TO_PASS");
@@ -137,10 +143,23 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
   return s;
 }
 
-std::string shell_quote(std::string_view s) {
+// A word for sh and bash: as it is when it holds only characters neither gives a meaning to,
+// single-quoted otherwise.
+std::string shell_word(std::string_view s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           (c != '\0' && std::strchr("%+,-./:=@_", c) != nullptr);
+  });
+  if (plain) return std::string(s);
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+std::string shell_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + shell_word(w);
+  return out;
 }
 
 std::string git_source(const swebench_import_options& o, const std::string& repo) {
@@ -173,25 +192,40 @@ std::string yaml_list(const std::vector<std::string>& items, int indent) {
   return out;
 }
 
+// What one instance's fixture is made of, decided before anything is written.
+struct fixture_plan {
+  std::string source;            // workspace git: (empty with official images)
+  std::string image;             // environment image: (empty: the host's root)
+  std::string workdir;           // environment workdir: (official images: /testbed)
+  std::string command;           // the tests check's command
+  std::string report;            // a log format name; "pytest" is the check's default
+  bool test_patch = false;       // the check applies grader/test.patch itself
+  bool test_patch_file = false;  // grader/test.patch is written (for the check or eval.sh)
+  std::string eval_script;       // grader/eval.sh, when the check runs it
+};
+
 std::string fixture_yaml(const swebench_import_options& o, const instance& in,
-                         const std::string& id, const std::string& source, const std::string& image,
-                         const std::string& command, bool patch) {
+                         const std::string& id, const fixture_plan& p) {
   std::string y = fmt::format(
       "# Imported by `evalbox import swebench` from {} (instance {}).\n"
       "schema: evalbox.fixture.v1\n"
       "id: {}\n"
       "description: {}\n"
-      "prompt: {}\n"
-      "workspace:\n"
-      "  git: {}\n"
-      "  commit: {}\n",
+      "prompt: {}\n",
       o.input.filename().string(), in.instance_id, id,
       yaml_scalar(fmt::format("{} at {}", in.repo, in.base_commit.substr(0, 12)), 0),
-      yaml_scalar(in.problem_statement, 0), yaml_scalar(source, 2), in.base_commit);
-  if (!image.empty()) y += fmt::format("environment:\n  image: {}\n", yaml_scalar(image, 2));
+      yaml_scalar(in.problem_statement, 0));
+  if (!p.source.empty())
+    y += fmt::format("workspace:\n  git: {}\n  commit: {}\n", yaml_scalar(p.source, 2),
+                     in.base_commit);
+  if (!p.image.empty()) {
+    y += fmt::format("environment:\n  image: {}\n", yaml_scalar(p.image, 2));
+    if (!p.workdir.empty()) y += fmt::format("  workdir: {}\n", yaml_scalar(p.workdir, 2));
+  }
   y += "checks:\n  - id: tests\n    tests:\n";
-  if (patch) y += "      patch: grader/test.patch\n";
-  y += fmt::format("      command: {}\n", yaml_scalar(command, 6));
+  if (p.test_patch) y += "      patch: grader/test.patch\n";
+  y += fmt::format("      command: {}\n", yaml_scalar(p.command, 6));
+  if (p.report != "pytest") y += fmt::format("      report: {{format: {}}}\n", p.report);
   y += fmt::format("      fail_to_pass:{}\n", yaml_list(in.fail_to_pass, 6));
   y += fmt::format("      pass_to_pass:{}\n", yaml_list(in.pass_to_pass, 6));
   return y;
@@ -205,11 +239,9 @@ constexpr std::string_view solve_sh =
     "git apply --verbose --whitespace=nowarn \"$patch_file\" ||\n"
     "  patch --batch --fuzz=5 -p1 -i \"$patch_file\"\n";
 
-// Writes one fixture into a temporary sibling of its directory, then renames it into place
-// (replacing an earlier import of the same instance).
-status write_fixture(const swebench_import_options& o, const instance& in, const std::string& id,
-                     const fs::path& dir) {
-  const std::string source = git_source(o, in.repo);
+// The image named for the instance by --images MAP, written relative to the fixture when the
+// map's paths are relative (the map's directory and the fixture's differ); "" for none.
+std::string mapped_image(const swebench_import_options& o, const instance& in) {
   std::string image;
   for (const auto& key : {in.instance_id, in.image})
     if (image.empty() && !key.empty())
@@ -217,44 +249,112 @@ status write_fixture(const swebench_import_options& o, const instance& in, const
   if (!in.image.empty() && image.empty() && !o.images.empty())
     throw bad_instance{fmt::format("image '{}' is not in the image map", in.image),
                        "add it to the --images map (NAME: oci:DIR, docker-archive:FILE, ...)"};
-  if (!image.empty()) {
-    // Written relative to the fixture when the map's paths are relative (the map's directory
-    // and the fixture's differ).
-    auto colon = image.find(':');
-    if (colon != std::string::npos) {
-      std::string kind = image.substr(0, colon), rest = image.substr(colon + 1);
-      std::string suffix;
-      if (kind == "oci" || kind == "oci-archive") {
-        // oci:DIR[:TAG]: the tag follows the last ':'; a path has no ':' here.
-        if (auto c2 = rest.find(':'); c2 != std::string::npos) {
-          suffix = rest.substr(c2);
-          rest.resize(c2);
-        }
-      }
-      fs::path p(rest);
-      if (p.is_relative()) p = o.images_base / p;
-      std::error_code ec;
-      image = kind + ":" + normalize(fs::absolute(p, ec)).string() + suffix;
+  auto colon = image.find(':');
+  if (colon == std::string::npos) return image;
+  std::string kind = image.substr(0, colon), rest = image.substr(colon + 1);
+  std::string suffix;
+  if (kind == "oci" || kind == "oci-archive") {
+    // oci:DIR[:TAG]: the tag follows the last ':'; a path has no ':' here.
+    if (auto c2 = rest.find(':'); c2 != std::string::npos) {
+      suffix = rest.substr(c2);
+      rest.resize(c2);
     }
   }
-  std::string command;
-  const bool use_patch = in.eval_script.empty();
-  if (use_patch) {
-    std::string files;
-    for (const auto& f : patch_files(in.test_patch))
-      files += (files.empty() ? "" : " ") + shell_quote(f);
-    command = replace_all(o.test_command, "{test_files}", files);
-  } else {
-    command = "bash /grader/eval.sh";
+  fs::path p(rest);
+  if (p.is_relative()) p = o.images_base / p;
+  std::error_code ec;
+  return kind + ":" + normalize(fs::absolute(p, ec)).string() + suffix;
+}
+
+// The instance's test command run where the check runs it (in /workspace, or in /testbed from
+// eval.sh): --test-cmd with {test_files} and {test_directives}, else the repository's from
+// SWE-bench's specs followed by its test directives, else the default with {test_files}.
+std::string test_command_of(const swebench_import_options& o, const instance& in,
+                            const std::optional<swebench_repo_spec>& spec) {
+  const std::string files = shell_words(swebench_test_directives(in.test_patch, false));
+  const std::string directives =
+      shell_words(swebench_test_directives(in.test_patch, spec && spec->django_directives));
+  if (!o.test_command.empty())
+    return replace_all(replace_all(o.test_command, "{test_files}", files), "{test_directives}",
+                       directives);
+  if (!spec) return replace_all(std::string(default_swebench_test_command), "{test_files}", files);
+  return directives.empty() ? spec->test_command : spec->test_command + " " + directives;
+}
+
+// grader/eval.sh for an instance in its official image, as upstream's eval script
+// (make_eval_script_list_py) runs it: in the conda env `testbed` in /testbed, the files the
+// test patch touches put back as at base_commit (a file the commit lacks removed, so an agent's
+// copy of a new test file does not stop the patch), the patch, the tests between upstream's
+// markers. No `set -e`, as upstream: the tests run even when a step before them fails.
+std::string official_eval_script(const instance& in, const std::optional<swebench_repo_spec>& spec,
+                                 const std::string& test_command) {
+  std::string sh = fmt::format(
+      "#!/bin/bash\n"
+      "# SWE-bench's evaluation of {} in its official image, written by\n"
+      "# `evalbox import swebench --images official` after the eval script of SWE-bench's "
+      "harness.\n"
+      "set -uxo pipefail\n"
+      "source /opt/miniconda3/bin/activate\n"
+      "conda activate testbed\n"
+      "cd /testbed\n",
+      in.instance_id);
+  if (spec)
+    for (const auto& line : spec->setup) sh += line + "\n";
+  sh += "git config --global --add safe.directory /testbed\n";
+  const std::vector<std::string> files = patch_files(in.test_patch);
+  if (!files.empty())
+    sh += fmt::format(
+        "for f in {}; do\n"
+        "  git checkout {} -- \"$f\" 2>/dev/null || rm -f -- \"$f\"\n"
+        "done\n",
+        shell_words(files), in.base_commit);
+  sh +=
+      "git apply -v /grader/test.patch ||\n"
+      "  patch --batch --fuzz=5 -p1 -i /grader/test.patch\n"
+      ": '>>>>> Start Test Output'\n";
+  sh += test_command + "\n";
+  sh += ": '>>>>> End Test Output'\n";
+  return sh;
+}
+
+fixture_plan plan_fixture(const swebench_import_options& o, const instance& in) {
+  fixture_plan p;
+  const auto spec = swebench_spec(in.repo, in.version);
+  p.report = spec ? spec->log_format : "pytest";
+  if (o.official_images) {
+    p.image = swebench_official_image(in.instance_id, o.images_prefix);
+    p.workdir = "/testbed";
+    p.command = "bash /grader/eval.sh";
+    p.test_patch_file = in.eval_script.empty();
+    p.eval_script = in.eval_script.empty()
+                        ? official_eval_script(in, spec, test_command_of(o, in, spec))
+                        : in.eval_script;
+    return p;
   }
+  p.source = git_source(o, in.repo);
+  p.image = mapped_image(o, in);
+  if (in.eval_script.empty()) {
+    p.test_patch = p.test_patch_file = true;
+    p.command = test_command_of(o, in, spec);
+  } else {
+    p.command = "bash /grader/eval.sh";
+    p.eval_script = in.eval_script;
+  }
+  return p;
+}
+
+// Writes one fixture into a temporary sibling of its directory, then renames it into place
+// (replacing an earlier import of the same instance).
+status write_fixture(const swebench_import_options& o, const instance& in, const std::string& id,
+                     const fs::path& dir) {
+  const fixture_plan plan = plan_fixture(o, in);
   const fs::path tmp = dir.string() + ".tmp-" + random_suffix();
   auto written = [&]() -> status {
     EB_TRY(make_dirs(tmp / "grader"));
-    EB_TRY(write_file(tmp / "fixture.yaml",
-                      fixture_yaml(o, in, id, source, image, command, use_patch)));
-    if (use_patch) EB_TRY(write_file(tmp / "grader" / "test.patch", in.test_patch));
-    if (!in.eval_script.empty())
-      EB_TRY(write_file(tmp / "grader" / "eval.sh", in.eval_script, 0755));
+    EB_TRY(write_file(tmp / "fixture.yaml", fixture_yaml(o, in, id, plan)));
+    if (plan.test_patch_file) EB_TRY(write_file(tmp / "grader" / "test.patch", in.test_patch));
+    if (!plan.eval_script.empty())
+      EB_TRY(write_file(tmp / "grader" / "eval.sh", plan.eval_script, 0755));
     if (!in.patch.empty()) {
       EB_TRY(make_dirs(tmp / "solution"));
       EB_TRY(write_file(tmp / "solution" / "gold.patch", in.patch));

@@ -1,9 +1,11 @@
 // `evalbox import swebench`: SWE-bench-style instances (a JSONL file, one instance per line, or
 // a JSON array) -> one fixture directory per instance and a suite over them
 // (docs/swebench.md). Each fixture's workspace is the instance's repository at base_commit
-// (`workspace: {git, commit}`), its prompt the problem statement, its check a `tests:` check
-// that applies test_patch and grades FAIL_TO_PASS / PASS_TO_PASS, and its oracle the gold
-// patch. Nothing is fetched here: `evalbox validate` and `evalbox run` fetch the repositories.
+// (`workspace: {git, commit}`), or with official images the image's /testbed; its prompt the
+// problem statement, its check a `tests:` check that applies test_patch, runs the repository's
+// test command and grades FAIL_TO_PASS / PASS_TO_PASS with the repository's log parser (SWE-bench's
+// specs: swebench_specs.h), and its oracle the gold patch. Nothing is fetched here: `evalbox
+// validate` and `evalbox run` fetch the repositories and images.
 #pragma once
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -33,14 +36,27 @@ struct swebench_import_options {
   // (oci:DIR, docker-archive:FILE, ...), from --images MAP; paths relative to `images_base`.
   std::map<std::string, std::string> images;
   std::filesystem::path images_base;
-  // The test command for instances without eval_script; {test_files} becomes the files
-  // test_patch touches (shell-quoted).
-  std::string test_command = "python3 -m pytest -rA -p no:cacheprovider {test_files}";
+  // --images official: each instance runs in the image SWE-bench publishes for it
+  // (swebench_official_image with `images_prefix`), its workspace the image's /testbed, where
+  // the repository is at base_commit; the check runs grader/eval.sh, written as upstream's eval
+  // script (the test files reset, the test patch, the tests in the conda env `testbed`).
+  bool official_images = false;
+  std::string images_prefix = "docker://swebench/";
+  // The test command for instances without eval_script; {test_files} becomes the test files
+  // test_patch touches (swebench_test_directives: data files left out; shell-quoted where
+  // needed), {test_directives} what upstream passes its command (for Django the test modules,
+  // "a.b", else the same files). Empty: the repository's command from SWE-bench's specs
+  // (swebench_specs.h) followed by the test directives, else `default_swebench_test_command`.
+  std::string test_command;
   std::string suite_name;  // default: the out directory's name
   // Called after each instance (done so far, total, its id).
   std::function<void(size_t, size_t, const std::string&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set: stop after the current instance
 };
+
+// The test command of an instance of a repository SWE-bench's specs lack, without --test-cmd.
+inline constexpr std::string_view default_swebench_test_command =
+    "python3 -m pytest -rA -p no:cacheprovider {test_files}";
 
 struct swebench_import_result {
   std::vector<std::string> imported;  // fixture ids, in file order

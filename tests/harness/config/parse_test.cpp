@@ -164,12 +164,46 @@ checks:
   EXPECT_NE(all.find("checks.a.tests.patch '../test.patch' must be a file under grader/"),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("checks.a.tests.report must be `pytest` or `{junit: PATH}`"),
+  EXPECT_NE(all.find("checks.a.tests.report must be `pytest`, `{format: NAME}` or `{junit: PATH}`"),
             std::string::npos)
       << all;
   EXPECT_NE(all.find("checks.b.tests names no test"), std::string::npos) << all;
   EXPECT_NE(all.find("checks.c.tests is missing 'command'"), std::string::npos) << all;
   EXPECT_EQ(errors.size(), 5u) << all;
+}
+
+TEST(fixture_parse, a_tests_check_reads_its_output_with_the_log_format_it_names) {
+  std::vector<config_error> errors;
+  auto spec = parse_fixture_yaml(R"y(schema: evalbox.fixture.v1
+id: swe
+prompt: fix it
+checks:
+  - id: tests
+    tests: {command: ./tests/runtests.py, report: {format: django}, fail_to_pass: [x]}
+)y",
+                                 "fixture.yaml", errors);
+  ASSERT_TRUE(errors.empty()) << join_messages(errors);
+  EXPECT_EQ(spec.checks[0].tests.report, tests_check::report_kind::pytest);
+  EXPECT_EQ(spec.checks[0].tests.log_format, "django");
+  EXPECT_EQ(spec.checks[0].to_json()["tests"]["report"]["format"], "django");
+  auto bad = fixture_errors(R"y(schema: evalbox.fixture.v1
+id: swe
+prompt: fix it
+checks:
+  - id: a
+    tests: {command: x, report: {format: nose}, fail_to_pass: [x]}
+  - id: b
+    tests: {command: x, report: {format: django, junit: r.xml}, fail_to_pass: [x]}
+)y");
+  std::string all = join_messages(bad);
+  EXPECT_NE(all.find("fixture.yaml:6:42: checks.a.tests.report.format 'nose' is no log format "
+                     "(hint: one of pytest, pytest-v2, pytest-options, matplotlib, seaborn, "
+                     "django, sympy)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("checks.b.tests.report takes one of `junit` and `format`"), std::string::npos)
+      << all;
+  EXPECT_EQ(bad.size(), 2u) << all;
 }
 
 TEST(fixture_parse, unknown_key_points_at_the_key_with_a_suggestion) {
