@@ -579,7 +579,11 @@ class blob_stream final : public byte_source {
                             s_.label, digest_, size_);
         return *n;
       }
-      if (n.error().kind == error_kind::cancelled || resumes_ >= s_.settings.retries)
+      // A broken connection is resumed; a server too slow (below the rate floor) or silent is
+      // given one more chance, not `retries` more windows of waiting.
+      const bool slow = n.error().kind == error_kind::expired;
+      if (n.error().kind == error_kind::cancelled || resumes_ >= s_.settings.retries ||
+          (slow && slow_resumes_++ >= 1))
         return std::unexpected(
             std::move(n).error().with_context(fmt::format("{}: blob {}", s_.label, digest_)));
       ++resumes_;
@@ -618,6 +622,7 @@ class blob_stream final : public byte_source {
   int64_t size_;
   uint64_t offset_ = 0;
   int resumes_ = 0;
+  int slow_resumes_ = 0;
   std::optional<http::response> body_;
 };
 

@@ -342,11 +342,12 @@ result<image_use> store::acquire(std::string_view reference, const fs::path& bas
 class store::importer {
  public:
   importer(store& s, const import_options& options, std::vector<locked_fd>& locks,
-           std::vector<std::string>& hexes)
+           std::vector<std::string>& hexes, std::vector<std::string>& published)
       : store_(s),
         options_(options),
         locks_(locks),
         hexes_(hexes),
+        published_(published),
         flatten_(s.whiteout_ == sys::whiteout_form::copy),
         writer_(writer_options_for(s, flatten_)) {}
 
@@ -418,9 +419,10 @@ class store::importer {
 
   store& store_;
   const import_options& options_;
-  std::vector<locked_fd>& locks_;    // each target's .use lock, shared (import_held keeps them)
-  std::vector<std::string>& hexes_;  // the hex each of locks_ is for
-  const bool flatten_;               // the store's whiteout form is "copy": one tree per image
+  std::vector<locked_fd>& locks_;        // each target's .use lock, shared (import_held keeps them)
+  std::vector<std::string>& hexes_;      // the hex each of locks_ is for
+  std::vector<std::string>& published_;  // the layers this import published (hexes)
+  const bool flatten_;                   // the store's whiteout form is "copy": one tree per image
   const writer_options writer_;
   reference ref_;
   std::string name_;  // ref_'s canonical text
@@ -551,6 +553,7 @@ status store::importer::fill_and_publish(size_t t, const filler& fill, const fs:
   }
   if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) != 0)
     return sys_error(errno, "publish layer {}", final_dir.string());
+  count([&](import_result&) { published_.push_back(hex_of(l.key)); });
   if (durable) EB_TRY(fsync_dir(root() / "layers"));
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -744,14 +747,22 @@ result<import_result> store::import_held(std::string_view text, const fs::path& 
                                          const import_options& options,
                                          std::vector<locked_fd>& locks) {
   if (auto r = EB_TRY(from_store(text, base_dir, options, locks))) return std::move(*r);
-  std::vector<std::string> hexes;
-  auto r = importer(*this, options, locks, hexes).run(text, base_dir);
+  std::vector<std::string> hexes, published;
+  auto r = importer(*this, options, locks, hexes, published).run(text, base_dir);
   if (!r) {
-    // A failed import leaves the store as it found it: the lock files of layers that did not
-    // come to exist go too, when nobody else holds them (our shared lock becomes exclusive).
+    // A failed import leaves the store as it found it: the layers it published (a pull whose
+    // other layer lied about its digest) and the lock files of layers that did not come to
+    // exist go, when nobody else holds them (our shared lock becomes exclusive; an import of
+    // another image that shares a layer holds it too, and keeps it).
     for (size_t i = 0; i < hexes.size() && i < locks.size(); ++i) {
-      if (path_exists(root_ / "layers" / hexes[i])) continue;
+      const bool ours = std::find(published.begin(), published.end(), hexes[i]) != published.end();
+      if (!ours && path_exists(root_ / "layers" / hexes[i])) continue;
       if (::flock(locks[i].get(), LOCK_EX | LOCK_NB) != 0) continue;
+      if (ours) {
+        if (auto st = delete_layer(hexes[i]); !st)
+          log::warn("image store: leaving layer {} for gc: {}", hexes[i], st.error().message);
+        continue;
+      }
       ::unlink((root_ / "locks" / (hexes[i] + ".unpack")).c_str());
       ::unlink((root_ / "locks" / (hexes[i] + ".use")).c_str());
     }

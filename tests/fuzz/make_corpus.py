@@ -171,6 +171,31 @@ seed("oci_json", json.dumps([{"Config": "abc.json", "RepoTags": ["localhost/app:
 seed("oci_json", json.dumps({"architecture": "amd64", "os": "linux",
                              "rootfs": {"type": "layers", "diff_ids": ["md5:00"]}}), "bad-digest")
 seed("oci_json", '{"manifests": [{"digest": "' + D + '", "size": -1}]}', "negative-size")
+# What registries serve besides: a Docker manifest list, an index with no image for this host
+# (only other platforms, a Windows os.version), an index naming an index, a schema 1 manifest.
+seed("oci_json", json.dumps({"schemaVersion": 2,
+                             "mediaType": "application/vnd.docker.distribution.manifest.list.v2+json",
+                             "manifests": [{"mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                                            "digest": D, "size": 528,
+                                            "platform": {"os": "linux", "architecture": "amd64"}},
+                                           {"mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                                            "digest": E, "size": 528,
+                                            "platform": {"os": "linux", "architecture": "arm",
+                                                         "variant": "v7"}}]}), "docker-list")
+seed("oci_json", json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                             "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                            "digest": D, "size": 577,
+                                            "platform": {"os": "linux", "architecture": "s390x"}},
+                                           {"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                            "digest": D, "size": 577,
+                                            "platform": {"os": "windows", "architecture": "amd64",
+                                                         "os.version": "10.0.17763.1234"}}]}),
+     "no-platform")
+seed("oci_json", json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                             "manifests": [{"mediaType": "application/vnd.oci.image.index.v1+json",
+                                            "digest": E, "size": 300}]}), "nested-index")
+seed("oci_json", json.dumps({"schemaVersion": 1, "name": "library/busybox", "tag": "latest",
+                             "architecture": "amd64", "fsLayers": [{"blobSum": D}]}), "schema1")
 
 # Layer blobs (sandbox/image/layer.h): tars with every entry type the writer handles, the
 # whiteout and opaque markers, and the hostile forms it must refuse; gzip and zstd forms.
@@ -272,6 +297,13 @@ for f in sorted(glob.glob(os.path.join(ROOT, "tests/integration/harbor-tasks/*/t
 for f in sorted(glob.glob(os.path.join(ROOT, "tests/fuzz/seeds/task_toml/*"))):
     seed("task_toml", read(f), os.path.basename(f))
 
+# Image references and WWW-Authenticate challenges: the hand-written seeds in
+# tests/fuzz/seeds/<target>/ (each transport, registry names and their malformed forms; Docker
+# Hub's and ghcr.io's challenges, escapes, Basic, and the malformed ones a hostile registry sends).
+for target in ("registry_reference", "www_authenticate"):
+    for f in sorted(glob.glob(os.path.join(ROOT, "tests/fuzz/seeds", target, "*"))):
+        seed(target, read(f), os.path.basename(f))
+
 # Dictionaries: the keys and type names of each format, taken from the seeds (raw bytes).
 def json_tokens(blobs):
     toks = set()
@@ -333,6 +365,15 @@ for target, seeds in sorted(corpora.items()):
                 b"network_mode", b'"no-network"', b'"public"', b'"2G"', b'"512M"', b"= true",
                 b"= false", b"= {", b"= [", b'"""', b"'''", b"1e400", b"-1",
                 b"9223372036854775808", b"inf", b"nan", b"1979-05-27T07:32:00Z"}
+    elif target == "registry_reference":
+        toks = {b"docker://", b"oci:", b"oci-archive:", b"docker-archive:", b"rootfs:",
+                b"docker.io/", b"index.docker.io/", b"library/", b"localhost", b"127.0.0.1:",
+                b"[::1]", b":5000/", b":latest", b"@sha256:", b"sha256:" + b"a" * 64, b"/../",
+                b"./", b"__", b"--", b"py"}
+    elif target == "www_authenticate":
+        toks = {b"Bearer ", b"Basic ", b"realm=", b"service=", b"scope=", b"error=",
+                b"error_description=", b'"', b'\\"', b"\\\\", b",", b", ", b"=", b"\t",
+                b"repository:", b":pull", b"https://"}
     else:
         toks = yaml_tokens(seeds.values()) if target.endswith("_yaml") else \
             json_tokens(seeds.values())

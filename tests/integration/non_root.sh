@@ -89,6 +89,35 @@ out=$(as_nobody "$NB_EVALBOX" sandbox exec --image "oci:$BB/oci:latest" -- sh -c
 [ "$out" = "$(printf '0\nID=evalbox-busybox\nwrote')" ] || fail "sandbox exec --image as nobody: $out"
 [ "$(stat -c %u "$NR/state/evalbox/images/store.json")" = 65534 ] || fail "the store is not nobody's"
 
+# A registry image, as nobody: `image pull` from the test registry (tests/registry/registry-env,
+# on 127.0.0.1, TLS with its test CA) into a store of nobody's own, every file of it nobody's,
+# then run from there with `sandbox exec --image docker://...`.
+command -v docker-registry >/dev/null ||
+  fail "docker-registry is missing (scripts/bootstrap --tests installs it)"
+REGENV=$SRC/tests/registry/registry-env
+trap '"$REGENV" stop "$BASE/reg" >/dev/null 2>&1 || true; cleanup; [ "$BASE" = "$WORK" ] || rm -rf "$BASE"' EXIT
+"$REGENV" start "$BASE/reg" 2>"$WORK/err-reg" && "$REGENV" push "$BASE/reg" 2>>"$WORK/err-reg" ||
+  { cat "$WORK/err-reg" >&2; fail "starting the test registry"; }
+# shellcheck source=/dev/null
+. "$BASE/reg/env"
+install -m 0644 "$REGISTRY_CA" "$NR/registry-ca.pem"
+install -m 0644 /dev/null "$NR/registries.conf"
+as_nobody_pulling() {
+  as_nobody env EVALBOX_STATE_DIR="$NR/pulled" EVALBOX_REGISTRY_CA="$NR/registry-ca.pem" \
+    EVALBOX_REGISTRIES_CONF="$NR/registries.conf" "$@"
+}
+as_nobody_pulling "$NB_EVALBOX" image pull "$REGISTRY/test/busybox" >"$WORK/out-pull" 2>"$WORK/err-pull" ||
+  { cat "$WORK/err-pull" >&2; fail "image pull as nobody"; }
+grep -q "downloaded 2 layer(s)" "$WORK/out-pull" || fail "image pull as nobody: $(cat "$WORK/out-pull")"
+out=$(as_nobody_pulling "$NB_EVALBOX" sandbox exec --image "docker://$REGISTRY/test/busybox" -- \
+  sh -c 'id -u; grep ^ID= /etc/os-release' 2>"$WORK/err-pull2") ||
+  { cat "$WORK/err-pull2" >&2; fail "sandbox exec --image docker://... as nobody"; }
+[ "$out" = "$(printf '0\nID=evalbox-busybox')" ] || fail "the pulled image's run as nobody: $out"
+[ -z "$(find "$NR/pulled/images" ! -user 65534 -print -quit)" ] ||
+  fail "not nobody's in the pulled store: $(find "$NR/pulled/images" ! -user 65534 | head -5)"
+"$REGENV" stop "$BASE/reg" || fail "stopping the test registry"
+EVALBOX_STATE_DIR=$NR/pulled no_residue
+
 EVALBOX_STATE_DIR=$NR/state/evalbox
 no_residue
 echo "non-root: ok"
