@@ -79,6 +79,11 @@ int slurm_command(const slurm_args& a) {
                "to do\n",
                o.shards, runs->size(), static_cast<size_t>(o.shards) - runs->size());
 
+  // Registry tags pinned once, here: every shard runs the same digests (images.lock).
+  if (auto pinned = pin_for_elsewhere(*suite); !pinned.empty()) {
+    record_images_lock(o.results, pinned);
+    o.images_lock = o.results / "images.lock";
+  }
   const std::filesystem::path out = a.out.empty() ? o.results / "slurm" : absolute_path(a.out);
   auto files = harness::scale::write_slurm_jobs(o, out);
   if (!files) {

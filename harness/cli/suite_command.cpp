@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/fs.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "harness/cli/commands.h"
@@ -159,10 +160,35 @@ std::function<result<std::string>(const std::string&)> pin_with(sandbox::prepare
   };
 }
 
+std::map<std::string, std::string> pin_for_elsewhere(const harness::suite_spec& suite) {
+  sandbox::preparer_options po = sandbox::default_preparer_options();
+  if (auto settings = cli_registry_settings()) po.registry = std::move(*settings);
+  sandbox::preparer prep(po);
+  harness::registry_pins pins;
+  pins.pin = pin_with(prep, sandbox::image::pull_policy::never, nullptr, true);
+  std::vector<harness::fixture_spec> fixtures;
+  for (const auto& f : suite.fixtures) {
+    if (!f.environment) continue;
+    harness::fixture_spec copy = f;
+    auto& env = *copy.environment;
+    if (env.image_ref.empty() && !env.registry_ref.empty() &&
+        !harness::lookup_image(suite.images, env.registry_ref))
+      env.image_ref = "docker://" + env.registry_ref;
+    if (env.image_ref.starts_with("docker://")) fixtures.push_back(std::move(copy));
+  }
+  for (const auto& e : harness::pin_registry_images(fixtures, pins))
+    say_progress(fmt::format("{} (left to each machine to resolve)", e.what));
+  return pins.pinned;
+}
+
 void record_images_lock(const std::filesystem::path& results_dir,
                         const std::map<std::string, std::string>& pinned) {
   if (pinned.empty()) return;
   const auto file = results_dir / "images.lock";
+  if (auto st = make_dirs(results_dir, 0755); !st) {
+    log::warn("{}: {}", results_dir.string(), st.error().message);
+    return;
+  }
   std::map<std::string, std::string> all;
   if (std::filesystem::exists(file)) {
     if (auto old = harness::read_images_lock(file)) all = std::move(*old);

@@ -76,6 +76,12 @@ std::function<result<std::string>(const std::string&)> pin_with(sandbox::prepare
                                                                 const std::atomic<bool>* cancel,
                                                                 bool check_only = false);
 
+// For a command that hands a suite to other machines (slurm): every registry reference of
+// `suite` (docker:// environments, Harbor tasks' docker_image not mapped by images:) pinned to
+// the digest it names now — the store's when it has it, else asked of the registry, nothing
+// pulled. A reference that cannot be resolved is said and left to the machines.
+std::map<std::string, std::string> pin_for_elsewhere(const harness::suite_spec& suite);
+
 // `pinned` merged into <results>/images.lock (what --images-lock reads back elsewhere).
 void record_images_lock(const std::filesystem::path& results_dir,
                         const std::map<std::string, std::string>& pinned);

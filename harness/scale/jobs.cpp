@@ -96,7 +96,7 @@ slurm_scripts slurm_jobs(const slurm_options& o) {
       "  exit 1\n"
       "fi\n"
       "rmdir \"$probe\"\n"
-      "\"$evalbox\" run {suite} --results {qresults} --shard auto/{n} -j {cpus}\n"
+      "\"$evalbox\" run {suite} --results {qresults} --shard auto/{n} -j {cpus}{lock}\n"
       "status=$?\n"
       "# 0-3: every run of the shard is recorded (1-3 say some failed or errored: the report\n"
       "# counts them); anything else means the shard did not do its work.\n"
@@ -112,6 +112,9 @@ slurm_scripts slurm_jobs(const slurm_options& o) {
       fmt::arg("time", o.time_ms ? fmt::format("#SBATCH --time={}\n", slurm_time(*o.time_ms)) : ""),
       fmt::arg("logs", logs), fmt::arg("evalbox", evalbox),
       fmt::arg("suite", shell_quote(o.suite.string())), fmt::arg("qresults", shell_quote(results)),
+      fmt::arg("lock", o.images_lock.empty()
+                           ? std::string()
+                           : " --images-lock " + shell_quote(o.images_lock.string())),
       fmt::arg("done", shard_done_statuses));
 
   s.merge = fmt::format(

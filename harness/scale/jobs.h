@@ -30,6 +30,9 @@ struct slurm_options {
   std::string partition;            // empty: the cluster's default
   std::optional<uint64_t> time_ms;  // per shard task; unset: the partition's default
   merge_after after = merge_after::any;
+  // An images.lock every shard runs with (--images-lock): the registry tags pinned once, at
+  // submission, so that no shard sees a tag that moved meanwhile. Empty: none.
+  std::filesystem::path images_lock;
 };
 
 struct slurm_scripts {

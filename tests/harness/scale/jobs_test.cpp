@@ -45,6 +45,19 @@ TEST(SlurmJobs, GoldenAfterOk) {
   evalbox::testing::expect_golden(s.merge, golden_dir / "merge-afterok.sbatch");
 }
 
+// Every shard runs the registry digests pinned at submission, from the images.lock beside the
+// results; without one the run line is as before.
+TEST(SlurmJobs, ShardsRunWithTheImagesLockWhenThereIsOne) {
+  auto o = slurm_example();
+  o.images_lock = "/shared/results/examples/images.lock";
+  auto s = slurm_jobs(o);
+  EXPECT_NE(
+      s.shard.find("--shard auto/3 -j 2 --images-lock /shared/results/examples/images.lock\n"),
+      std::string::npos)
+      << s.shard;
+  EXPECT_EQ(slurm_jobs(slurm_example()).shard.find("--images-lock"), std::string::npos);
+}
+
 TEST(SlurmJobs, ResultsPathsMustSurviveSbatchLines) {
   EXPECT_TRUE(slurm_safe_path("/shared/results/examples-2"));
   EXPECT_FALSE(slurm_safe_path("/shared/my results"));
