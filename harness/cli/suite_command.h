@@ -14,11 +14,12 @@
 
 #include "harness/config/spec.h"
 
-namespace CLI {
-class App;
-}
 #include "harness/plan/plan.h"
 #include "harness/runner/suite_run.h"
+
+namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's own names
+class App;       // NOLINT(readability-identifier-naming)
+}  // namespace CLI
 
 namespace evalbox::harness::cli {
 

@@ -279,8 +279,9 @@ struct response::impl {
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
 
   void close() {
+    // Closing is how a stuck operation is ended; that the close itself failed changes nothing.
     boost::system::error_code ignored;
-    if (tls || plain) lowest().socket().close(ignored);
+    if (tls || plain) (void)lowest().socket().close(ignored);
   }
 
   std::unexpected<error> fail(error_kind kind, std::string_view why) const {
@@ -385,7 +386,7 @@ struct response::impl {
     tls_ctx->set_default_verify_paths();
     for (const auto& f : opts.ca_files) {
       boost::system::error_code ec;
-      tls_ctx->load_verify_file(f, ec);
+      (void)tls_ctx->load_verify_file(f, ec);  // the error comes back in `ec`
       if (ec) return make_error(error_kind::invalid_argument, "CA file {}: {}", f, ec.message());
     }
     tls_ctx->set_verify_mode(asio::ssl::verify_peer);
