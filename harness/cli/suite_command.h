@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "harness/config/spec.h"
-
 #include "harness/plan/plan.h"
 #include "harness/runner/suite_run.h"
 
