@@ -28,6 +28,16 @@ namespace img = sandbox::image;
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
+// Ctrl-C and SIGTERM set g_interrupted: an import or pull stops at its next block, removes its
+// partial layers and exits 130.
+void watch_interrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 std::string short_id(const std::string& digest) {
   auto colon = digest.find(':');
   return digest.substr(colon == std::string::npos ? 0 : colon + 1, 12);
@@ -77,12 +87,7 @@ int do_import(const std::string& ref, const std::string& state_dir, bool as_json
     log::error("{}", store.error().message);
     return harness::exit_status_of_error(store.error());
   }
-  // Ctrl-C: the import stops at its next block, removes the partial layer and exits 130.
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  ::sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  watch_interrupts();
   img::import_options options;
   options.cancel = &g_interrupted;
   if (!quiet) options.progress = print_progress;
@@ -231,11 +236,7 @@ int do_pull(const pull_args& a) {
     log::error("{}", store.error().message);
     return harness::exit_status_of_error(store.error());
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  ::sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  watch_interrupts();
   (*settings)->cancel = &g_interrupted;
   img::import_options options;
   options.cancel = &g_interrupted;

@@ -68,20 +68,7 @@ class registry_source final : public image_source {
                         "image {}: built for {}, not {} (--platform "
                         "chooses another)",
                         name, got.str(), want.str());
-    if (out.config.diff_ids.size() != manifest.layers.size())
-      return make_error(error_kind::invalid_argument,
-                        "image {}: the manifest lists {} layers, the config {} diff_ids", name,
-                        manifest.layers.size(), out.config.diff_ids.size());
-    for (size_t i = 0; i < manifest.layers.size(); ++i) {
-      const auto& d = manifest.layers[i];
-      layer_ref l;
-      l.diff_id = out.config.diff_ids[i];
-      l.digest = d.digest;
-      l.size = d.size;
-      l.media_type = d.media_type;
-      l.location = d.digest;
-      out.layers.push_back(std::move(l));
-    }
+    out.layers = EB_TRY(layers_of(manifest, out.config, "sha256:", name));
     return out;
   }
 

@@ -359,20 +359,7 @@ class oci_source final : public image_source {
         parse_config(config_text, fmt::format("{} {}", config_what, manifest.config.digest)));
     out.config_digest = manifest.config.digest;
     EB_TRY(check_platform(out.config, name));
-    if (out.config.diff_ids.size() != manifest.layers.size())
-      return make_error(error_kind::invalid_argument,
-                        "image {}: the manifest lists {} layers, the config {} diff_ids", name,
-                        manifest.layers.size(), out.config.diff_ids.size());
-    for (size_t i = 0; i < manifest.layers.size(); ++i) {
-      const auto& d = manifest.layers[i];
-      layer_ref l;
-      l.diff_id = out.config.diff_ids[i];
-      l.digest = d.digest;
-      l.size = d.size;
-      l.media_type = d.media_type;
-      l.location = "blobs/sha256/" + EB_TRY(digest_hex(d.digest, what));
-      out.layers.push_back(std::move(l));
-    }
+    out.layers = EB_TRY(layers_of(manifest, out.config, "blobs/sha256/", name));
     return out;
   }
 
@@ -558,6 +545,27 @@ status walk(const fs::path& dir,
 }
 
 }  // namespace
+
+result<std::vector<layer_ref>> layers_of(const manifest_doc& manifest, const image_config& config,
+                                         std::string_view location_prefix, std::string_view image) {
+  if (config.diff_ids.size() != manifest.layers.size())
+    return make_error(error_kind::invalid_argument,
+                      "image {}: the manifest lists {} layers, the config {} diff_ids", image,
+                      manifest.layers.size(), config.diff_ids.size());
+  std::vector<layer_ref> out;
+  for (size_t i = 0; i < manifest.layers.size(); ++i) {
+    const auto& d = manifest.layers[i];
+    layer_ref l;
+    l.diff_id = config.diff_ids[i];
+    l.digest = d.digest;
+    l.size = d.size;
+    l.media_type = d.media_type;
+    l.location = std::string(location_prefix) +
+                 EB_TRY(digest_hex(d.digest, fmt::format("image {}: manifest", image)));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
 
 result<std::unique_ptr<image_source>> image_source::open(const reference& ref,
                                                          const registry_settings* registry) {

@@ -61,6 +61,12 @@ class image_source {
                                 const layer_fn& fn) = 0;
 };
 
+// The layers of an image from its manifest and config (paired in order: the config's diff_ids
+// name the manifest's blobs uncompressed), each blob at `location_prefix` + its digest's hex.
+// A manifest and a config that disagree on the count are an error naming `image`.
+result<std::vector<layer_ref>> layers_of(const manifest_doc& manifest, const image_config& config,
+                                         std::string_view location_prefix, std::string_view image);
+
 // docker://: a registry's image. resolve() fetches the manifest (index resolved to the platform)
 // and config; for_each_layer() downloads the wanted blobs, settings.parallel at once, calling
 // `fn` from several threads (each call on its own layer).
