@@ -61,9 +61,11 @@ struct registry_settings {
   // Registries pulls must not use (registries.conf `blocked = true`): "host[:port]" or
   // "host[:port]/path" prefixes; a pull from one is refused naming the file that blocked it.
   std::vector<std::pair<std::string, std::string>> blocked;  // prefix, where it was declared
-  // registries.conf [aliases] (short name -> full name) and unqualified-search-registries.
+  // registries.conf [aliases] (short name -> full name), for names given to `image pull`.
+  // unqualified-search-registries is deliberately not read: a short name means docker.io, as
+  // Docker and the benchmarks that name images mean it, on every machine (a search list would
+  // let the first registry that has a name of that spelling answer for it).
   std::vector<std::pair<std::string, std::string>> aliases;
-  std::vector<std::string> search;
   // Credential files, most preferred first (REGISTRY_AUTH_FILE, containers auth.json, Docker's
   // config.json); those that do not exist are skipped but named in a 401's message.
   std::vector<std::filesystem::path> auth_files;
@@ -85,8 +87,8 @@ struct registry_settings {
 // HOME. A malformed value or file is an error naming it.
 result<registry_settings> registry_settings_from_host();
 
-// registries.conf (TOML, v2 format) applied onto `into`: unqualified-search-registries,
-// [aliases], and each [[registry]]'s location, insecure and mirrors. `what` names the file.
+// registries.conf (TOML, v2 format) applied onto `into`: [aliases], and each [[registry]]'s
+// location, insecure, blocked and mirrors. `what` names the file.
 status apply_registries_conf(std::string_view toml_text, std::string_view what,
                              registry_settings& into);
 

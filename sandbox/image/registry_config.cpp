@@ -141,11 +141,6 @@ status apply_registries_conf(std::string_view toml_text, std::string_view what,
     return make_error(error_kind::invalid_argument, "{}:{}: {}", what,
                       parsed.error().source().begin.line, parsed.error().description());
   const toml::table& t = parsed.table();
-  if (auto* search = t["unqualified-search-registries"].as_array()) {
-    into.search.clear();
-    for (const auto& n : *search)
-      if (auto s = n.value<std::string>()) into.search.push_back(*s);
-  }
   if (auto* aliases = t["aliases"].as_table()) {
     for (const auto& [k, v] : *aliases)
       if (auto s = v.value<std::string>()) into.aliases.emplace_back(std::string(k.str()), *s);

@@ -134,10 +134,9 @@ location = "secure.example"
 insecure = false
 )";
 
-TEST(RegistriesConf, SearchAliasesInsecureAndMirrors) {
+TEST(RegistriesConf, AliasesInsecureAndMirrors) {
   registry_settings s;
   ASSERT_TRUE(apply_registries_conf(conf, "/etc/containers/registries.conf", s));
-  EXPECT_EQ(s.search, (std::vector<std::string>{"registry.fedoraproject.org", "docker.io"}));
   EXPECT_EQ(s.aliases, (std::vector<std::pair<std::string, std::string>>{
                            {"py", "docker.io/library/python"}, {"tools/jq", "quay.io/team/jq"}}));
   EXPECT_EQ(s.insecure,
@@ -147,25 +146,35 @@ TEST(RegistriesConf, SearchAliasesInsecureAndMirrors) {
                                                                  "plain-mirror.example:8080"}));
 }
 
-TEST(RegistriesConf, TheUsersFileReplacesTheSearchListAndAddsTheRest) {
+TEST(RegistriesConf, TheUsersFileAddsToTheSystems) {
   registry_settings s;
   ASSERT_TRUE(apply_registries_conf(conf, "system", s));
   ASSERT_TRUE(apply_registries_conf(
       "unqualified-search-registries = [\"ghcr.io\"]\n[aliases]\nbox = \"docker.io/library/"
       "busybox\"\n",
       "user", s));
-  EXPECT_EQ(s.search, std::vector<std::string>{"ghcr.io"});
   ASSERT_EQ(s.aliases.size(), 3u);
   EXPECT_EQ(s.aliases.back(),
             (std::pair<std::string, std::string>{"box", "docker.io/library/busybox"}));
   EXPECT_EQ(s.mirrors.at("docker.io").size(), 2u);
 }
 
+TEST(RegistriesConf, ABlockedRegistryIsKeptWithTheFileThatBlockedIt) {
+  registry_settings s;
+  ASSERT_TRUE(apply_registries_conf(
+      "[[registry]]\nlocation = \"docker.io\"\nblocked = true\n[[registry]]\nlocation = "
+      "\"quay.io/org\"\nblocked = true\n[[registry]]\nlocation = \"ghcr.io\"\nblocked = false\n",
+      "/etc/containers/registries.conf", s));
+  EXPECT_EQ(s.blocked, (std::vector<std::pair<std::string, std::string>>{
+                           {"docker.io", "/etc/containers/registries.conf"},
+                           {"quay.io/org", "/etc/containers/registries.conf"}}));
+}
+
 TEST(RegistriesConf, AnEmptyFileChangesNothing) {
   registry_settings s;
-  s.search = {"docker.io"};
+  s.aliases = {{"py", "docker.io/library/python"}};
   ASSERT_TRUE(apply_registries_conf("# nothing here\n", "empty.conf", s));
-  EXPECT_EQ(s.search, std::vector<std::string>{"docker.io"});
+  EXPECT_EQ(s.aliases.size(), 1u);
   EXPECT_TRUE(s.mirrors.empty());
   EXPECT_TRUE(s.insecure.empty());
 }
