@@ -152,8 +152,9 @@ std::function<result<std::string>(const std::string&)> pin_with(sandbox::prepare
       return prep.registry_digest(reference);
     if (!img) return std::unexpected(std::move(img).error());
     if (img->pulled)
-      say_progress(fmt::format("image {}: {} ({} downloaded)", reference, img->reference_digest,
-                               format_bytes(img->blob_bytes)));
+      say_progress(fmt::format("image {}: {} ({})", reference, img->reference_digest,
+                               img->blob_bytes > 0 ? format_bytes(img->blob_bytes) + " downloaded"
+                                                   : std::string("every layer was in the store")));
     if (img->pinned.empty())
       return make_error(error_kind::internal, "image {}: no digest recorded", reference);
     return img->pinned;
