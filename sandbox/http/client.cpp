@@ -10,6 +10,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <boost/asio/connect.hpp>
@@ -259,12 +261,36 @@ result<std::optional<proxy>> proxy_for(const url& target) {
 
 // ---- the exchange ----
 
+namespace {
+
+// The TLS client context for a set of extra CA files: the host's store and those files, loaded
+// once per process (parsing the host's bundle costs ~25 ms, which every request of a pull paid)
+// and shared by every connection — an SSL_CTX may make SSL objects on several threads at once.
+result<std::shared_ptr<asio::ssl::context>> client_context(const std::vector<std::string>& cas) {
+  static std::mutex mu;
+  static std::map<std::vector<std::string>, std::shared_ptr<asio::ssl::context>> made;
+  std::lock_guard lock(mu);
+  if (auto it = made.find(cas); it != made.end()) return it->second;
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  ctx->set_default_verify_paths();
+  for (const auto& f : cas) {
+    boost::system::error_code ec;
+    (void)ctx->load_verify_file(f, ec);  // the error comes back in `ec`
+    if (ec) return make_error(error_kind::invalid_argument, "CA file {}: {}", f, ec.message());
+  }
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  made.emplace(cas, ctx);
+  return ctx;
+}
+
+}  // namespace
+
 // Named status_code and evalbox::status below: inside response, `status` is the accessor.
 struct response::impl {
   options opts;
   std::string what;  // "GET https://host/path", for errors
   asio::io_context ioc;
-  std::optional<asio::ssl::context> tls_ctx;  // outlives the stream
+  std::shared_ptr<asio::ssl::context> tls_ctx;  // outlives the stream
   std::optional<beast::tcp_stream> plain;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
   beast::flat_buffer buffer;
@@ -358,7 +384,13 @@ struct response::impl {
       plain.emplace(ioc);
       last = step([&](auto handler) { plain->socket().async_connect(endpoint, handler); },
                   opts.head_timeout, "connecting to " + to.authority());
-      if (last) break;
+      if (last) {
+        // Without it, a request sent right after the TLS handshake waits for the server's
+        // delayed ACK (40 ms a request, most of a small layer's pull).
+        boost::system::error_code ignored;
+        (void)plain->socket().set_option(tcp::no_delay(true), ignored);
+        break;
+      }
     }
     return last;
   }
@@ -382,14 +414,7 @@ struct response::impl {
   }
 
   evalbox::status handshake(const url& to) {
-    tls_ctx.emplace(asio::ssl::context::tls_client);
-    tls_ctx->set_default_verify_paths();
-    for (const auto& f : opts.ca_files) {
-      boost::system::error_code ec;
-      (void)tls_ctx->load_verify_file(f, ec);  // the error comes back in `ec`
-      if (ec) return make_error(error_kind::invalid_argument, "CA file {}: {}", f, ec.message());
-    }
-    tls_ctx->set_verify_mode(asio::ssl::verify_peer);
+    tls_ctx = EB_TRY(client_context(opts.ca_files));
     tls.emplace(std::move(*plain), *tls_ctx);
     plain.reset();
     // SNI (not for an address), and the certificate must name the host, not only chain to a

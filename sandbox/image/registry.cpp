@@ -161,7 +161,8 @@ struct registry_client::state {
                settings.insecure.end();
   }
 
-  [[nodiscard]] http::options http_options(bool body_stream) const {
+  [[nodiscard]] http::options http_options(bool body_stream,
+                                           const std::atomic<bool>* stop = nullptr) const {
     http::options o;
     o.head_timeout = settings.timeout;
     o.idle_timeout = settings.timeout;
@@ -169,7 +170,7 @@ struct registry_client::state {
     o.min_rate = body_stream ? settings.min_rate : 0;
     if (!body_stream) o.total_timeout = settings.timeout * 2;
     o.ca_files = settings.ca_files;
-    o.cancel = settings.cancel;
+    o.cancel = stop ? stop : settings.cancel;
     o.user_agent = "evalbox";
     return o;
   }
@@ -345,7 +346,8 @@ struct registry_client::state {
   // One registry request to `path` on the chosen endpoint, with authentication, retries and
   // redirects. Returns the final response (any status the caller must judge).
   result<http::response> send(const std::string& method, const std::string& path,
-                              const http::header_list& extra, bool body_stream) {
+                              const http::header_list& extra, bool body_stream,
+                              const std::atomic<bool>* stop = nullptr) {
     std::unique_lock lock(mu);
     http::url start = EB_TRY(http::parse_url(base(chosen) + path));
     lock.unlock();
@@ -364,7 +366,7 @@ struct registry_client::state {
         if (same_origin && !authorization.empty())
           req.headers.emplace_back("Authorization", authorization);
         lock.unlock();
-        http::options o = http_options(body_stream);
+        http::options o = http_options(body_stream, stop);
         if (settings.use_proxy) o.via = EB_TRY(http::proxy_for(at));
         // The reference first: "GET https://…: no progress …" alone does not say which pull.
         http::response r = EB_TRY_CTX(http::fetch(req, o), label);
@@ -562,8 +564,9 @@ namespace {
 // refuses bytes past the declared size.
 class blob_stream final : public byte_source {
  public:
-  blob_stream(registry_client::state& s, std::string digest, int64_t size)
-      : s_(s), digest_(std::move(digest)), size_(size) {}
+  blob_stream(registry_client::state& s, std::string digest, int64_t size,
+              const std::atomic<bool>* stop)
+      : s_(s), digest_(std::move(digest)), size_(size), stop_(stop) {}
 
   result<size_t> read(std::span<std::byte> buf) override {
     for (;;) {
@@ -597,8 +600,8 @@ class blob_stream final : public byte_source {
   status open() {
     http::header_list extra;
     if (offset_ > 0) extra.emplace_back("Range", fmt::format("bytes={}-", offset_));
-    http::response r =
-        EB_TRY(s_.send("GET", "/v2/" + s_.ref.repository + "/blobs/" + digest_, extra, true));
+    http::response r = EB_TRY(
+        s_.send("GET", "/v2/" + s_.ref.repository + "/blobs/" + digest_, extra, true, stop_));
     if (r.status() == 206 && offset_ > 0) {
       body_ = std::move(r);
       return {};
@@ -621,6 +624,7 @@ class blob_stream final : public byte_source {
   std::string digest_;
   int64_t size_;
   uint64_t offset_ = 0;
+  const std::atomic<bool>* stop_;  // ends a wait (null: the settings' cancel flag)
   int resumes_ = 0;
   int slow_resumes_ = 0;
   std::optional<http::response> body_;
@@ -629,8 +633,9 @@ class blob_stream final : public byte_source {
 }  // namespace
 
 result<std::unique_ptr<byte_source>> registry_client::open_blob(const std::string& digest,
-                                                                int64_t size) {
-  return std::make_unique<blob_stream>(*state_, digest, size);
+                                                                int64_t size,
+                                                                const std::atomic<bool>* stop) {
+  return std::make_unique<blob_stream>(*state_, digest, size, stop);
 }
 
 }  // namespace evalbox::sandbox::image

@@ -131,8 +131,10 @@ class registry_client {
   // A small blob (a config), whole, verified against `digest`.
   result<std::string> small_blob(const std::string& digest, size_t max);
   // A blob as a stream of at most `size` bytes (more is an error), resumed with Range when the
-  // connection breaks. Its digest is checked by whoever reads it (unpack_layer).
-  result<std::unique_ptr<byte_source>> open_blob(const std::string& digest, int64_t size);
+  // connection breaks. Its digest is checked by whoever reads it (unpack_layer). `stop`, when
+  // given, ends a read that waits (cancelled) instead of the settings' cancel flag.
+  result<std::unique_ptr<byte_source>> open_blob(const std::string& digest, int64_t size,
+                                                 const std::atomic<bool>* stop = nullptr);
 
   // The endpoint manifests came from ("https://registry-1.docker.io", a mirror's).
   [[nodiscard]] std::string endpoint() const;

@@ -1,8 +1,15 @@
 // docker:// images as an image_source (see source.h): the manifest and config fetched and
 // verified by registry_client, then the layer blobs downloaded several at once.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "base/log.h"
 #include "sandbox/image/registry.h"
@@ -25,6 +32,112 @@ class stoppable_source final : public byte_source {
  private:
   byte_source& inner_;
   const std::atomic<bool>& stop_;
+};
+
+// A blob downloaded on a thread of its own while the caller unpacks what has arrived: the
+// network's waits and the decompression overlap instead of taking turns (one pass still: the
+// bytes go from the socket to the unpacker through at most `max_buffered` of memory, never a
+// file). The download starts at the first read — inside the layer's unpack lock, so that a
+// second importer that finds the layer published downloads nothing. A read sees `cancel`
+// (Ctrl-C) within 100 ms; destroying the source stops the download within a wait's slice.
+class prefetching_source final : public byte_source {
+ public:
+  static constexpr size_t chunk_bytes = 256u << 10;
+  static constexpr size_t max_buffered = 8u << 20;
+
+  prefetching_source(registry_client& client, std::string digest, int64_t size,
+                     const std::atomic<bool>* cancel)
+      : client_(client), digest_(std::move(digest)), size_(size), cancel_(cancel) {}
+  prefetching_source(const prefetching_source&) = delete;
+  prefetching_source& operator=(const prefetching_source&) = delete;
+  ~prefetching_source() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_.store(true);
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  result<size_t> read(std::span<std::byte> buf) override {
+    if (!thread_.joinable()) thread_ = std::thread([this] { download(); });
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(100),
+                         [&] { return !chunks_.empty() || finished_; })) {
+      if (cancel_ && cancel_->load())
+        return make_error(error_kind::cancelled, "blob {}: cancelled", digest_);
+    }
+    if (chunks_.empty()) {
+      if (failure_) return std::unexpected(*failure_);
+      return size_t{0};
+    }
+    std::vector<std::byte>& front = chunks_.front();
+    const size_t n = std::min(buf.size(), front.size() - front_offset_);
+    std::memcpy(buf.data(), front.data() + front_offset_, n);
+    front_offset_ += n;
+    buffered_ -= n;
+    if (front_offset_ == front.size()) {
+      chunks_.pop_front();
+      front_offset_ = 0;
+    }
+    lock.unlock();
+    cv_.notify_all();
+    return n;
+  }
+
+ private:
+  void download() {
+    auto finish = [&](std::optional<error> e) {
+      std::lock_guard lock(mu_);
+      failure_ = std::move(e);
+      finished_ = true;
+      cv_.notify_all();
+    };
+    auto blob = client_.open_blob(digest_, size_, &stop_);
+    if (!blob) return finish(std::move(blob).error());
+    for (;;) {
+      std::vector<std::byte> chunk(chunk_bytes);
+      size_t filled = 0;
+      bool end = false;
+      // Handed over when full, or after 20 ms of a slow server: the unpacker never waits for
+      // more than it could already work on.
+      const auto started = std::chrono::steady_clock::now();
+      while (filled < chunk.size() && (filled == 0 || std::chrono::steady_clock::now() - started <
+                                                          std::chrono::milliseconds(20))) {
+        auto n = (*blob)->read(std::span(chunk).subspan(filled));
+        if (!n) return finish(std::move(n).error());
+        if (*n == 0) {
+          end = true;
+          break;
+        }
+        filled += *n;
+      }
+      chunk.resize(filled);
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return buffered_ < max_buffered || stop_.load(); });
+      if (stop_.load()) break;
+      buffered_ += chunk.size();
+      if (!chunk.empty()) chunks_.push_back(std::move(chunk));
+      lock.unlock();
+      cv_.notify_all();
+      if (end) break;
+    }
+    finish(std::nullopt);
+  }
+
+  registry_client& client_;
+  const std::string digest_;
+  const int64_t size_;
+  const std::atomic<bool>* cancel_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;  // guards what follows
+  std::condition_variable cv_;
+  std::deque<std::vector<std::byte>> chunks_;
+  size_t front_offset_ = 0;
+  size_t buffered_ = 0;
+  bool finished_ = false;
+  std::optional<error> failure_;
+  std::thread thread_;
 };
 
 class registry_source final : public image_source {
@@ -85,8 +198,8 @@ class registry_source final : public image_source {
         const size_t i = wanted[k];
         const layer_ref& l = image.layers.at(i);
         auto st = [&]() -> status {
-          auto blob = EB_TRY(client_.open_blob(l.digest, l.size));
-          stoppable_source guarded(*blob, stop);
+          prefetching_source blob(client_, l.digest, l.size, settings_.cancel);
+          stoppable_source guarded(blob, stop);
           return fn(i, guarded);
         }();
         if (!st) {

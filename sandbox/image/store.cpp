@@ -433,7 +433,9 @@ class store::importer {
   std::vector<size_t> missing_;  // targets not in the store yet (indexes into targets_)
   import_result out_;
   mutable std::mutex mu_;  // out_'s counts and progress calls, from download threads
-  std::optional<registry_settings> host_registry_;  // when the caller passed none
+  // The settings this import pulls with: the caller's (or the host's), with this import's
+  // cancel flag, so that Ctrl-C ends a wait on the registry too.
+  std::optional<registry_settings> registry_;
 };
 
 // The reference parsed and its source opened; the index, manifest and config read and their
@@ -441,13 +443,11 @@ class store::importer {
 status store::importer::resolve(std::string_view text, const fs::path& base_dir) {
   ref_ = EB_TRY(parse_reference(text, base_dir));
   name_ = ref_.str();
-  const registry_settings* registry = options_.registry;
-  if (ref_.kind == transport::docker && !registry) {
-    host_registry_ = EB_TRY(registry_settings_from_host());
-    host_registry_->cancel = options_.cancel;
-    registry = &*host_registry_;
+  if (ref_.kind == transport::docker) {
+    registry_ = options_.registry ? *options_.registry : EB_TRY(registry_settings_from_host());
+    if (options_.cancel) registry_->cancel = options_.cancel;
   }
-  source_ = EB_TRY(image_source::open(ref_, registry));
+  source_ = EB_TRY(image_source::open(ref_, registry_ ? &*registry_ : nullptr));
   image_ = EB_TRY(source_->resolve());
   out_.pulled = ref_.kind == transport::docker;
   out_.reference_digest = image_.reference_digest;
