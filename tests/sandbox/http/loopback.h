@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +28,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "sandbox/launch/host_program.h"
 
 namespace evalbox::testing {
 
@@ -194,54 +195,40 @@ class tls_server {
       ADD_FAILURE() << "pipe2: " << std::strerror(errno);
       return;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     const std::string script = EVALBOX_SOURCE_DIR "/tests/sandbox/http/tls_server.py";
-    std::vector<std::string> args{EVALBOX_PYTHON, script, cert.string(), key.string(),
-                                  record.string()};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
+    auto child = evalbox::sandbox::start_host_process(
+        {EVALBOX_PYTHON,
+         {script, cert.string(), key.string(), record.string()},
+         {{in[0], 0}, {out[1], 1}},
+         true});
     ::close(in[0]);
     ::close(out[1]);
     stdin_ = in[1];
-    if (rc != 0) {
-      pid_ = -1;
+    if (!child) {
       ::close(out[0]);
-      ADD_FAILURE() << "posix_spawn " << args[0] << ": " << std::strerror(rc);
+      ADD_FAILURE() << "start tls_server.py: " << child.error().message;
       return;
     }
+    child_ = std::move(*child);
     // The first line is the port; Python starts well within 10 s.
     std::string line;
     const auto until = test_clock::now() + 10s;
     while (!contains(line, "\n") && test_clock::now() < until) {
       std::string more = read_some(out[0], 100ms);
       line += more;
-      if (more.empty() && ::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
+      if (more.empty() && ::waitpid(child_.pid(), nullptr, WNOHANG) == child_.pid()) break;
     }
     ::close(out[0]);
     port_ = static_cast<uint16_t>(std::atoi(line.c_str()));
     EXPECT_NE(port_, 0) << "tls_server.py did not start: '" << line << "'";
   }
+  // Closing stdin asks the child to exit; owned_process kills and reaps it if it has not.
   ~tls_server() {
     if (stdin_ >= 0) ::close(stdin_);
-    if (pid_ <= 0) return;
+    if (!child_.owned()) return;
     const auto until = test_clock::now() + 5s;
-    while (::waitpid(pid_, nullptr, WNOHANG) == 0) {
-      if (test_clock::now() > until) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-        return;
-      }
+    while (::waitpid(child_.pid(), nullptr, WNOHANG) == 0 && test_clock::now() < until)
       std::this_thread::sleep_for(10ms);
-    }
   }
   tls_server(const tls_server&) = delete;
   tls_server& operator=(const tls_server&) = delete;
@@ -258,7 +245,7 @@ class tls_server {
 
  private:
   std::filesystem::path record_;
-  pid_t pid_ = -1;
+  evalbox::sys::owned_process child_;
   int stdin_ = -1;
   uint16_t port_ = 0;
 };
