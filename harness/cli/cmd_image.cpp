@@ -187,26 +187,6 @@ class pull_progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_;
 };
 
-result<img::platform> parse_platform(const std::string& text) {
-  img::platform p;
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t slash = text.find('/', start);
-    parts.push_back(
-        text.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
-    return make_error(error_kind::invalid_argument,
-                      "--platform {}: expected OS/ARCH[/VARIANT], e.g. linux/arm64", text);
-  p.os = parts[0];
-  p.architecture = parts[1];
-  if (parts.size() == 3) p.variant = parts[2];
-  return p;
-}
-
 struct pull_args {
   std::string ref, state_dir, platform;
   bool as_json = false, quiet = false;
@@ -219,7 +199,7 @@ int do_pull(const pull_args& a) {
     return harness::exit_status_of_error(settings.error());
   }
   if (!a.platform.empty()) {
-    auto p = parse_platform(a.platform);
+    auto p = img::parse_platform(a.platform);
     if (!p) {
       log::error("{}", p.error().message);
       return exit_usage;

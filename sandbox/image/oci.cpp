@@ -4,7 +4,9 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
+#include <vector>
 
 #include "base/digest.h"
 #include "base/json_get.h"
@@ -108,6 +110,28 @@ std::string platform::str() const {
   std::string out = os + "/" + architecture;
   if (!variant.empty()) out += "/" + variant;
   return out;
+}
+
+result<platform> parse_platform(std::string_view text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = text.find('/', start);
+    parts.emplace_back(
+        text.substr(start, slash == std::string_view::npos ? text.npos : slash - start));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  auto valid = [](const std::string& p) {
+    return !p.empty() && std::all_of(p.begin(), p.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+  };
+  if (parts.size() < 2 || parts.size() > 3 || !std::all_of(parts.begin(), parts.end(), valid))
+    return make_error(error_kind::invalid_argument,
+                      "--platform {}: expected OS/ARCH[/VARIANT], e.g. linux/arm64",
+                      text.substr(0, 100));
+  return platform{parts[0], parts[1], parts.size() == 3 ? parts[2] : std::string()};
 }
 
 platform host_platform() {

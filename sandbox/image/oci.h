@@ -29,6 +29,10 @@ struct platform {
   [[nodiscard]] std::string str() const;  // "linux/amd64", "linux/arm/v7"
 };
 
+// "OS/ARCH[/VARIANT]" (`--platform linux/arm64`, "linux/arm/v7"): each part non-empty, letters,
+// digits, '.', '_' and '-' only. Errors say what is expected.
+result<platform> parse_platform(std::string_view text);
+
 // linux + this machine's architecture in OCI/Go names (x86_64 -> amd64, aarch64 -> arm64).
 platform host_platform();
 bool platform_matches(const platform& image, const platform& host);

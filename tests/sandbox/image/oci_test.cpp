@@ -20,6 +20,25 @@ descriptor entry(std::string digest, std::string tag, std::optional<platform> p)
   return d;
 }
 
+// --platform: what a pull of a multi-platform image is asked to choose.
+TEST(Oci, PlatformsParseAsOsArchVariant) {
+  auto p = parse_platform("linux/arm64");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->str(), "linux/arm64");
+  EXPECT_EQ(p->variant, "");
+  auto v = parse_platform("linux/arm/v7");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->architecture, "arm");
+  EXPECT_EQ(v->variant, "v7");
+  for (std::string_view bad : {"", "linux", "linux/", "/amd64", "linux/arm/v7/x", "linux//v7",
+                               "linux/amd 64", "linux/amd64\n"}) {
+    auto r = parse_platform(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().kind, error_kind::invalid_argument);
+    EXPECT_NE(r.error().message.find("OS/ARCH[/VARIANT]"), std::string::npos);
+  }
+}
+
 TEST(Oci, ParsesAManifestWithDockerMediaTypes) {
   std::string text = R"({"schemaVersion":2,
     "mediaType":"application/vnd.docker.distribution.manifest.v2+json",
