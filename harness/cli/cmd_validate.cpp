@@ -33,16 +33,12 @@ int validate_command(const validate_args& a) {
     fmt::print(stderr, "{}\n", policy.error().message);
     return exit_usage;
   }
-  harness::registry_pins pins;
-  pins.force_build = a.images.force_build;
-  if (!a.images.images_lock.empty()) {
-    auto lock = harness::read_images_lock(a.images.images_lock);
-    if (!lock) {
-      fmt::print(stderr, "--images-lock: {}\n", lock.error().message);
-      return exit_usage;
-    }
-    pins.lock = std::move(*lock);
+  auto started = harness::start_registry_pins(a.images.force_build, a.images.images_lock);
+  if (!started) {
+    fmt::print(stderr, "{}\n", started.error().message);
+    return exit_usage;
   }
+  harness::registry_pins pins = std::move(*started);
   sandbox::preparer_options po = sandbox::default_preparer_options();
   if (auto settings = cli_registry_settings()) po.registry = std::move(*settings);
   auto registry = make_registry();

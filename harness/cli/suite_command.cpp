@@ -113,16 +113,12 @@ int resolve_suite_images(harness::suite_spec& suite, image_args& a) {
     fmt::print(stderr, "{}\n", policy.error().message);
     return exit_usage;
   }
-  harness::registry_pins pins;
-  pins.force_build = a.force_build;
-  if (!a.images_lock.empty()) {
-    auto lock = harness::read_images_lock(a.images_lock);
-    if (!lock) {
-      fmt::print(stderr, "--images-lock: {}\n", lock.error().message);
-      return exit_usage;
-    }
-    pins.lock = std::move(*lock);
+  auto started = harness::start_registry_pins(a.force_build, a.images_lock);
+  if (!started) {
+    fmt::print(stderr, "{}\n", started.error().message);
+    return exit_usage;
   }
+  harness::registry_pins pins = std::move(*started);
   sandbox::preparer_options po = sandbox::default_preparer_options();
   if (auto settings = cli_registry_settings()) po.registry = std::move(*settings);
   sandbox::preparer prep(po);
@@ -185,18 +181,8 @@ std::map<std::string, std::string> pin_for_elsewhere(const harness::suite_spec& 
 void record_images_lock(const std::filesystem::path& results_dir,
                         const std::map<std::string, std::string>& pinned) {
   if (pinned.empty()) return;
-  const auto file = results_dir / "images.lock";
-  if (auto st = make_dirs(results_dir, 0755); !st) {
-    log::warn("{}: {}", results_dir.string(), st.error().message);
-    return;
-  }
-  std::map<std::string, std::string> all;
-  if (std::filesystem::exists(file)) {
-    if (auto old = harness::read_images_lock(file)) all = std::move(*old);
-  }
-  for (const auto& [ref, digest] : pinned) all[ref] = digest;
-  if (auto st = harness::write_images_lock(file, all); !st)
-    log::warn("{}: {}", file.string(), st.error().message);
+  if (auto st = harness::merge_images_lock(results_dir / "images.lock", pinned); !st)
+    log::warn("{}: {}", (results_dir / "images.lock").string(), st.error().message);
 }
 
 suite_run_options::suite_run_options() {
