@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -26,6 +27,7 @@
 
 #include "base/unique_fd.h"
 #include "sandbox/cgroup/cgroup.h"
+#include "sandbox/protocol/serve_wire.h"
 #include "sandbox/sys/fd_passing.h"
 #include "sandbox/sys/syscalls.h"
 
@@ -43,9 +45,19 @@ void write_all(int fd, const void* buf, size_t n) noexcept {
   }
 }
 
+// Serve mode: the failure of an exec's step, written by its process into the memory it shares
+// with pid 1 until exec (start_program), read by pid 1 once the clone returns.
+step_failure g_exec_failure;
+bool g_exec_failed = false;
+
 [[noreturn]] void fail(const child_context& ctx, int phase, size_t index, int err) noexcept {
   step_failure f{phase, static_cast<int32_t>(index), err == 0 ? EIO : err};
-  write_all(ctx.error_fd, &f, sizeof f);
+  if (ctx.error_fd < 0) {  // serve mode: an exec's process
+    g_exec_failure = f;
+    g_exec_failed = true;
+  } else {
+    write_all(ctx.error_fd, &f, sizeof f);
+  }
   ::_exit(127);
 }
 
@@ -341,7 +353,7 @@ int run_step(const child_context& ctx, const step& s) noexcept {
     case op::write_file:
       return write_file(s);
     case op::change_dir:
-      return ::chdir(s.target) == 0 ? 0 : errno;
+      return ::chdir(s.target ? s.target : ctx.cwd) == 0 ? 0 : errno;
     case op::pivot_root:
       return enter_new_root();
     case op::set_hostname:
@@ -394,6 +406,13 @@ int run_step(const child_context& ctx, const step& s) noexcept {
       if (ctx.exec_candidates) return exec_on_path(ctx);
       ::execve(ctx.argv[0], ctx.argv, ctx.envp);
       return errno;
+    case op::unblock_signals: {
+      sigset_t none;
+      sigemptyset(&none);
+      return ::sigprocmask(SIG_SETMASK, &none, nullptr) == 0 ? 0 : errno;
+    }
+    case op::controlling_tty:
+      return !ctx.ctty || ::ioctl(0, TIOCSCTTY, 0) == 0 ? 0 : errno;
   }
   return EINVAL;
 }
@@ -474,6 +493,290 @@ pid_t start_program(const child_context& ctx) noexcept {
   return pid;
 }
 
+// ---- Serve mode (launch_plan::serve; sandbox/protocol/serve_wire.h) ----
+//
+// Pid 1 is one thread, in its own copy of the helper's memory: what it allocates here it
+// allocates once (mmap, at the start), and each exec reuses it, so that ten thousand execs
+// leave it as large as one did.
+
+namespace wire = serve_wire;
+
+struct running_exec {
+  uint64_t id = 0;
+  pid_t pid = 0;  // 0: a free slot
+};
+constexpr size_t max_running = 4096;
+
+struct serve_state {
+  running_exec running[max_running];
+  char* payload = nullptr;           // wire::max_payload bytes
+  char** argv = nullptr;             // wire::max_strings + 1
+  char** envp = nullptr;             // wire::max_strings + base + 1
+  const char** paths = nullptr;      // PATH candidates, max_path_dirs + 1
+  char* path_text = nullptr;         // their text
+  const char* default_cwd = "/";     // the plan's cwd (the workspace)
+  char* const* base_envp = nullptr;  // the session's own environment (the plan's)
+  int sigchld = -1;
+};
+constexpr size_t max_path_dirs = 512;
+constexpr size_t path_text_bytes = 256 << 10;
+
+void* map_bytes(size_t n) noexcept {
+  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+bool send_event(const child_context& ctx, wire::event_kind kind, uint64_t id, int32_t value,
+                int32_t step = 0, int fd = -1) noexcept {
+  wire::event e;
+  e.kind = kind;
+  e.id = id;
+  e.value = value;
+  e.step = step;
+  const ssize_t n = fd >= 0 ? sys::send_fd(ctx.serve_fd, &e, sizeof e, fd)
+                            : ::send(ctx.serve_fd, &e, sizeof e, MSG_NOSIGNAL);
+  return n == static_cast<ssize_t>(sizeof e);
+}
+
+// Reads exactly `n` bytes (after what a first receive got). False at end of file or an error.
+bool read_exact(int fd, char* buf, size_t n) noexcept {
+  while (n > 0) {
+    const ssize_t r = ::read(fd, buf, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    buf += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// The strings of the payload: `count` NUL-terminated ones from `*at`, each inside [.., end).
+bool take_strings(char*& at, const char* end, size_t count, char** out) noexcept {
+  for (size_t i = 0; i < count; ++i) {
+    const void* nul = std::memchr(at, '\0', static_cast<size_t>(end - at));
+    if (!nul) return false;
+    out[i] = at;
+    at = static_cast<char*>(const_cast<void*>(nul)) + 1;
+  }
+  out[count] = nullptr;
+  return true;
+}
+
+// `entry`'s name (up to '=') equals that of `other`.
+bool same_name(const char* entry, const char* other) noexcept {
+  for (;; ++entry, ++other) {
+    if (*entry == '=' || *entry == '\0') return *other == '=' || *other == '\0';
+    if (*entry != *other) return false;
+  }
+}
+
+// The exec's environment: its own entries (already in envp[0, own)), then the session's
+// entries of other names.
+void merge_environment(serve_state& s, size_t own) noexcept {
+  size_t n = own;
+  for (char* const* e = s.base_envp; e && *e; ++e) {
+    bool shadowed = false;
+    for (size_t i = 0; i < own && !shadowed; ++i) shadowed = same_name(*e, s.envp[i]);
+    if (!shadowed) s.envp[n++] = *e;
+  }
+  s.envp[n] = nullptr;
+}
+
+// A bare argv[0]: the files to try, in the order of the exec's own PATH (execvp's rule); none
+// without a PATH (the exec step then fails with ENOENT).
+const char* const* path_candidates(serve_state& s, const char* name) noexcept {
+  const char* path = nullptr;
+  for (char** e = s.envp; *e; ++e)
+    if (std::strncmp(*e, "PATH=", 5) == 0) {
+      path = *e + 5;
+      break;
+    }
+  size_t count = 0, used = 0;
+  const size_t name_len = std::strlen(name);
+  for (const char* p = path; p && count < max_path_dirs;) {
+    const char* colon = std::strchr(p, ':');
+    size_t len = colon ? static_cast<size_t>(colon - p) : std::strlen(p);
+    const char* dir = len ? p : ".";  // an empty entry is the working directory
+    if (!len) len = 1;
+    if (used + len + 1 + name_len + 1 > path_text_bytes) break;
+    char* out = s.path_text + used;
+    std::memcpy(out, dir, len);
+    out[len] = '/';
+    std::memcpy(out + len + 1, name, name_len + 1);
+    s.paths[count++] = out;
+    used += len + 1 + name_len + 1;
+    if (!colon) break;
+    p = colon + 1;
+  }
+  s.paths[count] = nullptr;
+  return s.paths;
+}
+
+// A pseudo-terminal of the sandbox's devpts for an exec: the master (for the host side) and
+// the slave (the exec's stdio and controlling terminal). 0 or an errno.
+int open_exec_terminal(const wire::request& r, unique_fd& master, unique_fd& slave) noexcept {
+  master.reset(::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master) return errno;
+  int unlock = 0;
+  if (::ioctl(master.get(), TIOCSPTLCK, &unlock) != 0) return errno;
+  slave.reset(::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!slave) return errno;
+  if (r.rows && r.cols) {
+    winsize ws{};
+    ws.ws_row = r.rows;
+    ws.ws_col = r.cols;
+    if (::ioctl(slave.get(), TIOCSWINSZ, &ws) != 0) return errno;
+  }
+  return 0;
+}
+
+// One exec: its strings checked and laid out, its process started with the program's steps.
+// False when the host side can no longer be told (the session then ends).
+bool serve_exec(const child_context& ctx, serve_state& s, const wire::request& r, int* fds,
+                size_t nfds) noexcept {
+  unique_fd given[3];
+  for (size_t i = 0; i < nfds && i < 3; ++i) given[i].reset(fds[i]);
+  auto refuse = [&](int err) {
+    return send_event(ctx, wire::event_kind::failed, r.id, err,
+                      static_cast<int32_t>(wire::failed_step::request));
+  };
+  const bool tty = (r.flags & wire::flag_tty) != 0;
+  if (r.argc == 0 || r.argc > wire::max_strings || r.envc > wire::max_strings ||
+      (!tty && nfds != 3))
+    return refuse(EINVAL);
+  size_t slot = max_running;
+  for (size_t i = 0; i < max_running && slot == max_running; ++i)
+    if (s.running[i].pid == 0) slot = i;
+  if (slot == max_running) return refuse(EAGAIN);
+  char* at = s.payload;
+  const char* end = s.payload + r.payload_bytes;
+  if (!take_strings(at, end, r.argc, s.argv) || !take_strings(at, end, r.envc, s.envp))
+    return refuse(EINVAL);
+  char* cwd[2];
+  if (!take_strings(at, end, 1, cwd) || at != end) return refuse(EINVAL);
+  merge_environment(s, r.envc);
+  unique_fd master, slave;
+  if (tty) {
+    if (int err = open_exec_terminal(r, master, slave)) return refuse(err);
+  }
+  // Pid 1's own copy of the context (child_main's argument is the helper's compiled context,
+  // copied into pid 1's memory by clone3): the exec's fields, for the steps to read.
+  child_context& x = const_cast<child_context&>(ctx);
+  x.argv = s.argv;
+  x.envp = s.envp;
+  x.exec_candidates = std::strchr(s.argv[0], '/') ? nullptr : path_candidates(s, s.argv[0]);
+  x.stdin_fd = tty ? slave.get() : given[0].get();
+  x.stdout_fd = tty ? slave.get() : given[1].get();
+  x.stderr_fd = tty ? slave.get() : given[2].get();
+  x.cwd = cwd[0][0] ? cwd[0] : s.default_cwd;
+  x.ctty = tty;
+  x.error_fd = -1;  // a failed step is told through the shared memory (fail)
+  g_exec_failed = false;
+  const pid_t pid = start_program(x);
+  if (pid < 0) return refuse(errno);
+  if (g_exec_failed) {
+    // Its process exited (127) after the step failed; reaped with the others, unreported.
+    const auto index = static_cast<size_t>(g_exec_failure.index);
+    const op kind = index < ctx.program.size() ? ctx.program[index].kind : op::exec;
+    const wire::failed_step step = kind == op::exec         ? wire::failed_step::exec
+                                   : kind == op::change_dir ? wire::failed_step::chdir
+                                                            : wire::failed_step::other;
+    return send_event(ctx, wire::event_kind::failed, r.id, g_exec_failure.err,
+                      static_cast<int32_t>(step));
+  }
+  s.running[slot] = {r.id, pid};
+  return send_event(ctx, wire::event_kind::started, r.id, pid, 0, tty ? master.get() : -1);
+}
+
+// The exec's process group (its own session, so its pid) gets the signal.
+void serve_signal(serve_state& s, const wire::request& r) noexcept {
+  for (const auto& e : s.running)
+    if (e.pid != 0 && e.id == r.id) {
+      ::kill(-e.pid, r.signal);
+      ::kill(e.pid, r.signal);  // in case it left its group (setpgid)
+    }
+}
+
+// Reaps every child that ended (orphans of the sandbox included: pid 1 is their init) and
+// reports the execs among them.
+bool reap_execs(const child_context& ctx, serve_state& s) noexcept {
+  signalfd_siginfo si;
+  while (::read(s.sigchld, &si, sizeof si) == sizeof si) {
+  }
+  for (;;) {
+    int st = 0;
+    const pid_t p = ::waitpid(-1, &st, WNOHANG);
+    if (p <= 0) return true;
+    for (auto& e : s.running)
+      if (e.pid == p) {
+        e.pid = 0;
+        if (!send_event(ctx, wire::event_kind::exited, e.id, st)) return false;
+      }
+  }
+}
+
+// One request. False at the end of the stream (or a stream that no longer makes sense).
+bool serve_request(const child_context& ctx, serve_state& s) noexcept {
+  wire::request r;
+  int fds[sys::max_fds];
+  size_t nfds = 0;
+  const ssize_t got = sys::recv_fds(ctx.serve_fd, &r, sizeof r, fds, 3, &nfds);
+  if (got <= 0) return false;
+  if (static_cast<size_t>(got) < sizeof r &&
+      !read_exact(ctx.serve_fd, reinterpret_cast<char*>(&r) + got, sizeof r - got)) {
+    for (size_t i = 0; i < nfds; ++i) ::close(fds[i]);
+    return false;
+  }
+  const bool ok = r.magic == wire::magic && r.payload_bytes <= wire::max_payload &&
+                  read_exact(ctx.serve_fd, s.payload, r.payload_bytes);
+  if (!ok || r.kind == wire::request_kind::signal) {
+    for (size_t i = 0; i < nfds; ++i) ::close(fds[i]);
+    if (ok) serve_signal(s, r);
+    return ok;
+  }
+  if (r.kind != wire::request_kind::exec) return false;
+  return serve_exec(ctx, s, r, fds, nfds);
+}
+
+// Pid 1 in serve mode, after its setup: says it is ready (with its root, from which the host
+// side reads and writes files), then serves until the end of its socket, and exits — the
+// kernel then kills every process of the sandbox.
+[[noreturn]] void serve(const child_context& ctx) noexcept {
+  for (int fd : {ctx.stdin_fd, ctx.stdout_fd, ctx.stderr_fd, ctx.net_fd, ctx.tty_fd}) {
+    if (fd > 2) ::close(fd);
+  }
+  static serve_state s;
+  // Taken before the first exec replaces them in pid 1's copy of the context.
+  if (ctx.cwd) s.default_cwd = ctx.cwd;
+  s.base_envp = ctx.envp;
+  size_t base = 0;
+  for (char* const* e = ctx.envp; e && *e; ++e) ++base;
+  s.payload = static_cast<char*>(map_bytes(wire::max_payload));
+  s.argv = static_cast<char**>(map_bytes((wire::max_strings + 1) * sizeof(char*)));
+  s.envp = static_cast<char**>(map_bytes((wire::max_strings + base + 1) * sizeof(char*)));
+  s.paths = static_cast<const char**>(map_bytes((max_path_dirs + 1) * sizeof(char*)));
+  s.path_text = static_cast<char*>(map_bytes(path_text_bytes));
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  s.sigchld = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const bool ready = s.payload && s.argv && s.envp && s.paths && s.path_text && s.sigchld >= 0 &&
+                     root >= 0 && send_event(ctx, wire::event_kind::ready, 0, 0, 0, root);
+  if (root >= 0) ::close(root);
+  while (ready) {
+    pollfd p[2] = {{ctx.serve_fd, POLLIN, 0}, {s.sigchld, POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
+    if ((p[1].revents & POLLIN) && !reap_execs(ctx, s)) break;
+    if (p[0].revents && !serve_request(ctx, s)) break;
+  }
+  const int status = 0;  // the session ended as asked: "exited 0"
+  write_all(ctx.status_fd, &status, sizeof status);
+  ::_exit(0);
+}
+
 }  // namespace
 
 void child_main(const child_context& ctx) noexcept {
@@ -494,6 +797,7 @@ void child_main(const child_context& ctx) noexcept {
   for (size_t i = 0; i < ctx.setup.size(); ++i) {
     if (int err = run_step(ctx, ctx.setup[i]); err != 0) fail(ctx, 0, i, err);
   }
+  if (ctx.serve_fd >= 0) serve(ctx);
   const pid_t program = start_program(ctx);
   if (program < 0) fail(ctx, 0, ctx.setup.size(), errno);
   run_init(ctx, program);

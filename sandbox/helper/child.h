@@ -9,6 +9,9 @@
 // that exec it shares pid 1's memory (CLONE_VM | CLONE_VFORK) and pid 1 waits.
 // Pid 1 stays as a tiny init: it reaps, and when the program's process exits it reports the
 // wait status to the helper and exits, and the kernel kills every other process of the run.
+// In serve mode (a session) pid 1 starts no program of its own: it serves exec requests on
+// the control socket (sandbox/protocol/serve_wire.h), starting each as it would the program,
+// reaps them and reports their ends, until the socket's end of file.
 //
 // With namespaces made ahead (a warm helper's, ahead.h) the helper's child is not pid 1: it
 // shares the helper's memory (CLONE_VM | CLONE_VFORK), joins the user and network namespaces
@@ -65,6 +68,9 @@ enum class op : uint8_t {
   landlock,
   seccomp,
   exec,
+  // serve mode (a session's execs, launch_plan::serve)
+  unblock_signals,  // an empty signal mask (pid 1 holds SIGCHLD for its signalfd)
+  controlling_tty,  // with a terminal: stdin (its slave) becomes the controlling terminal
 };
 
 // One step: plain data the child reads without allocating. Each op reads the fields its line
@@ -83,6 +89,7 @@ struct step {
   uint64_t soft = 0;             // rlimit
   uint64_t hard = 0;             // rlimit
   int mode = 0;                  // a file mode (make_dir, make_file, write_file)
+                                 // change_dir without a target: the context's cwd
   int fd = -1;             // the fd a step leaves its result at or works on; close_range's first
   int target_fd = -1;      // the mount point fs_attach moves the new mount onto
   int last_fd = -1;        // close_range's last
@@ -141,6 +148,12 @@ struct child_context {
   const char* const* exec_candidates = nullptr;
   const landlock::ruleset* landlock = nullptr;
   const seccomp::filter* seccomp = nullptr;
+  // Serve mode (launch_plan::serve): pid 1 serves exec requests on this socket (serve_wire.h)
+  // instead of starting one program; for each exec it sets argv, envp, exec_candidates, the
+  // stdio fds, cwd and ctty below before starting the program's steps.
+  int serve_fd = -1;
+  const char* cwd = nullptr;  // change_dir without a target
+  bool ctty = false;          // controlling_tty: stdin is a terminal's slave
 };
 
 [[noreturn]] void child_main(const child_context& ctx) noexcept;

@@ -158,6 +158,54 @@ struct new_root {
     mounted(inside.string());
   }
 
+  // A session's writable tree (launch_plan::workspace_overlay, home_overlay): an overlay of its
+  // layers under its upper, made by the sandbox's root in its user namespace (userxattr) and
+  // attached at `inside`, whose mount point is checked and opened (beneath the new root) first.
+  void overlay(const launch_overlay& ov, const fs::path& inside) {
+    parents(inside);
+    const char* target = make_dir(inside.string(), 0755);
+    step chk = of(op::check_target);
+    chk.target = target;
+    add("check " + inside.string(), chk);
+    std::vector<int> lowers;
+    for (size_t i = 0; i < ov.lowers.size(); ++i)
+      lowers.push_back(
+          open_source(ov.lowers[i], fmt::format("open {} layer {}", inside.string(), i + 1)));
+    const int upper = open_source(ov.upper, "open the upper of " + inside.string());
+    const int work = open_source(ov.work, "open the work directory of " + inside.string());
+    step point = of(op::open_path);
+    point.target = target;
+    point.fd = next_fd++;
+    add("open the mount point " + inside.string(), point);
+    const int context = next_fd++;
+    step open = of(op::fs_open);
+    open.fstype = "overlay";
+    open.fd = context;
+    add("overlay " + inside.string() + ": fsopen", open);
+    auto config = [&](std::string name, unsigned cmd, const char* key, const char* value) {
+      step cfg = of(op::fs_config);
+      cfg.fd = context;
+      cfg.flags = cmd;
+      cfg.key = key;
+      cfg.value = value;
+      add("overlay " + inside.string() + ": " + name, cfg);
+    };
+    for (size_t i = 0; i < lowers.size(); ++i)
+      config(fmt::format("layer {}", i + 1), FSCONFIG_SET_STRING, "lowerdir+",
+             c.keep(fmt::format("/proc/self/fd/{}", lowers[i])));
+    config("upper", FSCONFIG_SET_STRING, "upperdir",
+           c.keep(fmt::format("/proc/self/fd/{}", upper)));
+    config("work", FSCONFIG_SET_STRING, "workdir", c.keep(fmt::format("/proc/self/fd/{}", work)));
+    config("userxattr", FSCONFIG_SET_FLAG, "userxattr", nullptr);
+    config("create", FSCONFIG_CMD_CREATE, nullptr, nullptr);
+    step attach = of(op::fs_attach);
+    attach.fd = context;
+    attach.target_fd = point.fd;
+    attach.flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    add("overlay " + inside.string() + ": mount", attach);
+    mounted(inside.string());
+  }
+
   void tmpfs(const std::string& inside, std::string options, unsigned long flags) {
     step m = of(op::mount);
     m.target = make_dir(inside, 0755);
@@ -278,8 +326,14 @@ void add_tmp(new_root& r, const launch_plan& plan) {
 // The session's two writable trees, then its mounts in the plan's order (leases, bundles,
 // read-only paths, the caller's extra mounts).
 void add_session_binds(new_root& r, const launch_plan& plan) {
-  r.bind(plan.workspace_dir, plan.workspace_target, true, false);
-  r.bind(plan.home_dir, sandbox_home, true, false);
+  if (plan.workspace_overlay)
+    r.overlay(*plan.workspace_overlay, plan.workspace_target);
+  else
+    r.bind(plan.workspace_dir, plan.workspace_target, true, false);
+  if (plan.home_overlay)
+    r.overlay(*plan.home_overlay, sandbox_home);
+  else
+    r.bind(plan.home_dir, sandbox_home, true, false);
   for (const auto& m : plan.mounts)
     r.bind(m.source.string(), r.beside_links(m.target), m.writable, m.is_file);
 }
@@ -502,6 +556,24 @@ void add_program_steps(compiled& c, const launch_plan& plan) {
     s.target = target;
     emit(c, c.ctx.program, std::move(name), s);
   };
+  if (plan.serve) {
+    c.ctx.cwd = c.keep(plan.cwd);  // an exec's directory unless it names one
+    // A session's exec (pid 1 serves them, child.h): the same fences, with what each exec
+    // brings — its stdio (or a terminal pid 1 made), its directory, argv and environment.
+    program("unblock signals", op::unblock_signals);
+    program("new session", op::new_session);
+    program("stdio", op::stdio);
+    program("controlling terminal", op::controlling_tty);
+    program("chdir", op::change_dir);
+    program("oom score", op::oom_score);
+    program("close fds", op::close_fds);
+    program("no_new_privs", op::no_new_privs);
+    program("drop capabilities", op::drop_caps);
+    program("landlock", op::landlock);
+    program("seccomp", op::seccomp);
+    program("execve", op::exec);
+    return;
+  }
   // A new session detaches the program from any terminal of the caller. With the caller's
   // terminal passed through (sandbox shell) it stays in the caller's foreground group, so that
   // Ctrl-C reaches it; TIOCSTI/TIOCLINUX are denied by seccomp either way.

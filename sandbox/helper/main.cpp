@@ -33,6 +33,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -61,6 +62,7 @@ int usage_error(const char* msg) {
   std::fprintf(stderr,
                "evalbox-sandbox: %s\n"
                "usage: evalbox-sandbox --plan PLAN.json --record RECORD.json [--cgroup-fd N]\n"
+               "                       [--control-fd N]\n"
                "       evalbox-sandbox --warm-fd N\n"
                "Runs one command of a prepared evalbox session in the sandbox; normally started\n"
                "by evalbox itself (see `evalbox sandbox exec --help`).\n",
@@ -123,8 +125,9 @@ bool receive_launch(int fd, std::string& plan_path, std::string& record_path, st
 // What the command line says.
 struct arguments {
   std::string plan_path, record_path;
-  int cgroup_fd = -1;  // --cgroup-fd: the launcher hands the run's cgroup over on it
-  int warm_fd = -1;    // --warm-fd: started ahead of need, the plan's line comes on it
+  int cgroup_fd = -1;   // --cgroup-fd: the launcher hands the run's cgroup over on it
+  int warm_fd = -1;     // --warm-fd: started ahead of need, the plan's line comes on it
+  int control_fd = -1;  // --control-fd: a session's control socket, for pid 1 to serve on
 };
 
 // The arguments, or the exit status to leave with (0 for --help, 64 for a usage error).
@@ -140,6 +143,8 @@ std::expected<arguments, int> parse_arguments(int argc, char** argv) {
       a.cgroup_fd = std::atoi(argv[++i]);
     } else if (arg == "--warm-fd" && i + 1 < argc) {
       a.warm_fd = std::atoi(argv[++i]);
+    } else if (arg == "--control-fd" && i + 1 < argc) {
+      a.control_fd = std::atoi(argv[++i]);
     } else if (arg == "--help" || arg == "-h") {
       usage_error("help");
       return std::unexpected(0);
@@ -147,8 +152,11 @@ std::expected<arguments, int> parse_arguments(int argc, char** argv) {
       return std::unexpected(usage_error("unknown argument"));
     }
   }
-  if (a.warm_fd >= 0 && (!a.plan_path.empty() || !a.record_path.empty() || a.cgroup_fd >= 0))
+  if (a.warm_fd >= 0 &&
+      (!a.plan_path.empty() || !a.record_path.empty() || a.cgroup_fd >= 0 || a.control_fd >= 0))
     return std::unexpected(usage_error("--warm-fd takes its plan and cgroup on its socket"));
+  if (a.control_fd >= 0 && a.control_fd <= 2)
+    return std::unexpected(usage_error("--control-fd must be above the standard streams"));
   return a;
 }
 
@@ -172,7 +180,18 @@ helper_settings settings_from_env() {
 // made with pipe(2) for a judge's output, say), and a warm helper may wait for minutes;
 // holding a pipe's write end that long keeps its reader from ever seeing end of file.
 void close_inherited_fds(const arguments& a) {
-  (void)sys::close_all_but_stdio_and(a.warm_fd >= 0 ? a.warm_fd : a.cgroup_fd);
+  if (a.control_fd < 0) {
+    (void)sys::close_all_but_stdio_and(a.warm_fd >= 0 ? a.warm_fd : a.cgroup_fd);
+    return;
+  }
+  // A session's helper keeps its cgroup socket and its control socket: the ranges around them.
+  unsigned next = 3;
+  for (int keep : {std::min(a.cgroup_fd, a.control_fd), std::max(a.cgroup_fd, a.control_fd)}) {
+    if (keep < static_cast<int>(next)) continue;
+    if (static_cast<unsigned>(keep) > next) (void)sys::close_range(next, keep - 1, 0);
+    next = static_cast<unsigned>(keep) + 1;
+  }
+  (void)sys::close_range(next, ~0U, 0);
 }
 
 // What the launch starts from: its plan and record, where its cgroup comes from, and what a
@@ -180,6 +199,7 @@ void close_inherited_fds(const arguments& a) {
 struct launch_inputs {
   std::string plan_path, record_path;
   int cgroup_fd = -1;
+  int control_fd = -1;
   std::string cgroup_received;                  // a warm helper's first bytes of the cgroup message
   sys::owned_process ahead;                     // a warm helper's namespaces made ahead
   std::unique_ptr<cgroup_ahead> cgroups_ahead;  // and, on cgroup v1, its cgroups
@@ -288,6 +308,7 @@ int run_launch(launch_inputs in, const helper_settings& settings) {
   supervisor sup(*plan, rec, settings.cgroups, unique_fd(in.cgroup_fd),
                  std::move(in.cgroup_received), std::move(in.ahead), std::move(in.cgroups_ahead));
   if (in.host_layout) sup.use_host_layout(std::move(*in.host_layout));
+  if (in.control_fd >= 0) sup.use_control(unique_fd(in.control_fd));
   if (auto s = sup.run(); !s) {
     if (rec.error_step.empty()) rec.error_step = "helper";
     rec.error = s.error().message;
@@ -305,8 +326,10 @@ int main(int argc, char** argv) {
   if (!args) return args.error();
   const helper_settings settings = settings_from_env();
   close_inherited_fds(*args);
-  launch_inputs in{
-      .plan_path = args->plan_path, .record_path = args->record_path, .cgroup_fd = args->cgroup_fd};
+  launch_inputs in{.plan_path = args->plan_path,
+                   .record_path = args->record_path,
+                   .cgroup_fd = args->cgroup_fd,
+                   .control_fd = args->control_fd};
   if (args->warm_fd >= 0 && !wait_for_launch(args->warm_fd, settings, in)) return 0;
   if (in.plan_path.empty() || in.record_path.empty())
     return usage_error("--plan and --record are required");

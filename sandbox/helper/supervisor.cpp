@@ -130,6 +130,7 @@ status supervisor::start(compiled& c) {
   EB_TRY(take_cgroup(/*wait=*/false));
   EB_TRY(clone_child(c, ch));
   ch.close_child_ends();
+  control_.reset();  // pid 1 holds it: its end of file is the session's host side's news
   if (auto r = release_child(ch); !r) {
     kill_run(outcome_kind::exited);
     child_.terminate();
@@ -196,6 +197,11 @@ status supervisor::open_channels(channels& ch, compiled& c) {
   c.ctx.helper_ends[1] = ch.errors.read.get();
   c.ctx.helper_ends[2] = ch.status.read.get();
   c.ctx.net_fd = ch.net_child.get();
+  if (plan_.serve) {
+    if (!control_)
+      return make_error(error_kind::invalid_argument, "a serving plan needs --control-fd");
+    c.ctx.serve_fd = control_.get();
+  }
   if (plan_.terminal) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {

@@ -53,6 +53,9 @@ class supervisor {
   // The host's layout as a warm helper read it while it waited (compile.h); without it, run()
   // reads it at the launch.
   void use_host_layout(host_view layout) { host_layout_ = std::move(layout); }
+  // Serve mode (launch_plan::serve): pid 1's end of the session's control socket, which pid 1
+  // serves execs on (child.h); the helper closes its own copy once pid 1 holds it.
+  void use_control(unique_fd control) { control_ = std::move(control); }
   status run();
 
  private:
@@ -97,6 +100,7 @@ class supervisor {
   cgroup::host_options cgroups_;
   const bool root_ = ::geteuid() == 0;
   unique_fd cgroup_fd_;
+  unique_fd control_;       // serve mode: pid 1's end of the control socket
   std::string cg_message_;  // the launcher's message as far as it has arrived
   bool cg_taken_ = false;
   std::unique_ptr<cgroup::run_cgroup> cg_;

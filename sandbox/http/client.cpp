@@ -19,10 +19,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "base/base64.h"
 #include "base/log.h"
 
 namespace evalbox::sandbox::http {
@@ -105,29 +105,6 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
     if (x != y) return false;
   }
   return true;
-}
-
-std::string base64_encode(std::string_view bytes) {
-  std::string out(beast::detail::base64::encoded_size(bytes.size()), '\0');
-  out.resize(beast::detail::base64::encode(out.data(), bytes.data(), bytes.size()));
-  return out;
-}
-
-result<std::string> base64_decode(std::string_view text) {
-  auto bad = [] { return make_error(error_kind::invalid_argument, "not valid base64"); };
-  if (text.size() % 4 != 0) return bad();
-  // Padding: at most two '=', and only at the end ("ab=c" is not base64).
-  size_t pads = 0;
-  while (pads < 2 && pads < text.size() && text[text.size() - 1 - pads] == '=') ++pads;
-  const std::string_view data = text.substr(0, text.size() - pads);
-  for (char c : data)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/') return bad();
-  std::string out(beast::detail::base64::decoded_size(text.size()), '\0');
-  // Beast stops at the first '=' and counts what it read before it: the data, not the padding.
-  auto [written, read] = beast::detail::base64::decode(out.data(), text.data(), text.size());
-  if (read != data.size()) return bad();
-  out.resize(written);
-  return out;
 }
 
 // ---- URLs ----
@@ -245,7 +222,8 @@ result<std::optional<proxy>> proxy_for(const url& target) {
     const size_t at = value.find('@', host_start);
     const size_t slash = value.find('/', host_start);
     if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
-      p.authorization = "Basic " + base64_encode(value.substr(host_start, at - host_start));
+      p.authorization =
+          "Basic " + evalbox::base64_encode(value.substr(host_start, at - host_start));
       value.erase(host_start, at - host_start + 1);
     }
   }

@@ -127,9 +127,4 @@ result<reply> fetch_all(const request& req, const options& opts, size_t max_body
 // Case-insensitive ASCII comparison of header names.
 bool iequals(std::string_view a, std::string_view b) noexcept;
 
-// Base64 (RFC 4648, padded): Basic credentials and the auth files that store them.
-std::string base64_encode(std::string_view bytes);
-// Errors on characters outside the alphabet or a bad length (whitespace is not skipped).
-result<std::string> base64_decode(std::string_view text);
-
 }  // namespace evalbox::sandbox::http

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <thread>
 
+#include "base/base64.h"
 #include "base/digest.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -249,7 +250,7 @@ struct registry_client::state {
     req.to = *realm_url;
     if (cred && !cred->secret.empty())
       req.headers.emplace_back("Authorization",
-                               "Basic " + http::base64_encode(cred->username + ":" + cred->secret));
+                               "Basic " + base64_encode(cred->username + ":" + cred->secret));
     http::options o = http_options(false);
     o.via = settings.use_proxy ? EB_TRY(http::proxy_for(req.to)) : std::nullopt;
     http::reply rep;
@@ -321,7 +322,7 @@ struct registry_client::state {
       if (!at.tls && !may_be_plain(at.authority()))
         return make_error(error_kind::permission,
                           "{}: refusing to send credentials over plain HTTP", label);
-      authorization = "Basic " + http::base64_encode(cred->username + ":" + cred->secret);
+      authorization = "Basic " + base64_encode(cred->username + ":" + cred->secret);
       token_expiry = clock::time_point::max();
       return {};
     }

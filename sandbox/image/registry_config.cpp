@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/base64.h"
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/units.h"
@@ -77,7 +78,7 @@ result<std::optional<credential>> entry_credential(const json& e, const std::str
   c.from = from;
   if (auto it = e.find("auth");
       it != e.end() && it->is_string() && !it->get<std::string>().empty()) {
-    auto decoded = http::base64_decode(it->get<std::string>());
+    auto decoded = base64_decode(it->get<std::string>());
     if (!decoded)
       return make_error(error_kind::invalid_argument,
                         "{}: an \"auth\" value is not base64 of user:password", from);

@@ -79,10 +79,18 @@ result<std::pair<unique_fd, unique_fd>> helper_socket() {
 // posix_spawn (glibc's is a vfork): the caller is often multi-threaded (the runner's workers)
 // and large; a fork would copy its page tables only for the child to exec at once (0.4 ms of
 // each launch).
+// `serve_fd` (a session's control socket, launch_options::serve_fd) goes to fd 4.
 result<helper_process> spawn_helper(const fs::path& helper, const std::vector<std::string>& args,
-                                    bool inherit_stdio) {
+                                    bool inherit_stdio, int serve_fd = -1) {
   auto [ours, theirs] = EB_TRY(helper_socket());
-  auto process = EB_TRY(start_host_process({helper, args, {{theirs.get(), 3}}, !inherit_stdio}));
+  std::vector<std::pair<int, int>> fds = {{theirs.get(), 3}};
+  unique_fd serve;  // above the targets, so that no dup2 before it overwrites it
+  if (serve_fd >= 0) {
+    serve.reset(::fcntl(serve_fd, F_DUPFD_CLOEXEC, 10));
+    if (!serve) return sys_error(errno, "fcntl(F_DUPFD_CLOEXEC)");
+    fds.emplace_back(serve.get(), 4);
+  }
+  auto process = EB_TRY(start_host_process({helper, args, fds, !inherit_stdio}));
   return helper_process{std::move(process), std::move(ours), helper};
 }
 
@@ -278,7 +286,7 @@ struct started_helper {
 result<started_helper> start_helper(const planned_launch& l, const launch_options& options,
                                     const launch_settings& settings) {
   const fs::path helper = helper_path(settings);
-  const bool warm_wanted = !options.inherit_stdio && settings.warm_helper;
+  const bool warm_wanted = !options.inherit_stdio && settings.warm_helper && options.serve_fd < 0;
   // On cgroup v1 a warm helper makes the cgroup itself, ahead (cgroup.h, "Cgroups made ahead").
   const bool helper_makes_cgroup = warm_wanted && cgroup::ahead_applies(cgroup_options(settings));
   std::optional<helper_process> h;
@@ -292,9 +300,13 @@ result<started_helper> start_helper(const planned_launch& l, const launch_option
   }
   ++warm_pool::get().cold;
   if (warm_wanted) log::debug("launch {}: no warm helper ready, starting one", l.plan.label);
-  auto spawned =
-      spawn_helper(helper, {"--plan", l.plan_path, "--record", l.record_path, "--cgroup-fd", "3"},
-                   options.inherit_stdio);
+  std::vector<std::string> args = {"--plan",      l.plan_path,   "--record",
+                                   l.record_path, "--cgroup-fd", "3"};
+  if (options.serve_fd >= 0) {
+    args.emplace_back("--control-fd");
+    args.emplace_back("4");
+  }
+  auto spawned = spawn_helper(helper, args, options.inherit_stdio, options.serve_fd);
   if (!spawned) return std::unexpected(std::move(spawned.error()));
   return started_helper{std::move(*spawned), false};
 }
@@ -389,11 +401,27 @@ planned_launch plan_launch(const session_view& session, const launch_options& op
   p.root_dir = base + ".root";
   p.workspace_dir = session.workspace_dir.string();
   p.workspace_target = session.workspace_target.string();
-  if (session.image && !options.host_root) p.image = image_of(*session.image);
+  if (session.image && !options.host_root) {
+    p.image = image_of(*session.image);
+    if (!options.root_upper.empty()) {
+      // A session's root: its frozen layers and the session's own upper (the setup's writes)
+      // under the live upper.
+      std::vector<std::string> lowers;
+      for (const auto& d : options.root_layers) lowers.push_back(d.string());
+      lowers.push_back(p.image->upper);
+      lowers.insert(lowers.end(), p.image->lowers.begin(), p.image->lowers.end());
+      p.image->lowers = std::move(lowers);
+      p.image->upper = options.root_upper.string();
+      p.image->work = options.root_work.string();
+    }
+  }
+  p.workspace_overlay = options.workspace_overlay;
+  p.home_overlay = options.home_overlay;
   p.home_dir = session.home_dir.string();
   p.mounts = mounts_of(session, options);
   // The program and its fences: the request's unless the launch overrides them.
-  p.argv = options.argv.empty() ? req.argv : options.argv;
+  p.serve = options.serve_fd >= 0;
+  if (!p.serve) p.argv = options.argv.empty() ? req.argv : options.argv;
   p.env = options.env ? *options.env : req.env;
   p.cwd = options.cwd.empty() ? p.workspace_target : options.cwd.string();
   p.limits = options.limits_override ? *options.limits_override : req.limits;

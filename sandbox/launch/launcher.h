@@ -58,6 +58,15 @@ struct launch_options {
   // pseudo-terminal of its own (sandbox shell), relayed by the helper; the caller puts its
   // terminal in raw mode meanwhile (harness/cli/terminal.h).
   bool terminal = false;
+  // Serve mode (a session, sandbox/live): pid 1 serves exec requests on this end of a socket
+  // pair (serve_wire.h) instead of running argv, which must be empty; the launch then lasts
+  // until the other end is closed. Borrowed: the helper gets a copy. Always a cold helper.
+  int serve_fd = -1;
+  // A session's writable trees as overlays of its layers (launch_plan::workspace_overlay,
+  // home_overlay), and an image root's layers above the image's own with this upper.
+  std::optional<launch_overlay> workspace_overlay, home_overlay;
+  std::vector<std::filesystem::path> root_layers;  // top-most first, above the session's upper
+  std::filesystem::path root_upper, root_work;     // empty: the session's own
 };
 
 // Where the helper binary is: `settings.helper` (EVALBOX_HELPER), else beside the running

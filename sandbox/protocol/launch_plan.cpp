@@ -15,6 +15,24 @@ result<T> get(const json& j, const char* key) {
   return EB_TRY_CTX(json_get<T>(j, key), "launch plan");
 }
 
+json overlay_json(const std::optional<launch_overlay>& o) {
+  if (!o) return nullptr;
+  return {{"lowers", o->lowers}, {"upper", o->upper}, {"work", o->work}};
+}
+
+// An overlay field: absent or null is none; one must have layers and an upper.
+result<std::optional<launch_overlay>> overlay_from(const json& j, const char* key) {
+  const json& o = json_member(j, key);
+  if (o.is_null()) return std::optional<launch_overlay>{};
+  launch_overlay ov;
+  ov.lowers = EB_TRY(get<std::vector<std::string>>(o, "lowers"));
+  ov.upper = EB_TRY(get<std::string>(o, "upper"));
+  ov.work = EB_TRY(get<std::string>(o, "work"));
+  if (ov.lowers.empty() || ov.upper.empty() || ov.work.empty())
+    return make_error(error_kind::invalid_argument, "launch plan: {} without layers or upper", key);
+  return std::optional<launch_overlay>(std::move(ov));
+}
+
 }  // namespace
 
 json launch_plan::to_json() const {
@@ -68,6 +86,9 @@ json launch_plan::to_json() const {
       {"binding_digest", binding_digest},
       {"hostname", hostname},
       {"image", image_j},
+      {"workspace_overlay", overlay_json(workspace_overlay)},
+      {"home_overlay", overlay_json(home_overlay)},
+      {"serve", serve},
   };
 }
 
@@ -103,7 +124,11 @@ result<launch_plan> launch_plan::from_json(const json& j) {
     p.mounts.push_back(std::move(b));
   }
   p.argv = EB_TRY(get<std::vector<std::string>>(j, "argv"));
-  if (p.argv.empty()) return make_error(error_kind::invalid_argument, "launch plan: empty argv");
+  p.serve = json_value_or(j, "serve", false);
+  if (p.argv.empty() && !p.serve)
+    return make_error(error_kind::invalid_argument, "launch plan: empty argv");
+  if (!p.argv.empty() && p.serve)
+    return make_error(error_kind::invalid_argument, "launch plan: a serving plan has no argv");
   p.env = EB_TRY((get<std::map<std::string, std::string>>(j, "env")));
   p.cwd = EB_TRY(get<std::string>(j, "cwd"));
   const json lim = EB_TRY(get<json>(j, "limits"));
@@ -145,6 +170,8 @@ result<launch_plan> launch_plan::from_json(const json& j) {
       return make_error(error_kind::invalid_argument, "launch plan: image without layers");
     p.image = std::move(pi);
   }
+  p.workspace_overlay = EB_TRY(overlay_from(j, "workspace_overlay"));
+  p.home_overlay = EB_TRY(overlay_from(j, "home_overlay"));
   return p;
 }
 

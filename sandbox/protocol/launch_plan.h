@@ -29,6 +29,14 @@ struct launch_image {
   std::vector<std::string> layers;  // diff_ids, base first
 };
 
+// A writable tree of a session (sandbox/live) stacked by pid 1 instead of bound from the host:
+// an overlay of `lowers` (host paths, top-most first: the session's frozen layers, then the
+// tree's own host directory) under `upper`, made in the sandbox's user namespace (userxattr).
+struct launch_overlay {
+  std::vector<std::string> lowers;
+  std::string upper, work;
+};
+
 struct launch_plan {
   std::string run_id;  // names the cgroup <...>/evalbox/<run_id>@<label>-<seq>
   std::string label = "agent";
@@ -62,6 +70,13 @@ struct launch_plan {
   std::string binding_digest;
   std::string hostname = "evalbox";
   std::optional<launch_image> image;  // unset: the allow-listed host root
+  // A session's workspace and home as overlays of its layers (unset: the host directories
+  // above, bound read-write).
+  std::optional<launch_overlay> workspace_overlay, home_overlay;
+  // Serve mode (a session, sandbox/live): argv is empty; pid 1 does not start a program but
+  // serves exec requests on the control socket the helper was given (serve_wire.h), until its
+  // end of file.
+  bool serve = false;
 
   [[nodiscard]] json to_json() const;
   static result<launch_plan> from_json(const json& j);

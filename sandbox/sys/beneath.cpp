@@ -7,9 +7,11 @@
 
 namespace evalbox::sys {
 
-int open_beneath(int dirfd, const char* path, uint64_t flags, uint64_t resolve) noexcept {
+int open_beneath(int dirfd, const char* path, uint64_t flags, uint64_t resolve,
+                 uint64_t mode) noexcept {
   struct open_how how {};
   how.flags = flags;
+  how.mode = mode;
   how.resolve = resolve;
   for (int attempt = 0; attempt < 16; ++attempt) {
     const int fd = openat2(dirfd, path, &how);

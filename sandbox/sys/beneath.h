@@ -9,6 +9,8 @@
 
 namespace evalbox::sys {
 
-int open_beneath(int dirfd, const char* path, uint64_t flags, uint64_t resolve) noexcept;
+// `mode`: the new file's mode with O_CREAT (openat2 refuses a mode without it).
+int open_beneath(int dirfd, const char* path, uint64_t flags, uint64_t resolve,
+                 uint64_t mode = 0) noexcept;
 
 }  // namespace evalbox::sys

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/base64.h"
 #include "base/fs.h"
 #include "sandbox/http/client.h"
 
@@ -206,7 +207,7 @@ std::string user_of(const result<std::optional<credential>>& c) {
 }
 
 std::string auth(std::string_view user, std::string_view secret) {
-  return http::base64_encode(std::string(user) + ":" + std::string(secret));
+  return base64_encode(std::string(user) + ":" + std::string(secret));
 }
 
 class FindCredential : public ::testing::Test {
@@ -332,9 +333,9 @@ TEST_F(FindCredential, AuthValuesOfEveryLengthDecode) {
 
 TEST_F(FindCredential, ABadAuthValueIsAnErrorThatDoesNotRepeatIt) {
   const std::string not_base64 = "!!" + std::string(secret_a) + "!!";
-  const std::string no_colon = http::base64_encode(secret_b);
+  const std::string no_colon = base64_encode(secret_b);
   // Padding inside the value, not at its end.
-  std::string pad_inside = http::base64_encode(std::string(secret_a) + "x");
+  std::string pad_inside = base64_encode(std::string(secret_a) + "x");
   pad_inside.insert(4, "====");
   for (const std::string& value : {not_base64, no_colon, pad_inside}) {
     auto f = file("bad.json", R"({"auths":{"r.example":{"auth":")" + value + R"("}}})");
