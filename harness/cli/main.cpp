@@ -34,6 +34,7 @@ constexpr const char* overview =
     "  evalbox fixture shell DIR       enter it as its agent starts, solve it, see the verdict\n"
     "  evalbox sandbox exec -- CMD     run CMD in a throwaway sandbox over --workspace DIR\n"
     "  evalbox sandbox shell           an interactive shell in one, to look around\n"
+    "  evalbox session start           a sandbox that stays up for programs to drive\n"
     "  evalbox image import REF        unpack an OCI/docker image into the image store\n"
     "  evalbox import swebench FILE    SWE-bench-style instances -> fixtures and a suite\n";
 
@@ -56,6 +57,7 @@ constexpr command commands[] = {
     {"fixture", register_fixture},    // fixture authoring: new, shell, test
     {"runs", register_runs},          // finished runs: a shell on a kept workspace
     {"image", register_image},        // the image store: import, ls, rm
+    {"session", register_session},    // sandboxes that programs drive
     {"import", register_import},      // benchmarks in other formats, as fixtures
 };
 

@@ -1,0 +1,876 @@
+// `evalbox session ...`: sessions, sandboxes that programs drive (docs/sessions.md). `start`
+// starts a server process (`session serve`, hidden) that prepares the sandbox and hosts it, and
+// returns once it is ready; every other command is a client of the session's protocol
+// (harness/session/client.h). The composition of a session's sandbox — a fixture through the
+// runner's phases (its setup done, the shell hook in place of the agent), or an image and/or a
+// workspace as `sandbox exec` makes them — is here, in the composition root.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "base/base64.h"
+#include "base/fs.h"
+#include "base/json_get.h"
+#include "base/units.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/suite_command.h"
+#include "harness/cli/terminal.h"
+#include "harness/fixture/load.h"
+#include "harness/runner/sandbox_exec.h"
+#include "harness/session/client.h"
+#include "harness/session/server.h"
+#include "harness/session/session.h"
+#include "harness/session/store.h"
+#include "sandbox/launch/host_program.h"
+#include "sandbox/launch/launcher.h"
+#include "sandbox/prepare/preparer.h"
+
+namespace evalbox::harness::cli {
+namespace {
+namespace fs = std::filesystem;
+using namespace evalbox::harness::sessions;
+
+// The state root every session command uses: --state-dir, else the environment's.
+fs::path state_root_of(const std::string& state_dir) {
+  if (!state_dir.empty()) return fs::absolute(state_dir);
+  return sandbox::default_preparer_options().state_root;
+}
+
+int say_error(std::string_view cmd, std::string_view message, int code) {
+  fmt::print(stderr, "evalbox session {}: {}\n", cmd, message);
+  return code;
+}
+
+int exit_of(const client_error& e) {
+  switch (error_kind_of(e.kind)) {
+    case error_kind::invalid_argument:
+      return exit_usage;
+    case error_kind::not_found:
+    case error_kind::busy:
+    case error_kind::permission:
+    case error_kind::unsupported:
+      return exit_task_failed;
+    case error_kind::cancelled:
+      return exit_execution_failed;
+    default:
+      return exit_internal;
+  }
+}
+
+// A connection to session `id` (or a prefix of one).
+std::expected<client, int> open_session(std::string_view cmd, const std::string& state_dir,
+                                        const std::string& id) {
+  const fs::path root = state_root_of(state_dir);
+  auto found = find_session(root, id);
+  if (!found) return std::unexpected(say_error(cmd, found.error().message, exit_task_failed));
+  if (!found->live)
+    return std::unexpected(say_error(
+        cmd,
+        fmt::format("session {} is not running (its server is gone; `evalbox gc` removes it)",
+                    found->id),
+        exit_task_failed));
+  auto c = client::connect(found->dir / "socket");
+  if (!c) return std::unexpected(say_error(cmd, c.error().message, exit_task_failed));
+  return std::move(*c);
+}
+
+// ---- the server: `evalbox session serve --spec JSON --ready-fd N` (hidden) ----
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_session_stop_signal(int) { g_stop.store(true); }
+
+// What the server says once its first session serves (or why it could not): one line on the
+// ready pipe, which `session start` prints. False when nobody reads it any more.
+bool tell_starter(int fd, const json& line) {
+  if (fd < 0) return true;
+  const std::string text = line.dump() + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+struct serve_spec {
+  std::string id;
+  fs::path state_root;
+  std::chrono::milliseconds ttl{3600000};
+  std::optional<pid_t> owner;
+  json source;  // {fixture, suite, candidate} or {image, workspace}
+  json limits;  // network, memory, cpu, disk, pids, landlock
+  std::string pull = "missing";
+};
+
+std::expected<serve_spec, std::string> spec_of(const std::string& text) {
+  auto j = parse_json(text, "the session spec");
+  if (!j) return std::unexpected(j.error().message);
+  serve_spec s;
+  s.id = json_value_or(*j, "id", std::string());
+  s.state_root = json_value_or(*j, "state_root", std::string());
+  s.ttl = std::chrono::milliseconds(json_value_or(*j, "ttl_ms", int64_t{3600000}));
+  if (const json& o = json_member(*j, "owner"); o.is_number_integer()) s.owner = o.get<pid_t>();
+  s.source = json_member(*j, "source");
+  s.limits = json_member(*j, "limits");
+  s.pull = json_value_or(*j, "pull", std::string("missing"));
+  if (s.id.empty() || s.state_root.empty()) return std::unexpected("incomplete session spec");
+  return s;
+}
+
+// Hosts the first session on `prepared` and serves until every session of the server ended.
+// The record the launch hook returns: `cancelled`, so that a fixture's run is not graded after.
+struct first_session {
+  const serve_spec& spec;
+  server& srv;
+  std::shared_ptr<family> fam;
+  claimed_dir dir;
+  int ready_fd = -1;
+  const std::atomic<bool>* stop = &g_stop;
+
+  result<sandbox::run_record> operator()(sandbox::prepared_session& prepared,
+                                         sandbox::launch_options lo) {
+    session_setup setup;
+    setup.id = spec.id;
+    setup.dir = dir.dir;
+    setup.fam = fam;
+    lo.label = "session";
+    // The session lasts its TTL: the wall limit of its sandbox, a second fence to the server's.
+    sandbox::resource_limits limits = lo.limits_override.value_or(prepared.request().limits);
+    limits.wall_ms = static_cast<uint64_t>(spec.ttl.count()) + 60000;
+    if (!json_member(spec.limits, "cpu").is_string()) limits.cpu_ms = 0;
+    lo.limits_override = limits;
+    setup.options = std::move(lo);
+    setup.source = spec.source;
+    setup.expires = std::chrono::system_clock::now() + spec.ttl;
+    setup.owner = spec.owner;
+    auto s = harness::session::start(std::move(setup), prepared, nullptr);
+    if (!s) {
+      tell_starter(ready_fd, {{"ok", false}, {"error", s.error().message}});
+      return std::unexpected(std::move(s.error()));
+    }
+    if (auto h = srv.host(*s, std::move(dir.lock)); !h) {
+      tell_starter(ready_fd, {{"ok", false}, {"error", h.error().message}});
+      return std::unexpected(std::move(h.error()));
+    }
+    const bool heard = tell_starter(ready_fd, {{"ok", true}, {"session", (*s)->info()}});
+    ready_fd = -1;
+    if (!heard) fmt::print(stderr, "session {}: its starter is gone; stopping\n", spec.id);
+    std::atomic<bool> gone{!heard};
+    srv.run(heard ? *stop : gone);
+    // Connections let go of the session within moments of its end; the prepared session is
+    // torn down after this returns.
+    for (int i = 0; i < 200 && s->use_count() > 1; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sandbox::run_record rec;
+    rec.outcome = sandbox::outcome_kind::cancelled;
+    return rec;
+  }
+};
+
+int serve_with_image_or_workspace(const serve_spec& spec, first_session& first) {
+  exec_options a;
+  a.workspace = json_value_or(spec.source, "workspace", std::string());
+  a.image = json_value_or(spec.source, "image", std::string());
+  a.network = json_value_or(spec.limits, "network", std::string("none"));
+  a.memory = json_value_or(spec.limits, "memory", std::string("2GiB"));
+  a.disk = json_value_or(spec.limits, "disk", std::string("1GiB"));
+  a.pids = json_value_or(spec.limits, "pids", uint64_t{512});
+  a.landlock = json_value_or(spec.limits, "landlock", true);
+  a.wall = fmt::format("{}s", spec.ttl.count() / 1000 + 60);
+  // Without --cpu the session has no CPU-time limit of its own (first_session lifts it); the
+  // request still needs one in range.
+  a.cpu = json_value_or(spec.limits, "cpu", a.wall);
+  a.state_dir = spec.state_root.string();
+  a.command = {"sh"};  // never run: the session's pid 1 serves execs instead
+  exec_hooks hooks;
+  std::string said;
+  hooks.say = [&said](const std::string& line) {
+    fmt::print(stderr, "{}\n", line);
+    said = line;
+  };
+  hooks.launch = [&first](const sandbox::prepared_session& p, sandbox::launch_options lo) {
+    return first(const_cast<sandbox::prepared_session&>(p), std::move(lo));
+  };
+  const auto out = exec_in_sandbox(a, hooks);
+  if (first.ready_fd >= 0)
+    tell_starter(first.ready_fd,
+                 {{"ok", false}, {"error", said.empty() ? "the session could not start" : said}});
+  return out.exit_code == exit_sigint ? exit_ok : out.exit_code;
+}
+
+int serve_with_fixture(const serve_spec& spec, first_session& first) {
+  const std::string fixture = json_value_or(spec.source, "fixture", std::string());
+  const std::string suite_file = json_value_or(spec.source, "suite", std::string());
+  const std::string candidate = json_value_or(spec.source, "candidate", std::string());
+  auto fail = [&](std::string why) {
+    fmt::print(stderr, "{}\n", why);
+    tell_starter(first.ready_fd, {{"ok", false}, {"error", why}});
+    first.ready_fd = -1;
+    return exit_usage;
+  };
+  auto loaded = load_parent_suite(suite_file);
+  if (!loaded) return fail("the suite could not be loaded (see the server's log)");
+  const std::optional<harness::suite_spec>& parent = *loaded;
+  auto suite = harness::suite_of_fixtures("session", {fixture}, parent ? &*parent : nullptr);
+  if (!suite) return fail(suite.error().message);
+  image_args images;
+  images.pull = spec.pull;
+  if (int rc = resolve_suite_images(*suite, images); rc != exit_ok)
+    return fail("the fixture's image could not be resolved (see the server's log)");
+  harness::candidate_spec c;
+  if (!candidate.empty()) {
+    auto it = std::find_if(parent->candidates.begin(), parent->candidates.end(),
+                           [&](const harness::candidate_spec& x) { return x.id == candidate; });
+    if (it == parent->candidates.end())
+      return fail(fmt::format("{} has no candidate '{}'", suite_file, candidate));
+    c = *it;
+    suite->credentials = parent->credentials;
+  } else {
+    c.id = "session";
+    c.adapter = "noop";
+    c.where = {suite->file.string(), 0, 0};
+  }
+  suite->candidates = {std::move(c)};
+  suite->trials = 1;
+  auto runs = harness::plan_runs(*suite, {});
+  if (!runs || runs->size() != 1) return fail(runs ? "expected one fixture" : runs.error().message);
+  temp_dir scratch("evalbox-session");
+  suite_run_options o;
+  o.results_dir = scratch.path();
+  o.concurrency = 1;
+  o.resume = false;
+  o.quiet = true;
+  o.shell = [&first](const sandbox::prepared_session& p, sandbox::launch_options lo,
+                     sandbox::cancel_token& cancel) {
+    first.stop = &cancel.requested;
+    return first(const_cast<sandbox::prepared_session&>(p), std::move(lo));
+  };
+  auto done = run_planned(*suite, *runs, o);
+  if (first.ready_fd >= 0) {
+    // The runner ended before the session started: its setup failed, say, as run.json says.
+    std::string why = done ? "the session could not start" : done.error().message;
+    if (auto records = harness::results_dir(scratch.path()).read_records();
+        records && !records->empty())
+      why = json_value_or(json_member(records->front(), "execution"), "error", why);
+    return fail(why);
+  }
+  return exit_ok;
+}
+
+struct serve_args {
+  std::string spec;
+  int ready_fd = -1;
+};
+
+int serve(const serve_args& a) {
+  // Out of the starter's process group and terminal: the session outlives `session start`,
+  // and Ctrl-C in that terminal is not the session's business. The starter reaps the parent.
+  if (const pid_t p = ::fork(); p < 0) {
+    return say_error("serve", "fork failed", exit_internal);
+  } else if (p > 0) {
+    ::_exit(0);
+  }
+  ::setsid();
+  auto spec = spec_of(a.spec);
+  if (!spec) {
+    tell_starter(a.ready_fd, {{"ok", false}, {"error", spec.error()}});
+    return exit_usage;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_session_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::setenv("EVALBOX_STATE_DIR", spec->state_root.c_str(), 1);
+
+  auto fam_dir = claim_dir(session_layers_root(spec->state_root), spec->id);
+  auto dir = claim_dir(sessions_root(spec->state_root), spec->id);
+  if (!fam_dir || !dir) {
+    const std::string why = !fam_dir ? fam_dir.error().message : dir.error().message;
+    tell_starter(a.ready_fd, {{"ok", false}, {"error", why}});
+    return exit_internal;
+  }
+  auto fam = std::make_shared<family>(fam_dir->dir, std::move(fam_dir->lock));
+  sandbox::preparer prep(sandbox::default_preparer_options());
+  server_options so;
+  so.state_root = spec->state_root;
+  so.prepare = [&prep](const sandbox::session_request& r) { return prep.prepare(r); };
+  so.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  server srv(std::move(so));
+  first_session first{*spec, srv, fam, std::move(*dir), a.ready_fd};
+  const bool fixture = !json_value_or(spec->source, "fixture", std::string()).empty();
+  const int rc =
+      fixture ? serve_with_fixture(*spec, first) : serve_with_image_or_workspace(*spec, first);
+  if (auto rm = remove_tree(sessions_root(spec->state_root) / spec->id); !rm)
+    fmt::print(stderr, "{}\n", rm.error().message);
+  return rc;
+}
+
+// ---- evalbox session start ----
+
+struct start_args {
+  std::string fixture, suite, candidate;
+  std::string image, workspace;
+  std::string network = "none";
+  std::string memory = "2GiB";
+  std::string cpu;  // none: the TTL bounds it
+  std::string disk = "1GiB";
+  uint64_t pids = 512;
+  bool no_landlock = false;
+  std::string ttl = "1h";
+  pid_t owner = 0;
+  bool detach = false;
+  bool json_out = false;
+  std::string state_dir;
+  std::string pull = "missing";
+};
+
+int start(const start_args& a) {
+  if (a.fixture.empty() && a.image.empty() && a.workspace.empty())
+    return say_error("start",
+                     "give --fixture DIR (its setup is run first), --image REF, --workspace DIR, "
+                     "or --image and --workspace",
+                     exit_usage);
+  if (!a.fixture.empty() && (!a.image.empty() || !a.workspace.empty()))
+    return say_error("start",
+                     "--fixture brings its own workspace and image: drop --image and --workspace",
+                     exit_usage);
+  if (!a.candidate.empty() && a.suite.empty())
+    return say_error("start", "--candidate needs --suite FILE (where it is)", exit_usage);
+  if (a.detach && a.owner)
+    return say_error("start", "--detach and --owner exclude each other", exit_usage);
+  auto ttl = parse_duration_ms(a.ttl);
+  if (!ttl || *ttl == 0)
+    return say_error("start", fmt::format("--ttl {}: expected a duration such as 30m or 2h", a.ttl),
+                     exit_usage);
+  for (const auto* size : {&a.memory, &a.disk})
+    if (auto b = parse_bytes(*size); !b)
+      return say_error("start", fmt::format("{}: {}", *size, b.error().message), exit_usage);
+  if (!a.cpu.empty())
+    if (auto d = parse_duration_ms(a.cpu); !d)
+      return say_error("start", fmt::format("--cpu {}: {}", a.cpu, d.error().message), exit_usage);
+  if (auto n = parse_exec_network(a.network); !n)
+    return say_error("start", n.error().message, exit_usage);
+  if (a.owner && ::kill(a.owner, 0) != 0 && errno == ESRCH)
+    return say_error("start", fmt::format("--owner {}: no such process", a.owner), exit_usage);
+
+  const fs::path root = state_root_of(a.state_dir);
+  const std::string id = new_session_id();
+  json source;
+  if (!a.fixture.empty()) {
+    source = {{"fixture", fs::absolute(a.fixture).string()},
+              {"suite", a.suite.empty() ? "" : fs::absolute(a.suite).string()},
+              {"candidate", a.candidate}};
+  } else {
+    source = {{"image", a.image},
+              {"workspace", a.workspace.empty() ? "" : fs::absolute(a.workspace).string()}};
+  }
+  json limits{{"network", a.network},
+              {"memory", a.memory},
+              {"disk", a.disk},
+              {"pids", a.pids},
+              {"landlock", !a.no_landlock}};
+  if (!a.cpu.empty()) limits["cpu"] = a.cpu;
+  // The owner: --owner, else the terminal session of the caller (the login shell or the
+  // service that started it); none with --detach.
+  json owner = nullptr;
+  if (a.owner)
+    owner = a.owner;
+  else if (!a.detach)
+    owner = ::getsid(0);
+  const json spec{{"id", id},         {"state_root", root.string()},
+                  {"ttl_ms", *ttl},   {"owner", owner},
+                  {"source", source}, {"limits", limits},
+                  {"pull", a.pull}};
+
+  const fs::path dir = sessions_root(root) / id;
+  if (auto m = make_dirs(dir, 0700); !m)
+    return say_error("start", m.error().message, exit_internal);
+  const fs::path log_path = dir / "server.log";
+  unique_fd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  int p[2];
+  if (!log || ::pipe2(p, O_CLOEXEC) != 0)
+    return say_error("start", "cannot open the server's log or pipe", exit_internal);
+  unique_fd ready_r(p[0]), ready_w(p[1]);
+  // Above the fds they become in the server, so that no dup2 of the spawn overwrites another.
+  ready_w.reset(::fcntl(ready_w.get(), F_DUPFD_CLOEXEC, 10));
+  log.reset(::fcntl(log.get(), F_DUPFD_CLOEXEC, 10));
+  if (!ready_w || !log) return say_error("start", "cannot duplicate a descriptor", exit_internal);
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  ::setenv("EVALBOX_STATE_DIR", root.c_str(), 1);
+  auto server_proc =
+      sandbox::start_host_process({self,
+                                   {"session", "serve", "--spec", spec.dump(), "--ready-fd", "3"},
+                                   {{ready_w.get(), 3}, {log.get(), 1}, {log.get(), 2}},
+                                   true});
+  if (!server_proc) return say_error("start", server_proc.error().message, exit_internal);
+  ready_w.reset();
+  int st = 0;
+  (void)server_proc->reap(&st, nullptr);  // the server's first process forks and exits at once
+  // The server's one line: ready, or why not. Preparing may take a while (an image pulled, a
+  // fixture's setup): progress is in its log.
+  std::string line;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(ready_r.get(), buf, sizeof buf)) > 0) line.append(buf, static_cast<size_t>(n));
+  auto j = parse_json(line, "the server's answer");
+  if (!j || !json_value_or(*j, "ok", false)) {
+    std::string why = j ? json_value_or(*j, "error", std::string()) : "";
+    if (why.empty()) {
+      std::string text = read_file(log_path, 1 << 20).value_or("");
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      why = text.empty() ? "the session's server exited without saying why"
+                         : text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+    }
+    (void)remove_tree(dir);
+    return say_error("start", why, exit_execution_failed);
+  }
+  const json& info = json_member(*j, "session");
+  if (a.json_out) {
+    fmt::print("{}\n", info.dump());
+  } else {
+    fmt::print("{}\n", json_value_or(info, "id", id));
+    fmt::print(stderr,
+               "evalbox session: {} is ready (until {}); try `evalbox session exec {} -- ls`, "
+               "and `evalbox session stop {}` when done\n",
+               id, json_value_or(info, "expires", std::string()), id, id);
+  }
+  return exit_ok;
+}
+
+// ---- evalbox session exec ----
+
+struct exec_args {
+  std::string id;
+  std::vector<std::string> command;
+  std::string cwd;
+  std::vector<std::string> env;
+  std::string timeout;
+  bool tty = false;
+  bool stdin_pass = false;
+  std::string state_dir;
+};
+
+std::atomic<bool> g_resized{false};
+std::atomic<bool> g_cancel{false};
+extern "C" void on_session_winch(int) { g_resized.store(true); }
+extern "C" void on_exec_interrupt(int) {
+  restore_terminal_now();
+  g_cancel.store(true);
+}
+
+int exec(const exec_args& a) {
+  json req{{"op", "exec"}, {"argv", a.command}};
+  if (!a.cwd.empty()) req["cwd"] = a.cwd;
+  json env = json::object();
+  for (const auto& kv : a.env) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return say_error("exec", fmt::format("--env {}: expected NAME=VALUE", kv), exit_usage);
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!env.empty()) req["env"] = env;
+  if (!a.timeout.empty()) {
+    auto ms = parse_duration_ms(a.timeout);
+    if (!ms || *ms == 0)
+      return say_error("exec",
+                       fmt::format("--timeout {}: expected a duration such as 30s", a.timeout),
+                       exit_usage);
+    req["timeout"] = static_cast<double>(*ms) / 1000.0;
+  }
+  const bool tty = a.tty && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+  std::optional<raw_terminal> raw;
+  if (tty) {
+    winsize ws{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+      req["rows"] = ws.ws_row;
+      req["cols"] = ws.ws_col;
+    }
+    req["tty"] = true;
+  }
+  const bool pass_input = tty || a.stdin_pass;
+  if (pass_input) req["stdin_open"] = true;
+  auto c = open_session("exec", a.state_dir, a.id);
+  if (!c) return c.error();
+  if (tty) {
+    auto r = raw_terminal::enter(STDIN_FILENO);
+    if (r) raw.emplace(std::move(*r));
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_session_winch;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGWINCH, &sa, nullptr);
+  struct sigaction si {};
+  si.sa_handler = on_exec_interrupt;
+  sigemptyset(&si.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &si, nullptr);
+  bool cancel_sent = false;
+  auto reply = c->exec(
+      req,
+      [](std::string_view stream, std::string_view bytes) {
+        FILE* f = stream == "stderr" ? stderr : stdout;
+        std::fwrite(bytes.data(), 1, bytes.size(), f);
+        std::fflush(f);
+      },
+      pass_input ? STDIN_FILENO : -1,
+      [&] {
+        if (g_resized.exchange(false)) {
+          winsize ws{};
+          if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+            c->send({{"op", "resize"}, {"rows", ws.ws_row}, {"cols", ws.ws_col}});
+        }
+        if (g_cancel.load() && !cancel_sent) {
+          c->send({{"op", "cancel"}});
+          cancel_sent = true;
+        }
+      });
+  raw.reset();
+  if (!reply) {
+    const int code = reply.error().kind == "not_found" ? exit_not_found : exit_sandbox_error;
+    return say_error("exec", reply.error().message, code);
+  }
+  if (json_value_or(*reply, "truncated", false))
+    fmt::print(stderr,
+               "evalbox session exec: output cut at the exec's limit; the command was killed\n");
+  if (json_value_or(*reply, "timed_out", false)) {
+    fmt::print(stderr, "evalbox session exec: killed: --timeout {} reached\n", a.timeout);
+    return exit_timed_out;
+  }
+  if (json_value_or(*reply, "cancelled", false)) return exit_sigint;
+  if (const json& code = json_member(*reply, "exit_code"); code.is_number_integer())
+    return code.get<int>();
+  if (const json& sig = json_member(*reply, "signal"); sig.is_number_integer())
+    return 128 + sig.get<int>();
+  return exit_sandbox_error;
+}
+
+// ---- the other commands: one request each ----
+
+struct simple_args {
+  std::string id;
+  std::string path;
+  std::string name;
+  std::string mode = "0644";
+  bool append = false, parents = false, json_out = false;
+  std::string from, to;
+  int count = 1;
+  std::string state_dir;
+  std::vector<std::string> ids;
+};
+
+// Sends `req` and prints the reply (`--json`: as it came, without id and ok), or the error.
+int call_and_print(std::string_view cmd, const simple_args& a, json req,
+                   const std::function<void(const json&)>& human) {
+  auto c = open_session(cmd, a.state_dir, a.id);
+  if (!c) return c.error();
+  auto reply = c->call(std::move(req));
+  if (!reply) return say_error(cmd, reply.error().message, exit_of(reply.error()));
+  reply->erase("id");
+  reply->erase("ok");
+  if (a.json_out)
+    fmt::print("{}\n", reply->dump());
+  else
+    human(*reply);
+  return exit_ok;
+}
+
+int write(const simple_args& a) {
+  std::string data;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(STDIN_FILENO, buf, sizeof buf)) > 0) data.append(buf, static_cast<size_t>(n));
+  uint32_t mode = 0;
+  try {
+    mode = static_cast<uint32_t>(std::stoul(a.mode, nullptr, 8));
+  } catch (...) {
+    return say_error("write",
+                     fmt::format("--mode {}: expected octal permission bits such as 0644", a.mode),
+                     exit_usage);
+  }
+  return call_and_print("write", a,
+                        {{"op", "write_file"},
+                         {"path", a.path},
+                         {"data", base64_encode(data)},
+                         {"mode", mode},
+                         {"append", a.append},
+                         {"parents", a.parents}},
+                        [](const json&) {});
+}
+
+int read(const simple_args& a) {
+  auto c = open_session("read", a.state_dir, a.id);
+  if (!c) return c.error();
+  auto reply = c->call({{"op", "read_file"}, {"path", a.path}});
+  if (!reply) return say_error("read", reply.error().message, exit_of(reply.error()));
+  auto bytes = base64_decode(json_value_or(*reply, "data", std::string()));
+  if (!bytes) return say_error("read", "the session sent bytes that are not base64", exit_internal);
+  std::fwrite(bytes->data(), 1, bytes->size(), stdout);
+  return exit_ok;
+}
+
+int ls(const simple_args& a) {
+  if (a.id.empty()) {
+    // The sessions themselves.
+    const auto all = list_sessions(state_root_of(a.state_dir));
+    if (a.json_out) {
+      json arr = json::array();
+      for (const auto& s : all) {
+        json j = s.info.is_object() ? s.info : json::object();
+        j["id"] = s.id;
+        j["running"] = s.live;
+        arr.push_back(std::move(j));
+      }
+      fmt::print("{}\n", arr.dump());
+      return exit_ok;
+    }
+    if (all.empty()) fmt::print(stderr, "no sessions (start one with `evalbox session start`)\n");
+    for (const auto& s : all) {
+      const json& src = json_member(s.info, "source");
+      std::string from = json_value_or(src, "fixture", std::string());
+      if (from.empty()) from = json_value_or(src, "image", std::string());
+      if (from.empty()) from = json_value_or(src, "workspace", std::string());
+      fmt::print(
+          "{}  {:<8} until {}  {}{}\n", s.id, s.live ? "running" : "gone",
+          json_value_or(s.info, "expires", std::string("?")), from,
+          json_member(s.info, "parent").is_string()
+              ? fmt::format("  (fork of {})", json_member(s.info, "parent").get<std::string>())
+              : "");
+    }
+    return exit_ok;
+  }
+  return call_and_print(
+      "ls", a, {{"op", "ls"}, {"path", a.path.empty() ? "." : a.path}}, [](const json& r) {
+        for (const auto& e : json_member(r, "entries")) {
+          const std::string type = json_value_or(e, "type", std::string());
+          fmt::print("{}{:04o} {:>10}  {}{}\n",
+                     type == "dir"       ? 'd'
+                     : type == "symlink" ? 'l'
+                                         : '-',
+                     json_value_or(e, "mode", 0u), json_value_or(e, "size", uint64_t{0}),
+                     json_value_or(e, "name", std::string()), type == "dir" ? "/" : "");
+        }
+      });
+}
+
+int stop(const simple_args& a) {
+  int rc = exit_ok;
+  for (const auto& id : a.ids) {
+    auto c = open_session("stop", a.state_dir, id);
+    if (!c) {
+      rc = c.error();
+      continue;
+    }
+    auto reply = c->call({{"op", "stop"}});
+    if (!reply && reply.error().kind != "ended")
+      rc = say_error("stop", reply.error().message, exit_of(reply.error()));
+  }
+  return rc;
+}
+
+void add_state_dir(CLI::App* cmd, std::string& dir) {
+  cmd->add_option("--state-dir", dir,
+                  "where sessions live (default: EVALBOX_STATE_DIR or the standard location)");
+}
+
+}  // namespace
+
+void register_session(CLI::App& app, action& out) {
+  auto* se = app.add_subcommand(
+      "session",
+      "Sandboxes that programs drive: start one, run commands in it, read and write its files,\n"
+      "snapshot, fork and reset it (docs/sessions.md; clients/python for programs)");
+  se->require_subcommand(1);
+
+  auto sa = std::make_shared<start_args>();
+  auto* st = se->add_subcommand(
+      "start",
+      "Start a session and print its id once it is ready (--json: the whole session).\n"
+      "It runs until `evalbox session stop`, its --ttl, or its owner's exit.\n"
+      "\n"
+      "Examples:\n"
+      "  id=$(evalbox session start --fixture fixtures/examples/off-by-one)\n"
+      "  evalbox session start --image docker://python:3.13 --workspace repo/ --json\n"
+      "  evalbox session start --workspace . --ttl 15m --detach");
+  st->add_option("--fixture", sa->fixture,
+                 "a fixture directory: its workspace and image, setup run first")
+      ->check(CLI::ExistingDirectory);
+  st->add_option("--suite", sa->suite,
+                 "the suite whose defaults (and --candidate) the fixture takes")
+      ->check(CLI::ExistingFile);
+  st->add_option("--candidate", sa->candidate,
+                 "a candidate of --suite whose managed home and credentials the session gets");
+  st->add_option("--image", sa->image,
+                 "an image as the root (docker://, oci:, oci-archive:, docker-archive:, rootfs:)");
+  st->add_option("--workspace", sa->workspace,
+                 "a host directory seen at /workspace (copy-on-write)")
+      ->check(CLI::ExistingDirectory);
+  st->add_option("--network", sa->network, "none, allow:HOST:PORT[,...] or unsafe-host")
+      ->capture_default_str();
+  st->add_option("--memory", sa->memory, "memory limit of the whole session")
+      ->capture_default_str();
+  st->add_option("--cpu", sa->cpu,
+                 "CPU-time limit of the whole session (default: none; the TTL bounds it)");
+  st->add_option("--disk", sa->disk, "disk quota of its writable trees")->capture_default_str();
+  st->add_option("--pids", sa->pids, "process limit of the whole session")->capture_default_str();
+  st->add_flag("--no-landlock", sa->no_landlock, "turn Landlock off (for programs that mount)");
+  st->add_option("--ttl", sa->ttl, "how long the session may live")->capture_default_str();
+  st->add_option(
+      "--owner", sa->owner,
+      "the session ends when this process exits (default: the caller's terminal session)");
+  st->add_flag("--detach", sa->detach, "no owner: only --ttl or `session stop` end it");
+  st->add_option("--pull", sa->pull, "registry images: missing, always or never")
+      ->check(CLI::IsMember({"missing", "always", "never"}))
+      ->capture_default_str();
+  st->add_flag("--json", sa->json_out, "print the session as JSON (evalbox.session.v1)");
+  add_state_dir(st, sa->state_dir);
+  st->callback([&out, sa] { out = [sa] { return start(*sa); }; });
+
+  auto va = std::make_shared<serve_args>();
+  auto* sv = se->add_subcommand("serve", "the server of a session (started by `session start`)");
+  sv->group("");
+  sv->add_option("--spec", va->spec)->required();
+  sv->add_option("--ready-fd", va->ready_fd);
+  sv->callback([&out, va] { out = [va] { return serve(*va); }; });
+
+  auto ea = std::make_shared<exec_args>();
+  auto* ex = se->add_subcommand(
+      "exec",
+      "Run a command in the session; its output is streamed, its exit status is evalbox's\n"
+      "(128+N when killed by signal N, 124 past --timeout, 127 when the command is not in the\n"
+      "session, 125 when the session failed).\n"
+      "\n"
+      "Examples:\n"
+      "  evalbox session exec $id -- python3 -m pytest -q\n"
+      "  evalbox session exec $id --cwd /workspace/src --env DEBUG=1 -- make\n"
+      "  echo data | evalbox session exec $id --stdin -- wc -c\n"
+      "  evalbox session exec $id --tty -- bash");
+  ex->add_option("id", ea->id, "the session (an id or a unique prefix of one)")->required();
+  ex->add_option("command", ea->command, "the command and its arguments (after --)")->required();
+  ex->add_option("--cwd", ea->cwd, "working directory inside (default: the workspace)");
+  ex->add_option("--env", ea->env, "NAME=VALUE over the session's environment (repeatable)");
+  ex->add_option("--timeout", ea->timeout, "kill the command (its process group) after this long");
+  ex->add_flag("--stdin,-i", ea->stdin_pass, "pass this command's stdin to the command");
+  ex->add_flag("--tty,-t", ea->tty, "a pseudo-terminal of the session's own (when stdin is one)");
+  add_state_dir(ex, ea->state_dir);
+  ex->callback([&out, ea] { out = [ea] { return exec(*ea); }; });
+
+  auto wa = std::make_shared<simple_args>();
+  auto* wr = se->add_subcommand("write", "Write stdin into a file of the session");
+  wr->add_option("id", wa->id, "the session")->required();
+  wr->add_option("path", wa->path, "the file inside (relative: to the workspace)")->required();
+  wr->add_option("--mode", wa->mode, "a new file's permission bits (octal)")->capture_default_str();
+  wr->add_flag("--append", wa->append, "append instead of replacing");
+  wr->add_flag("--parents,-p", wa->parents, "make missing directories");
+  add_state_dir(wr, wa->state_dir);
+  wr->callback([&out, wa] { out = [wa] { return write(*wa); }; });
+
+  auto ra = std::make_shared<simple_args>();
+  auto* rd = se->add_subcommand("read", "Print a file of the session (binary-safe)");
+  rd->add_option("id", ra->id, "the session")->required();
+  rd->add_option("path", ra->path, "the file inside (relative: to the workspace)")->required();
+  add_state_dir(rd, ra->state_dir);
+  rd->callback([&out, ra] { out = [ra] { return read(*ra); }; });
+
+  auto la = std::make_shared<simple_args>();
+  auto* ls_cmd = se->add_subcommand("ls", "List sessions; with ID, a directory of that session");
+  ls_cmd->add_option("id", la->id, "a session (none: every session)");
+  ls_cmd->add_option("path", la->path, "a directory inside (default: the workspace)");
+  ls_cmd->add_flag("--json", la->json_out, "as JSON");
+  add_state_dir(ls_cmd, la->state_dir);
+  ls_cmd->callback([&out, la] { out = [la] { return ls(*la); }; });
+
+  auto na = std::make_shared<simple_args>();
+  auto* sn = se->add_subcommand("snapshot", "Freeze the session's state under a name (O(changes))");
+  sn->add_option("id", na->id, "the session")->required();
+  sn->add_option("name", na->name, "the snapshot's name ([A-Za-z0-9._-]{1,64})")->required();
+  sn->add_flag("--json", na->json_out, "as JSON");
+  add_state_dir(sn, na->state_dir);
+  sn->callback([&out, na] {
+    out = [na] {
+      return call_and_print(
+          "snapshot", *na, {{"op", "snapshot"}, {"name", na->name}}, [](const json& r) {
+            fmt::print("{} ({} files, {} bytes, {} ms)\n", json_value_or(r, "name", std::string()),
+                       json_value_or(r, "files", uint64_t{0}),
+                       json_value_or(r, "bytes", uint64_t{0}), json_value_or(r, "ms", uint64_t{0}));
+          });
+    };
+  });
+
+  auto fa = std::make_shared<simple_args>();
+  auto* fk =
+      se->add_subcommand("fork", "New sessions from a snapshot, each with its own writable layers");
+  fk->add_option("id", fa->id, "the session")->required();
+  fk->add_option("--from", fa->from, "the snapshot (default: one taken now)");
+  fk->add_option("--count,-n", fa->count, "how many")->capture_default_str();
+  fk->add_flag("--json", fa->json_out, "as JSON");
+  add_state_dir(fk, fa->state_dir);
+  fk->callback([&out, fa] {
+    out = [fa] {
+      json req{{"op", "fork"}, {"count", fa->count}};
+      if (!fa->from.empty()) req["from"] = fa->from;
+      return call_and_print("fork", *fa, std::move(req), [](const json& r) {
+        for (const auto& s : json_member(r, "sessions"))
+          fmt::print("{}\n", json_value_or(s, "id", std::string()));
+      });
+    };
+  });
+
+  auto rs = std::make_shared<simple_args>();
+  auto* re =
+      se->add_subcommand("reset", "Back to a snapshot (or the start): every process is killed");
+  re->add_option("id", rs->id, "the session")->required();
+  re->add_option("--to", rs->to, "the snapshot (default: where the session started)");
+  re->add_flag("--json", rs->json_out, "as JSON");
+  add_state_dir(re, rs->state_dir);
+  re->callback([&out, rs] {
+    out = [rs] {
+      json req{{"op", "reset"}};
+      if (!rs->to.empty()) req["to"] = rs->to;
+      return call_and_print("reset", *rs, std::move(req), [](const json& r) {
+        fmt::print(stderr, "reset in {} ms\n", json_value_or(r, "ms", uint64_t{0}));
+      });
+    };
+  });
+
+  auto ia = std::make_shared<simple_args>();
+  auto* in = se->add_subcommand("info", "The session as JSON (evalbox.session.v1)");
+  in->add_option("id", ia->id, "the session")->required();
+  add_state_dir(in, ia->state_dir);
+  in->callback([&out, ia] {
+    out = [ia] {
+      return call_and_print("info", *ia, {{"op", "info"}}, [](const json& r) {
+        fmt::print("{}\n", pretty_json(json_member(r, "session")));
+      });
+    };
+  });
+
+  auto ga = std::make_shared<simple_args>();
+  auto* gr =
+      se->add_subcommand("grade", "Grade the session's current state with its fixture's checks");
+  gr->add_option("id", ga->id, "the session")->required();
+  gr->add_flag("--json", ga->json_out, "as JSON");
+  add_state_dir(gr, ga->state_dir);
+  gr->callback([&out, ga] {
+    out = [ga] {
+      return call_and_print("grade", *ga, {{"op", "grade"}},
+                            [](const json& r) { fmt::print("{}\n", pretty_json(r)); });
+    };
+  });
+
+  auto sp = std::make_shared<simple_args>();
+  auto* so = se->add_subcommand("stop", "Stop sessions: every process killed, nothing left behind");
+  so->add_option("ids", sp->ids, "the sessions")->required();
+  add_state_dir(so, sp->state_dir);
+  so->callback([&out, sp] { out = [sp] { return stop(*sp); }; });
+}
+
+}  // namespace evalbox::harness::cli

@@ -1,0 +1,169 @@
+// The session protocol's client (client.h).
+#include "harness/session/client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/base64.h"
+#include "base/json_get.h"
+#include "harness/session/protocol.h"
+
+namespace evalbox::harness {
+inline namespace sessions {
+
+namespace {
+constexpr size_t max_line = 80u << 20;  // the server's limit, and base64's growth
+
+bool send_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+}  // namespace
+
+result<client> client::connect(const std::filesystem::path& socket) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string p = socket.string();
+  if (p.size() >= sizeof addr.sun_path)
+    return make_error(error_kind::invalid_argument, "socket path too long: {}", p);
+  std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+  client c;
+  c.fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!c.fd_) return sys_error(errno, "socket");
+  if (::connect(c.fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ECONNREFUSED)
+      return make_error(error_kind::not_found, "the session is not running (nothing answers at {})",
+                        p);
+    return sys_error(err, fmt::format("connect {}", p));
+  }
+  std::string line;
+  if (!c.read_line(line, true))
+    return make_error(error_kind::io, "the session closed the connection before greeting");
+  auto g = parse_json(line, "the session's greeting");
+  if (!g || json_value_or(*g, "protocol", std::string()) != protocol_name) {
+    // A refusal (busy) comes as an error line instead of a greeting.
+    if (g && json_member(*g, "error").is_object())
+      return make_error(error_kind::busy, "{}",
+                        json_value_or(json_member(*g, "error"), "message", std::string("refused")));
+    return make_error(error_kind::invalid_argument, "{} does not speak {}", p, protocol_name);
+  }
+  c.greeting_ = std::move(*g);
+  return c;
+}
+
+bool client::read_line(std::string& line, bool wait) {
+  for (;;) {
+    const size_t nl = buf_.find('\n');
+    if (nl != std::string::npos) {
+      line = buf_.substr(0, nl);
+      buf_.erase(0, nl + 1);
+      return true;
+    }
+    if (buf_.size() > max_line) return false;
+    char chunk[65536];
+    const ssize_t n = ::recv(fd_.get(), chunk, sizeof chunk, wait ? 0 : MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return false;
+    if (n <= 0) return false;
+    buf_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+bool client::send(const json& message) { return send_all(fd_.get(), message.dump() + "\n"); }
+
+std::expected<json, client_error> client::read_reply(const json& id) {
+  std::string line;
+  if (!read_line(line, true))
+    return std::unexpected(client_error{"ended", "the session closed the connection"});
+  auto j = parse_json(line, "the session's reply");
+  if (!j || !j->is_object())
+    return std::unexpected(client_error{"internal", "a reply that is not JSON"});
+  if (json_member(*j, "id") != id && !json_member(*j, "id").is_null())
+    return std::unexpected(client_error{"internal", "a reply to another request"});
+  if (json_value_or(*j, "ok", false)) return std::move(*j);
+  const json& e = json_member(*j, "error");
+  return std::unexpected(client_error{json_value_or(e, "kind", std::string("internal")),
+                                      json_value_or(e, "message", std::string("failed"))});
+}
+
+std::expected<json, client_error> client::call(json request) {
+  request["id"] = ++next_id_;
+  if (!send(request))
+    return std::unexpected(client_error{"ended", "the session closed the connection"});
+  return read_reply(request["id"]);
+}
+
+std::expected<json, client_error> client::exec(
+    json request, const std::function<void(std::string_view, std::string_view)>& on_frame,
+    int input_fd, const std::function<void()>& poll_hook) {
+  request["id"] = ++next_id_;
+  const json id = request["id"];
+  if (!send(request))
+    return std::unexpected(client_error{"ended", "the session closed the connection"});
+  for (;;) {
+    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {input_fd, POLLIN, 0}};
+    const size_t pending = buf_.find('\n') != std::string::npos ? 1 : 0;
+    if (!pending && ::poll(fds, input_fd >= 0 ? 2 : 1, 100) < 0 && errno != EINTR)
+      return std::unexpected(client_error{"internal", std::strerror(errno)});
+    if (poll_hook) poll_hook();
+    if (input_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char chunk[65536];
+      const ssize_t n = ::read(input_fd, chunk, sizeof chunk);
+      if (n > 0) {
+        send({{"op", "input"},
+              {"id", id},
+              {"data", base64_encode(std::string_view(chunk, static_cast<size_t>(n)))}});
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        send({{"op", "input"}, {"id", id}, {"data", ""}, {"eof", true}});
+        input_fd = -1;
+      }
+    }
+    if (!pending && !(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    std::string line;
+    while (read_line(line, false)) {
+      auto j = parse_json(line, "the session's reply");
+      if (!j || !j->is_object())
+        return std::unexpected(client_error{"internal", "a reply that is not JSON"});
+      if (j->contains("stream")) {
+        auto bytes = base64_decode(json_value_or(*j, "data", std::string()));
+        if (bytes) on_frame(json_value_or(*j, "stream", std::string("stdout")), *bytes);
+        continue;
+      }
+      if (json_member(*j, "id") != id) continue;  // an answer to an input that was refused
+      if (json_value_or(*j, "ok", false)) return std::move(*j);
+      const json& e = json_member(*j, "error");
+      return std::unexpected(client_error{json_value_or(e, "kind", std::string("internal")),
+                                          json_value_or(e, "message", std::string("failed"))});
+    }
+    if (buf_.size() > max_line)
+      return std::unexpected(client_error{"internal", "a reply too long"});
+    // read_line returned false: nothing complete yet, or the connection ended.
+    char probe;
+    if (::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+      return std::unexpected(client_error{"ended", "the session closed the connection"});
+  }
+}
+
+error_kind error_kind_of(std::string_view k) noexcept {
+  if (k == "invalid_request" || k == "unknown_op" || k == "too_large")
+    return error_kind::invalid_argument;
+  if (k == "not_found") return error_kind::not_found;
+  if (k == "permission") return error_kind::permission;
+  if (k == "busy") return error_kind::busy;
+  if (k == "unsupported") return error_kind::unsupported;
+  if (k == "ended") return error_kind::cancelled;
+  return error_kind::internal;
+}
+
+}  // namespace sessions
+}  // namespace evalbox::harness
