@@ -134,6 +134,8 @@ struct first_session {
   claimed_dir dir;
   int ready_fd = -1;
   const std::atomic<bool>* stop = &g_stop;
+  // A fixture's session: the runner's grading of a state (runner_options::on_state_grader).
+  harness::runner_options::state_grader grader;
 
   result<sandbox::run_record> operator()(sandbox::prepared_session& prepared,
                                          sandbox::launch_options lo) {
@@ -151,6 +153,7 @@ struct first_session {
     setup.source = spec.source;
     setup.expires = std::chrono::system_clock::now() + spec.ttl;
     setup.owner = spec.owner;
+    if (grader) setup.grader = grader;
     auto s = harness::session::start(std::move(setup), prepared, nullptr);
     if (!s) {
       tell_starter(ready_fd, {{"ok", false}, {"error", s.error().message}});
@@ -248,6 +251,9 @@ int serve_with_fixture(const serve_spec& spec, first_session& first) {
   o.concurrency = 1;
   o.resume = false;
   o.quiet = true;
+  o.on_state_grader = [&first](harness::runner_options::state_grader g) {
+    first.grader = std::move(g);
+  };
   o.shell = [&first](const sandbox::prepared_session& p, sandbox::launch_options lo,
                      sandbox::cancel_token& cancel) {
     first.stop = &cancel.requested;

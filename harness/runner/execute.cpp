@@ -13,6 +13,7 @@
 #include "harness/agent/host_client.h"
 #include "harness/grading/grading.h"
 #include "harness/judge/client.h"
+#include "harness/session/commands.h"
 #include "harness/transcripts/atif.h"
 #include "harness/transcripts/read_limits.h"
 
@@ -373,7 +374,13 @@ class attempt {
     o.env = env;
     if (x_.options.interactive_grader && fixture_.has_grader)
       o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
+    if (x_.options.on_state_grader)
+      x_.options.on_state_grader(
+          [this](const sandbox::layer_stack& stack, const fs::path& commands) {
+            return grade_state(stack, commands);
+          });
     auto rec = x_.options.interactive(*session_, o);
+    if (x_.options.on_state_grader) x_.options.on_state_grader({});
     st_.timings["agent_ms"] = ms_since(t0);
     if (!rec) return fail(run_error_kind::sandbox, rec.error().message);
     st_.records["shell"] = rec->to_json();
@@ -383,6 +390,32 @@ class attempt {
     if (auto s = write_transcript(transcript_path(), transcript_); !s)
       return fail(run_error_kind::host, s.error().message);
     return true;
+  }
+
+  // A session's state graded as this run's end would be (runner_options::on_state_grader), one
+  // grading at a time: its workspace seen through a read-only view of `stack`, its checks'
+  // sandboxes over the stack, its transcript the session's commands. No workspace.diff: a
+  // judge check sees none. What the grading leaves (its uppers, the view) is removed after.
+  result<json> grade_state(const sandbox::layer_stack& stack, const fs::path& commands) {
+    std::lock_guard lock(grade_state_m_);
+    transcript_ = EB_TRY(transcript_of_commands(commands));
+    EB_TRY(write_transcript(transcript_path(), transcript_));
+    (void)write_file(run_dir_ / "workspace.diff", "");
+    const fs::path at = EB_TRY(session_->scratch_dir(fmt::format("view-{}", ++graded_uppers_)));
+    auto view = EB_TRY(sandbox::layers_view::make(stack.workspace, at));
+    after_.view = view.path();
+    graded_stack_ = &stack;
+    auto t0 = clock_type::now();
+    grade(t0);
+    graded_stack_ = nullptr;
+    for (const auto& d : graded_dirs_) (void)remove_tree(d);
+    graded_dirs_.clear();
+    json out = st_.grading;
+    out["verdict"] = std::string(to_string(st_.verdict));
+    st_.grading = json();
+    st_.verdict = run_verdict::not_assessed;
+    after_ = {};
+    return out;
   }
 
   // The agent, and its follow-up when the fixture has one and the agent exited.
@@ -460,10 +493,21 @@ class attempt {
     return true;
   }
 
+  // A grading launch of a session's state (grade_state) stacks that state's layers under uppers
+  // of its own; any other launch is left as it is.
+  status over_state(sandbox::launch_options& o) {
+    if (!graded_stack_) return {};
+    const fs::path dir = EB_TRY(sandbox::stack_layers(
+        *session_, *graded_stack_, fmt::format("graded-{}", ++graded_uppers_), o));
+    graded_dirs_.push_back(dir);
+    return {};
+  }
+
   // One shell check in a fresh sandbox: /grader and the transcript mounted read-only.
   result<shell_check_outcome> run_shell_check(const check_spec& c) {
     // In the run's own root (the image's, as the agent left it) and workspace.
     auto o = harness_launch(fmt::format("grade-{}", check_index_++), c.shell, launch_env_);
+    EB_TRY(over_state(o));
     if (fixture_.has_grader)
       o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
     o.extra_mounts.push_back({transcript_path(), "/evalbox/transcript.jsonl", false, true});
@@ -504,6 +548,7 @@ class attempt {
     o.limits_override = limits;
     o.stdout_path = keep / "stdout.txt";
     o.stderr_path = keep / "stderr.txt";
+    EB_TRY(over_state(o));
     auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
     st_.records[o.label] = rec.to_json();
     const std::vector<std::string> skipped = keep_verifier_files(logs, keep / "logs");
@@ -569,6 +614,7 @@ class attempt {
       const fs::path log = logs / (c.id + ".patch.log");
       o.stdout_path = log;
       o.stderr_path = log;
+      EB_TRY(over_state(o));
       auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
       EB_TRY(finish(rec));
       if (rec.outcome != sandbox::outcome_kind::exited || rec.exit_code != 0) {
@@ -586,6 +632,7 @@ class attempt {
     const fs::path log = logs / (c.id + ".log");
     o.stdout_path = log;
     o.stderr_path = log;
+    EB_TRY(over_state(o));
     auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
     EB_TRY(finish(rec));
     out.exited = rec.outcome == sandbox::outcome_kind::exited;
@@ -716,6 +763,11 @@ class attempt {
   int agent_signal_ = 0;
   transcript transcript_;
   int check_index_ = 0;
+  // grade_state: the stack graded now, and the uppers made for its launches.
+  std::mutex grade_state_m_;
+  const sandbox::layer_stack* graded_stack_ = nullptr;
+  int graded_uppers_ = 0;
+  std::vector<fs::path> graded_dirs_;
 };
 
 }  // namespace

@@ -20,13 +20,16 @@ result<std::optional<uint64_t>> parse_gc_max_size(const std::string& text, bool 
 }
 
 bool gc_report::clean() const noexcept {
-  return runs.errors.empty() && git.errors.empty() && (!images || images->errors.empty());
+  return runs.errors.empty() && sessions.errors.empty() && git.errors.empty() &&
+         (!images || images->errors.empty());
 }
 
 result<gc_report> collect_garbage(const gc_options& options) {
   sandbox::preparer preparer(options.sandbox);
   gc_report r;
   r.state_root = options.sandbox.state_root.string();
+  // Sessions first: a session whose server died leaves a run whose lock is free, reclaimed next.
+  r.sessions = reap_sessions(options.sandbox.state_root);
   auto reclaimed = preparer.reclaim_stale();
   if (!reclaimed)
     return make_error(reclaimed.error().kind, "{}: {}", r.state_root, reclaimed.error().message);
@@ -51,6 +54,9 @@ json gc_json(const gc_report& r) {
          {"mounts_unmounted", r.runs.mounts_unmounted},
          {"cgroups_removed", r.runs.cgroups_removed},
          {"errors", r.runs.errors}};
+  j["sessions"] = {{"removed", r.sessions.removed},
+                   {"stopped", r.sessions.stopped},
+                   {"errors", r.sessions.errors}};
   j["git"] = {{"temporaries_removed", r.git.temporaries_removed},
               {"mirrors", r.git.mirrors},
               {"trees", r.git.trees},
@@ -78,6 +84,9 @@ std::string gc_text(const gc_report& r) {
       "removed\n",
       r.state_root, r.runs.runs_reclaimed, r.runs.mounts_unmounted, r.runs.cgroups_removed);
   for (const auto& e : r.runs.errors) out += fmt::format("  error: {}\n", e);
+  out += fmt::format("sessions: {} left by a dead server removed, {} past their TTL stopped\n",
+                     r.sessions.removed, r.sessions.stopped);
+  for (const auto& e : r.sessions.errors) out += fmt::format("  error: {}\n", e);
   out += fmt::format(
       "git: {} partial fetch(es) or checkout(s) removed; {} mirror(s), {} tree(s) kept\n",
       r.git.temporaries_removed, r.git.mirrors, r.git.trees);

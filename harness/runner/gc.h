@@ -1,5 +1,6 @@
-// `evalbox gc` below the command line: what crashed runs left in the state root reclaimed (the
-// preparer's reclaim), partial git fetches and checkouts removed, the image store collected
+// `evalbox gc` below the command line: sessions without a server (or past their TTL) reaped,
+// what crashed runs left in the state root reclaimed (the preparer's reclaim), partial git fetches
+// and checkouts removed, the image store collected
 // (--images, --max-size), the workspaces kept in results directories counted (--results) — one
 // typed report, and its two forms: the evalbox.gc.v1 JSON and the text summary.
 #pragma once
@@ -12,6 +13,7 @@
 #include "base/error.h"
 #include "base/json_fwd.h"
 #include "harness/fixture/git_source.h"
+#include "harness/session/store.h"
 #include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
@@ -37,6 +39,7 @@ struct kept_workspaces {
 struct gc_report {
   std::string state_root;
   sandbox::reclaim_report runs;
+  reap_report sessions;  // sessions without a server removed, servers past their TTL stopped
   git_store_report git;
   std::optional<sandbox::image_collection_report> images;  // with --images
   std::vector<kept_workspaces> kept;                       // one per --results

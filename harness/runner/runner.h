@@ -21,6 +21,7 @@
 #include "harness/plan/plan.h"
 #include "harness/runner/keep_workspace.h"
 #include "sandbox/launch/launcher.h"
+#include "sandbox/live/stack.h"
 #include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
@@ -72,6 +73,15 @@ struct runner_options {
                                             sandbox::launch_options)>
       interactive;
   bool interactive_grader = false;  // the grader at /grader (read-only) in that launch too
+  // With `interactive`: given, before it is called, what grades a state of the run's sandbox as
+  // the run's own grading would (a session's `grade`, harness/session) — shell, tests and
+  // verifier checks in sandboxes over `stack` with uppers of their own, file and git checks on
+  // its workspace (a read-only view of the stack), transcript checks on the commands in
+  // `commands` (a session's transcript.jsonl). It returns the grading (run.json's) with the
+  // verdict, and lives as long as the call of `interactive`.
+  using state_grader = std::function<result<json>(const sandbox::layer_stack& stack,
+                                                  const std::filesystem::path& commands)>;
+  std::function<void(state_grader)> on_state_grader;
   // The workspace every run starts from instead of its fixture's (evalbox runs shell: a copy
   // of a kept workspace; the directory itself is never written).
   std::filesystem::path workspace_override;

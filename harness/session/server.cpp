@@ -435,10 +435,7 @@ void server::impl::dispatch(const std::shared_ptr<hosted_session>& h, connection
       run_fork(h, c, r);
       return;
     case op_kind::grade:
-      c.send(
-          error_line(r.id, "unsupported",
-                     "grade: this session has no checks to grade with (start it from a fixture)"));
-      return;
+      return answer(s.grade());
     case op_kind::stop:
       c.send(ok_line(r.id));
       h->stop_requested = true;

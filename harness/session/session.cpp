@@ -123,30 +123,10 @@ result<std::shared_ptr<session>> session::start(session_setup setup,
 }
 
 status session::launch(const layer_stack& stack) {
-  const int n = ++incarnation_;
-  const sandbox::prepared_session& p = *prepared_;
-  const fs::path dir = EB_TRY(prepared_->scratch_dir(fmt::format("live-{}", n)));
-  for (const char* tree : {"workspace", "home", "root"}) {
-    EB_TRY(make_owned_dir(dir / tree, p.sandbox_uid(), p.sandbox_gid()));
-    EB_TRY(make_owned_dir(dir / tree / "upper", p.sandbox_uid(), p.sandbox_gid()));
-    EB_TRY(make_owned_dir(dir / tree / "work", p.sandbox_uid(), p.sandbox_gid()));
-  }
-  auto overlay = [&](const std::vector<fs::path>& lowers, const char* tree) {
-    sandbox::launch_overlay o;
-    for (const auto& l : lowers) o.lowers.push_back(l.string());
-    o.upper = (dir / tree / "upper").string();
-    o.work = (dir / tree / "work").string();
-    return o;
-  };
   sandbox::launch_options o = setup_.options;
-  o.workspace_overlay = overlay(stack.workspace, "workspace");
-  o.home_overlay = overlay(stack.home, "home");
-  if (p.image()) {
-    o.root_layers = stack.root;
-    o.root_upper = dir / "root" / "upper";
-    o.root_work = dir / "root" / "work";
-  }
-  auto live = sandbox::live_sandbox::start(p, std::move(o));
+  const fs::path dir =
+      EB_TRY(sandbox::stack_layers(*prepared_, stack, fmt::format("live-{}", ++incarnation_), o));
+  auto live = sandbox::live_sandbox::start(*prepared_, std::move(o));
   if (!live) {
     (void)remove_tree(dir);
     return std::unexpected(std::move(live.error()));
@@ -251,6 +231,23 @@ result<layer_stack> session::fork_point(const std::optional<std::string>& from) 
   if (stopped_ || !live_) return make_error(error_kind::cancelled, "the session has ended");
   uint64_t bytes = 0, entries = 0;
   return freeze(bytes, entries);
+}
+
+result<json> session::grade() {
+  if (!setup_.grader)
+    return make_error(error_kind::unsupported,
+                      "grade: this session has no checks to grade with (start it with --fixture)");
+  const auto t0 = clock_type::now();
+  layer_stack stack;
+  {
+    std::shared_lock lock(m_);
+    if (stopped_ || !live_) return make_error(error_kind::cancelled, "the session has ended");
+    uint64_t bytes = 0, entries = 0;
+    stack = EB_TRY(freeze(bytes, entries));
+  }
+  json out = EB_TRY(setup_.grader(stack, setup_.dir / "transcript.jsonl"));
+  out["ms"] = ms_since(t0);
+  return out;
 }
 
 result<json> session::reset(const std::optional<std::string>& to) {

@@ -34,16 +34,19 @@
 #include "base/unique_fd.h"
 #include "sandbox/launch/launcher.h"
 #include "sandbox/live/live.h"
+#include "sandbox/live/stack.h"
 #include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
 inline namespace sessions {
 
-// The layers a session's writable trees are stacked from, top-most first.
-struct layer_stack {
-  std::vector<std::filesystem::path> workspace, home;
-  std::vector<std::filesystem::path> root;  // above the session's own root upper and its image
-};
+using sandbox::layer_stack;
+
+// A state of a session for its fixture's checks: the layers its trees are stacked from and the
+// commands that made it (transcript.jsonl). Returns what the grading says (its checks and
+// verdict). Set for sessions started from a fixture (the runner's grading, runner.h).
+using session_grader =
+    std::function<result<json>(const layer_stack&, const std::filesystem::path&)>;
 
 // What the sessions of one server that fork from each other share: their snapshots (by name)
 // and the store of layers (<state>/session-layers/<family>/), removed with the family.
@@ -98,6 +101,7 @@ struct session_setup {
   std::chrono::system_clock::time_point expires;
   std::optional<pid_t> owner;  // the process whose exit ends it
   std::string parent;          // the session it was forked from
+  session_grader grader;       // how its state is graded (a fixture's session), else unset
 };
 
 class session {
@@ -127,6 +131,9 @@ class session {
   result<json> reset(const std::optional<std::string>& to);
   // The stack a fork starts from: snapshot `from`, or one taken now.
   result<layer_stack> fork_point(const std::optional<std::string>& from);
+  // The current state graded with the fixture's checks (unsupported without a fixture): its
+  // uppers frozen as for a snapshot, then graded in sandboxes of their own over that stack.
+  result<json> grade();
 
   // A line of transcript.jsonl.
   void record(const exec_event& e);
