@@ -53,6 +53,9 @@ struct agent_plan {
   // The plan runs the fixture's reference solution (solution/, e.g. from a bundle): the only
   // plan for which the runner leaves that directory out of the protected roots.
   bool runs_fixture_solution = false;
+  // The program is a host-side loop (adapter: loop): it runs in a sandbox of its own and drives
+  // the run's task through a session (EVALBOX_SESSION), which the runner starts for it.
+  bool drives_session = false;
   // How read_transcript() should treat stdout: the raw bytes are always kept as native/.
   std::string stdout_name = "stdout.txt";
   // The client's version when the adapter knows it (its pinned client from the agent cache):

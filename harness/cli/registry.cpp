@@ -4,6 +4,7 @@
 #include "adapters/claude-code/claude_code.h"
 #include "adapters/codex/codex.h"
 #include "adapters/command/command.h"
+#include "adapters/loop/loop.h"
 #include "adapters/gemini/gemini.h"
 #include "adapters/noop/noop.h"
 #include "adapters/oracle/oracle.h"
@@ -15,6 +16,7 @@ harness::adapter_registry make_registry() {
   r.add(adapters::noop::make_adapter());
   r.add(adapters::oracle::make_adapter());
   r.add(adapters::command::make_adapter());
+  r.add(adapters::loop::make_adapter());
   r.add(adapters::codex::make_adapter());
   r.add(adapters::claude_code::make_adapter());
   r.add(adapters::gemini::make_adapter());

@@ -1,10 +1,14 @@
 // One attempt at one run, phase by phase (see execute.h).
 #include "harness/runner/execute.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "base/fs.h"
 #include "base/json_checks.h"
@@ -14,6 +18,8 @@
 #include "harness/grading/grading.h"
 #include "harness/judge/client.h"
 #include "harness/session/commands.h"
+#include "harness/session/server.h"
+#include "harness/session/session.h"
 #include "harness/transcripts/atif.h"
 #include "harness/transcripts/read_limits.h"
 
@@ -418,9 +424,155 @@ class attempt {
     return out;
   }
 
+  // A host-side loop (adapter: loop, agent_plan::drives_session): the run's sandbox becomes its
+  // task session — the fixture's workspace, image and network, no credentials — served on a
+  // socket in a directory of its own; the loop's program runs in a sandbox of its own on the
+  // same prepared session (the candidate's home and credentials and network, an empty
+  // workspace, the host's root) with that socket at /evalbox/session.sock. When it exits the
+  // task's state is frozen and graded (graded_stack_); its commands are the transcript.
+  bool drive_session() {
+    auto t0 = clock_type::now();
+    temp_dir sock_dir("evalbox-loop");  // a short path: a socket's is at most 107 bytes
+    auto layers = session_->scratch_dir("session-layers");
+    if (!layers) return fail(run_error_kind::sandbox, layers.error().message);
+    sessions::session_setup setup;
+    setup.id = "task";
+    setup.dir = sock_dir.path();
+    // The family holds the layers the grading reads after the session is gone: kept here.
+    state_family_ = std::make_shared<sessions::family>(*layers, locked_fd());
+    setup.fam = state_family_;
+    setup.options.label = "task";
+    setup.options.env = launch_env_;
+    setup.options.with_secrets = false;
+    setup.options.network_override = to_policy(fixture_.network);
+    sandbox::resource_limits task_limits = request_.limits;
+    task_limits.wall_ms += 60000;  // the loop's own wall limit ends it first
+    setup.options.limits_override = task_limits;
+    setup.source = {{"fixture", fixture_.dir.string()}};
+    setup.expires =
+        std::chrono::system_clock::now() + std::chrono::milliseconds(task_limits.wall_ms);
+    auto task = sessions::session::start(std::move(setup), *session_, nullptr);
+    if (!task) return fail(run_error_kind::sandbox, task.error().message);
+    sessions::server_options so;
+    so.trusted_uids = {session_->sandbox_uid()};
+    sessions::server srv(std::move(so));
+    if (auto h = srv.host(*task, locked_fd()); !h)
+      return fail(run_error_kind::sandbox, h.error().message);
+    const fs::path socket = sock_dir.path() / "socket";
+    ::chmod(sock_dir.path().c_str(), 0711);  // the socket is reached by its bind only
+    ::chmod(socket.c_str(), 0666);           // the loop's processes run as the sandbox's id
+    std::atomic<bool> stop{false};
+    std::thread serving([&] { srv.run(stop); });
+    // The loop's own sandbox.
+    sandbox::launch_options o;
+    o.label = "agent";
+    o.argv = plan_.argv;
+    std::map<std::string, std::string> env = request_.env;
+    for (const auto& [k, v] : plan_.env) env[k] = v;
+    env["EVALBOX_SESSION"] = "/evalbox/session.sock";
+    o.env = env;
+    o.host_root = true;
+    o.stdin_data = plan_.stdin_data;
+    o.stdout_path = native_ / plan_.stdout_name;
+    o.stderr_path = native_ / "stderr.txt";
+    o.extra_mounts.push_back({socket, "/evalbox/session.sock", false, true});
+    auto empty = session_->scratch_dir("loop-workspace");
+    std::optional<result<sandbox::run_record>> rec;
+    if (!empty) {
+      rec = std::unexpected(std::move(empty.error()));
+    } else if (auto dir = sandbox::stack_layers(*session_, {{*empty}, {session_->home_dir()}, {}},
+                                                "loop", o);
+               !dir) {
+      rec = std::unexpected(std::move(dir.error()));
+    } else {
+      rec = launch(o);
+    }
+    // The task's state as the loop left it, then the session ends (every process of it killed).
+    auto stack = (*task)->fork_point(std::nullopt);
+    std::error_code ec;
+    fs::copy_file(sock_dir.path() / "transcript.jsonl", native_ / "session-commands.jsonl", ec);
+    stop = true;
+    serving.join();
+    task->reset();
+    st_.timings["agent_ms"] = ms_since(t0);
+    if (!*rec) return fail(run_error_kind::sandbox, rec->error().message);
+    const sandbox::run_record& r = **rec;
+    if (!r.ok()) {
+      if (r.error_step.starts_with("execve"))
+        return fail(run_error_kind::adapter,
+                    fmt::format("the loop's program {} could not be started: {}",
+                                plan_.argv.front(), r.error));
+      return fail(run_error_kind::sandbox, r.error);
+    }
+    if (r.outcome == sandbox::outcome_kind::cancelled) return cancelled();
+    agent_outcome_ = r.outcome;
+    agent_signal_ = r.signal;
+    if (!stack) return fail(run_error_kind::sandbox, stack.error().message);
+    state_stack_ = std::move(*stack);
+    graded_stack_ = &state_stack_;
+    auto tr = transcript_of_commands(native_ / "session-commands.jsonl");
+    if (!tr) return fail(run_error_kind::host, tr.error().message);
+    transcript_ = std::move(*tr);
+    transcript_.agent = "loop";
+    // The loop's answer, as a final message: its last line of output.
+    if (auto out = read_file(native_ / plan_.stdout_name, 1u << 20)) {
+      std::string text = std::move(*out);
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+      if (const size_t nl = text.rfind('\n'); nl != std::string::npos) text.erase(0, nl + 1);
+      if (!text.empty()) transcript_.final_message = text.substr(0, 2000);
+    }
+    if (auto w = write_transcript(transcript_path(), transcript_); !w)
+      return fail(run_error_kind::host, w.error().message);
+    const json trajectory = to_atif(
+        transcript_, {r_.run_id, cand_.adapter, plan_.client_version, cand_.id, fixture_.prompt});
+    if (auto w = write_file(run_dir_ / "trajectory.json", pretty_json(trajectory)); !w)
+      return fail(run_error_kind::host, w.error().message);
+    if (agent_outcome_ == sandbox::outcome_kind::signaled)
+      return fail(run_error_kind::agent,
+                  fmt::format("the loop was killed by signal {}", agent_signal_));
+    return true;
+  }
+
+  // workspace.diff of a session's state (drive_session): the paths its frozen workspace layers
+  // hold, compared with the snapshot before the agent in a sandbox over that state.
+  bool diff_state() {
+    auto at = session_->scratch_dir("state-view");
+    if (!at) return fail(run_error_kind::sandbox, at.error().message);
+    auto view = sandbox::layers_view::make(graded_stack_->workspace, *at);
+    if (!view) return fail(run_error_kind::sandbox, view.error().message);
+    state_view_.emplace(std::move(*view));
+    after_.view = state_view_->path();
+    std::set<std::string> changed;
+    // Every layer above the run's own workspace (the stack's last) holds what the loop changed.
+    for (size_t i = 0; i + 1 < graded_stack_->workspace.size(); ++i) {
+      const fs::path& layer = graded_stack_->workspace[i];
+      std::error_code ec;
+      for (auto it = fs::recursive_directory_iterator(layer, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        changed.insert(it->path().lexically_relative(layer).string());
+    }
+    if (changed.empty()) {
+      (void)write_file(run_dir_ / "workspace.diff", "");
+      return true;
+    }
+    auto o = harness_launch(
+        "diff", diff_script({changed.begin(), changed.end()}, session_->workspace_target()),
+        base_environment());
+    o.host_root = true;
+    o.extra_mounts.push_back({before_.view, "/evalbox/before", false, false});
+    o.stdout_path = run_dir_ / "workspace.diff";
+    o.stderr_path = run_dir_ / "diff.log";
+    if (auto s = over_state(o); !s) return fail(run_error_kind::sandbox, s.error().message);
+    if (auto rec = sandbox::launch_in(*session_, o, x_.options.cancel); !rec || !rec->ok())
+      log::warn("run {}: workspace diff failed: {}", r_.run_id,
+                rec ? rec->error : rec.error().message);
+    return true;
+  }
+
   // The agent, and its follow-up when the fixture has one and the agent exited.
   bool agent() {
     if (x_.options.interactive) return interactive();
+    if (plan_.drives_session) return drive_session();
     auto t0 = clock_type::now();
     auto rec = launch_agent(plan_, "agent");
     if (!rec) return false;
@@ -445,6 +597,7 @@ class attempt {
   // transcript.jsonl and usage; then the agent's own failures, which end the run as errors.
   bool record_transcript() {
     if (x_.options.interactive) return true;  // written by interactive()
+    if (plan_.drives_session) return true;    // written by drive_session()
     result<transcript> tr;
     try {  // an adapter reads what the agent wrote: whatever it throws ends this run only
       tr = adapter_->read_transcript(ctx_, outputs_);
@@ -471,6 +624,7 @@ class attempt {
 
   // workspace.diff: a failed diff is logged, not the run's failure.
   bool diff() {
+    if (graded_stack_) return diff_state();
     auto after = session_->snapshot_workspace();
     if (!after) return fail(run_error_kind::sandbox, after.error().message);
     after_ = std::move(*after);
@@ -768,6 +922,10 @@ class attempt {
   const sandbox::layer_stack* graded_stack_ = nullptr;
   int graded_uppers_ = 0;
   std::vector<fs::path> graded_dirs_;
+  // drive_session: the task's state as the loop left it, and its view on the host.
+  std::shared_ptr<sessions::family> state_family_;  // declared first: its layers go last
+  sandbox::layer_stack state_stack_;
+  std::optional<sandbox::layers_view> state_view_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -131,12 +132,13 @@ result<unique_fd> listen_at(const fs::path& path) {
   return fd;
 }
 
-// The client is the server's own user (or root).
-bool trusted_peer(int fd) {
+// The client is the server's own user, root, or one of `also`.
+bool trusted_peer(int fd, const std::vector<uid_t>& also) {
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  return cred.uid == ::geteuid() || cred.uid == 0;
+  if (cred.uid == ::geteuid() || cred.uid == 0) return true;
+  return std::find(also.begin(), also.end(), cred.uid) != also.end();
 }
 
 struct pipe_pair {
@@ -318,7 +320,7 @@ void server::run(const std::atomic<bool>& stop) {
 }
 
 void server::impl::serve_connection(const std::shared_ptr<hosted_session>& h, unique_fd fd) {
-  if (!trusted_peer(fd.get())) return;  // not the session's user: nothing is said
+  if (!trusted_peer(fd.get(), o.trusted_uids)) return;  // not the session's user: nothing is said
   // The accepted socket blocks (sends wait for a slow reader; reads wait for the next request).
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   connection c(std::move(fd), o.limits.max_message_bytes);
@@ -450,6 +452,8 @@ result<std::shared_ptr<session>> server::impl::make_child(const session& parent,
   claimed_dir claim = EB_TRY(claim_dir(sessions_root(o.state_root), id));
   sandbox::session_request req = parent.prepared().request();
   req.run_id = id;
+  if (!o.prepare)
+    return make_error(error_kind::unsupported, "this session cannot be forked (a run's task)");
   auto prepared = o.prepare(req);
   if (!prepared) {
     (void)remove_tree(claim.dir);

@@ -10,7 +10,7 @@ set -e
 cat "$WORK/out"
 # noop fails every fixture, so a task failed: exit 1 (not 2: no execution error).
 [ "$rc" = 1 ] || { cat "$WORK/err"; fail "exit $rc, expected 1"; }
-[ "$(lines "$R/results.jsonl")" = 18 ] || fail "expected 18 recorded runs"
+[ "$(lines "$R/results.jsonl")" = 24 ] || fail "expected 24 recorded runs"
 python3 - "$R" <<'PY'
 import json, sys, collections
 R = sys.argv[1]
@@ -23,13 +23,15 @@ for r in rows:
 assert by["oracle"] == ["passed"] * 6, by["oracle"]
 assert by["noop"] == ["failed"] * 6, by["noop"]
 assert by["scripted"].count("passed") == 3, by["scripted"]
+# The host-side loop solves the same three through the run's task session.
+assert by["loop"].count("passed") == 3, by["loop"]
 for r in rows:
     assert r["usage"]["cost_usd"] is None or r["candidate"]["id"] == "scripted"
 s = json.load(open(f"{R}/summary.json"))
 assert s["schema"] == "evalbox.summary.v1"
 assert "junit" not in open(f"{R}/report.md").read()
 j = open(f"{R}/junit.xml").read()
-assert j.count("<testcase") == 18 and j.count("<failure") == 9, j.count("<failure")
+assert j.count("<testcase") == 24 and j.count("<failure") == 12, j.count("<failure")
 PY
 for f in report.md summary.json junit.xml; do [ -s "$R/$f" ] || fail "$f missing"; done
 grep -q "oracle" "$R/report.md" || fail "report.md lacks the oracle"
@@ -37,8 +39,8 @@ grep -q "oracle" "$R/report.md" || fail "report.md lacks the oracle"
 set +e
 "$EVALBOX" run "$SRC/fixtures/examples/suite.yaml" --results "$R" >/dev/null 2>"$WORK/err2"
 set -e
-grep -q "18 run(s) were already recorded" "$WORK/err2" || { cat "$WORK/err2"; fail "resume did not skip"; }
-[ "$(lines "$R/results.jsonl")" = 18 ] || fail "resume recorded runs twice"
+grep -q "24 run(s) were already recorded" "$WORK/err2" || { cat "$WORK/err2"; fail "resume did not skip"; }
+[ "$(lines "$R/results.jsonl")" = 24 ] || fail "resume recorded runs twice"
 # Every example fixture is trustworthy.
 "$EVALBOX" fixture test $(ls -d "$SRC"/fixtures/examples/*/ | grep -v /agents/) || fail "fixture test"
 no_residue

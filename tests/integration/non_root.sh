@@ -46,13 +46,13 @@ set -e
 python3 - "$NR/res/results.jsonl" <<'PY'
 import collections, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert len(rows) == 18, len(rows)
+assert len(rows) == 24, len(rows)
 passed = collections.Counter()
 for r in rows:
     assert r["execution"]["status"] != "error", (r["candidate"]["id"], r["fixture"]["id"], r["execution"])
     assert r["grading"]["status"] == "completed", r["grading"]
     passed[r["candidate"]["id"]] += r["verdict"] == "passed"
-assert dict(passed) == {"oracle": 6, "scripted": 3, "noop": 0}, passed
+assert dict(passed) == {"oracle": 6, "scripted": 3, "loop": 3, "noop": 0}, passed
 PY
 
 # One command: its exit code comes through, the host workspace is not written.

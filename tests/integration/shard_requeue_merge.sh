@@ -13,7 +13,7 @@ shard() {  # shard K [evalbox run options...]: as array task K would
 for k in 0 2; do
   set +e; shard $k -j 2 >/dev/null 2>"$WORK/err$k"; rc=$?; set -e
   [ "$rc" = 0 ] || [ "$rc" = 1 ] || { cat "$WORK/err$k" >&2; fail "shard $k exited $rc"; }
-  [ "$(lines "$R/shards/$k/results.jsonl")" = 12 ] || fail "shard $k recorded $(lines "$R/shards/$k/results.jsonl") of 12"
+  [ "$(lines "$R/shards/$k/results.jsonl")" = 16 ] || fail "shard $k recorded $(lines "$R/shards/$k/results.jsonl") of 16"
 done
 # evalbox itself in the background (not a subshell around it), so that kill -9 reaches it.
 SLURM_ARRAY_TASK_ID=1 "$EVALBOX" run "$SUITE" --results "$R" --trials 2 --shard auto/3 -j 1 \
@@ -25,7 +25,7 @@ for _ in $(seq 1 600); do
 done
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true
 before=$(lines "$R/shards/1/results.jsonl")
-[ "$before" -ge 1 ] && [ "$before" -lt 12 ] || fail "shard 1 was not killed mid-run ($before of 12 recorded)"
+[ "$before" -ge 1 ] && [ "$before" -lt 16 ] || fail "shard 1 was not killed mid-run ($before of 16 recorded)"
 "$EVALBOX" gc >/dev/null 2>&1 || true  # what kill -9 left behind (a requeue would reclaim it too)
 
 M=$WORK/merged
@@ -34,21 +34,21 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 1 ] || { cat "$WORK/m1.err" >&2; fail "merge with shard 1 unfinished exited $rc, not 1"; }
-grep -q "shard 1/3 ($R/shards/1): $((12 - before)) of 12 run(s) missing" "$WORK/m1.err" ||
+grep -q "shard 1/3 ($R/shards/1): $((16 - before)) of 16 run(s) missing" "$WORK/m1.err" ||
   { cat "$WORK/m1.err" >&2; fail "the missing runs of shard 1 are not listed"; }
 [ ! -e "$M/results.jsonl" ] || fail "a merge with missing runs wrote results without --partial"
 
 "$EVALBOX" merge "$R"/shards/* --into "$M" --partial >"$WORK/m2.out" 2>"$WORK/m2.err" ||
   { cat "$WORK/m2.err" >&2; fail "merge --partial failed"; }
-missing=$((12 - before))
-grep -q "Partial results: $missing of the plan's 36 runs are missing" "$M/report.md" ||
+missing=$((16 - before))
+grep -q "Partial results: $missing of the plan's 48 runs are missing" "$M/report.md" ||
   fail "report.md does not say that $missing runs are missing"
 grep -q "data-missing=\"$missing\"" "$M/report.html" || fail "report.html does not say it"
 python3 - "$M/summary.json" "$missing" <<'PY'
 import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]
-assert runs["missing"] == int(sys.argv[2]) and runs["planned"] == 36, runs
-assert runs["total"] == 36 - int(sys.argv[2]), runs
+assert runs["missing"] == int(sys.argv[2]) and runs["planned"] == 48, runs
+assert runs["total"] == 48 - int(sys.argv[2]), runs
 PY
 
 # The requeued shard resumes: what was recorded is not run again.
@@ -63,14 +63,14 @@ import collections, json, sys
 root, merged = sys.argv[1], sys.argv[2]
 for k in range(3):
     ids = [json.loads(l)["run_id"] for l in open(f"{root}/shards/{k}/results.jsonl")]
-    assert len(ids) == len(set(ids)) == 12, (k, len(ids), len(set(ids)))
+    assert len(ids) == len(set(ids)) == 16, (k, len(ids), len(set(ids)))
 rows = [json.loads(l) for l in open(f"{merged}/results.jsonl")]
-assert len(rows) == len({r["run_id"] for r in rows}) == 36, len(rows)
+assert len(rows) == len({r["run_id"] for r in rows}) == 48, len(rows)
 passed = collections.Counter(r["candidate"]["id"] for r in rows if r["verdict"] == "passed")
-assert dict(passed) == {"oracle": 12, "scripted": 6}, passed
+assert dict(passed) == {"oracle": 12, "scripted": 6, "loop": 6}, passed
 summary = json.load(open(f"{merged}/summary.json"))
-assert summary["runs"] == {"total": 36, "errors": 0}, summary["runs"]
+assert summary["runs"] == {"total": 48, "errors": 0}, summary["runs"]
 PY
 grep -q "Partial" "$M/report.md" && fail "the complete merge's report still says runs are missing"
 R=$M no_residue
-echo "shard killed, reported missing, requeued and merged: ok ($before of 12 recorded before the kill)"
+echo "shard killed, reported missing, requeued and merged: ok ($before of 16 recorded before the kill)"

@@ -114,7 +114,7 @@ done
 [ -z "$(squeue -h)" ] || { squeue >&2; on_failure "the jobs did not finish within 240 s"; }
 log=$NR/res/slurm/merge-$merge.out
 [ -f "$log" ] || on_failure "the merge job wrote no log"
-grep -q "18 of the plan's 18 runs recorded" "$log" || on_failure "the merge is not complete"
+grep -q "24 of the plan's 24 runs recorded" "$log" || on_failure "the merge is not complete"
 for k in 0 1 2; do
   [ -f "$NR/res/slurm/shard-$array-$k.out" ] || on_failure "array task $k wrote no log"
   [ "$(stat -c %u "$NR/res/shards/$k/results.jsonl")" = 65534 ] ||
@@ -134,7 +134,7 @@ def runs(d):
     return sorted((r["run_id"], r["candidate"]["id"], r["fixture"]["id"], r["trial"], r["verdict"])
                   for r in map(json.loads, open(f"{d}/results.jsonl")))
 a, b = runs(merged), runs(single)
-assert len(a) == len(b) == 18, (len(a), len(b))
+assert len(a) == len(b) == 24, (len(a), len(b))
 assert a == b, [x for x in a if x not in b] + [x for x in b if x not in a]
 def without_timings(j):  # usage holds wall times (and tokens, null here)
     if isinstance(j, dict):
@@ -145,8 +145,8 @@ def without_timings(j):  # usage holds wall times (and tokens, null here)
 sa = without_timings(json.load(open(f"{merged}/summary.json")))
 sb = without_timings(json.load(open(f"{single}/summary.json")))
 assert sa == sb, "summary.json differs beyond timings"
-assert sa["runs"] == {"total": 18, "errors": 0}, sa["runs"]
-print("merged = single process:", sum(1 for r in a if r[4] == "passed"), "of 18 passed")
+assert sa["runs"] == {"total": 24, "errors": 0}, sa["runs"]
+print("merged = single process:", sum(1 for r in a if r[4] == "passed"), "of 24 passed")
 PY
 EVALBOX_STATE_DIR=$NR/state
 no_residue
