@@ -35,20 +35,6 @@ std::string rfc3339(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-// A directory the sandbox's root owns (an upper or a work directory).
-status make_owned_dir(const fs::path& dir, uid_t uid, gid_t gid) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return sys_error(errno, dir.string());
-  if (::geteuid() == 0 && ::chown(dir.c_str(), uid, gid) != 0)
-    return sys_error(errno, dir.string());
-  return {};
-}
-
-json paths_json(const std::vector<fs::path>& v) {
-  json a = json::array();
-  for (const auto& p : v) a.push_back(p.string());
-  return a;
-}
-
 }  // namespace
 
 std::string new_session_id() {

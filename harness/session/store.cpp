@@ -62,13 +62,17 @@ std::vector<std::string> entries(const fs::path& root) {
   return out;
 }
 
-// `pid` holds the lock file of `dir` open (it is that session's server, not a reused pid).
+// `pid` holds the lock file of `dir` open (it is that session's server, not a reused pid):
+// the same file by device and inode, whatever path the state root was reached by.
 bool is_server_of(pid_t pid, const fs::path& dir) {
-  const fs::path lock = dir / "lock";
+  struct stat lock {};
+  if (::stat((dir / "lock").c_str(), &lock) != 0) return false;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
-    std::error_code lec;
-    if (fs::read_symlink(e.path(), lec) == lock) return true;
+    struct stat held {};
+    if (::stat(e.path().c_str(), &held) == 0 && held.st_dev == lock.st_dev &&
+        held.st_ino == lock.st_ino)
+      return true;
   }
   return false;
 }
@@ -113,6 +117,10 @@ reap_report reap_sessions(const fs::path& state_root, std::chrono::seconds grace
                        .count();
   for (const auto& s : list_sessions(state_root)) {
     if (!s.live) {
+      // A directory being made (`session start` makes it, its server then locks it) is left
+      // alone for a minute.
+      struct stat st {};
+      if (::stat(s.dir.c_str(), &st) == 0 && now - st.st_mtime < 60) continue;
       // No server: its sandbox went with it (the helpers' parent-death signal); the run
       // directory is reclaimed with the other runs. What is left here is only files.
       if (auto rm = remove_tree(s.dir); !rm)
@@ -123,7 +131,8 @@ reap_report reap_sessions(const fs::path& state_root, std::chrono::seconds grace
     }
     const int64_t expires = json_value_or(s.info, "expires_unix", int64_t{0});
     const int pid = json_value_or(s.info, "server_pid", 0);
-    if (expires == 0 || now < expires + grace.count() || pid <= 1) continue;
+    // now - grace, not expires + grace: an expiry at the end of time must not wrap around.
+    if (expires == 0 || now - grace.count() < expires || pid <= 1) continue;
     if (!is_server_of(pid, s.dir)) continue;
     // A server that outlived its session's TTL: it ends its sessions at SIGTERM.
     if (::kill(pid, SIGTERM) == 0) ++r.stopped;
