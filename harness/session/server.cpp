@@ -157,7 +157,8 @@ std::optional<uint64_t> started_at(pid_t pid) {
   if (!text) return std::nullopt;
   const size_t paren = text->rfind(')');  // the command name may hold spaces and parentheses
   if (paren == std::string::npos) return std::nullopt;
-  size_t field = 2, pos = paren + 1;
+  // `pos` is at the space before field `field` (the state, field 3, follows the name).
+  size_t field = 3, pos = paren + 1;
   while (field < 22 && pos < text->size()) {
     pos = text->find(' ', pos + 1);
     if (pos == std::string::npos) return std::nullopt;
