@@ -4,8 +4,8 @@
 #include "adapters/claude-code/claude_code.h"
 #include "adapters/codex/codex.h"
 #include "adapters/command/command.h"
-#include "adapters/loop/loop.h"
 #include "adapters/gemini/gemini.h"
+#include "adapters/loop/loop.h"
 #include "adapters/noop/noop.h"
 #include "adapters/oracle/oracle.h"
 
