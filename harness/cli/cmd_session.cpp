@@ -27,6 +27,7 @@
 #include "harness/cli/suite_command.h"
 #include "harness/cli/terminal.h"
 #include "harness/fixture/load.h"
+#include "harness/runner/request.h"
 #include "harness/runner/sandbox_exec.h"
 #include "harness/session/client.h"
 #include "harness/session/server.h"
@@ -682,12 +683,126 @@ int stop(const simple_args& a) {
   return rc;
 }
 
+// ---- evalbox serve --socket PATH ----
+
+struct serve_many_args {
+  std::string socket;
+  std::string state_dir;
+  std::string ttl = "1h";
+};
+
+// A session a client of `evalbox serve` starts: an image and/or a workspace, as `session start`
+// makes one (fixtures: `session start --fixture`), hosted by this server.
+result<json> start_hosted(server& srv, sandbox::preparer& prep, const fs::path& root,
+                          std::chrono::milliseconds default_ttl, const json& r) {
+  const std::string image = json_value_or(r, "image", std::string());
+  const std::string workspace = json_value_or(r, "workspace", std::string());
+  if (image.empty() && workspace.empty())
+    return make_error(error_kind::invalid_argument, "start: give 'image', 'workspace' or both");
+  std::chrono::milliseconds ttl = default_ttl;
+  if (const json& t = json_member(r, "ttl"); t.is_number()) {
+    const double secs = t.get<double>();
+    if (!(secs > 0 && secs <= 7 * 24 * 3600.0))
+      return make_error(error_kind::invalid_argument, "start: 'ttl' is seconds, at most a week");
+    ttl = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+  }
+  std::optional<sandbox::image_summary> img;
+  if (!image.empty()) img = EB_TRY_CTX(prep.resolve_image(image, fs::current_path()), "image");
+  const std::string id = new_session_id();
+  exec_request_inputs in;
+  in.session_id = id;
+  in.argv = {"sh"};  // never run: pid 1 serves execs
+  in.workspace = workspace;
+  in.image = img ? &*img : nullptr;
+  in.limits.memory_bytes = EB_TRY(parse_bytes(json_value_or(r, "memory", std::string("2GiB"))));
+  in.limits.disk_bytes = EB_TRY(parse_bytes(json_value_or(r, "disk", std::string("1GiB"))));
+  in.limits.pids = json_value_or(r, "pids", uint64_t{512});
+  in.limits.wall_ms = static_cast<uint64_t>(ttl.count()) + 60000;
+  in.limits.cpu_ms = in.limits.wall_ms;
+  in.network = EB_TRY(parse_exec_network(json_value_or(r, "network", std::string("none"))));
+  auto req = EB_TRY(make_exec_request(in));
+  auto fam_dir = EB_TRY(claim_dir(session_layers_root(root), id));
+  auto dir = EB_TRY(claim_dir(sessions_root(root), id));
+  auto prepared = prep.prepare(req);
+  if (!prepared) {
+    (void)remove_tree(dir.dir);
+    return std::unexpected(std::move(prepared.error()));
+  }
+  auto owned = std::make_unique<sandbox::prepared_session>(std::move(*prepared));
+  session_setup setup;
+  setup.id = id;
+  setup.dir = dir.dir;
+  setup.fam = std::make_shared<family>(fam_dir.dir, std::move(fam_dir.lock));
+  setup.options.label = "session";
+  sandbox::resource_limits limits = req.limits;
+  limits.cpu_ms = 0;  // the session's TTL bounds it
+  setup.options.limits_override = limits;
+  setup.source = {{"image", image}, {"workspace", workspace}};
+  setup.expires = std::chrono::system_clock::now() + ttl;
+  if (const json& o = json_member(r, "owner"); o.is_number_integer()) setup.owner = o.get<pid_t>();
+  sandbox::prepared_session& p = *owned;
+  auto s = harness::session::start(std::move(setup), p, std::move(owned));
+  if (!s) {
+    (void)remove_tree(dir.dir);
+    return std::unexpected(std::move(s.error()));
+  }
+  EB_TRY(srv.host(*s, std::move(dir.lock)));
+  return (*s)->info();
+}
+
+int serve_many(const serve_many_args& a) {
+  const fs::path root = state_root_of(a.state_dir);
+  auto ttl = parse_duration_ms(a.ttl);
+  if (!ttl || *ttl == 0)
+    return say_error("serve", fmt::format("--ttl {}: a duration", a.ttl), exit_usage);
+  ::setenv("EVALBOX_STATE_DIR", root.c_str(), 1);
+  struct sigaction sa {};
+  sa.sa_handler = on_session_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  sandbox::preparer prep(sandbox::default_preparer_options());
+  server_options so;
+  so.state_root = root;
+  so.prepare = [&prep](const sandbox::session_request& r) { return prep.prepare(r); };
+  so.log = [](const std::string& line) { fmt::print(stderr, "evalbox serve: {}\n", line); };
+  const std::chrono::milliseconds default_ttl(*ttl);
+  so.start = [&prep, root, default_ttl](server& srv, const json& r) {
+    return start_hosted(srv, prep, root, default_ttl, r);
+  };
+  server srv(std::move(so));
+  if (auto l = srv.listen(fs::absolute(a.socket)); !l)
+    return say_error("serve", l.error().message, exit_usage);
+  fmt::print(stderr, "evalbox serve: listening on {} (Ctrl-C stops every session)\n",
+             fs::absolute(a.socket).string());
+  srv.run(g_stop);
+  return exit_ok;
+}
+
 void add_state_dir(CLI::App* cmd, std::string& dir) {
   cmd->add_option("--state-dir", dir,
                   "where sessions live (default: EVALBOX_STATE_DIR or the standard location)");
 }
 
 }  // namespace
+
+void register_serve(CLI::App& app, action& out) {
+  auto a = std::make_shared<serve_many_args>();
+  auto* sv = app.add_subcommand(
+      "serve",
+      "Host many sessions from one process: clients start them on --socket (evalbox.session.v1:\n"
+      "ops start, ls, stop, ping) and drive each on its own socket (docs/sessions.md). Runs\n"
+      "until SIGINT or SIGTERM, which stop every session it hosts.\n"
+      "\n"
+      "Example:\n"
+      "  evalbox serve --socket /run/evalbox.sock &\n"
+      "  printf '{\"id\":1,\"op\":\"start\",\"workspace\":\"repo\"}\\n' | nc -U /run/evalbox.sock");
+  sv->add_option("--socket", a->socket, "where clients start sessions (made 0600)")->required();
+  sv->add_option("--ttl", a->ttl, "a session's lifetime unless its start says 'ttl'")
+      ->capture_default_str();
+  add_state_dir(sv, a->state_dir);
+  sv->callback([&out, a] { out = [a] { return serve_many(*a); }; });
+}
 
 void register_session(CLI::App& app, action& out) {
   auto* se = app.add_subcommand(

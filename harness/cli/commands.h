@@ -37,6 +37,7 @@ void register_image(CLI::App& app, action& out);
 void register_import(CLI::App& app, action& out);
 void register_runs(CLI::App& app, action& out);
 void register_session(CLI::App& app, action& out);
+void register_serve(CLI::App& app, action& out);
 
 // The reference part of docs/cli.md: every visible command, option and positional of `app`
 // with its value type, default, environment binding and description, as canonical Markdown.

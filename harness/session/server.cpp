@@ -21,6 +21,7 @@
 
 #include "base/base64.h"
 #include "base/fs.h"
+#include "base/json_get.h"
 #include "base/log.h"
 #include "harness/session/store.h"
 
@@ -187,6 +188,9 @@ struct hosted_session {
 
 struct server::impl {
   server_options o;
+  server* self = nullptr;
+  unique_fd control;  // `evalbox serve`: the server's own socket
+  std::filesystem::path control_path;
   mutable std::mutex m;
   std::vector<std::shared_ptr<hosted_session>> sessions;
   unique_fd wake = make_eventfd();
@@ -199,6 +203,25 @@ struct server::impl {
   }
 
   void serve_connection(const std::shared_ptr<hosted_session>& h, unique_fd fd);
+  void serve_control(unique_fd fd);
+  // A connection's thread, counted so that the server's end waits for it; every signal
+  // blocked (the process's own handling happens on the thread that waits for them).
+  template <class F>
+  void spawn(F work) {
+    {
+      std::lock_guard g(threads_m);
+      ++threads;
+    }
+    std::thread([this, work = std::move(work)]() mutable {
+      sigset_t all;
+      sigfillset(&all);
+      ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
+      work();
+      std::lock_guard g(threads_m);
+      --threads;
+      threads_cv.notify_all();
+    }).detach();
+  }
   void dispatch(const std::shared_ptr<hosted_session>& h, connection& c, const std::string& line);
   void run_exec(const std::shared_ptr<hosted_session>& h, connection& c, const request& r);
   void run_fork(const std::shared_ptr<hosted_session>& h, connection& c, const request& r);
@@ -209,9 +232,70 @@ struct server::impl {
 
 server::server(server_options options) : impl_(std::make_unique<impl>()) {
   impl_->o = std::move(options);
+  impl_->self = this;
+}
+
+status server::listen(const std::filesystem::path& socket) {
+  impl_->control = EB_TRY(listen_at(socket));
+  impl_->control_path = socket;
+  return {};
+}
+
+// The server's own socket: start, ls, stop, ping.
+void server::impl::serve_control(unique_fd fd) {
+  if (!trusted_peer(fd.get(), {})) return;
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  connection c(std::move(fd), o.limits.max_message_bytes);
+  json hello = greeting("", o.limits);
+  hello.erase("session");
+  hello["server"] = true;
+  if (!c.send(hello.dump() + "\n")) return;
+  while (auto line = c.next_line()) {
+    auto j = parse_json(*line, "the request");
+    json id = j && j->is_object() ? json_member(*j, "id") : json(nullptr);
+    if (!id.is_string() && !id.is_number_integer() && !id.is_number_unsigned()) id = nullptr;
+    if (!j || !j->is_object() || !json_member(*j, "op").is_string()) {
+      c.send(error_line(id, "invalid_request", "a request is a JSON object with an 'op'"));
+      continue;
+    }
+    const std::string op = json_member(*j, "op").get<std::string>();
+    if (op == "ping") {
+      c.send(ok_line(id));
+    } else if (op == "start") {
+      auto made = o.start ? o.start(*self, *j)
+                          : result<json>(make_error(error_kind::unsupported, "start: not here"));
+      c.send(made ? ok_line(id, {{"session", std::move(*made)}}) : error_line(id, made.error()));
+    } else if (op == "ls") {
+      json all = json::array();
+      std::lock_guard g(m);
+      for (const auto& h : sessions)
+        if (!h->ended) all.push_back(h->s->info());
+      c.send(ok_line(id, {{"sessions", std::move(all)}}));
+    } else if (op == "stop") {
+      const std::string which = json_value_or(*j, "session", std::string());
+      bool found = false;
+      {
+        std::lock_guard g(m);
+        for (const auto& h : sessions)
+          if (h->s->id() == which && !h->ended) {
+            h->stop_requested = true;
+            found = true;
+          }
+      }
+      raise_event(wake.get());
+      c.send(found ? ok_line(id)
+                   : error_line(id, "not_found", fmt::format("no session '{}' here", which)));
+    } else {
+      c.send(error_line(id, "unknown_op",
+                        fmt::format("the server's socket answers ping, start, ls and stop; '{}' "
+                                    "goes to a session's own socket",
+                                    op.substr(0, 64))));
+    }
+  }
 }
 
 server::~server() {
+  if (!impl_->control_path.empty()) ::unlink(impl_->control_path.c_str());
   // Connection threads hold their session; wait for them to go (each ends when its client or
   // its session does).
   std::unique_lock lock(impl_->threads_m);
@@ -267,7 +351,7 @@ void server::run(const std::atomic<bool>& stop) {
       std::erase_if(impl_->sessions, [](const auto& h) { return h->ended; });
       live = impl_->sessions;
     }
-    if (live.empty()) break;
+    if (live.empty() && (!impl_->control || stop.load())) break;
     const auto now = std::chrono::system_clock::now();
     for (auto& h : live) {
       std::string why;
@@ -283,7 +367,8 @@ void server::run(const std::atomic<bool>& stop) {
         why = fmt::format("its owner (pid {}) exited", *h->s->setup().owner);
       if (!why.empty()) impl_->end(*h, why);
     }
-    std::vector<pollfd> fds{{impl_->wake.get(), POLLIN, 0}};
+    std::vector<pollfd> fds{{impl_->wake.get(), POLLIN, 0},
+                            {impl_->control ? impl_->control.get() : -1, POLLIN, 0}};
     std::vector<std::shared_ptr<hosted_session>> whose;
     for (auto& h : live) {
       if (h->ended) continue;
@@ -295,26 +380,21 @@ void server::run(const std::atomic<bool>& stop) {
       uint64_t v;
       (void)!::read(impl_->wake.get(), &v, sizeof v);
     }
-    for (size_t i = 1; i < fds.size(); ++i) {
+    if (fds[1].revents)
+      for (;;) {
+        unique_fd c(::accept4(impl_->control.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!c) break;
+        impl_->spawn([this, fd = std::move(c)]() mutable { impl_->serve_control(std::move(fd)); });
+      }
+    for (size_t i = 2; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
-      auto& h = whose[i - 1];
+      auto& h = whose[i - 2];
       if (h->ended) continue;
       for (;;) {
         unique_fd c(::accept4(h->listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
         if (!c) break;
-        {
-          std::lock_guard g(impl_->threads_m);
-          ++impl_->threads;
-        }
-        std::thread([this, h, fd = std::move(c)]() mutable {
-          sigset_t all;
-          sigfillset(&all);
-          ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
-          impl_->serve_connection(h, std::move(fd));
-          std::lock_guard g(impl_->threads_m);
-          --impl_->threads;
-          impl_->threads_cv.notify_all();
-        }).detach();
+        impl_->spawn(
+            [this, h, fd = std::move(c)]() mutable { impl_->serve_connection(h, std::move(fd)); });
       }
     }
   }

@@ -31,6 +31,8 @@
 namespace evalbox::harness {
 inline namespace sessions {
 
+class server;
+
 struct server_options {
   std::filesystem::path state_root;
   protocol_limits limits;
@@ -42,6 +44,10 @@ struct server_options {
   // Clients of these uids are served too (besides the server's own user and root): a `loop`
   // candidate's sandbox, whose processes run as the sandbox's id.
   std::vector<uid_t> trusted_uids;
+  // `evalbox serve`: what a client's `start` on the server's own socket makes (the request's
+  // fields: image, workspace, ttl, limits), hosted by this server; returns the new session's
+  // session.json. Unset: the server has no socket of its own.
+  std::function<result<json>(server&, const json& request)> start;
 };
 
 class server {
@@ -55,7 +61,13 @@ class server {
   // session.json written. The session is served from the next turn of run().
   status host(std::shared_ptr<session> s, locked_fd lock);
 
-  // Serves until no session is left or `stop` is set (then every session is stopped).
+  // `evalbox serve`: listens on `socket` too (0600), where clients start sessions, list them
+  // and stop them (docs/sessions.md, "Many sessions: evalbox serve"); run() then serves until
+  // `stop`, with or without sessions.
+  status listen(const std::filesystem::path& socket);
+
+  // Serves until no session is left (unless listening) or `stop` is set (then every session
+  // is stopped).
   void run(const std::atomic<bool>& stop);
 
   // The number of sessions hosted (forks included).
