@@ -325,7 +325,7 @@ void make_removable(int dir, int depth) {
     struct stat st {};
     if (::fstatat(dir, ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
       continue;
-    (void)::fchmodat(dir, ent->d_name, 0700, 0);
+    (void)!::fchmodat(dir, ent->d_name, 0700, 0);
     const unique_fd sub(::openat(dir, ent->d_name, dir_flags));
     if (sub) make_removable(sub.get(), depth + 1);
   }
@@ -334,7 +334,7 @@ void make_removable(int dir, int depth) {
 // Removes the partial copy at `to`, the error that stopped it kept first.
 error discard(const std::string& to, int out, error why) {
   if (::geteuid() != 0 && out >= 0) {
-    (void)::fchmod(out, 0700);
+    (void)!::fchmod(out, 0700);
     make_removable(out, 1);
   }
   if (auto removed = remove_tree(to); !removed)
