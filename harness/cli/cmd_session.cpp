@@ -683,6 +683,89 @@ int stop(const simple_args& a) {
   return rc;
 }
 
+// ---- evalbox session cp ----
+
+struct cp_args {
+  std::string from, to;
+  std::string state_dir;
+};
+
+// "ID:PATH" (a session's path) or a local path: the id, and the path.
+std::pair<std::string, std::string> cp_side(const std::string& arg) {
+  const size_t colon = arg.find(':');
+  if (colon == std::string::npos || colon == 0 || arg.find('/') < colon) return {"", arg};
+  return {arg.substr(0, colon), arg.substr(colon + 1)};
+}
+
+// Copies a local file or directory into the session (directories made as needed); links and
+// special files are left out and said. The count of files copied.
+result<int> copy_in(client& c, const fs::path& from, const std::string& to) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(from, ec);
+  if (ec) return make_error(error_kind::not_found, "{}: {}", from.string(), ec.message());
+  if (fs::is_directory(st)) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(from, ec))
+      n += EB_TRY(copy_in(c, e.path(), to + "/" + e.path().filename().string()));
+    if (ec) return make_error(error_kind::io, "{}: {}", from.string(), ec.message());
+    return n;
+  }
+  if (!fs::is_regular_file(st)) {
+    fmt::print(stderr, "evalbox session cp: {} left out (not a regular file)\n", from.string());
+    return 0;
+  }
+  const std::string data = EB_TRY(read_file(from, 32u << 20));
+  const auto mode = static_cast<uint32_t>(st.permissions()) & 0777;
+  auto r = c.call({{"op", "write_file"},
+                   {"path", to},
+                   {"data", base64_encode(data)},
+                   {"mode", mode},
+                   {"parents", true}});
+  if (!r) return make_error(error_kind_of(r.error().kind), "{}", r.error().message);
+  return 1;
+}
+
+// Copies a session's file or directory out to `to` (made as needed).
+result<int> copy_out_of(client& c, const std::string& from, const fs::path& to) {
+  auto r = c.call({{"op", "read_file"}, {"path", from}});
+  if (r) {
+    auto bytes = EB_TRY(base64_decode(json_value_or(*r, "data", std::string())));
+    EB_TRY(write_file(to, bytes, json_value_or(*r, "mode", 0644u) & 0777));
+    return 1;
+  }
+  if (r.error().message.find("is a directory") == std::string::npos)
+    return make_error(error_kind_of(r.error().kind), "{}", r.error().message);
+  auto listed = c.call({{"op", "ls"}, {"path", from}});
+  if (!listed) return make_error(error_kind_of(listed.error().kind), "{}", listed.error().message);
+  EB_TRY(make_dirs(to, 0755));
+  int n = 0;
+  for (const auto& e : json_member(*listed, "entries")) {
+    const std::string name = json_value_or(e, "name", std::string());
+    const std::string type = json_value_or(e, "type", std::string());
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+      continue;
+    if (type == "dir" || type == "file")
+      n += EB_TRY(copy_out_of(c, from + "/" + name, to / name));
+    else
+      fmt::print(stderr, "evalbox session cp: {}/{} left out (a {})\n", from, name, type);
+  }
+  return n;
+}
+
+int cp(const cp_args& a) {
+  const auto [from_id, from_path] = cp_side(a.from);
+  const auto [to_id, to_path] = cp_side(a.to);
+  if (from_id.empty() == to_id.empty())
+    return say_error("cp", "one side is ID:PATH (the session's) and the other a local path",
+                     exit_usage);
+  auto c = open_session("cp", a.state_dir, from_id.empty() ? to_id : from_id);
+  if (!c) return c.error();
+  auto n = from_id.empty() ? copy_in(*c, from_path, to_path) : copy_out_of(*c, from_path, to_path);
+  if (!n) return say_error("cp", n.error().message, exit_status_of_error(n.error()));
+  fmt::print(stderr, "evalbox session cp: {} file(s)\n", *n);
+  return exit_ok;
+}
+
 // ---- evalbox serve --socket PATH ----
 
 struct serve_many_args {
@@ -961,6 +1044,19 @@ void register_session(CLI::App& app, action& out) {
       });
     };
   });
+
+  auto ca = std::make_shared<cp_args>();
+  auto* cpc = se->add_subcommand(
+      "cp",
+      "Copy files or directories into or out of a session (links and special files left out)\n"
+      "\n"
+      "Examples:\n"
+      "  evalbox session cp src/ $id:/workspace/src\n"
+      "  evalbox session cp $id:/workspace/out.txt ./out.txt");
+  cpc->add_option("from", ca->from, "a local path, or ID:PATH")->required();
+  cpc->add_option("to", ca->to, "a local path, or ID:PATH")->required();
+  add_state_dir(cpc, ca->state_dir);
+  cpc->callback([&out, ca] { out = [ca] { return cp(*ca); }; });
 
   auto ia = std::make_shared<simple_args>();
   auto* in = se->add_subcommand("info", "The session as JSON (evalbox.session.v1)");
