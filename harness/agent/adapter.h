@@ -111,5 +111,17 @@ std::vector<std::string> substitute_prompt(const std::vector<std::string>& argv,
 config_error unknown_setting(const candidate_spec& c, const std::string& key,
                              const std::vector<std::string>& known);
 
+// A program setting's argv[0] (`command`, `loop`): an absolute host path as it is; a relative
+// path with a '/' against the suite file's directory; a bare name as it is — the sandbox looks
+// it up on its own PATH when the program starts, never on the PATH of whoever runs evalbox.
+// Nothing for an empty name.
+std::optional<std::filesystem::path> resolve_program(const std::string& name,
+                                                     const std::filesystem::path& suite_file);
+// The errors of a candidate's `argv` setting (required, a non-empty list of strings whose
+// program is an executable file when it is a path); `example` shows a good one.
+std::vector<config_error> validate_argv(const candidate_spec& c, std::string_view example);
+// `argv` of a valid candidate, its program resolved and `{prompt}` substituted.
+result<std::vector<std::string>> planned_argv(const candidate_spec& c, std::string_view prompt);
+
 }  // namespace agent
 }  // namespace evalbox::harness

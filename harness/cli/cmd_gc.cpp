@@ -14,7 +14,9 @@ namespace evalbox::harness::cli {
 void register_gc(CLI::App& app, action& out) {
   auto* cmd = app.add_subcommand(
       "gc",
-      "Reclaim stale runs: every run directory whose lock is free (its process died) has its "
+      "Reclaim stale runs and sessions: sessions whose server is gone are removed (and a server "
+      "past its sessions' TTL is stopped); every run directory whose lock is free (its process "
+      "died) has its "
       "mounts unmounted, its cgroups removed and its files deleted. Live runs are left alone; "
       "credential leases are kept. Partial git mirrors and checkouts a crashed fetch left "
       "(<state>/git) are removed; whole ones are kept. With --images, also the image store: "

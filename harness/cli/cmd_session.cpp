@@ -960,7 +960,9 @@ void register_session(CLI::App& app, action& out) {
   ex->add_option("id", ea->id, "the session (an id or a unique prefix of one)")->required();
   ex->add_option("command", ea->command, "the command and its arguments (after --)")->required();
   ex->add_option("--cwd", ea->cwd, "working directory inside (default: the workspace)");
-  ex->add_option("--env", ea->env, "NAME=VALUE over the session's environment (repeatable)");
+  // One value per --env: `--env A=1 -- cmd` must not take `cmd` as a second one.
+  ex->add_option("--env", ea->env, "NAME=VALUE over the session's environment (repeatable)")
+      ->allow_extra_args(false);
   ex->add_option("--timeout", ea->timeout, "kill the command (its process group) after this long");
   ex->add_flag("--stdin,-i", ea->stdin_pass, "pass this command's stdin to the command");
   ex->add_flag("--tty,-t", ea->tty, "a pseudo-terminal of the session's own (when stdin is one)");

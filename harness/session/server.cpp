@@ -622,7 +622,10 @@ void server::impl::run_exec(const std::shared_ptr<hosted_session>& h, connection
   sandbox::exec_spec spec;
   spec.argv = p->argv;
   spec.env = p->env;
-  spec.cwd = p->cwd;
+  // A relative directory is the workspace's, as paths of the file operations are.
+  spec.cwd = !p->cwd.empty() && p->cwd.front() != '/'
+                 ? (s.prepared().workspace_target() / p->cwd).string()
+                 : p->cwd;
   spec.tty = p->tty;
   spec.rows = p->rows;
   spec.cols = p->cols;
@@ -672,6 +675,46 @@ void server::impl::run_exec(const std::shared_ptr<hosted_session>& h, connection
     if (!killed) (void)live->signal(*x, SIGKILL);
     killed = true;
   };
+  // What the client sent while the exec runs (some may have come with the exec's own line):
+  // input for its stdin, a resize, a cancel; anything else is refused.
+  auto take_control_lines = [&] {
+    while (auto line = c.take_line()) {
+      json cid;
+      auto cr = parse_request(*line, &cid);
+      if (!cr) {
+        c.send(error_line(cid, cr.error().kind, cr.error().message));
+        continue;
+      }
+      if (cr->op == op_kind::cancel) {
+        ev.cancelled = true;
+        kill_exec();
+      } else if (cr->op == op_kind::input) {
+        auto ip = input_of(*cr);
+        if (!ip) {
+          c.send(error_line(cr->id, ip.error().kind, ip.error().message));
+          continue;
+        }
+        pending += ip->data;
+        if (ip->eof) stdin_eof = true;
+      } else if (cr->op == op_kind::resize) {
+        auto rp = resize_of(*cr);
+        if (!rp) {
+          c.send(error_line(cr->id, rp.error().kind, rp.error().message));
+          continue;
+        }
+        winsize ws{};
+        ws.ws_row = rp->rows;
+        ws.ws_col = rp->cols;
+        if (p->tty && outs[0].open()) (void)::ioctl(outs[0].fd.get(), TIOCSWINSZ, &ws);
+      } else {
+        c.send(error_line(cr->id, "busy",
+                          "an exec is running on this connection: one request at a time "
+                          "(open another connection)"));
+      }
+    }
+  };
+  take_control_lines();
+  if (stdin_w && pending.empty() && stdin_eof && !p->tty) stdin_w.reset();
   for (;;) {
     const bool done = x->ended();
     if (done && !drain_until) drain_until = clock_type::now() + std::chrono::milliseconds(200);
@@ -728,47 +771,13 @@ void server::impl::run_exec(const std::shared_ptr<hosted_session>& h, connection
       if (w < 0 && errno != EAGAIN && errno != EINTR) pending.clear(), stdin_eof = true;
     }
     if (stdin_w && pending.empty() && stdin_eof && !p->tty) stdin_w.reset();
-    if (fds[3].revents && !c.gone()) {
-      if (!c.fill(false)) {
-        // The client went away: its exec goes too.
-        ev.cancelled = true;
-        kill_exec();
-      }
-      while (auto line = c.take_line()) {
-        json cid;
-        auto cr = parse_request(*line, &cid);
-        if (!cr) {
-          c.send(error_line(cid, cr.error().kind, cr.error().message));
-          continue;
-        }
-        if (cr->op == op_kind::cancel) {
-          ev.cancelled = true;
-          kill_exec();
-        } else if (cr->op == op_kind::input) {
-          auto ip = input_of(*cr);
-          if (!ip) {
-            c.send(error_line(cr->id, ip.error().kind, ip.error().message));
-            continue;
-          }
-          pending += ip->data;
-          if (ip->eof) stdin_eof = true;
-        } else if (cr->op == op_kind::resize) {
-          auto rp = resize_of(*cr);
-          if (!rp) {
-            c.send(error_line(cr->id, rp.error().kind, rp.error().message));
-            continue;
-          }
-          winsize ws{};
-          ws.ws_row = rp->rows;
-          ws.ws_col = rp->cols;
-          if (p->tty && outs[0].open()) (void)::ioctl(outs[0].fd.get(), TIOCSWINSZ, &ws);
-        } else {
-          c.send(error_line(cr->id, "busy",
-                            "an exec is running on this connection: one request at a time "
-                            "(open another connection)"));
-        }
-      }
+    if (fds[3].revents && !c.gone() && !c.fill(false)) {
+      // The client went away: its exec goes too.
+      ev.cancelled = true;
+      kill_exec();
     }
+    take_control_lines();
+    if (stdin_w && pending.empty() && stdin_eof && !p->tty) stdin_w.reset();
     if (!killed && clock_type::now() >= deadline && !x->ended()) {
       ev.timed_out = true;
       kill_exec();

@@ -117,10 +117,10 @@ reap_report reap_sessions(const fs::path& state_root, std::chrono::seconds grace
                        .count();
   for (const auto& s : list_sessions(state_root)) {
     if (!s.live) {
-      // A directory being made (`session start` makes it, its server then locks it) is left
-      // alone for a minute.
+      // A directory being made — `session start` makes it, its server then locks it and
+      // writes session.json — is left alone for a minute.
       struct stat st {};
-      if (::stat(s.dir.c_str(), &st) == 0 && now - st.st_mtime < 60) continue;
+      if (s.info.is_null() && ::stat(s.dir.c_str(), &st) == 0 && now - st.st_mtime < 60) continue;
       // No server: its sandbox went with it (the helpers' parent-death signal); the run
       // directory is reclaimed with the other runs. What is left here is only files.
       if (auto rm = remove_tree(s.dir); !rm)

@@ -91,6 +91,10 @@ const char* op_name(op kind) {
       return "fs_attach";
     case op::exec:
       return "exec";
+    case op::unblock_signals:
+      return "unblock_signals";
+    case op::controlling_tty:
+      return "controlling_tty";
   }
   return "?";
 }
