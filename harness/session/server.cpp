@@ -124,10 +124,11 @@ result<unique_fd> listen_at(const fs::path& path) {
   unique_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return sys_error(errno, "socket");
   ::unlink(p.c_str());
-  const mode_t old = ::umask(0177);
-  const int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::umask(old);
-  if (rc != 0) return sys_error(errno, fmt::format("bind {}", p));
+  // No umask around bind: it is the process's, and other threads make directories meanwhile
+  // (a run's uppers made 0600 cannot be entered). The directory (0700) keeps others out until
+  // the chmod below.
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return sys_error(errno, fmt::format("bind {}", p));
   if (::chmod(p.c_str(), 0600) != 0) return sys_error(errno, fmt::format("chmod {}", p));
   if (::listen(fd.get(), 128) != 0) return sys_error(errno, fmt::format("listen {}", p));
   return fd;

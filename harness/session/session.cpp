@@ -82,7 +82,8 @@ session::session(session_setup setup, sandbox::prepared_session& prepared,
 
 session::~session() {
   auto r = stop();
-  if (!r) log::warn("session {}: {}", setup_.id, r.error().message);
+  // A session whose start failed has no record: its error was said where it failed.
+  if (!r && record_) log::warn("session {}: {}", setup_.id, r.error().message);
 }
 
 result<std::shared_ptr<session>> session::start(session_setup setup,

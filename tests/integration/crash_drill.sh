@@ -1,4 +1,4 @@
-# The crash drill (docs/reliability.md): `evalbox run` of the example suite (24 trials, 432
+# The crash drill (docs/reliability.md): `evalbox run` of the example suite (24 trials, 576
 # runs, concurrency 2) killed with SIGKILL at random moments, over and over; in every third
 # round results.jsonl is also cut inside its last line, as a crash mid-append would leave it.
 # Each round resumes from what the last one recorded. Then one run to the end, and
@@ -17,7 +17,7 @@ SEED=${EVALBOX_DRILL_SEED:-$(date +%s)}
 RANDOM=$SEED
 echo "crash drill: $ROUNDS kills, seed $SEED"
 SUITE=$SRC/fixtures/examples/suite.yaml
-PLANNED=432
+PLANNED=576
 campaign=1
 R=$WORK/results-$campaign
 run_args() { printf '%s\0' "$SUITE" --results "$R" --trials 24 -j 2 --retries 0; }

@@ -12,11 +12,11 @@ done
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true
 before=$(lines "$R/results.jsonl")
 [ "$before" -ge 1 ] || fail "nothing was recorded before the kill"
-[ "$before" -lt 36 ] || fail "the run finished before it could be killed"
+[ "$before" -lt 48 ] || fail "the run finished before it could be killed"
 set +e
 "$EVALBOX" run "$SRC/fixtures/examples/suite.yaml" --results "$R" --trials 2 -j 2 >/dev/null 2>"$WORK/err"
 set -e
-[ "$(lines "$R/results.jsonl")" = 36 ] || { cat "$WORK/err"; fail "expected 36 records, got $(lines "$R/results.jsonl")"; }
+[ "$(lines "$R/results.jsonl")" = 48 ] || { cat "$WORK/err"; fail "expected 48 records, got $(lines "$R/results.jsonl")"; }
 dups=$(python3 -c 'import json,sys,collections; c=collections.Counter(json.loads(l)["run_id"] for l in open(sys.argv[1])); print(sum(1 for v in c.values() if v>1))' "$R/results.jsonl")
 [ "$dups" = 0 ] || fail "$dups runs recorded twice"
 no_residue

@@ -238,9 +238,9 @@ d = sys.argv[1]
 plan = json.load(open(os.path.join(d, "plan.json")))
 assert plan["merged"] == [0, 1], plan["merged"]
 summary = json.load(open(os.path.join(d, "summary.json")))
-assert summary["runs"]["total"] == 18 and "missing" not in summary["runs"], summary["runs"]
+assert summary["runs"]["total"] == 24 and "missing" not in summary["runs"], summary["runs"]
 ids = [json.loads(l)["run_id"] for l in open(os.path.join(d, "results.jsonl"))]
-assert len(ids) == len(set(ids)) == 18, len(ids)
+assert len(ids) == len(set(ids)) == 24, len(ids)
 verdicts = {}
 for l in open(os.path.join(d, "results.jsonl")):
     r = json.loads(l)
