@@ -22,8 +22,8 @@ namespace fs = std::filesystem;
 
 const fs::path data_dir = fs::path(EVALBOX_SOURCE_DIR) / "tests" / "data" / "config";
 // The adapter names evalbox registers (harness/cli/registry.cpp).
-const std::vector<std::string> adapters = {"claude-code", "codex", "command",
-                                           "gemini",      "noop",  "oracle"};
+const std::vector<std::string> adapters = {"claude-code", "codex", "command", "gemini",
+                                           "loop",        "noop",  "oracle"};
 
 std::vector<std::string> cases() {
   std::vector<std::string> out;

@@ -318,8 +318,8 @@ class suite_parse : public ::testing::Test {
     return parse_suite_yaml(text, "suite.yaml", dir_.path(), adapters_, errors);
   }
   // The names the composition root would pass (its registry's).
-  std::vector<std::string> adapters_ = {"claude-code", "codex", "command",
-                                        "gemini",      "noop",  "oracle"};
+  std::vector<std::string> adapters_ = {"claude-code", "codex", "command", "gemini",
+                                        "loop",        "noop",  "oracle"};
   temp_dir dir_{"evalbox-suite-parse"};
 };
 
@@ -385,7 +385,7 @@ TEST_F(suite_parse, unknown_adapter_lists_the_known_ones) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].message(),
             "suite.yaml:5:22: candidates.x names unknown adapter 'gemini-cli' (hint: known "
-            "adapters: claude-code, codex, command, gemini, noop, oracle)");
+            "adapters: claude-code, codex, command, gemini, loop, noop, oracle)");
 }
 
 TEST_F(suite_parse, adapter_names_are_only_the_ones_given) {
