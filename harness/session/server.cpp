@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/base64.h"
@@ -182,9 +183,31 @@ struct hosted_session {
   locked_fd lock;
   unique_fd listener;
   std::optional<uint64_t> owner_started;  // the owner's start time (started_at)
-  std::atomic<int> connections{0};
   std::atomic<bool> stop_requested{false};
-  bool ended = false;  // run()'s own
+  std::atomic<bool> ended{false};  // set by run(), read by the connections' threads
+  // The connections being served: end() shuts them down, so that a client idle between requests
+  // lets go of the session at once (its thread is blocked reading the next one). A connection
+  // leaves the set before its descriptor is closed.
+  std::mutex connections_m;
+  std::set<int> connections;
+  bool hung_up = false;
+
+  // Admits a connection unless the session has ended or `max` are served already.
+  bool admit(int fd, int max) {
+    std::lock_guard g(connections_m);
+    if (hung_up || static_cast<int>(connections.size()) >= max) return false;
+    connections.insert(fd);
+    return true;
+  }
+  void leave(int fd) {
+    std::lock_guard g(connections_m);
+    connections.erase(fd);
+  }
+  void hang_up() {
+    std::lock_guard g(connections_m);
+    hung_up = true;
+    for (int fd : connections) ::shutdown(fd, SHUT_RDWR);
+  }
 };
 
 struct server::impl {
@@ -338,6 +361,7 @@ void server::impl::end(hosted_session& h, const std::string& why) {
   const fs::path dir = h.s->setup().dir;
   ::unlink((dir / "socket").c_str());
   auto rec = h.s->stop();
+  h.hang_up();  // its clients' connections end now, not when each sends again
   say(fmt::format("session {} ended: {}{}", h.s->id(), why,
                   rec ? "" : fmt::format(" ({})", rec.error().message)));
   if (auto rm = remove_tree(dir); !rm) say(rm.error().message);
@@ -349,7 +373,7 @@ void server::run(const std::atomic<bool>& stop) {
     std::vector<std::shared_ptr<hosted_session>> live;
     {
       std::lock_guard g(impl_->m);
-      std::erase_if(impl_->sessions, [](const auto& h) { return h->ended; });
+      std::erase_if(impl_->sessions, [](const auto& h) { return h->ended.load(); });
       live = impl_->sessions;
     }
     if (live.empty() && (!impl_->control || stop.load())) break;
@@ -406,11 +430,11 @@ void server::impl::serve_connection(const std::shared_ptr<hosted_session>& h, un
   // The accepted socket blocks (sends wait for a slow reader; reads wait for the next request).
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   connection c(std::move(fd), o.limits.max_message_bytes);
-  if (h->connections.fetch_add(1) >= o.limits.max_connections) {
-    c.send(error_line(
-        nullptr, "busy",
-        fmt::format("the session has {} connections already", o.limits.max_connections)));
-    h->connections.fetch_sub(1);
+  if (!h->admit(c.fd(), o.limits.max_connections)) {
+    c.send(error_line(nullptr, h->ended ? "ended" : "busy",
+                      h->ended ? "the session has ended"
+                               : fmt::format("the session has {} connections already",
+                                             o.limits.max_connections)));
     return;
   }
   if (c.send(greeting(h->s->id(), o.limits).dump() + "\n")) {
@@ -419,7 +443,7 @@ void server::impl::serve_connection(const std::shared_ptr<hosted_session>& h, un
       if (c.gone() || h->stop_requested.load()) break;
     }
   }
-  h->connections.fetch_sub(1);
+  h->leave(c.fd());
 }
 
 void server::impl::dispatch(const std::shared_ptr<hosted_session>& h, connection& c,

@@ -60,8 +60,22 @@ for _ in range(50):
     time.sleep(0.1)
 assert len(call({"id": 15, "op": "ls"})["sessions"]) == 2
 PY
+# A client idle on a session's socket (between requests) does not hold up the end: the server
+# hangs up on it.
+SESSION_SOCK=$(python3 -c 'import json,socket,sys
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile("rb"); f.readline()
+s.sendall(b"{\"id\":1,\"op\":\"ls\"}\n"); print(json.loads(f.readline())["sessions"][0]["socket"])' "$SOCK")
+python3 -c 'import socket,sys,time
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.makefile("rb").readline(); time.sleep(60)' \
+  "$SESSION_SOCK" &
+idle=$!
+sleep 0.5
+started=$(date +%s%N)
 kill -TERM $server
 wait $server || fail "evalbox serve did not exit 0 on SIGTERM"
+took=$(( ($(date +%s%N) - started) / 1000000 ))
+kill $idle 2>/dev/null || true
+[ "$took" -lt 5000 ] || fail "an idle client held the server's end for $took ms"
 [ ! -e "$SOCK" ] || fail "the server's socket is left"
 [ -z "$(ls "$EVALBOX_STATE_DIR/sessions" 2>/dev/null)" ] || fail "sessions left: $(ls "$EVALBOX_STATE_DIR/sessions")"
 [ -z "$(ls "$EVALBOX_STATE_DIR/session-layers" 2>/dev/null)" ] || fail "session layers left"
