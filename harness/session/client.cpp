@@ -79,7 +79,14 @@ bool client::read_line(std::string& line, bool wait) {
   }
 }
 
-bool client::send(const json& message) { return send_all(fd_.get(), message.dump() + "\n"); }
+bool client::send(const json& message) {
+  if (!in_exec_) return send_all(fd_.get(), message.dump() + "\n");
+  // During an exec the lines go out from the exec's loop, which reads while it writes: a
+  // blocking send here could wait on a server that waits on us to read its output.
+  outbox_ += message.dump();
+  outbox_ += '\n';
+  return true;
+}
 
 std::expected<json, client_error> client::read_reply(const json& id) {
   std::string line;
@@ -108,15 +115,38 @@ std::expected<json, client_error> client::exec(
     int input_fd, const std::function<void()>& poll_hook) {
   request["id"] = ++next_id_;
   const json id = request["id"];
-  if (!send(request))
+  // Everything sent while the exec runs is queued (send()) and written as the socket takes
+  // it; more input is read only when the queue is short, so memory stays bounded.
+  constexpr size_t outbox_high = 256u << 10;
+  in_exec_ = true;
+  struct leave_exec {
+    client& c;
+    ~leave_exec() {
+      c.in_exec_ = false;
+      c.outbox_.clear();
+    }
+  } leave{*this};
+  send(request);
+  const auto ended = [] {
     return std::unexpected(client_error{"ended", "the session closed the connection"});
+  };
   for (;;) {
-    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {input_fd, POLLIN, 0}};
+    while (!outbox_.empty()) {
+      const ssize_t n =
+          ::send(fd_.get(), outbox_.data(), outbox_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) return ended();
+      outbox_.erase(0, static_cast<size_t>(n));
+    }
+    const bool want_input = input_fd >= 0 && outbox_.size() < outbox_high;
+    pollfd fds[2] = {{fd_.get(), static_cast<short>(POLLIN | (outbox_.empty() ? 0 : POLLOUT)), 0},
+                     {want_input ? input_fd : -1, POLLIN, 0}};
     const size_t pending = buf_.find('\n') != std::string::npos ? 1 : 0;
-    if (!pending && ::poll(fds, input_fd >= 0 ? 2 : 1, 100) < 0 && errno != EINTR)
+    if (!pending && ::poll(fds, 2, 100) < 0 && errno != EINTR)
       return std::unexpected(client_error{"internal", std::strerror(errno)});
     if (poll_hook) poll_hook();
-    if (input_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+    if (want_input && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
       char chunk[65536];
       const ssize_t n = ::read(input_fd, chunk, sizeof chunk);
       if (n > 0) {
@@ -149,8 +179,7 @@ std::expected<json, client_error> client::exec(
       return std::unexpected(client_error{"internal", "a reply too long"});
     // read_line returned false: nothing complete yet, or the connection ended.
     char probe;
-    if (::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-      return std::unexpected(client_error{"ended", "the session closed the connection"});
+    if (::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return ended();
   }
 }
 

@@ -41,7 +41,8 @@ class client {
       json request, const std::function<void(std::string_view, std::string_view)>& on_frame,
       int input_fd = -1, const std::function<void()>& poll_hook = {});
 
-  // Sends one message (input, resize, cancel) while an exec runs.
+  // Sends one message; while an exec runs (input, resize, cancel from `poll_hook`) it is
+  // queued and goes out from the exec's loop.
   bool send(const json& message);
 
  private:
@@ -51,6 +52,8 @@ class client {
 
   unique_fd fd_;
   std::string buf_;
+  std::string outbox_;  // lines queued during an exec
+  bool in_exec_ = false;
   json greeting_;
   uint64_t next_id_ = 0;
 };
