@@ -167,39 +167,9 @@ struct fixture_shell_args {
 };
 
 int fixture_shell(fixture_shell_args& a) {
-  if (!a.candidate.empty() && a.suite.empty()) {
-    fmt::print(stderr, "evalbox fixture shell: --candidate {} needs --suite FILE (where it is)\n",
-               a.candidate);
-    return exit_usage;
-  }
-  auto loaded = load_parent_suite(a.suite);
-  if (!loaded) return loaded.error();
-  const std::optional<harness::suite_spec>& parent = *loaded;
-  auto made = fixture_suite({a.dir}, parent, a.images);
+  auto made = one_run_suite(a.dir, a.suite, a.candidate, "shell", a.images, "fixture shell");
   if (!made) return made.error();
   harness::suite_spec suite = std::move(*made);
-  suite.name = "fixture-shell";
-  harness::candidate_spec c;
-  if (!a.candidate.empty()) {
-    auto it = std::find_if(parent->candidates.begin(), parent->candidates.end(),
-                           [&](const harness::candidate_spec& x) { return x.id == a.candidate; });
-    if (it == parent->candidates.end()) {
-      std::string ids;
-      for (const auto& x : parent->candidates) ids += (ids.empty() ? "" : ", ") + x.id;
-      fmt::print(stderr, "evalbox fixture shell: {} has no candidate '{}' (it has: {})\n", a.suite,
-                 a.candidate, ids);
-      return exit_usage;
-    }
-    c = *it;
-    suite.credentials = parent->credentials;  // the candidate's logins, leased as in a run
-  } else {
-    // No candidate: an empty managed home, as the untouched-workspace run of `fixture test`.
-    c.id = "shell";
-    c.adapter = "noop";
-    c.where = {suite.file.string(), 0, 0};
-  }
-  suite.candidates = {std::move(c)};
-  suite.trials = 1;
   fmt::print(stderr,
              "evalbox fixture shell: {}: the setup runs first; exit the shell to see what "
              "`evalbox fixture test` would grade on what you left\n",

@@ -26,9 +26,8 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/suite_command.h"
 #include "harness/cli/terminal.h"
-#include "harness/fixture/load.h"
-#include "harness/runner/request.h"
 #include "harness/runner/sandbox_exec.h"
+#include "harness/runner/session_start.h"
 #include "harness/session/client.h"
 #include "harness/session/server.h"
 #include "harness/session/session.h"
@@ -86,7 +85,7 @@ std::expected<client, int> open_session(std::string_view cmd, const std::string&
   return std::move(*c);
 }
 
-// ---- the server: `evalbox session serve --spec JSON --ready-fd N` (hidden) ----
+// ---- the server: `evalbox session serve --id ID --spec JSON --ready-fd N` (hidden) ----
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_session_stop_signal(int) { g_stop.store(true); }
@@ -101,35 +100,11 @@ bool tell_starter(int fd, const json& line) {
   return ok;
 }
 
-struct serve_spec {
-  std::string id;
-  fs::path state_root;
-  std::chrono::milliseconds ttl{3600000};
-  std::optional<pid_t> owner;
-  json source;  // {fixture, suite, candidate} or {image, workspace}
-  json limits;  // network, memory, cpu, disk, pids, landlock
-  std::string pull = "missing";
-};
-
-std::expected<serve_spec, std::string> spec_of(const std::string& text) {
-  auto j = parse_json(text, "the session spec");
-  if (!j) return std::unexpected(j.error().message);
-  serve_spec s;
-  s.id = json_value_or(*j, "id", std::string());
-  s.state_root = json_value_or(*j, "state_root", std::string());
-  s.ttl = std::chrono::milliseconds(json_value_or(*j, "ttl_ms", int64_t{3600000}));
-  if (const json& o = json_member(*j, "owner"); o.is_number_integer()) s.owner = o.get<pid_t>();
-  s.source = json_member(*j, "source");
-  s.limits = json_member(*j, "limits");
-  s.pull = json_value_or(*j, "pull", std::string("missing"));
-  if (s.id.empty() || s.state_root.empty()) return std::unexpected("incomplete session spec");
-  return s;
-}
-
 // Hosts the first session on `prepared` and serves until every session of the server ended.
 // The record the launch hook returns: `cancelled`, so that a fixture's run is not graded after.
 struct first_session {
-  const serve_spec& spec;
+  const session_spec& spec;
+  std::string id;
   server& srv;
   std::shared_ptr<family> fam;
   claimed_dir dir;
@@ -141,17 +116,14 @@ struct first_session {
   result<sandbox::run_record> operator()(sandbox::prepared_session& prepared,
                                          sandbox::launch_options lo) {
     session_setup setup;
-    setup.id = spec.id;
+    setup.id = id;
     setup.dir = dir.dir;
     setup.fam = fam;
     lo.label = "session";
-    // The session lasts its TTL: the wall limit of its sandbox, a second fence to the server's.
-    sandbox::resource_limits limits = lo.limits_override.value_or(prepared.request().limits);
-    limits.wall_ms = static_cast<uint64_t>(spec.ttl.count()) + 60000;
-    if (!json_member(spec.limits, "cpu").is_string()) limits.cpu_ms = 0;
-    lo.limits_override = limits;
+    lo.limits_override =
+        session_limits(lo.limits_override.value_or(prepared.request().limits), spec);
     setup.options = std::move(lo);
-    setup.source = spec.source;
+    setup.source = spec.to_json();
     setup.expires = std::chrono::system_clock::now() + spec.ttl;
     setup.owner = spec.owner;
     if (grader) setup.grader = grader;
@@ -166,7 +138,7 @@ struct first_session {
     }
     const bool heard = tell_starter(ready_fd, {{"ok", true}, {"session", (*s)->info()}});
     ready_fd = -1;
-    if (!heard) fmt::print(stderr, "session {}: its starter is gone; stopping\n", spec.id);
+    if (!heard) fmt::print(stderr, "session {}: its starter is gone; stopping\n", id);
     std::atomic<bool> gone{!heard};
     srv.run(heard ? *stop : gone);
     // Connections let go of the session within moments of its end; the prepared session is
@@ -179,71 +151,19 @@ struct first_session {
   }
 };
 
-int serve_with_image_or_workspace(const serve_spec& spec, first_session& first) {
-  exec_options a;
-  a.workspace = json_value_or(spec.source, "workspace", std::string());
-  a.image = json_value_or(spec.source, "image", std::string());
-  a.network = json_value_or(spec.limits, "network", std::string("none"));
-  a.memory = json_value_or(spec.limits, "memory", std::string("2GiB"));
-  a.disk = json_value_or(spec.limits, "disk", std::string("1GiB"));
-  a.pids = json_value_or(spec.limits, "pids", uint64_t{512});
-  a.landlock = json_value_or(spec.limits, "landlock", true);
-  a.wall = fmt::format("{}s", spec.ttl.count() / 1000 + 60);
-  // Without --cpu the session has no CPU-time limit of its own (first_session lifts it); the
-  // request still needs one in range.
-  a.cpu = json_value_or(spec.limits, "cpu", a.wall);
-  a.state_dir = spec.state_root.string();
-  a.command = {"sh"};  // never run: the session's pid 1 serves execs instead
-  exec_hooks hooks;
-  std::string said;
-  hooks.say = [&said](const std::string& line) {
-    fmt::print(stderr, "{}\n", line);
-    said = line;
-  };
-  hooks.launch = [&first](const sandbox::prepared_session& p, sandbox::launch_options lo) {
-    return first(const_cast<sandbox::prepared_session&>(p), std::move(lo));
-  };
-  const auto out = exec_in_sandbox(a, hooks);
-  if (first.ready_fd >= 0)
-    tell_starter(first.ready_fd,
-                 {{"ok", false}, {"error", said.empty() ? "the session could not start" : said}});
-  return out.exit_code == exit_sigint ? exit_ok : out.exit_code;
-}
-
-int serve_with_fixture(const serve_spec& spec, first_session& first) {
-  const std::string fixture = json_value_or(spec.source, "fixture", std::string());
-  const std::string suite_file = json_value_or(spec.source, "suite", std::string());
-  const std::string candidate = json_value_or(spec.source, "candidate", std::string());
+int serve_with_fixture(const session_spec& spec, first_session& first) {
   auto fail = [&](std::string why) {
-    fmt::print(stderr, "{}\n", why);
+    // Without a reason here, `session start` shows the end of the server's log, which has it.
+    if (!why.empty()) fmt::print(stderr, "{}\n", why);
     tell_starter(first.ready_fd, {{"ok", false}, {"error", why}});
     first.ready_fd = -1;
     return exit_usage;
   };
-  auto loaded = load_parent_suite(suite_file);
-  if (!loaded) return fail("the suite could not be loaded (see the server's log)");
-  const std::optional<harness::suite_spec>& parent = *loaded;
-  auto suite = harness::suite_of_fixtures("session", {fixture}, parent ? &*parent : nullptr);
-  if (!suite) return fail(suite.error().message);
   image_args images;
   images.pull = spec.pull;
-  if (int rc = resolve_suite_images(*suite, images); rc != exit_ok)
-    return fail("the fixture's image could not be resolved (see the server's log)");
-  harness::candidate_spec c;
-  if (!candidate.empty()) {
-    auto it = std::find_if(parent->candidates.begin(), parent->candidates.end(),
-                           [&](const harness::candidate_spec& x) { return x.id == candidate; });
-    if (it == parent->candidates.end())
-      return fail(fmt::format("{} has no candidate '{}'", suite_file, candidate));
-    c = *it;
-    suite->credentials = parent->credentials;
-  } else {
-    c.id = "session";
-    c.adapter = "noop";
-    c.where = {suite->file.string(), 0, 0};
-  }
-  suite->candidates = {std::move(c)};
-  suite->trials = 1;
+  auto suite =
+      one_run_suite(spec.fixture, spec.suite, spec.candidate, "session", images, "session serve");
+  if (!suite) return fail("");
   auto runs = harness::plan_runs(*suite, {});
   if (!runs || runs->size() != 1) return fail(runs ? "expected one fixture" : runs.error().message);
   temp_dir scratch("evalbox-session");
@@ -272,8 +192,27 @@ int serve_with_fixture(const serve_spec& spec, first_session& first) {
   return exit_ok;
 }
 
+// SIGTERM, SIGINT and SIGHUP stop every session of this server (run() sees g_stop).
+void stop_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_session_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+// A server of sessions under `root`, whose forks `prep` prepares; it logs on stderr.
+server_options server_options_for(sandbox::preparer& prep, const fs::path& root) {
+  server_options so;
+  so.state_root = root;
+  so.prepare = [&prep](const sandbox::session_request& r) { return prep.prepare(r); };
+  so.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  return so;
+}
+
 struct serve_args {
-  std::string spec;
+  std::string id;
+  std::string spec;  // session_spec, as JSON
   int ready_fd = -1;
 };
 
@@ -286,37 +225,39 @@ int serve(const serve_args& a) {
     ::_exit(0);
   }
   ::setsid();
-  auto spec = spec_of(a.spec);
+  auto parsed = parse_json(a.spec, "the session spec");
+  auto spec =
+      parsed ? session_spec_of(*parsed) : result<session_spec>(std::unexpected(parsed.error()));
   if (!spec) {
-    tell_starter(a.ready_fd, {{"ok", false}, {"error", spec.error()}});
+    tell_starter(a.ready_fd, {{"ok", false}, {"error", spec.error().message}});
     return exit_usage;
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_session_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  ::setenv("EVALBOX_STATE_DIR", spec->state_root.c_str(), 1);
-
-  auto fam_dir = claim_dir(session_layers_root(spec->state_root), spec->id);
-  auto dir = claim_dir(sessions_root(spec->state_root), spec->id);
-  if (!fam_dir || !dir) {
-    const std::string why = !fam_dir ? fam_dir.error().message : dir.error().message;
-    tell_starter(a.ready_fd, {{"ok", false}, {"error", why}});
-    return exit_internal;
+  stop_on_signals();
+  sandbox::preparer prep(sandbox::default_preparer_options());  // EVALBOX_STATE_DIR: the starter's
+  const fs::path root = prep.options().state_root;
+  server srv(server_options_for(prep, root));
+  int rc = exit_ok;
+  if (spec->fixture.empty()) {
+    auto info = start_hosted_session(srv, prep, root, a.id, *spec);
+    const bool heard =
+        tell_starter(a.ready_fd, info ? json{{"ok", true}, {"session", *info}}
+                                      : json{{"ok", false}, {"error", info.error().message}});
+    if (!info) return exit_status_of_error(info.error());
+    std::atomic<bool> gone{!heard};  // nobody heard it was ready: it ends at once
+    srv.run(heard ? g_stop : gone);
+  } else {
+    auto fam_dir = claim_dir(session_layers_root(root), a.id);
+    auto dir = claim_dir(sessions_root(root), a.id);
+    if (!fam_dir || !dir) {
+      const std::string why = !fam_dir ? fam_dir.error().message : dir.error().message;
+      tell_starter(a.ready_fd, {{"ok", false}, {"error", why}});
+      return exit_internal;
+    }
+    auto fam = std::make_shared<family>(fam_dir->dir, std::move(fam_dir->lock));
+    first_session first{*spec, a.id, srv, fam, std::move(*dir), a.ready_fd};
+    rc = serve_with_fixture(*spec, first);
   }
-  auto fam = std::make_shared<family>(fam_dir->dir, std::move(fam_dir->lock));
-  sandbox::preparer prep(sandbox::default_preparer_options());
-  server_options so;
-  so.state_root = spec->state_root;
-  so.prepare = [&prep](const sandbox::session_request& r) { return prep.prepare(r); };
-  so.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
-  server srv(std::move(so));
-  first_session first{*spec, srv, fam, std::move(*dir), a.ready_fd};
-  const bool fixture = !json_value_or(spec->source, "fixture", std::string()).empty();
-  const int rc =
-      fixture ? serve_with_fixture(*spec, first) : serve_with_image_or_workspace(*spec, first);
-  if (auto rm = remove_tree(sessions_root(spec->state_root) / spec->id); !rm)
+  if (auto rm = remove_tree(sessions_root(root) / a.id); !rm)
     fmt::print(stderr, "{}\n", rm.error().message);
   return rc;
 }
@@ -341,63 +282,34 @@ struct start_args {
 };
 
 int start(const start_args& a) {
-  if (a.fixture.empty() && a.image.empty() && a.workspace.empty())
-    return say_error("start",
-                     "give --fixture DIR (its setup is run first), --image REF, --workspace DIR, "
-                     "or --image and --workspace",
-                     exit_usage);
-  if (!a.fixture.empty() && (!a.image.empty() || !a.workspace.empty()))
-    return say_error("start",
-                     "--fixture brings its own workspace and image: drop --image and --workspace",
-                     exit_usage);
-  if (!a.candidate.empty() && a.suite.empty())
-    return say_error("start", "--candidate needs --suite FILE (where it is)", exit_usage);
   if (a.detach && a.owner)
     return say_error("start", "--detach and --owner exclude each other", exit_usage);
-  auto ttl = parse_duration_ms(a.ttl);
-  if (!ttl || *ttl == 0)
-    return say_error("start", fmt::format("--ttl {}: expected a duration such as 30m or 2h", a.ttl),
-                     exit_usage);
-  for (const auto* size : {&a.memory, &a.disk})
-    if (auto b = parse_bytes(*size); !b)
-      return say_error("start", fmt::format("{}: {}", *size, b.error().message), exit_usage);
-  if (!a.cpu.empty())
-    if (auto d = parse_duration_ms(a.cpu); !d)
-      return say_error("start", fmt::format("--cpu {}: {}", a.cpu, d.error().message), exit_usage);
-  if (auto n = parse_exec_network(a.network); !n)
-    return say_error("start", n.error().message, exit_usage);
   if (a.owner && ::kill(a.owner, 0) != 0 && errno == ESRCH)
     return say_error("start", fmt::format("--owner {}: no such process", a.owner), exit_usage);
-
-  const fs::path root = state_root_of(a.state_dir);
-  const std::string id = new_session_id();
-  json source;
-  if (!a.fixture.empty()) {
-    source = {{"fixture", fs::absolute(a.fixture).string()},
-              {"suite", a.suite.empty() ? "" : fs::absolute(a.suite).string()},
-              {"candidate", a.candidate}};
-  } else {
-    source = {{"image", a.image},
-              {"workspace", a.workspace.empty() ? "" : fs::absolute(a.workspace).string()}};
-  }
-  json limits{{"network", a.network},
-              {"memory", a.memory},
-              {"disk", a.disk},
-              {"pids", a.pids},
-              {"landlock", !a.no_landlock}};
-  if (!a.cpu.empty()) limits["cpu"] = a.cpu;
+  auto absolute = [](const std::string& p) { return p.empty() ? p : fs::absolute(p).string(); };
+  json request{{"fixture", absolute(a.fixture)},
+               {"suite", absolute(a.suite)},
+               {"candidate", a.candidate},
+               {"image", a.image},
+               {"workspace", absolute(a.workspace)},
+               {"ttl", a.ttl},
+               {"network", a.network},
+               {"memory", a.memory},
+               {"disk", a.disk},
+               {"pids", a.pids},
+               {"landlock", !a.no_landlock},
+               {"pull", a.pull}};
+  if (!a.cpu.empty()) request["cpu"] = a.cpu;
   // The owner: --owner, else the terminal session of the caller (the login shell or the
   // service that started it); none with --detach.
-  json owner = nullptr;
   if (a.owner)
-    owner = a.owner;
+    request["owner"] = a.owner;
   else if (!a.detach)
-    owner = ::getsid(0);
-  const json spec{{"id", id},         {"state_root", root.string()},
-                  {"ttl_ms", *ttl},   {"owner", owner},
-                  {"source", source}, {"limits", limits},
-                  {"pull", a.pull}};
-
+    request["owner"] = ::getsid(0);
+  auto spec = session_spec_of(request);
+  if (!spec) return say_error("start", spec.error().message, exit_usage);
+  const fs::path root = state_root_of(a.state_dir);
+  const std::string id = new_session_id();
   const fs::path dir = sessions_root(root) / id;
   if (auto m = make_dirs(dir, 0700); !m)
     return say_error("start", m.error().message, exit_internal);
@@ -414,11 +326,11 @@ int start(const start_args& a) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   ::setenv("EVALBOX_STATE_DIR", root.c_str(), 1);
-  auto server_proc =
-      sandbox::start_host_process({self,
-                                   {"session", "serve", "--spec", spec.dump(), "--ready-fd", "3"},
-                                   {{ready_w.get(), 3}, {log.get(), 1}, {log.get(), 2}},
-                                   true});
+  auto server_proc = sandbox::start_host_process(
+      {self,
+       {"session", "serve", "--id", id, "--spec", spec->to_json().dump(), "--ready-fd", "3"},
+       {{ready_w.get(), 3}, {log.get(), 1}, {log.get(), 2}},
+       true});
   if (!server_proc) return say_error("start", server_proc.error().message, exit_internal);
   ready_w.reset();
   int st = 0;
@@ -697,61 +609,6 @@ std::pair<std::string, std::string> cp_side(const std::string& arg) {
   return {arg.substr(0, colon), arg.substr(colon + 1)};
 }
 
-// Copies a local file or directory into the session (directories made as needed); links and
-// special files are left out and said. The count of files copied.
-result<int> copy_in(client& c, const fs::path& from, const std::string& to) {
-  std::error_code ec;
-  const auto st = fs::symlink_status(from, ec);
-  if (ec) return make_error(error_kind::not_found, "{}: {}", from.string(), ec.message());
-  if (fs::is_directory(st)) {
-    int n = 0;
-    for (const auto& e : fs::directory_iterator(from, ec))
-      n += EB_TRY(copy_in(c, e.path(), to + "/" + e.path().filename().string()));
-    if (ec) return make_error(error_kind::io, "{}: {}", from.string(), ec.message());
-    return n;
-  }
-  if (!fs::is_regular_file(st)) {
-    fmt::print(stderr, "evalbox session cp: {} left out (not a regular file)\n", from.string());
-    return 0;
-  }
-  const std::string data = EB_TRY(read_file(from, 32u << 20));
-  const auto mode = static_cast<uint32_t>(st.permissions()) & 0777;
-  auto r = c.call({{"op", "write_file"},
-                   {"path", to},
-                   {"data", base64_encode(data)},
-                   {"mode", mode},
-                   {"parents", true}});
-  if (!r) return make_error(error_kind_of(r.error().kind), "{}", r.error().message);
-  return 1;
-}
-
-// Copies a session's file or directory out to `to` (made as needed).
-result<int> copy_out_of(client& c, const std::string& from, const fs::path& to) {
-  auto r = c.call({{"op", "read_file"}, {"path", from}});
-  if (r) {
-    auto bytes = EB_TRY(base64_decode(json_value_or(*r, "data", std::string())));
-    EB_TRY(write_file(to, bytes, json_value_or(*r, "mode", 0644u) & 0777));
-    return 1;
-  }
-  if (r.error().message.find("is a directory") == std::string::npos)
-    return make_error(error_kind_of(r.error().kind), "{}", r.error().message);
-  auto listed = c.call({{"op", "ls"}, {"path", from}});
-  if (!listed) return make_error(error_kind_of(listed.error().kind), "{}", listed.error().message);
-  EB_TRY(make_dirs(to, 0755));
-  int n = 0;
-  for (const auto& e : json_member(*listed, "entries")) {
-    const std::string name = json_value_or(e, "name", std::string());
-    const std::string type = json_value_or(e, "type", std::string());
-    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
-      continue;
-    if (type == "dir" || type == "file")
-      n += EB_TRY(copy_out_of(c, from + "/" + name, to / name));
-    else
-      fmt::print(stderr, "evalbox session cp: {}/{} left out (a {})\n", from, name, type);
-  }
-  return n;
-}
-
 int cp(const cp_args& a) {
   const auto [from_id, from_path] = cp_side(a.from);
   const auto [to_id, to_path] = cp_side(a.to);
@@ -760,9 +617,13 @@ int cp(const cp_args& a) {
                      exit_usage);
   auto c = open_session("cp", a.state_dir, from_id.empty() ? to_id : from_id);
   if (!c) return c.error();
-  auto n = from_id.empty() ? copy_in(*c, from_path, to_path) : copy_out_of(*c, from_path, to_path);
-  if (!n) return say_error("cp", n.error().message, exit_status_of_error(n.error()));
-  fmt::print(stderr, "evalbox session cp: {} file(s)\n", *n);
+  copied done;
+  auto s = from_id.empty() ? copy_into_session(*c, from_path, to_path, done)
+                           : copy_out_of_session(*c, from_path, to_path, done);
+  for (const auto& p : done.left_out)
+    fmt::print(stderr, "evalbox session cp: {} left out (not a file or a directory)\n", p);
+  if (!s) return say_error("cp", s.error().message, exit_status_of_error(s.error()));
+  fmt::print(stderr, "evalbox session cp: {} file(s)\n", done.files);
   return exit_ok;
 }
 
@@ -774,84 +635,21 @@ struct serve_many_args {
   std::string ttl = "1h";
 };
 
-// A session a client of `evalbox serve` starts: an image and/or a workspace, as `session start`
-// makes one (fixtures: `session start --fixture`), hosted by this server.
-result<json> start_hosted(server& srv, sandbox::preparer& prep, const fs::path& root,
-                          std::chrono::milliseconds default_ttl, const json& r) {
-  const std::string image = json_value_or(r, "image", std::string());
-  const std::string workspace = json_value_or(r, "workspace", std::string());
-  if (image.empty() && workspace.empty())
-    return make_error(error_kind::invalid_argument, "start: give 'image', 'workspace' or both");
-  std::chrono::milliseconds ttl = default_ttl;
-  if (const json& t = json_member(r, "ttl"); t.is_number()) {
-    const double secs = t.get<double>();
-    if (!(secs > 0 && secs <= 7 * 24 * 3600.0))
-      return make_error(error_kind::invalid_argument, "start: 'ttl' is seconds, at most a week");
-    ttl = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
-  }
-  std::optional<sandbox::image_summary> img;
-  if (!image.empty()) img = EB_TRY_CTX(prep.resolve_image(image, fs::current_path()), "image");
-  const std::string id = new_session_id();
-  exec_request_inputs in;
-  in.session_id = id;
-  in.argv = {"sh"};  // never run: pid 1 serves execs
-  in.workspace = workspace;
-  in.image = img ? &*img : nullptr;
-  in.limits.memory_bytes = EB_TRY(parse_bytes(json_value_or(r, "memory", std::string("2GiB"))));
-  in.limits.disk_bytes = EB_TRY(parse_bytes(json_value_or(r, "disk", std::string("1GiB"))));
-  in.limits.pids = json_value_or(r, "pids", uint64_t{512});
-  in.limits.wall_ms = static_cast<uint64_t>(ttl.count()) + 60000;
-  in.limits.cpu_ms = in.limits.wall_ms;
-  in.network = EB_TRY(parse_exec_network(json_value_or(r, "network", std::string("none"))));
-  auto req = EB_TRY(make_exec_request(in));
-  auto fam_dir = EB_TRY(claim_dir(session_layers_root(root), id));
-  auto dir = EB_TRY(claim_dir(sessions_root(root), id));
-  auto prepared = prep.prepare(req);
-  if (!prepared) {
-    (void)remove_tree(dir.dir);
-    return std::unexpected(std::move(prepared.error()));
-  }
-  auto owned = std::make_unique<sandbox::prepared_session>(std::move(*prepared));
-  session_setup setup;
-  setup.id = id;
-  setup.dir = dir.dir;
-  setup.fam = std::make_shared<family>(fam_dir.dir, std::move(fam_dir.lock));
-  setup.options.label = "session";
-  sandbox::resource_limits limits = req.limits;
-  limits.cpu_ms = 0;  // the session's TTL bounds it
-  setup.options.limits_override = limits;
-  setup.source = {{"image", image}, {"workspace", workspace}};
-  setup.expires = std::chrono::system_clock::now() + ttl;
-  if (const json& o = json_member(r, "owner"); o.is_number_integer()) setup.owner = o.get<pid_t>();
-  sandbox::prepared_session& p = *owned;
-  auto s = harness::session::start(std::move(setup), p, std::move(owned));
-  if (!s) {
-    (void)remove_tree(dir.dir);
-    return std::unexpected(std::move(s.error()));
-  }
-  EB_TRY(srv.host(*s, std::move(dir.lock)));
-  return (*s)->info();
-}
-
 int serve_many(const serve_many_args& a) {
-  const fs::path root = state_root_of(a.state_dir);
   auto ttl = parse_duration_ms(a.ttl);
   if (!ttl || *ttl == 0)
-    return say_error("serve", fmt::format("--ttl {}: a duration", a.ttl), exit_usage);
+    return say_error("serve", fmt::format("--ttl {}: a duration such as 1h", a.ttl), exit_usage);
+  const fs::path root = state_root_of(a.state_dir);
   ::setenv("EVALBOX_STATE_DIR", root.c_str(), 1);
-  struct sigaction sa {};
-  sa.sa_handler = on_session_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  stop_on_signals();
   sandbox::preparer prep(sandbox::default_preparer_options());
-  server_options so;
-  so.state_root = root;
-  so.prepare = [&prep](const sandbox::session_request& r) { return prep.prepare(r); };
-  so.log = [](const std::string& line) { fmt::print(stderr, "evalbox serve: {}\n", line); };
-  const std::chrono::milliseconds default_ttl(*ttl);
-  so.start = [&prep, root, default_ttl](server& srv, const json& r) {
-    return start_hosted(srv, prep, root, default_ttl, r);
+  server_options so = server_options_for(prep, root);
+  const std::string default_ttl = fmt::format("{}s", *ttl / 1000.0);
+  so.start = [&prep, root, default_ttl](server& srv, const json& r) -> result<json> {
+    json request = r;
+    if (!request.contains("ttl")) request["ttl"] = default_ttl;
+    const auto spec = EB_TRY(session_spec_of(request));
+    return start_hosted_session(srv, prep, root, new_session_id(), spec);
   };
   server srv(std::move(so));
   if (auto l = srv.listen(fs::absolute(a.socket)); !l)
@@ -941,6 +739,7 @@ void register_session(CLI::App& app, action& out) {
   auto va = std::make_shared<serve_args>();
   auto* sv = se->add_subcommand("serve", "the server of a session (started by `session start`)");
   sv->group("");
+  sv->add_option("--id", va->id)->required();
   sv->add_option("--spec", va->spec)->required();
   sv->add_option("--ready-fd", va->ready_fd);
   sv->callback([&out, va] { out = [va] { return serve(*va); }; });

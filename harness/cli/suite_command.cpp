@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -234,6 +235,51 @@ std::expected<std::optional<harness::suite_spec>, int> load_parent_suite(const s
     return std::unexpected(exit_usage);
   }
   return std::move(*s);
+}
+
+std::expected<harness::suite_spec, int> one_run_suite(const std::string& dir,
+                                                      const std::string& suite_file,
+                                                      const std::string& candidate,
+                                                      const std::string& default_id,
+                                                      image_args& images, std::string_view cmd) {
+  if (!candidate.empty() && suite_file.empty()) {
+    fmt::print(stderr, "evalbox {}: --candidate {} needs --suite FILE (where it is)\n", cmd,
+               candidate);
+    return std::unexpected(exit_usage);
+  }
+  auto loaded = load_parent_suite(suite_file);
+  if (!loaded) return std::unexpected(loaded.error());
+  const std::optional<harness::suite_spec>& parent = *loaded;
+  std::string name(cmd);  // "fixture shell" names the suite fixture-shell
+  std::replace(name.begin(), name.end(), ' ', '-');
+  auto suite = harness::suite_of_fixtures(name, {dir}, parent ? &*parent : nullptr);
+  if (!suite) {
+    fmt::print(stderr, "{}\n", suite.error().message);
+    return std::unexpected(exit_usage);
+  }
+  if (int rc = resolve_suite_images(*suite, images); rc != exit_ok) return std::unexpected(rc);
+  harness::candidate_spec c;
+  if (!candidate.empty()) {
+    auto it = std::find_if(parent->candidates.begin(), parent->candidates.end(),
+                           [&](const harness::candidate_spec& x) { return x.id == candidate; });
+    if (it == parent->candidates.end()) {
+      std::string ids;
+      for (const auto& x : parent->candidates) ids += (ids.empty() ? "" : ", ") + x.id;
+      fmt::print(stderr, "evalbox {}: {} has no candidate '{}' (it has: {})\n", cmd, suite_file,
+                 candidate, ids);
+      return std::unexpected(exit_usage);
+    }
+    c = *it;
+    suite->credentials = parent->credentials;  // the candidate's logins, leased as in a run
+  } else {
+    // No candidate: an empty managed home, as the untouched-workspace run of `fixture test`.
+    c.id = default_id;
+    c.adapter = "noop";
+    c.where = {suite->file.string(), 0, 0};
+  }
+  suite->candidates = {std::move(c)};
+  suite->trials = 1;
+  return std::move(*suite);
 }
 
 }  // namespace evalbox::harness::cli

@@ -96,4 +96,16 @@ std::expected<harness::suite_spec, int> load_runnable_suite(const std::string& p
 // returns exit_usage.
 std::expected<std::optional<harness::suite_spec>, int> load_parent_suite(const std::string& file);
 
+// The suite of one run of the fixture at `dir` with the defaults of `suite_file` (may be empty),
+// its images resolved: with `candidate` that candidate of the suite (its home and credentials,
+// leased as in a run), else `default_id`, an empty managed home (adapter noop). `fixture shell`
+// and a session from a fixture are such runs. On a problem it prints the messages and returns
+// the exit code (exit_usage for a suite or fixture that does not load, or a candidate the suite
+// lacks).
+std::expected<harness::suite_spec, int> one_run_suite(const std::string& dir,
+                                                      const std::string& suite_file,
+                                                      const std::string& candidate,
+                                                      const std::string& default_id,
+                                                      image_args& images, std::string_view cmd);
+
 }  // namespace evalbox::harness::cli

@@ -9,11 +9,13 @@
 #include <cstring>
 
 #include "base/base64.h"
+#include "base/fs.h"
 #include "base/json_get.h"
 #include "harness/session/protocol.h"
 
 namespace evalbox::harness {
 inline namespace sessions {
+namespace fs = std::filesystem;
 
 namespace {
 constexpr size_t max_line = 80u << 20;  // the server's limit, and base64's growth
@@ -192,6 +194,84 @@ error_kind error_kind_of(std::string_view k) noexcept {
   if (k == "unsupported") return error_kind::unsupported;
   if (k == "ended") return error_kind::cancelled;
   return error_kind::internal;
+}
+
+// Copies a local file or directory into the session (directories made as needed); links and
+// special files are left out and said. The count of files copied.
+status copy_into_session(client& c, const fs::path& from, const std::string& to, copied& out) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(from, ec);
+  if (ec) return make_error(error_kind::not_found, "{}: {}", from.string(), ec.message());
+  if (fs::is_directory(st)) {
+    for (const auto& e : fs::directory_iterator(from, ec))
+      EB_TRY(copy_into_session(c, e.path(), to + "/" + e.path().filename().string(), out));
+    if (ec) return make_error(error_kind::io, "{}: {}", from.string(), ec.message());
+    return {};
+  }
+  if (!fs::is_regular_file(st)) {
+    out.left_out.push_back(from.string());
+    return {};
+  }
+  const std::string data = EB_TRY(read_file(from, 32u << 20));
+  const auto mode = static_cast<uint32_t>(st.permissions()) & 0777;
+  auto r = c.call({{"op", "write_file"},
+                   {"path", to},
+                   {"data", base64_encode(data)},
+                   {"mode", mode},
+                   {"parents", true}});
+  if (!r) return make_error(error_kind_of(r.error().kind), "{}", r.error().message);
+  ++out.files;
+  return {};
+}
+
+namespace {
+
+// `from` (of type `type`, as its directory's listing says) out to `to`.
+status copy_out(client& c, const std::string& from, const std::string& type, const fs::path& to,
+                copied& out) {
+  if (type == "file") {
+    auto r = c.call({{"op", "read_file"}, {"path", from}});
+    if (!r) return make_error(error_kind_of(r.error().kind), "{}", r.error().message);
+    auto bytes = EB_TRY(base64_decode(json_value_or(*r, "data", std::string())));
+    EB_TRY(write_file(to, bytes, json_value_or(*r, "mode", 0644u) & 0777));
+    ++out.files;
+    return {};
+  }
+  if (type != "dir") {
+    out.left_out.push_back(from);
+    return {};
+  }
+  auto listed = c.call({{"op", "ls"}, {"path", from}});
+  if (!listed) return make_error(error_kind_of(listed.error().kind), "{}", listed.error().message);
+  EB_TRY(make_dirs(to, 0755));
+  for (const auto& e : json_member(*listed, "entries")) {
+    const std::string name = json_value_or(e, "name", std::string());
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+      continue;
+    EB_TRY(copy_out(c, from + "/" + name, json_value_or(e, "type", std::string()), to / name, out));
+  }
+  return {};
+}
+
+}  // namespace
+
+status copy_out_of_session(client& c, const std::string& from, const fs::path& to, copied& out) {
+  // What `from` is: its entry in its directory's listing (a directory's own listing would look
+  // like a file's).
+  std::string trimmed = from;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const size_t cut = trimmed.rfind('/');
+  const std::string name = cut == std::string::npos ? trimmed : trimmed.substr(cut + 1);
+  const std::string parent = cut == std::string::npos ? "."
+                             : cut == 0               ? "/"
+                                                      : trimmed.substr(0, cut);
+  if (trimmed == "/" || name == "." || name == "..") return copy_out(c, trimmed, "dir", to, out);
+  auto listed = c.call({{"op", "ls"}, {"path", parent}});
+  if (!listed) return make_error(error_kind_of(listed.error().kind), "{}", listed.error().message);
+  for (const auto& e : json_member(*listed, "entries"))
+    if (json_value_or(e, "name", std::string()) == name)
+      return copy_out(c, trimmed, json_value_or(e, "type", std::string()), to, out);
+  return make_error(error_kind::not_found, "{}: no such file or directory", from);
 }
 
 }  // namespace sessions

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/error.h"
 #include "base/json.h"
@@ -57,6 +58,20 @@ class client {
   json greeting_;
   uint64_t next_id_ = 0;
 };
+
+// What a copy into or out of a session did: files copied, and what it left out (links,
+// special files: a session's files are regular files and directories to this).
+struct copied {
+  int files = 0;
+  std::vector<std::string> left_out;
+};
+// A local file or directory into the session at `to` (directories made as needed; modes
+// kept). Each file at most the session's file limit.
+status copy_into_session(client& c, const std::filesystem::path& from, const std::string& to,
+                         copied& out);
+// A session's file or directory out to `to` (made as needed).
+status copy_out_of_session(client& c, const std::string& from, const std::filesystem::path& to,
+                           copied& out);
 
 // How a reply's error kind reads as an evalbox error kind (for exit statuses).
 error_kind error_kind_of(std::string_view protocol_kind) noexcept;

@@ -240,7 +240,12 @@ struct server::impl {
       sigset_t all;
       sigfillset(&all);
       ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
-      work();
+      {
+        // What the work holds (its session) goes before the server may: the count below is
+        // what the server's end waits for.
+        F done = std::move(work);
+        done();
+      }
       std::lock_guard g(threads_m);
       --threads;
       threads_cv.notify_all();

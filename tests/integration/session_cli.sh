@@ -12,9 +12,15 @@ STATE=$EVALBOX_STATE_DIR
 mkdir -p "$STATE"
 
 # Every session this test starts is stopped on the way out, even on failure; servers that do
-# not go are killed by pid (only ours: their spec names our state dir), then lib.sh's cleanup
-# (gc, lazy unmounts, rm -r) runs.
-our_servers() { pgrep -f "session serve --spec .*\"state_root\":\"$STATE\"" || true; }
+# not go are killed by pid (only ours: their environment names our state dir), then lib.sh's
+# cleanup (gc, lazy unmounts, rm -r) runs.
+our_servers() {
+  local p
+  for p in $(pgrep -f "session serve --id" || true); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "EVALBOX_STATE_DIR=$STATE" && echo "$p"
+  done
+  return 0
+}
 session_cleanup() {
   local rc=$? d p
   trap - EXIT
@@ -144,7 +150,7 @@ fi
 rc=0; es exec "$S" --cwd /no/such/dir -- true >"$WORK/o" 2>"$WORK/e" || rc=$?
 [ "$rc" != 0 ] && [ -s "$WORK/e" ] || fail "--cwd of a missing directory: exit $rc, $(cat "$WORK/e")"
 echo "  --cwd /no/such/dir: exit $rc: $(head -1 "$WORK/e")"
-# stdin: -i passes it, binary-safe (a NUL, then 1 MiB of random bytes through cat).
+# stdin: -i passes it, binary-safe (a NUL, then 4 MiB of random bytes through cat).
 # (bounded: a stdin whose end never reaches the command hangs it)
 for i in 1 2 3 4 5; do
   rc=0; printf 'a\0b' | timeout 20 "$EVALBOX" session exec "$S" -i -- od -c >"$WORK/od" 2>"$WORK/od.err" || rc=$?
@@ -154,13 +160,12 @@ for i in 1 2 3 4 5; do
   fi
   grep -q 'a  \\0   b' "$WORK/od" || fail "-i lost the NUL: $(cat "$WORK/od")"
 done
-head -c 1048576 /dev/urandom >"$WORK/rand"
-rc=0; timeout 30 "$EVALBOX" session exec "$S" -i -- cat <"$WORK/rand" >"$WORK/rand.back" 2>"$WORK/e" || rc=$?
-if [ "$rc" = 0 ]; then
-  cmp "$WORK/rand" "$WORK/rand.back" || fail "1 MiB through exec -i cat came back different"
-else
-  soft_fail "session exec ID -i -- cat <1MiB: exit $rc $(head -1 "$WORK/e")"
-fi
+# 4 MiB through cat: input and output flow at once, each far more than the socket buffers
+# hold, so a client that stops reading while it writes deadlocks with the server here.
+head -c 4194304 /dev/urandom >"$WORK/rand"
+rc=0; timeout 60 "$EVALBOX" session exec "$S" -i -- cat <"$WORK/rand" >"$WORK/rand.back" 2>"$WORK/e" || rc=$?
+[ "$rc" = 0 ] || fail "session exec ID -i -- cat <4MiB: exit $rc$([ "$rc" = 124 ] && echo ' (hung 60 s)') $(head -1 "$WORK/e")"
+cmp "$WORK/rand" "$WORK/rand.back" || fail "4 MiB through exec -i cat came back different"
 es exec "$S" -- true || fail "the session is gone after the exec -i tries"
 [ "$(echo data | es exec "$S" -- sh -c 'cat; echo end')" = end ] || fail "exec without -i: stdin passed"
 echo "  exec: ok"
@@ -197,6 +202,23 @@ assert e["bytes.bin"]["type"] == "file" and e["bytes.bin"]["size"] == 1280, e["b
 assert e["secret"]["mode"] == 0o600, e["secret"]
 PY
 expect_exit 1 "read a missing file" "$WORK/o" "$WORK/e" es read "$S" /workspace/nope
+# cp: a directory in and out again, contents and modes kept; links left out and said.
+mkdir -p "$WORK/cp-in/deep/er"
+cp "$WORK/bytes" "$WORK/cp-in/deep/er/bytes"
+printf '#!/bin/sh\necho run\n' >"$WORK/cp-in/tool" && chmod 0750 "$WORK/cp-in/tool"
+ln -s tool "$WORK/cp-in/link"
+es cp "$WORK/cp-in" "$S:/workspace/cp" 2>"$WORK/cp.err" || { cat "$WORK/cp.err"; fail "cp into the session"; }
+grep -q "2 file(s)" "$WORK/cp.err" && grep -q "cp-in/link left out" "$WORK/cp.err" \
+  || fail "cp in: $(cat "$WORK/cp.err")"
+[ "$(es exec "$S" -- /workspace/cp/tool)" = run ] || fail "cp in: the tool lost its mode"
+es cp "$S:/workspace/cp" "$WORK/cp-out" 2>"$WORK/cp.err" || { cat "$WORK/cp.err"; fail "cp out of the session"; }
+cmp "$WORK/bytes" "$WORK/cp-out/deep/er/bytes" || fail "cp: the bytes did not round-trip"
+[ "$(stat -c %a "$WORK/cp-out/tool")" = 750 ] || fail "cp out: mode $(stat -c %a "$WORK/cp-out/tool")"
+[ ! -e "$WORK/cp-out/link" ] || fail "cp out: a link came out"
+es cp "$S:/workspace/cp/tool" "$WORK/one-file" 2>/dev/null && cmp "$WORK/cp-in/tool" "$WORK/one-file" \
+  || fail "cp of one file out"
+expect_exit 1 "cp of a missing path" "$WORK/o" "$WORK/e" es cp "$S:/workspace/nope" "$WORK/nope"
+expect_exit 64 "cp with no session side" "$WORK/o" "$WORK/e" es cp "$WORK/cp-in" "$WORK/x"
 echo "  files: ok"
 
 # Paths stay inside the sandbox: `..`, absolute host paths and symbolic links planted in the

@@ -26,6 +26,8 @@ import tempfile
 import threading
 import time
 
+from session_procs import servers_of
+
 EVALBOX, HELPER, SRC = sys.argv[1:4]
 os.environ["EVALBOX_HELPER"] = HELPER
 WORK = tempfile.mkdtemp(prefix="evalbox-it-")
@@ -87,9 +89,7 @@ def need_isolation():
 
 
 def our_servers():
-    pattern = 'session serve --spec .*"state_root":"%s"' % STATE
-    p = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE, text=True)
-    return [int(x) for x in p.stdout.split()]
+    return servers_of(STATE)
 
 
 def host_pgrep(pattern):

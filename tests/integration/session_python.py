@@ -21,6 +21,8 @@ import tempfile
 import threading
 import time
 
+from session_procs import servers_of
+
 EVALBOX, HELPER, SRC = sys.argv[1:4]
 os.environ["EVALBOX_HELPER"] = HELPER
 sys.path.insert(0, os.path.join(SRC, "clients", "python"))
@@ -55,9 +57,7 @@ def run(argv, timeout=120):
 
 
 def our_servers():
-    pattern = 'session serve --spec .*"state_root":"%s"' % STATE
-    p = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE, text=True)
-    return [int(x) for x in p.stdout.split()]
+    return servers_of(STATE)
 
 
 def listed():
