@@ -17,6 +17,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "base/base64.h"
@@ -192,8 +194,12 @@ int serve_with_fixture(const session_spec& spec, first_session& first) {
   return exit_ok;
 }
 
-// SIGTERM, SIGINT and SIGHUP stop every session of this server (run() sees g_stop).
+// SIGTERM, SIGINT and SIGHUP stop every session of this server (run() sees g_stop) — also
+// when it was started by a thread that blocks them (`evalbox serve`'s).
 void stop_on_signals() {
+  sigset_t none;
+  sigemptyset(&none);
+  ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
   struct sigaction sa {};
   sa.sa_handler = on_session_stop_signal;
   sigemptyset(&sa.sa_mask);
@@ -264,6 +270,65 @@ int serve(const serve_args& a) {
 
 // ---- evalbox session start ----
 
+// Why a session's server did not start: its own reason (`refused`: a fixture's setup failed,
+// an image not found) or evalbox's.
+struct start_failure {
+  std::string why;
+  bool refused = false;
+};
+
+// Starts a server of its own for a session of `spec` under `root` (`evalbox session serve`,
+// detached: its own process session, its log in the session's directory) and waits for its
+// word: the session's session.json, or why not. EVALBOX_STATE_DIR must name `root` (the server
+// takes it from the environment; set before any thread starts).
+std::expected<json, start_failure> start_server(const fs::path& root, const session_spec& spec) {
+  const std::string id = new_session_id();
+  const fs::path dir = sessions_root(root) / id;
+  if (auto m = make_dirs(dir, 0700); !m)
+    return std::unexpected(start_failure{m.error().message, false});
+  const fs::path log_path = dir / "server.log";
+  unique_fd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  int p[2];
+  if (!log || ::pipe2(p, O_CLOEXEC) != 0)
+    return std::unexpected(start_failure{"cannot open the server's log or pipe", false});
+  unique_fd ready_r(p[0]), ready_w(p[1]);
+  // Above the fds they become in the server, so that no dup2 of the spawn overwrites another.
+  ready_w.reset(::fcntl(ready_w.get(), F_DUPFD_CLOEXEC, 10));
+  log.reset(::fcntl(log.get(), F_DUPFD_CLOEXEC, 10));
+  if (!ready_w || !log)
+    return std::unexpected(start_failure{"cannot duplicate a descriptor", false});
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  auto server_proc = sandbox::start_host_process(
+      {self,
+       {"session", "serve", "--id", id, "--spec", spec.to_json().dump(), "--ready-fd", "3"},
+       {{ready_w.get(), 3}, {log.get(), 1}, {log.get(), 2}},
+       true});
+  if (!server_proc) return std::unexpected(start_failure{server_proc.error().message, false});
+  ready_w.reset();
+  int st = 0;
+  (void)server_proc->reap(&st, nullptr);  // the server's first process forks and exits at once
+  // The server's one line: ready, or why not. Preparing may take a while (an image pulled, a
+  // fixture's setup): progress is in its log.
+  std::string line;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(ready_r.get(), buf, sizeof buf)) > 0) line.append(buf, static_cast<size_t>(n));
+  auto j = parse_json(line, "the server's answer");
+  if (!j || !json_value_or(*j, "ok", false)) {
+    std::string why = j ? json_value_or(*j, "error", std::string()) : "";
+    if (why.empty()) {
+      std::string text = read_file(log_path, 1 << 20).value_or("");
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      why = text.empty() ? "the session's server exited without saying why"
+                         : text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+    }
+    (void)remove_tree(dir);
+    return std::unexpected(start_failure{why, true});
+  }
+  return json_member(*j, "session");
+}
+
 struct start_args {
   std::string fixture, suite, candidate;
   std::string image, workspace;
@@ -309,51 +374,13 @@ int start(const start_args& a) {
   auto spec = session_spec_of(request);
   if (!spec) return say_error("start", spec.error().message, exit_usage);
   const fs::path root = state_root_of(a.state_dir);
-  const std::string id = new_session_id();
-  const fs::path dir = sessions_root(root) / id;
-  if (auto m = make_dirs(dir, 0700); !m)
-    return say_error("start", m.error().message, exit_internal);
-  const fs::path log_path = dir / "server.log";
-  unique_fd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  int p[2];
-  if (!log || ::pipe2(p, O_CLOEXEC) != 0)
-    return say_error("start", "cannot open the server's log or pipe", exit_internal);
-  unique_fd ready_r(p[0]), ready_w(p[1]);
-  // Above the fds they become in the server, so that no dup2 of the spawn overwrites another.
-  ready_w.reset(::fcntl(ready_w.get(), F_DUPFD_CLOEXEC, 10));
-  log.reset(::fcntl(log.get(), F_DUPFD_CLOEXEC, 10));
-  if (!ready_w || !log) return say_error("start", "cannot duplicate a descriptor", exit_internal);
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   ::setenv("EVALBOX_STATE_DIR", root.c_str(), 1);
-  auto server_proc = sandbox::start_host_process(
-      {self,
-       {"session", "serve", "--id", id, "--spec", spec->to_json().dump(), "--ready-fd", "3"},
-       {{ready_w.get(), 3}, {log.get(), 1}, {log.get(), 2}},
-       true});
-  if (!server_proc) return say_error("start", server_proc.error().message, exit_internal);
-  ready_w.reset();
-  int st = 0;
-  (void)server_proc->reap(&st, nullptr);  // the server's first process forks and exits at once
-  // The server's one line: ready, or why not. Preparing may take a while (an image pulled, a
-  // fixture's setup): progress is in its log.
-  std::string line;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(ready_r.get(), buf, sizeof buf)) > 0) line.append(buf, static_cast<size_t>(n));
-  auto j = parse_json(line, "the server's answer");
-  if (!j || !json_value_or(*j, "ok", false)) {
-    std::string why = j ? json_value_or(*j, "error", std::string()) : "";
-    if (why.empty()) {
-      std::string text = read_file(log_path, 1 << 20).value_or("");
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      why = text.empty() ? "the session's server exited without saying why"
-                         : text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
-    }
-    (void)remove_tree(dir);
-    return say_error("start", why, exit_execution_failed);
-  }
-  const json& info = json_member(*j, "session");
+  auto started = start_server(root, *spec);
+  if (!started)
+    return say_error("start", started.error().why,
+                     started.error().refused ? exit_execution_failed : exit_internal);
+  const json& info = *started;
+  const std::string id = json_value_or(info, "id", std::string());
   if (a.json_out) {
     fmt::print("{}\n", info.dump());
   } else {
@@ -629,6 +656,59 @@ int cp(const cp_args& a) {
 
 // ---- evalbox serve --socket PATH ----
 
+// The sessions `evalbox serve` started in servers of their own (a fixture's), with their
+// servers' pids.
+class fixture_sessions {
+ public:
+  void add(const json& info) {
+    std::lock_guard g(m_);
+    ids_[json_value_or(info, "id", std::string())] = json_value_or(info, "server_pid", 0);
+  }
+  // The session.json of each that is still running (those gone are forgotten).
+  std::vector<json> list(const fs::path& root) {
+    std::vector<json> out;
+    std::lock_guard g(m_);
+    std::erase_if(ids_, [&](const auto& entry) {
+      auto s = find_session(root, entry.first);
+      if (!s || !s->live || s->id != entry.first) return true;
+      out.push_back(s->info);
+      return false;
+    });
+    return out;
+  }
+  // Asks its server to stop it; false for an id not started here.
+  result<bool> stop(const fs::path& root, const std::string& id) {
+    {
+      std::lock_guard g(m_);
+      if (!ids_.contains(id)) return false;
+    }
+    auto s = EB_TRY(find_session(root, id));
+    auto c = EB_TRY(client::connect(s.dir / "socket"));
+    if (auto r = c.call({{"op", "stop"}}); !r && r.error().kind != "ended")
+      return make_error(error_kind_of(r.error().kind), "stop {}: {}", id, r.error().message);
+    return true;
+  }
+  // At the server's end: every one still running stopped, and its server waited for (10 s at
+  // most), so that nothing of them is left when `evalbox serve` exits.
+  void stop_all(const fs::path& root) {
+    std::map<std::string, pid_t> all;
+    {
+      std::lock_guard g(m_);
+      all = ids_;
+    }
+    for (const auto& [id, pid] : all)
+      if (auto r = stop(root, id); !r) fmt::print(stderr, "evalbox serve: {}\n", r.error().message);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (const auto& [id, pid] : all)
+      while (pid > 0 && ::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+ private:
+  std::mutex m_;
+  std::map<std::string, pid_t> ids_;
+};
+
 struct serve_many_args {
   std::string socket;
   std::string state_dir;
@@ -645,18 +725,34 @@ int serve_many(const serve_many_args& a) {
   sandbox::preparer prep(sandbox::default_preparer_options());
   server_options so = server_options_for(prep, root);
   const std::string default_ttl = fmt::format("{}s", *ttl / 1000.0);
-  so.start = [&prep, root, default_ttl](server& srv, const json& r) -> result<json> {
+  // A fixture's session runs the fixture's setup through the runner: in a server of its own,
+  // as `session start --fixture` does; this one lists and stops it.
+  auto others = std::make_shared<fixture_sessions>();
+  so.start = [&prep, root, default_ttl, others](server& srv, const json& r) -> result<json> {
     json request = r;
     if (!request.contains("ttl")) request["ttl"] = default_ttl;
+    for (const char* path : {"fixture", "suite", "workspace"})
+      if (const json& v = json_member(request, path);
+          v.is_string() && !v.get<std::string>().empty())
+        request[path] = fs::absolute(v.get<std::string>()).string();
     const auto spec = EB_TRY(session_spec_of(request));
-    return start_hosted_session(srv, prep, root, new_session_id(), spec);
+    if (spec.fixture.empty()) return start_hosted_session(srv, prep, root, new_session_id(), spec);
+    auto info = start_server(root, spec);
+    if (!info)
+      return make_error(info.error().refused ? error_kind::invalid_argument : error_kind::internal,
+                        "start: {}", info.error().why);
+    others->add(*info);
+    return std::move(*info);
   };
+  so.list_others = [root, others] { return others->list(root); };
+  so.stop_other = [root, others](const std::string& id) { return others->stop(root, id); };
   server srv(std::move(so));
   if (auto l = srv.listen(fs::absolute(a.socket)); !l)
     return say_error("serve", l.error().message, exit_usage);
   fmt::print(stderr, "evalbox serve: listening on {} (Ctrl-C stops every session)\n",
              fs::absolute(a.socket).string());
   srv.run(g_stop);
+  others->stop_all(root);
   return exit_ok;
 }
 
@@ -672,12 +768,15 @@ void register_serve(CLI::App& app, action& out) {
   auto* sv = app.add_subcommand(
       "serve",
       "Host many sessions from one process: clients start them on --socket (evalbox.session.v1:\n"
-      "ops start, ls, stop, ping) and drive each on its own socket (docs/sessions.md). Runs\n"
-      "until SIGINT or SIGTERM, which stop every session it hosts.\n"
+      "ops start, ls, stop, ping) and drive each on its own socket (docs/sessions.md). A\n"
+      "fixture's session (its setup run first) gets a server of its own, listed and stopped\n"
+      "here. Runs until SIGINT or SIGTERM, which stop every session it started.\n"
       "\n"
       "Example:\n"
       "  evalbox serve --socket /run/evalbox.sock &\n"
-      "  printf '{\"id\":1,\"op\":\"start\",\"workspace\":\"repo\"}\\n' | nc -U /run/evalbox.sock");
+      "  printf '{\"id\":1,\"op\":\"start\",\"workspace\":\"repo\"}\\n' | nc -U /run/evalbox.sock\n"
+      "  printf '{\"id\":2,\"op\":\"start\",\"fixture\":\"fixtures/examples/off-by-one\"}\\n' \\\n"
+      "    | nc -U /run/evalbox.sock");
   sv->add_option("--socket", a->socket, "where clients start sessions (made 0600)")->required();
   sv->add_option("--ttl", a->ttl, "a session's lifetime unless its start says 'ttl'")
       ->capture_default_str();

@@ -25,12 +25,14 @@ result<std::chrono::milliseconds> duration_of(const json& v, std::string_view fi
   double ms = 0;
   if (v.is_string()) {
     auto parsed = parse_duration_ms(v.get<std::string>());
-    if (!parsed) return make_error(error_kind::invalid_argument, "{}: {}", field, parsed.error().message);
+    if (!parsed)
+      return make_error(error_kind::invalid_argument, "{}: {}", field, parsed.error().message);
     ms = static_cast<double>(*parsed);
   } else if (v.is_number()) {
     ms = v.get<double>() * 1000;
   } else {
-    return make_error(error_kind::invalid_argument, "{}: a duration such as \"30m\", or seconds", field);
+    return make_error(error_kind::invalid_argument, "{}: a duration such as \"30m\", or seconds",
+                      field);
   }
   if (!std::isfinite(ms) || ms <= 0 || ms > static_cast<double>(longest.count()))
     return make_error(error_kind::invalid_argument, "{}: more than 0 and at most a week", field);
@@ -52,8 +54,10 @@ json session_spec::to_json() const {
          {"pids", pids},
          {"landlock", landlock},
          {"pull", pull}};
-  for (const auto& [key, value] : {std::pair{"fixture", &fixture}, {"suite", &suite},
-                                   {"candidate", &candidate}, {"image", &image},
+  for (const auto& [key, value] : {std::pair{"fixture", &fixture},
+                                   {"suite", &suite},
+                                   {"candidate", &candidate},
+                                   {"image", &image},
                                    {"workspace", &workspace}})
     if (!value->empty()) j[key] = *value;
   if (owner) j["owner"] = *owner;
@@ -64,8 +68,8 @@ json session_spec::to_json() const {
 result<session_spec> session_spec_of(const json& r) {
   if (!r.is_object()) return make_error(error_kind::invalid_argument, "start: not an object");
   static const std::set<std::string_view> known = {
-      "id",  "op",  "fixture", "suite", "candidate", "image",    "workspace", "ttl",
-      "owner", "network", "memory", "disk", "cpu", "pids", "landlock", "pull"};
+      "id",    "op",      "fixture", "suite", "candidate", "image", "workspace", "ttl",
+      "owner", "network", "memory",  "disk",  "cpu",       "pids",  "landlock",  "pull"};
   for (const auto& [key, value] : r.items())
     if (!known.contains(key))
       return make_error(error_kind::invalid_argument, "start: unknown field '{}'", key);
@@ -74,10 +78,15 @@ result<session_spec> session_spec_of(const json& r) {
     if (auto v = EB_TRY(field<std::string>(r, key))) out = std::move(*v);
     return {};
   };
-  for (const auto& [key, out] : {std::pair{"fixture", &s.fixture}, {"suite", &s.suite},
-                                 {"candidate", &s.candidate}, {"image", &s.image},
-                                 {"workspace", &s.workspace}, {"network", &s.network},
-                                 {"memory", &s.memory}, {"disk", &s.disk}, {"pull", &s.pull}})
+  for (const auto& [key, out] : {std::pair{"fixture", &s.fixture},
+                                 {"suite", &s.suite},
+                                 {"candidate", &s.candidate},
+                                 {"image", &s.image},
+                                 {"workspace", &s.workspace},
+                                 {"network", &s.network},
+                                 {"memory", &s.memory},
+                                 {"disk", &s.disk},
+                                 {"pull", &s.pull}})
     EB_TRY(text(key, *out));
   if (s.fixture.empty() && s.image.empty() && s.workspace.empty())
     return make_error(error_kind::invalid_argument,
@@ -123,8 +132,8 @@ result<json> start_hosted_session(sessions::server& srv, sandbox::preparer& prep
   std::optional<sandbox::image_summary> img;
   if (!spec.image.empty()) {
     const auto pull = EB_TRY(sandbox::image::parse_pull_policy(spec.pull));
-    img = EB_TRY_CTX(prep.resolve_image(spec.image, fs::current_path(), nullptr, {}, pull),
-                     "image");
+    img =
+        EB_TRY_CTX(prep.resolve_image(spec.image, fs::current_path(), nullptr, {}, pull), "image");
   }
   exec_request_inputs in;
   in.session_id = id;

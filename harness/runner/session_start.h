@@ -23,8 +23,9 @@ namespace evalbox::harness {
 inline namespace runner {
 
 struct session_spec {
-  std::string fixture, suite, candidate;  // a fixture (with its suite's defaults, a candidate's home)
-  std::string image, workspace;           // or an image and/or a host directory
+  std::string fixture, suite,
+      candidate;                 // a fixture (with its suite's defaults, a candidate's home)
+  std::string image, workspace;  // or an image and/or a host directory
   std::chrono::milliseconds ttl{std::chrono::hours(1)};
   std::optional<pid_t> owner;  // its exit ends the session
   std::string network = "none";

@@ -296,9 +296,13 @@ void server::impl::serve_control(unique_fd fd) {
       c.send(made ? ok_line(id, {{"session", std::move(*made)}}) : error_line(id, made.error()));
     } else if (op == "ls") {
       json all = json::array();
-      std::lock_guard g(m);
-      for (const auto& h : sessions)
-        if (!h->ended) all.push_back(h->s->info());
+      {
+        std::lock_guard g(m);
+        for (const auto& h : sessions)
+          if (!h->ended) all.push_back(h->s->info());
+      }
+      if (o.list_others)
+        for (auto& info : o.list_others()) all.push_back(std::move(info));
       c.send(ok_line(id, {{"sessions", std::move(all)}}));
     } else if (op == "stop") {
       const std::string which = json_value_or(*j, "session", std::string());
@@ -312,6 +316,14 @@ void server::impl::serve_control(unique_fd fd) {
           }
       }
       raise_event(wake.get());
+      if (!found && o.stop_other) {
+        auto other = o.stop_other(which);
+        if (!other) {
+          c.send(error_line(id, other.error()));
+          continue;
+        }
+        found = *other;
+      }
       c.send(found ? ok_line(id)
                    : error_line(id, "not_found", fmt::format("no session '{}' here", which)));
     } else {

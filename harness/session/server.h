@@ -48,6 +48,11 @@ struct server_options {
   // fields: image, workspace, ttl, limits), hosted by this server; returns the new session's
   // session.json. Unset: the server has no socket of its own.
   std::function<result<json>(server&, const json& request)> start;
+  // `evalbox serve`: sessions `start` made in servers of their own (a fixture's, whose setup
+  // runs there), which `ls` lists beside the hosted ones and `stop` stops. `stop_other` says
+  // false for an id it does not know.
+  std::function<std::vector<json>()> list_others;
+  std::function<result<bool>(const std::string& id)> stop_other;
 };
 
 class server {

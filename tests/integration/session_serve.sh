@@ -1,6 +1,7 @@
 # `evalbox serve`: one process hosting sessions its clients start on its socket — each answers
 # on its own socket, ls lists them, stop ends one, a bad request is refused and the server goes
-# on, and SIGTERM stops every session it hosts with nothing left behind.
+# on, and SIGTERM stops every session it hosts with nothing left behind — a fixture's sessions
+# (in servers of their own) included.
 source "$(dirname "$0")/lib.sh"
 need_isolation
 mkdir -p "$WORK/ws" && echo hello >"$WORK/ws/a.txt"
@@ -11,9 +12,9 @@ trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true; 
 for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
 [ -S "$SOCK" ] || { cat "$WORK/serve.log"; fail "evalbox serve made no socket"; }
 [ "$(stat -c %a "$SOCK")" = 600 ] || fail "the server's socket is not 0600"
-python3 - "$SOCK" "$WORK/ws" "$SRC/clients/python" <<'PY' || fail "the server's protocol"
+python3 - "$SOCK" "$WORK/ws" "$SRC/clients/python" "$SRC/fixtures/examples/off-by-one" <<'PY' || fail "the server's protocol"
 import json, socket, sys
-sock, ws, client = sys.argv[1:4]
+sock, ws, client, fixture = sys.argv[1:5]
 sys.path.insert(0, client)
 from evalbox_session import Session
 
@@ -59,6 +60,26 @@ for _ in range(50):
         break
     time.sleep(0.1)
 assert len(call({"id": 15, "op": "ls"})["sessions"]) == 2
+# A fixture's session: its setup done in a server of its own; listed, graded, stopped here.
+fx = call({"id": 16, "op": "start", "fixture": fixture, "ttl": "2m"})
+assert fx["ok"], fx
+s = Session.connect(fx["session"]["socket"])
+assert b"def sum_range" in s.read_file("sum_range.py")
+verdict = s.grade()
+assert verdict["verdict"] == "failed", verdict  # the untouched workspace fails its checks
+s.close()
+assert fx["session"]["id"] in [x["id"] for x in call({"id": 17, "op": "ls"})["sessions"]]
+assert call({"id": 18, "op": "stop", "session": fx["session"]["id"]})["ok"]
+for _ in range(50):
+    if fx["session"]["id"] not in [x["id"] for x in call({"id": 19, "op": "ls"})["sessions"]]:
+        break
+    time.sleep(0.1)
+else:
+    raise AssertionError("a stopped fixture session is still listed")
+bad_fixture = call({"id": 20, "op": "start", "fixture": fixture + "/no-such"})
+assert not bad_fixture["ok"] and "no such fixture" in bad_fixture["error"]["message"], bad_fixture
+# One left running: the server's end stops it too (below).
+assert call({"id": 21, "op": "start", "fixture": fixture, "ttl": "2m"})["ok"]
 PY
 # A client idle on a session's socket (between requests) does not hold up the end: the server
 # hangs up on it.
@@ -80,4 +101,4 @@ kill $idle 2>/dev/null || true
 [ -z "$(ls "$EVALBOX_STATE_DIR/sessions" 2>/dev/null)" ] || fail "sessions left: $(ls "$EVALBOX_STATE_DIR/sessions")"
 [ -z "$(ls "$EVALBOX_STATE_DIR/session-layers" 2>/dev/null)" ] || fail "session layers left"
 no_residue
-echo "evalbox serve: 3 sessions started, listed, stopped; nothing left"
+echo "evalbox serve: 3 sessions and 2 of a fixture started, listed, stopped; nothing left"

@@ -20,8 +20,8 @@ TEST(SessionSpec, ReadsEachSourceWithItsDefaults) {
   auto img = session_spec_of({{"image", "docker://python:3.13"}, {"workspace", "/repo"}});
   ASSERT_TRUE(img) << img.error().message;
   EXPECT_EQ(img->image, "docker://python:3.13");
-  auto fx = session_spec_of(
-      {{"fixture", "/f"}, {"suite", "/s.yaml"}, {"candidate", "c"}, {"owner", 42}});
+  auto fx =
+      session_spec_of({{"fixture", "/f"}, {"suite", "/s.yaml"}, {"candidate", "c"}, {"owner", 42}});
   ASSERT_TRUE(fx) << fx.error().message;
   EXPECT_EQ(fx->candidate, "c");
   EXPECT_EQ(fx->owner, 42);
@@ -65,9 +65,15 @@ TEST(SessionSpec, RefusesWhatCannotBeStarted) {
 }
 
 TEST(SessionSpec, RoundTripsThroughItsJson) {
-  auto s = session_spec_of({{"image", "oci:img"}, {"workspace", "/w"}, {"ttl", "2h"},
-                            {"cpu", "5m"}, {"owner", 7}, {"pids", 64}, {"landlock", false},
-                            {"network", "allow:127.0.0.1:8080"}, {"pull", "never"}});
+  auto s = session_spec_of({{"image", "oci:img"},
+                            {"workspace", "/w"},
+                            {"ttl", "2h"},
+                            {"cpu", "5m"},
+                            {"owner", 7},
+                            {"pids", 64},
+                            {"landlock", false},
+                            {"network", "allow:127.0.0.1:8080"},
+                            {"pull", "never"}});
   ASSERT_TRUE(s) << s.error().message;
   auto again = session_spec_of(s->to_json());
   ASSERT_TRUE(again) << again.error().message;
