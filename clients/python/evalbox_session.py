@@ -323,9 +323,16 @@ class _Connection:
         self.path = path
         self.max_message_bytes = _DEFAULT_MAX_MESSAGE_BYTES
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dir_fd = -1
         try:
             sock.settimeout(connect_timeout)
-            sock.connect(path)
+            address = path
+            if len(os.fsencode(path)) > 107:
+                # Past sun_path's limit (a deep state directory): the same socket, reached
+                # through its directory's descriptor.
+                dir_fd = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                address = f"/proc/self/fd/{dir_fd}/{os.path.basename(path)}"
+            sock.connect(address)
         except socket.timeout:
             sock.close()
             raise SessionError("connect_failed", f"connecting to {path} timed out") from None
@@ -337,6 +344,9 @@ class _Connection:
                 f"cannot connect to session socket {path}: {reason} "
                 "(has the session ended? `evalbox session ls` lists running sessions)",
             ) from None
+        finally:
+            if dir_fd >= 0:
+                os.close(dir_fd)
         self.sock = sock
         self.reader = sock.makefile("rb")
         try:

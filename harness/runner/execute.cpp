@@ -432,12 +432,14 @@ class attempt {
   // task's state is frozen and graded (graded_stack_); its commands are the transcript.
   bool drive_session() {
     auto t0 = clock_type::now();
-    temp_dir sock_dir("evalbox-loop");  // a short path: a socket's is at most 107 bytes
+    // On the run's disk, with the rest of it: reclaimed with the run, also after a crash.
+    auto sock_dir = session_->scratch_dir("session");
+    if (!sock_dir) return fail(run_error_kind::sandbox, sock_dir.error().message);
     auto layers = session_->scratch_dir("session-layers");
     if (!layers) return fail(run_error_kind::sandbox, layers.error().message);
     sessions::session_setup setup;
     setup.id = "task";
-    setup.dir = sock_dir.path();
+    setup.dir = *sock_dir;
     // The family holds the layers the grading reads after the session is gone: kept here.
     state_family_ = std::make_shared<sessions::family>(*layers, locked_fd());
     setup.fam = state_family_;
@@ -458,9 +460,9 @@ class attempt {
     sessions::server srv(std::move(so));
     if (auto h = srv.host(*task, locked_fd()); !h)
       return fail(run_error_kind::sandbox, h.error().message);
-    const fs::path socket = sock_dir.path() / "socket";
-    ::chmod(sock_dir.path().c_str(), 0711);  // the socket is reached by its bind only
-    ::chmod(socket.c_str(), 0666);           // the loop's processes run as the sandbox's id
+    const fs::path socket = *sock_dir / "socket";
+    ::chmod(sock_dir->c_str(), 0711);  // the socket is reached by its bind only
+    ::chmod(socket.c_str(), 0666);     // the loop's processes run as the sandbox's id
     std::atomic<bool> stop{false};
     std::thread serving([&] { srv.run(stop); });
     // The loop's own sandbox.
@@ -490,7 +492,7 @@ class attempt {
     // The task's state as the loop left it, then the session ends (every process of it killed).
     auto stack = (*task)->fork_point(std::nullopt);
     std::error_code ec;
-    fs::copy_file(sock_dir.path() / "transcript.jsonl", native_ / "session-commands.jsonl", ec);
+    fs::copy_file(*sock_dir / "transcript.jsonl", native_ / "session-commands.jsonl", ec);
     stop = true;
     serving.join();
     task->reset();

@@ -12,6 +12,7 @@
 #include "base/fs.h"
 #include "base/json_get.h"
 #include "harness/session/protocol.h"
+#include "harness/session/unix_address.h"
 
 namespace evalbox::harness {
 inline namespace sessions {
@@ -32,16 +33,16 @@ bool send_all(int fd, std::string_view data) {
 }  // namespace
 
 result<client> client::connect(const std::filesystem::path& socket) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
   const std::string p = socket.string();
-  if (p.size() >= sizeof addr.sun_path)
-    return make_error(error_kind::invalid_argument, "socket path too long: {}", p);
-  std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+  auto addr = unix_address_of(socket);
+  if (!addr && addr.error().kind == error_kind::not_found)
+    return make_error(error_kind::not_found, "the session is not running (nothing answers at {})",
+                      p);
+  if (!addr) return std::unexpected(std::move(addr.error()));
   client c;
   c.fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!c.fd_) return sys_error(errno, "socket");
-  if (::connect(c.fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::connect(c.fd_.get(), addr->get(), addr->size()) != 0) {
     const int err = errno;
     if (err == ENOENT || err == ECONNREFUSED)
       return make_error(error_kind::not_found, "the session is not running (nothing answers at {})",

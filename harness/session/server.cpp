@@ -25,6 +25,7 @@
 #include "base/json_get.h"
 #include "base/log.h"
 #include "harness/session/store.h"
+#include "harness/session/unix_address.h"
 
 namespace evalbox::harness {
 inline namespace sessions {
@@ -113,22 +114,15 @@ void raise_event(int fd) {
 
 // A listening Unix socket at `path`, 0600.
 result<unique_fd> listen_at(const fs::path& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
   const std::string p = path.string();
-  if (p.size() >= sizeof addr.sun_path)
-    return make_error(error_kind::invalid_argument,
-                      "the session's socket path {} is longer than a Unix socket allows ({} "
-                      "bytes); set EVALBOX_STATE_DIR to a shorter directory",
-                      p, sizeof addr.sun_path - 1);
-  std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+  auto addr = EB_TRY(unix_address_of(path));
   unique_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return sys_error(errno, "socket");
   ::unlink(p.c_str());
   // No umask around bind: it is the process's, and other threads make directories meanwhile
   // (a run's uppers made 0600 cannot be entered). The directory (0700) keeps others out until
   // the chmod below.
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+  if (::bind(fd.get(), addr.get(), addr.size()) != 0)
     return sys_error(errno, fmt::format("bind {}", p));
   if (::chmod(p.c_str(), 0600) != 0) return sys_error(errno, fmt::format("chmod {}", p));
   if (::listen(fd.get(), 128) != 0) return sys_error(errno, fmt::format("listen {}", p));

@@ -3,7 +3,7 @@
 # files, paths kept inside the sandbox, snapshot/reset/fork, a background process killed by a
 # reset), a busybox image session (a writable root that a reset restores), a fixture session
 # (setup run, the bug fixed by a write), lifetimes (--ttl, --owner, several stops at once, gc
-# after a killed server), and nothing left behind: no session, layer, run directory, server
+# after a killed server), a state directory too deep for a socket's path, and nothing left behind: no session, layer, run directory, server
 # process or mount.
 source "$(dirname "$0")/lib.sh"
 need_isolation
@@ -24,13 +24,13 @@ our_servers() {
 session_cleanup() {
   local rc=$? d p
   trap - EXIT
-  for d in "$STATE"/sessions/*/; do
+  for d in "$STATE"/sessions/*/ "${DEEP:-/nonexistent}"/sessions/*/; do
     [ -d "$d" ] || continue
     if [ "$rc" != 0 ] && [ -f "$d/server.log" ]; then
       echo "--- $d/server.log (last 20 lines)" >&2
       tail -20 "$d/server.log" >&2
     fi
-    timeout 20 "$EVALBOX" session stop "$(basename "$d")" >/dev/null 2>&1 || true
+    EVALBOX_STATE_DIR=$(dirname "$(dirname "$d")") timeout 20 "$EVALBOX" session stop "$(basename "$d")" >/dev/null 2>&1 || true
   done
   for _ in $(seq 1 100); do [ -z "$(our_servers)" ] && break; sleep 0.1; done
   for p in $(our_servers); do kill -TERM "$p" 2>/dev/null || true; done
@@ -436,6 +436,26 @@ grep -q "evalbox gc" "$WORK/e" || fail "exec in a dead session does not point at
 [ "$(jget "$WORK/gc.json" 'd["sessions"]["removed"] >= 1')" = True ] || fail "gc: $(cat "$WORK/gc.json")"
 gone "$K" || fail "gc left the killed server's session: $(ls -A "$STATE/sessions")"
 echo "  lifetimes: ok"
+
+# ---- a state directory deeper than a Unix socket's path allows (107 bytes) ----
+echo "deep state directory"
+DEEP=$WORK/$(printf 'd%.0s' {1..60})/$(printf 'e%.0s' {1..60})
+DS=$(EVALBOX_STATE_DIR=$DEEP es start --workspace "$WS" --detach --ttl 120s 2>"$WORK/deep.err") \
+  || fail "session start under a deep state directory: $(cat "$WORK/deep.err")"
+[ "${#DEEP}" -gt 110 ] || fail "the deep state directory is not deep: $DEEP"
+[ "$(EVALBOX_STATE_DIR=$DEEP es exec "$DS" -- cat hello.txt)" = hello ] || fail "exec under a deep state directory"
+EVALBOX_STATE_DIR=$DEEP python3 -c '
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from evalbox_session import Session
+s = Session.connect(os.path.join(os.environ["EVALBOX_STATE_DIR"], "sessions", sys.argv[2], "socket"))
+assert s.exec(["cat", "hello.txt"]).stdout == b"hello\n"
+s.close()  # the connection only: stopped below
+' "$SRC/clients/python" "$DS" || fail "the Python client under a deep state directory"
+EVALBOX_STATE_DIR=$DEEP es stop "$DS" || fail "stop under a deep state directory"
+for _ in $(seq 1 50); do [ -z "$(ls -A "$DEEP/sessions" 2>/dev/null)" ] && break; sleep 0.1; done
+[ -z "$(ls -A "$DEEP/sessions" 2>/dev/null)" ] || fail "left under the deep state directory: $(ls -A "$DEEP/sessions")"
+echo "  deep state directory: ok"
 
 # ---- nothing left ----
 for _ in $(seq 1 100); do [ -z "$(our_servers)" ] && break; sleep 0.1; done
