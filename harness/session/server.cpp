@@ -699,6 +699,7 @@ void server::impl::run_exec(const std::shared_ptr<hosted_session>& h, connection
   for (auto& st : outs)
     if (st.open()) ::fcntl(st.fd.get(), F_SETFL, O_NONBLOCK);
   if (stdin_w) ::fcntl(stdin_w.get(), F_SETFL, O_NONBLOCK);
+  constexpr size_t stdin_backlog = 1u << 20;
   std::string pending = p->stdin_data.value_or("");
   bool stdin_eof = !p->stdin_open;  // close stdin once `pending` is written
   if (pending.empty() && stdin_eof && !p->tty) stdin_w.reset();
@@ -760,7 +761,10 @@ void server::impl::run_exec(const std::shared_ptr<hosted_session>& h, connection
         {outs[0].open() ? outs[0].fd.get() : -1, POLLIN, 0},
         {outs[1].open() ? outs[1].fd.get() : -1, POLLIN, 0},
         {stdin_w && !pending.empty() ? stdin_w.get() : -1, POLLOUT, 0},
-        {c.gone() ? -1 : c.fd(), POLLIN, 0},
+        // Input waiting for the command past stdin_backlog: the client's lines wait in its
+        // socket (a hang-up is still seen), so a client faster than the command costs no memory.
+        {c.gone() ? -1 : c.fd(), static_cast<short>(pending.size() < stdin_backlog ? POLLIN : 0),
+         0},
         {done ? -1 : x->done_fd(), POLLIN, 0},
     };
     int wait_ms = 1000;

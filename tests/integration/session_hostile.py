@@ -581,6 +581,34 @@ def main():
              "cat never gets its stdin nor its end)")
     c.close()
     alive("yes and cancels")
+    # A stdin flood into a command that never reads it: the server holds a bounded backlog
+    # (the rest waits in the client's socket), and the client's hang-up still ends the exec.
+    def rss_kib(pid):
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+    before = rss_kib(server_pid)
+    c = Conn(sock, timeout=WAIT)
+    c.send({"id": "flood", "op": "exec", "argv": ["sleep", "67"], "stdin_open": True, "timeout": 30})
+    time.sleep(0.3)
+    frame = (json.dumps({"op": "input", "data": b64(os.urandom(1 << 20))}) + "\n").encode()
+    c.s.settimeout(3)
+    sent = 0
+    try:
+        for _ in range(256):
+            c.s.sendall(frame)
+            sent += 1
+    except (socket.timeout, TimeoutError):
+        pass
+    grew = rss_kib(server_pid) - before
+    log(f"stdin flood: {sent} MiB sent before the server stopped reading; its RSS grew {grew} KiB")
+    check(sent < 64, f"the server took {sent} MiB of input for a command that reads none")
+    check(grew < 64 * 1024, f"a stdin flood grew the server by {grew} KiB")
+    c.close()
+    t = time.monotonic()
+    while host_pgrep("^sleep 67$") and time.monotonic() - t < 10:
+        time.sleep(0.1)
+    check(not host_pgrep("^sleep 67$"), "the flooded exec still runs after its client hung up")
+    alive("the stdin flood's hang-up")
     log("runaway output: ok")
 
     # /dev/zero, FIFOs, directories, devices: errors, not hangs.
