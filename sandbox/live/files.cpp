@@ -109,14 +109,19 @@ file_entry entry_of(std::string name, const struct stat& st) {
 result<file_content> read(const place& at, const std::string& path, uint64_t max_bytes) {
   const std::string p = EB_TRY(inside(at, path));
   as_sandbox_user ids(at);
-  unique_fd fd(sys::open_beneath(at.root_fd, p.c_str(),
-                                 O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, in_root));
-  if (!fd) return path_error(errno, path);
+  // Looked at before it is opened: opening a device or a FIFO has effects of its own (a
+  // terminal, a tape, a writer waiting), and reading one may never end.
+  unique_fd where(sys::open_beneath(at.root_fd, p.c_str(), O_PATH | O_CLOEXEC, in_root));
+  if (!where) return path_error(errno, path);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return sys_error(errno, path);
+  if (::fstat(where.get(), &st) != 0) return sys_error(errno, path);
   if (S_ISDIR(st.st_mode)) return path_error(EISDIR, path);
   if (!S_ISREG(st.st_mode))
     return make_error(error_kind::invalid_argument, "{}: not a regular file", path);
+  // The same file, now opened for reading (the sandbox user's permission checked here).
+  unique_fd fd(::open(fmt::format("/proc/self/fd/{}", where.get()).c_str(),
+                      O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) return path_error(errno, path);
   file_content out;
   out.size = static_cast<uint64_t>(st.st_size);
   out.mode = static_cast<uint32_t>(st.st_mode & 07777);
