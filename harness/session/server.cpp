@@ -248,7 +248,8 @@ struct server::impl {
   void dispatch(const std::shared_ptr<hosted_session>& h, connection& c, const std::string& line);
   void run_exec(const std::shared_ptr<hosted_session>& h, connection& c, const request& r);
   void run_fork(const std::shared_ptr<hosted_session>& h, connection& c, const request& r);
-  result<std::shared_ptr<session>> make_child(const session& parent, const layer_stack& stack);
+  result<std::shared_ptr<session>> make_child(const session& parent, const layer_stack& stack,
+                                              const fs::path& commands);
   void end(hosted_session& h, const std::string& why);
   status host(std::shared_ptr<session> s, locked_fd lock);
 };
@@ -564,9 +565,19 @@ void server::impl::dispatch(const std::shared_ptr<hosted_session>& h, connection
 }
 
 result<std::shared_ptr<session>> server::impl::make_child(const session& parent,
-                                                          const layer_stack& stack) {
+                                                          const layer_stack& stack,
+                                                          const fs::path& commands) {
   const std::string id = new_session_id();
   claimed_dir claim = EB_TRY(claim_dir(sessions_root(o.state_root), id));
+  // Its transcript begins with its parent's commands up to the fork point.
+  if (!commands.empty()) {
+    std::error_code ec;
+    fs::copy_file(commands, claim.dir / "transcript.jsonl", ec);
+    if (ec) {
+      (void)remove_tree(claim.dir);
+      return make_error(error_kind::io, "copy the parent's transcript: {}", ec.message());
+    }
+  }
   sandbox::session_request req = parent.prepared().request();
   req.run_id = id;
   if (!o.prepare)
@@ -600,11 +611,12 @@ void server::impl::run_fork(const std::shared_ptr<hosted_session>& h, connection
   auto p = fork_of(r, o.limits);
   if (!p) return (void)c.send(error_line(r.id, p.error().kind, p.error().message));
   const auto t0 = clock_type::now();
-  auto stack = h->s->fork_point(p->from);
+  fs::path commands;
+  auto stack = h->s->fork_point(p->from, &commands);
   if (!stack) return (void)c.send(error_line(r.id, stack.error()));
   json made = json::array();
   for (int i = 0; i < p->count; ++i) {
-    auto child = make_child(*h->s, *stack);
+    auto child = make_child(*h->s, *stack, commands);
     if (!child) {
       return (void)c.send(error_line(r.id,
                                      child.error().kind == error_kind::invalid_argument

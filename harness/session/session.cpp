@@ -62,9 +62,17 @@ std::optional<layer_stack> family::find(const std::string& name) const {
   return it->second;
 }
 
-bool family::add(const std::string& name, layer_stack stack) {
+bool family::add(const std::string& name, layer_stack stack, fs::path commands) {
   std::lock_guard lock(m_);
-  return snapshots_.emplace(name, std::move(stack)).second;
+  if (!snapshots_.emplace(name, std::move(stack)).second) return false;
+  if (!commands.empty()) commands_[name] = std::move(commands);
+  return true;
+}
+
+fs::path family::commands_of(const std::string& name) const {
+  std::lock_guard lock(m_);
+  auto it = commands_.find(name);
+  return it == commands_.end() ? fs::path() : it->second;
 }
 
 std::vector<std::string> family::names() const {
@@ -203,21 +211,40 @@ result<json> session::snapshot(const std::string& name) {
     return make_error(error_kind::invalid_argument, "a snapshot named '{}' exists already", name);
   uint64_t bytes = 0, entries = 0;
   layer_stack stack = EB_TRY(freeze(bytes, entries));
-  if (!setup_.fam->add(name, std::move(stack)))
+  const fs::path commands = EB_TRY(keep_commands());
+  if (!setup_.fam->add(name, std::move(stack), commands))
     return make_error(error_kind::invalid_argument, "a snapshot named '{}' exists already", name);
   return json{{"name", name}, {"bytes", bytes}, {"files", entries}, {"ms", ms_since(t0)}};
 }
 
-result<layer_stack> session::fork_point(const std::optional<std::string>& from) {
+result<layer_stack> session::fork_point(const std::optional<std::string>& from,
+                                        fs::path* commands) {
   if (from) {
     auto s = setup_.fam->find(*from);
     if (!s) return make_error(error_kind::not_found, "no snapshot named '{}'", *from);
+    if (commands) *commands = setup_.fam->commands_of(*from);
     return *s;
   }
   std::shared_lock lock(m_);
   if (stopped_ || !live_) return make_error(error_kind::cancelled, "the session has ended");
   uint64_t bytes = 0, entries = 0;
-  return freeze(bytes, entries);
+  auto stack = EB_TRY(freeze(bytes, entries));
+  if (commands) *commands = EB_TRY(keep_commands());
+  return stack;
+}
+
+result<fs::path> session::keep_commands() {
+  const fs::path to = setup_.fam->next_layer("commands.jsonl");
+  std::lock_guard lock(transcript_m_);
+  const fs::path from = setup_.dir / "transcript.jsonl";
+  std::error_code ec;
+  if (fs::exists(from, ec)) {
+    fs::copy_file(from, to, ec);
+    if (ec) return make_error(error_kind::io, "copy the session's transcript: {}", ec.message());
+  } else {
+    EB_TRY(write_file(to, ""));
+  }
+  return to;
 }
 
 result<json> session::grade() {

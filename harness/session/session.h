@@ -63,8 +63,11 @@ class family {
   // A new directory name in the store for one frozen layer.
   std::filesystem::path next_layer(std::string_view tree);
   std::optional<layer_stack> find(const std::string& name) const;
-  // False when the name is taken (snapshots are immutable).
-  bool add(const std::string& name, layer_stack stack);
+  // False when the name is taken (snapshots are immutable). `commands`: a copy of the
+  // transcript of the session that took it, up to then (a fork's begins with it).
+  bool add(const std::string& name, layer_stack stack, std::filesystem::path commands = {});
+  // That copy (empty when there is none).
+  std::filesystem::path commands_of(const std::string& name) const;
   [[nodiscard]] std::vector<std::string> names() const;
 
   // The first session's own trees, copied into the store once (see above).
@@ -77,6 +80,7 @@ class family {
   locked_fd lock_;
   mutable std::mutex m_;
   std::map<std::string, layer_stack> snapshots_;
+  std::map<std::string, std::filesystem::path> commands_;
   int next_ = 0;
 };
 
@@ -130,7 +134,10 @@ class session {
   // Back to snapshot `to` (none: where the session started). Every process is killed.
   result<json> reset(const std::optional<std::string>& to);
   // The stack a fork starts from: snapshot `from`, or one taken now.
-  result<layer_stack> fork_point(const std::optional<std::string>& from);
+  // `commands`, when given, is set to a copy of the transcript up to that point (the
+  // snapshot's, or now's), which a fork's transcript begins with.
+  result<layer_stack> fork_point(const std::optional<std::string>& from,
+                                 std::filesystem::path* commands = nullptr);
   // The current state graded with the fixture's checks (unsupported without a fixture): its
   // uppers frozen as for a snapshot, then graded in sandboxes of their own over that stack.
   result<json> grade();
@@ -153,6 +160,8 @@ class session {
   // trees are replaced by the family's copies of them).
   result<layer_stack> freeze(uint64_t& bytes, uint64_t& entries);
   result<layer_stack> self_contained(const layer_stack& stack);
+  // transcript.jsonl as it is now, copied into the family's store.
+  result<std::filesystem::path> keep_commands();
 
   session_setup setup_;
   std::unique_ptr<sandbox::prepared_session> owned_;

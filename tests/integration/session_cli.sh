@@ -287,6 +287,14 @@ for f in "${FORKS[@]}"; do
 done
 echo "only in fork 0" | es write "${FORKS[0]}" /workspace/mine.txt
 es exec "${FORKS[0]}" -- sh -c 'echo changed >/workspace/keep.txt'
+# A fork's transcript: its parent's commands up to the snapshot, then its own.
+for f in "${FORKS[@]}"; do
+  t=$STATE/sessions/$f/transcript.jsonl
+  grep -q '"argv":\["echo","prefix"\]' "$t" || fail "fork $f: the parent's commands before the snapshot are not in its transcript"
+  ! grep -q 'del.txt' "$t" || fail "fork $f: its transcript has the parent's commands after the snapshot"
+done
+grep -q 'echo changed' "$STATE/sessions/${FORKS[0]}/transcript.jsonl" || fail "fork 0's own command is not in its transcript"
+! grep -q 'echo changed' "$STATE/sessions/${FORKS[1]}/transcript.jsonl" || fail "fork 0's command is in fork 1's transcript"
 for other in "${FORKS[1]}" "${FORKS[2]}" "$S"; do
   expect_exit 1 "fork 0's file seen in $other" "$WORK/o" "$WORK/e" es exec "$other" -- test -e /workspace/mine.txt
 done
