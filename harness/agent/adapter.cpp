@@ -92,7 +92,12 @@ result<std::vector<std::string>> planned_argv(const candidate_spec& c, std::stri
   if (!argv || !argv->value.is_array() || argv->value.empty())
     return make_error(error_kind::invalid_argument, "candidate {} has no argv", c.id);
   std::vector<std::string> args;
-  for (const auto& a : argv->value) args.push_back(a.get<std::string>());
+  for (const auto& a : argv->value) {
+    if (!a.is_string())
+      return make_error(error_kind::invalid_argument,
+                        "candidate {}: argv must be a list of strings", c.id);
+    args.push_back(a.get<std::string>());
+  }
   auto prog = resolve_program(args[0], c.where.file);
   if (!prog)
     return make_error(error_kind::not_found, "candidate {}: program '{}' not found", c.id, args[0]);

@@ -154,20 +154,23 @@ struct first_session {
 };
 
 int serve_with_fixture(const session_spec& spec, first_session& first) {
-  auto fail = [&](std::string why) {
+  // `status`: what `session start` exits with (64: the suite or candidate is wrong; 2: the
+  // fixture's setup failed).
+  auto fail = [&](std::string why, int status) {
     // Without a reason here, `session start` shows the end of the server's log, which has it.
     if (!why.empty()) fmt::print(stderr, "{}\n", why);
-    tell_starter(first.ready_fd, {{"ok", false}, {"error", why}});
+    tell_starter(first.ready_fd, {{"ok", false}, {"error", why}, {"status", status}});
     first.ready_fd = -1;
-    return exit_usage;
+    return status;
   };
   image_args images;
   images.pull = spec.pull;
   auto suite =
       one_run_suite(spec.fixture, spec.suite, spec.candidate, "session", images, "session serve");
-  if (!suite) return fail("");
+  if (!suite) return fail("", suite.error());
   auto runs = harness::plan_runs(*suite, {});
-  if (!runs || runs->size() != 1) return fail(runs ? "expected one fixture" : runs.error().message);
+  if (!runs || runs->size() != 1)
+    return fail(runs ? "expected one fixture" : runs.error().message, exit_usage);
   temp_dir scratch("evalbox-session");
   suite_run_options o;
   o.results_dir = scratch.path();
@@ -189,7 +192,7 @@ int serve_with_fixture(const session_spec& spec, first_session& first) {
     if (auto records = harness::results_dir(scratch.path()).read_records();
         records && !records->empty())
       why = json_value_or(json_member(records->front(), "execution"), "error", why);
-    return fail(why);
+    return fail(why, exit_execution_failed);
   }
   return exit_ok;
 }
@@ -270,11 +273,12 @@ int serve(const serve_args& a) {
 
 // ---- evalbox session start ----
 
-// Why a session's server did not start: its own reason (`refused`: a fixture's setup failed,
-// an image not found) or evalbox's.
+// Why a session's server did not start, and what `session start` exits with: 2 when the
+// server refused (a fixture's setup failed, an image not found), 64 for a suite or candidate
+// it found wrong, 70 when evalbox failed.
 struct start_failure {
   std::string why;
-  bool refused = false;
+  int status = exit_internal;
 };
 
 // Starts a server of its own for a session of `spec` under `root` (`evalbox session serve`,
@@ -284,19 +288,17 @@ struct start_failure {
 std::expected<json, start_failure> start_server(const fs::path& root, const session_spec& spec) {
   const std::string id = new_session_id();
   const fs::path dir = sessions_root(root) / id;
-  if (auto m = make_dirs(dir, 0700); !m)
-    return std::unexpected(start_failure{m.error().message, false});
+  if (auto m = make_dirs(dir, 0700); !m) return std::unexpected(start_failure{m.error().message});
   const fs::path log_path = dir / "server.log";
   unique_fd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   int p[2];
   if (!log || ::pipe2(p, O_CLOEXEC) != 0)
-    return std::unexpected(start_failure{"cannot open the server's log or pipe", false});
+    return std::unexpected(start_failure{"cannot open the server's log or pipe"});
   unique_fd ready_r(p[0]), ready_w(p[1]);
   // Above the fds they become in the server, so that no dup2 of the spawn overwrites another.
   ready_w.reset(::fcntl(ready_w.get(), F_DUPFD_CLOEXEC, 10));
   log.reset(::fcntl(log.get(), F_DUPFD_CLOEXEC, 10));
-  if (!ready_w || !log)
-    return std::unexpected(start_failure{"cannot duplicate a descriptor", false});
+  if (!ready_w || !log) return std::unexpected(start_failure{"cannot duplicate a descriptor"});
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   auto server_proc = sandbox::start_host_process(
@@ -304,7 +306,7 @@ std::expected<json, start_failure> start_server(const fs::path& root, const sess
        {"session", "serve", "--id", id, "--spec", spec.to_json().dump(), "--ready-fd", "3"},
        {{ready_w.get(), 3}, {log.get(), 1}, {log.get(), 2}},
        true});
-  if (!server_proc) return std::unexpected(start_failure{server_proc.error().message, false});
+  if (!server_proc) return std::unexpected(start_failure{server_proc.error().message});
   ready_w.reset();
   int st = 0;
   (void)server_proc->reap(&st, nullptr);  // the server's first process forks and exits at once
@@ -324,7 +326,10 @@ std::expected<json, start_failure> start_server(const fs::path& root, const sess
                          : text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
     }
     (void)remove_tree(dir);
-    return std::unexpected(start_failure{why, true});
+    const int status =
+        j ? json_value_or(*j, "status", int(exit_execution_failed)) : int(exit_execution_failed);
+    return std::unexpected(
+        start_failure{why, status == exit_usage ? exit_usage : int(exit_execution_failed)});
   }
   return json_member(*j, "session");
 }
@@ -376,9 +381,7 @@ int start(const start_args& a) {
   const fs::path root = state_root_of(a.state_dir);
   ::setenv("EVALBOX_STATE_DIR", root.c_str(), 1);
   auto started = start_server(root, *spec);
-  if (!started)
-    return say_error("start", started.error().why,
-                     started.error().refused ? exit_execution_failed : exit_internal);
+  if (!started) return say_error("start", started.error().why, started.error().status);
   const json& info = *started;
   const std::string id = json_value_or(info, "id", std::string());
   if (a.json_out) {
@@ -739,7 +742,8 @@ int serve_many(const serve_many_args& a) {
     if (spec.fixture.empty()) return start_hosted_session(srv, prep, root, new_session_id(), spec);
     auto info = start_server(root, spec);
     if (!info)
-      return make_error(info.error().refused ? error_kind::invalid_argument : error_kind::internal,
+      return make_error(info.error().status == exit_internal ? error_kind::internal
+                                                             : error_kind::invalid_argument,
                         "start: {}", info.error().why);
     others->add(*info);
     return std::move(*info);

@@ -270,6 +270,14 @@ std::expected<harness::suite_spec, int> one_run_suite(const std::string& dir,
       return std::unexpected(exit_usage);
     }
     c = *it;
+    // Checked as `evalbox validate` checks it (its argv, its settings): a run's plan assumes so.
+    const auto registry = make_registry();
+    if (const auto* a = registry.find(c.adapter)) {
+      if (auto errors = a->validate(c); !errors.empty()) {
+        fmt::print(stderr, "{}\n", harness::join_messages(errors));
+        return std::unexpected(exit_usage);
+      }
+    }
     suite->credentials = parent->credentials;  // the candidate's logins, leased as in a run
   } else {
     // No candidate: an empty managed home, as the untouched-workspace run of `fixture test`.

@@ -367,6 +367,29 @@ es grade "$F" --json >"$WORK/grade.json" || fail "fixture: grade"
 [ "$(jget "$WORK/grade.json" 'd["verdict"]')" = passed ] || fail "fixture: grade after the fix: $(cat "$WORK/grade.json")"
 es stop "$F"
 wait_gone "$F" 15 "fixture stop"
+# A candidate's credential is leased to the session, exclusively: a fork is refused (busy),
+# saying why, and the session goes on.
+mkdir -p "$WORK/creds" && echo '{"token": "t0"}' >"$WORK/creds/key.json" && chmod 600 "$WORK/creds/key.json"
+cat >"$WORK/cred-suite.yaml" <<YAML
+schema: evalbox.suite.v1
+name: keyed
+fixtures: [$FX]
+credentials: {key: $WORK/creds/key.json}
+candidates:
+  - {id: bad, adapter: command, argv: [true]}
+  - {id: keyed, adapter: codex, model: gpt-5, credential: key}
+YAML
+# (argv: [true] is a YAML boolean: that candidate does not validate, and start says so.)
+expect_exit 64 "start with a candidate whose argv is not strings" "$WORK/o" "$WORK/e" \
+  es start --fixture "$FX" --suite "$WORK/cred-suite.yaml" --candidate bad --detach
+grep -q "argv must be a list of strings" "$WORK/e" || fail "start with a bad candidate: $(cat "$WORK/e")"
+start C --fixture "$FX" --suite "$WORK/cred-suite.yaml" --candidate keyed --detach
+[ "$(es exec "$C" -- cat /home/agent/.codex/auth.json)" = '{"token": "t0"}' ] || fail "the credential is not leased to the session"
+expect_exit 1 "fork of a credentialed session" "$WORK/o" "$WORK/e" es fork "$C"
+grep -q "a lease of its own of the session's credential (key)" "$WORK/e" || fail "fork of a credentialed session: $(cat "$WORK/e")"
+[ "$(es exec "$C" -- echo alive)" = alive ] || fail "the credentialed session after a refused fork"
+es stop "$C"
+wait_gone "$C" 15 "credentialed session stop"
 echo "  fixture: ok"
 
 # ---- lifetimes ----
