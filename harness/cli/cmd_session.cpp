@@ -157,8 +157,16 @@ int serve_with_fixture(const session_spec& spec, first_session& first) {
   // `status`: what `session start` exits with (64: the suite or candidate is wrong; 2: the
   // fixture's setup failed).
   auto fail = [&](std::string why, int status) {
-    // Without a reason here, `session start` shows the end of the server's log, which has it.
-    if (!why.empty()) fmt::print(stderr, "{}\n", why);
+    if (!why.empty()) {
+      fmt::print(stderr, "{}\n", why);
+    } else {
+      // What was said went to stderr, this server's log, which goes with its directory before
+      // `session start` could read it: the reason travels in the answer.
+      std::fflush(stderr);
+      std::string text = read_file(first.dir.dir / "server.log", 1 << 20).value_or("");
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      why = text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+    }
     tell_starter(first.ready_fd, {{"ok", false}, {"error", why}, {"status", status}});
     first.ready_fd = -1;
     return status;
