@@ -140,5 +140,11 @@ std::string format_duration_ms(uint64_t ms) {
   return out;
 }
 
+uint64_t ms_since(std::chrono::steady_clock::time_point t0) noexcept {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+}
+
 }  // namespace base
 }  // namespace evalbox

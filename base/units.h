@@ -1,7 +1,9 @@
 // Human units for limits: sizes ("512MiB", "2GiB", "1G", "4096") and durations ("10m",
 // "90s", "1h30m", "250ms"). Used by the CLI and by harness/config; both parse the same way.
+// And how long a step took, in the milliseconds records report.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -18,6 +20,9 @@ result<uint64_t> parse_duration_ms(std::string_view text);
 
 std::string format_bytes(uint64_t bytes);     // "2GiB", "1.5MiB", "512B"
 std::string format_duration_ms(uint64_t ms);  // "10m", "1h30m", "250ms"
+
+// Whole milliseconds from `t0` to now (a duration to report: run.json, replies, logs).
+uint64_t ms_since(std::chrono::steady_clock::time_point t0) noexcept;
 
 }  // namespace base
 }  // namespace evalbox

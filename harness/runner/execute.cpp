@@ -31,11 +31,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-uint64_t ms_since(clock_type::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count());
-}
-
 uint32_t session_nonce() {
   static std::mutex mu;
   static std::mt19937 gen{std::random_device{}()};

@@ -15,6 +15,7 @@
 #include "base/digest.h"
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/units.h"
 #include "harness/results/results.h"
 #include "harness/runner/execute.h"
 #include "harness/runner/run_json.h"
@@ -39,11 +40,6 @@ std::map<std::string, std::string> base_environment() {
 }
 
 namespace {
-
-uint64_t ms_since(clock_type::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count());
-}
 
 // The scheduler's view of an attempt.
 attempt_report scheduling_view(const attempt_state& st) {

@@ -24,6 +24,7 @@
 #include "base/fs.h"
 #include "base/json_get.h"
 #include "base/log.h"
+#include "base/units.h"
 #include "harness/session/store.h"
 #include "harness/session/unix_address.h"
 
@@ -162,11 +163,6 @@ std::optional<uint64_t> started_at(pid_t pid) {
     ++field;
   }
   return std::strtoull(text->c_str() + pos + 1, nullptr, 10);
-}
-
-uint64_t ms_since(clock_type::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count());
 }
 
 }  // namespace

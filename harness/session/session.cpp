@@ -12,6 +12,7 @@
 
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/units.h"
 #include "sandbox/live/layers.h"
 
 namespace evalbox::harness {
@@ -20,11 +21,6 @@ namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-uint64_t ms_since(clock_type::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count());
-}
 
 std::string rfc3339(std::chrono::system_clock::time_point t) {
   const time_t secs = std::chrono::system_clock::to_time_t(t);

@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 
 #include <chrono>
-#include <fstream>
 #include <thread>
 
 #include "base/fs.h"
@@ -36,13 +35,7 @@ using namespace std::chrono_literals;
 const fs::path tools_dir = fs::path(EVALBOX_BINARY_DIR) / "tests" / "escape";
 const std::string hostile = "/evalbox/tools/evalbox-hostile";
 
-bool mounted_below(const fs::path& dir) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.find(" " + dir.string()) != std::string::npos) return true;
-  return false;
-}
+using evalbox::testing::mounted_below;
 
 enum class root_kind { host, image };
 

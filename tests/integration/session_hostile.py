@@ -17,7 +17,6 @@ import base64
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +25,7 @@ import tempfile
 import threading
 import time
 
-from session_procs import servers_of
+from session_procs import clean_up, servers_of
 
 EVALBOX, HELPER, SRC = sys.argv[1:4]
 os.environ["EVALBOX_HELPER"] = HELPER
@@ -98,32 +97,7 @@ def host_pgrep(pattern):
 
 
 def cleanup():
-    sessions = os.path.join(STATE, "sessions")
-    for sid in os.listdir(sessions) if os.path.isdir(sessions) else []:
-        try:
-            run([EVALBOX, "session", "stop", sid], timeout=20)
-        except Exception:
-            pass
-    deadline = time.monotonic() + 10
-    while our_servers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in our_servers():
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        time.sleep(1)
-    try:
-        run([EVALBOX, "gc"], timeout=60)
-    except Exception:
-        pass
-    for _ in range(100):
-        mounts = [l.split()[4] for l in open("/proc/self/mountinfo") if f" {WORK}/" in l]
-        if not mounts:
-            break
-        subprocess.run(["umount", "-l", sorted(mounts)[-1]])
-    shutil.rmtree(WORK, ignore_errors=True)
+    clean_up(EVALBOX, STATE, WORK)
 
 
 # ---------------------------------------------------------------- the protocol, by hand

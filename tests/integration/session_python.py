@@ -13,15 +13,13 @@ errors: not_found for a missing program or file, start_failed, ended after stop.
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from session_procs import servers_of
+from session_procs import clean_up, servers_of
 
 EVALBOX, HELPER, SRC = sys.argv[1:4]
 os.environ["EVALBOX_HELPER"] = HELPER
@@ -75,32 +73,7 @@ def wait_gone(sid, what, seconds=10):
 
 
 def cleanup():
-    sessions = os.path.join(STATE, "sessions")
-    for sid in os.listdir(sessions) if os.path.isdir(sessions) else []:
-        try:
-            run([EVALBOX, "session", "stop", sid], timeout=20)
-        except Exception:
-            pass
-    deadline = time.monotonic() + 10
-    while our_servers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in our_servers():
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        time.sleep(1)
-    try:
-        run([EVALBOX, "gc"], timeout=60)
-    except Exception:
-        pass
-    for _ in range(100):
-        mounts = [l.split()[4] for l in open("/proc/self/mountinfo") if f" {WORK}/" in l]
-        if not mounts:
-            break
-        subprocess.run(["umount", "-l", sorted(mounts)[-1]])
-    shutil.rmtree(WORK, ignore_errors=True)
+    clean_up(EVALBOX, STATE, WORK)
 
 
 def need_isolation():

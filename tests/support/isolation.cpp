@@ -2,6 +2,8 @@
 #include "tests/support/isolation.h"
 
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <string_view>
 
 namespace evalbox::testing {
@@ -18,6 +20,14 @@ const sys::host_features& host() {
                            "evalbox-test-probe");
   }();
   return features;
+}
+
+bool mounted_below(const std::filesystem::path& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find(" " + dir.string()) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace evalbox::testing

@@ -2,6 +2,7 @@
 // EVALBOX_REQUIRE_ISOLATION=1 (CI), where a skip would hide a broken sandbox and fails.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -13,6 +14,9 @@ namespace evalbox::testing {
 bool isolation_required();
 // Probed once per test process (in a scratch state directory).
 const sys::host_features& host();
+// Whether this process's mount table holds a mount at or below `dir` (what a sandbox that
+// ended must not leave).
+bool mounted_below(const std::filesystem::path& dir);
 
 }  // namespace evalbox::testing
 
