@@ -395,7 +395,9 @@ struct host_cgroups {
 };
 
 const host_cgroups& host_layout() {
-  static const host_cgroups h = [] {
+  // Never destroyed: a thread still ending while the process exits (a session server's
+  // connection, a runner's worker) may ask for it after static destructors have run.
+  static const host_cgroups& h = *new host_cgroups([] {
     host_cgroups out;
     // v2: the unified mount, if it offers memory and pids to our subtree.
     for (const char* root_s : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
@@ -418,7 +420,7 @@ const host_cgroups& host_layout() {
       if (!m.empty() && ::access(m.c_str(), W_OK) == 0) out.v1[controllers[i]] = m;
     }
     return out;
-  }();
+  }());
   return h;
 }
 

@@ -115,7 +115,8 @@ status mount_overlay(const fs::path& target, const std::vector<fs::path>& lowers
   std::string lowerdir;
   for (const auto& l : lowers) {
     EB_TRY(check_overlay_path(l));
-    lowerdir += (lowerdir.empty() ? "" : ":") + l.string();
+    if (!lowerdir.empty()) lowerdir += ':';  // (a "" : ":" + string here trips GCC 12's -Wrestrict)
+    lowerdir += l.string();
   }
   std::string data = "lowerdir=" + lowerdir;
   unsigned long flags = MS_NOSUID | MS_NODEV;
