@@ -584,7 +584,8 @@ result<std::shared_ptr<session>> server::impl::make_child(const session& parent,
     if (prepared.error().kind == error_kind::busy && !req.secrets.empty()) {
       // A lease is exclusive (a token's rotations go to one holder): the parent holds it.
       std::string handles;
-      for (const auto& m : req.secrets) handles += (handles.empty() ? "" : ", ") + m.handle;
+      for (const auto& secret : req.secrets)
+        handles += (handles.empty() ? "" : ", ") + secret.handle;
       return make_error(error_kind::busy,
                         "a fork would need a lease of its own of the session's credential ({}), "
                         "which the session holds, and a lease is exclusive; fork a session "
