@@ -82,7 +82,7 @@ void register_compare(CLI::App& app, action& out) {
   auto a = std::make_shared<compare_args>();
   auto* cmd = app.add_subcommand(
       "compare",
-      "Paired comparison over shared fixtures: per-fixture differences, a paired bootstrap "
+      "Paired comparison over shared fixtures: per-fixture differences, a paired "
       "interval, the sign-flip and exact McNemar tests, and a verdict.\n\n"
       "  evalbox compare A B                 every candidate id in both: B's against A's\n"
       "  evalbox compare A B --candidate X --baseline Y   X in B against Y in A\n"

@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include <boost/math/special_functions/beta.hpp>
+
 #include "harness/report/stats.h"
 
 namespace evalbox::harness {
@@ -229,6 +231,67 @@ std::optional<interval> bootstrap_mean(std::span<const double> values, double le
   const double t = student_t_quantile(1.0 - (1.0 - level) / 2.0, values.size() - 1);
   const double tail = normal_cdf(-std::sqrt(n / (n - 1.0)) * t);
   return interval{quantile_sorted(means, tail), quantile_sorted(means, 1.0 - tail), level};
+}
+
+std::optional<interval> clustered_rate(std::span<const double> rates,
+                                       std::span<const uint64_t> trials, double level) {
+  const size_t f = rates.size();
+  if (f == 0 || trials.size() != f) return std::nullopt;
+  double sum = 0.0, inverse_trials = 0.0;
+  for (size_t i = 0; i < f; ++i) {
+    if (trials[i] == 0 || !(rates[i] >= 0.0 && rates[i] <= 1.0)) return std::nullopt;
+    sum += rates[i];
+    inverse_trials += 1.0 / static_cast<double>(trials[i]);
+  }
+  const auto ff = static_cast<double>(f);
+  const double m = sum / ff;
+  // The most the trials can say: the binomial size with the variance of this mean when every
+  // cluster had the same rate.
+  const double n_trials = ff * ff / inverse_trials;
+  double n_eff = n_trials;
+  const double alpha = 1.0 - level;
+  const bool single_trials =
+      std::all_of(trials.begin(), trials.end(), [](uint64_t n) { return n == 1; });
+  // One trial per cluster: each is a Bernoulli of the mean rate, and their count is binomial —
+  // nothing to estimate.
+  if (f >= 2 && !single_trials) {
+    double ss = 0.0;
+    for (double r : rates) ss += (r - m) * (r - m);
+    const double var_mean = ss / (ff - 1.0) / ff;
+    if (var_mean > 0.0 && m > 0.0 && m < 1.0) {
+      // The design effect: how much more the mean varies than if every cluster had its rate.
+      // Only its excess over 1 is estimated from the clusters, so only that is widened for
+      // their few degrees of freedom.
+      const double deff = n_trials * var_mean / (m * (1.0 - m));
+      if (deff > 1.0) {
+        const double z = normal_quantile(1.0 - alpha / 2.0);
+        const double t = student_t_quantile(1.0 - alpha / 2.0, f - 1);
+        n_eff = n_trials / (1.0 + (deff - 1.0) * (t / z) * (t / z));
+      }
+    }
+  }
+  // At x = m·n_eff successes of n_eff (beta quantiles take a real x): Jeffreys' interval, near
+  // nominal; Clopper–Pearson's where fewer than `few` passes or failures make Jeffreys' undercover.
+  constexpr double few = 5.0;
+  const double x = m * n_eff;
+  interval out{0.0, 1.0, level};
+  if (std::min(x, n_eff - x) < few) {
+    if (x > 0.0) out.lo = boost::math::ibeta_inv(x, n_eff - x + 1.0, alpha / 2.0);
+    if (x < n_eff) out.hi = boost::math::ibeta_inv(x + 1.0, n_eff - x, 1.0 - alpha / 2.0);
+  } else {
+    out.lo = boost::math::ibeta_inv(x + 0.5, n_eff - x + 0.5, alpha / 2.0);
+    out.hi = boost::math::ibeta_inv(x + 0.5, n_eff - x + 0.5, 1.0 - alpha / 2.0);
+  }
+  return out;
+}
+
+interval mover_difference(double a, const interval& ia, double b, const interval& ib, double r) {
+  r = std::clamp(std::isfinite(r) ? r : 0.0, -1.0, 1.0);
+  const double la = a - ia.lo, ua = ia.hi - a, lb = b - ib.lo, ub = ib.hi - b;
+  const double down = std::sqrt(std::max(0.0, la * la + ub * ub - 2.0 * r * la * ub));
+  const double up = std::sqrt(std::max(0.0, ua * ua + lb * lb - 2.0 * r * ua * lb));
+  const double d = a - b;
+  return {std::max(-1.0, d - down), std::min(1.0, d + up), ia.level};
 }
 
 }  // namespace stats

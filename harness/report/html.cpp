@@ -320,7 +320,8 @@ void write_totals(std::ostream& h, const stats::summary& s, const std::string& s
 void write_candidates(std::ostream& h, const stats::summary& s) {
   h << fmt::format(
       "<h2 id=\"candidates\">pass@1 by candidate</h2>\n<p class=\"note\">Mean over fixtures of "
-      "per-fixture pass rates; whiskers are {:.0f}% fixture-clustered bootstrap intervals; n = "
+      "per-fixture pass rates; whiskers are {:.0f}% intervals that account for how fixtures "
+      "differ (docs/statistics.md); n = "
       "fixtures with at least one non-error trial.</p>\n",
       s.settings.level * 100);
   std::vector<svg::bar> bars;
@@ -400,7 +401,7 @@ void write_comparison(std::ostream& h, const stats::summary& s) {
     rows.push_back(std::move(r));
   }
   h << "<p class=\"note\">Per shared fixture, candidate rate − baseline rate (small dots), "
-       "their mean (red) and its paired bootstrap interval, in percentage points.</p>\n";
+       "their mean (red) and its paired interval, in percentage points.</p>\n";
   h << "<div class=\"scroll\">" + svg::difference_chart("chart-paired", rows) + "</div>\n";
   h << "<table id=\"table-comparisons\"><tr><th>candidate</th><th>baseline</th><th>n (shared "
        "fixtures)</th><th>mean difference</th><th>interval</th><th>sign-flip p</th>"

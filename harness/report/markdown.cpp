@@ -65,8 +65,9 @@ void write_heading(std::ostream& out, const stats::summary& s, const std::string
         "merged): every number below is over the {} recorded runs only.\n\n",
         s.missing->missing, s.missing->planned, s.runs);
   out << fmt::format(
-      "pass@1 is the mean over fixtures of per-fixture pass rates; its {:.0f}% interval is a "
-      "fixture-clustered bootstrap, n = fixtures. Infrastructure errors are not task failures: "
+      "pass@1 is the mean over fixtures of per-fixture pass rates; its {:.0f}% interval accounts "
+      "for how fixtures differ and does not collapse at 0 or 100% (docs/statistics.md), n = "
+      "fixtures. Infrastructure errors are not task failures: "
       "they are left out of every denominator and listed under Errors.\n\n",
       s.settings.level * 100);
 }
@@ -167,7 +168,7 @@ void write_differences(std::ostream& out, const stats::paired_comparison& p) {
 void write_comparisons(std::ostream& out, const stats::summary& s) {
   if (s.comparisons.empty()) return;
   out << "\n## Paired comparison\n\nOver shared fixtures (both candidates have n > 0). The "
-         "verdict needs the bootstrap interval to exclude 0 and both tests to reject.\n\n"
+         "verdict needs the paired interval to exclude 0 and both tests to reject.\n\n"
          "| candidate | baseline | n (shared fixtures) | mean difference | interval | sign-flip "
          "p "
          "| McNemar p | verdict |\n|---|---|---|---|---|---|---|---|\n";

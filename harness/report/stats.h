@@ -88,6 +88,21 @@ double sign_flip_p(std::span<const double> differences, int samples, uint64_t se
 std::optional<interval> bootstrap_mean(std::span<const double> values, double level, int samples,
                                        uint64_t seed);
 
+// An interval for the mean of per-cluster rates (one fixture's pass rate from its trials), which
+// does not collapse at 0 or 1 nor claim certainty from few clusters: Clopper–Pearson on an
+// effective sample size (Korn & Graubard 1998). The effective size is the binomial size whose
+// variance equals the estimated variance of the mean (s²/F over the F clusters), never more than
+// the trials themselves hold (F² / Σ 1/nᵢ), and the trials when the clusters do not vary (all 0,
+// all 1); scaled by (z/t_{F−1})² for the few-cluster uncertainty of s². nullopt without clusters
+// or with a cluster of no trials.
+std::optional<interval> clustered_rate(std::span<const double> rates,
+                                       std::span<const uint64_t> trials, double level);
+
+// A difference a − b of two estimates from their own intervals and their correlation r (MOVER,
+// Zou & Donner 2008; Newcombe's method 10 for proportions): as wide as the two intervals allow,
+// never empty when either is not.
+interval mover_difference(double a, const interval& ia, double b, const interval& ib, double r);
+
 // ---- Summaries of a set of outcomes --------------------------------------------------------
 
 struct options {
@@ -154,7 +169,7 @@ struct candidate_summary {
   uint64_t passes = 0;
   uint64_t errors = 0;
   std::optional<double> pass_at_1;       // mean over fixtures of per-fixture rates
-  std::optional<interval> pass_at_1_ci;  // fixture-clustered percentile bootstrap
+  std::optional<interval> pass_at_1_ci;  // clustered_rate over the fixtures' rates
   std::optional<double> pooled_rate;     // passes / trials, for reference
   std::optional<interval> pooled_ci;     // Wilson on pooled trials (ignores clustering)
   uint64_t max_k = 0;                    // the smallest n over fixtures with n > 0
@@ -190,7 +205,7 @@ struct paired_comparison {
   std::vector<std::string> candidate_only, baseline_only;  // not shared, so not compared
   std::vector<fixture_difference> differences;
   std::optional<double> mean_difference;
-  std::optional<interval> ci;           // paired percentile bootstrap over shared fixtures
+  std::optional<interval> ci;  // paired bootstrap over shared fixtures; MOVER when it collapses
   std::optional<double> sign_flip_p;    // paired permutation test over shared fixtures
   std::optional<mcnemar_test> mcnemar;  // only when every shared fixture has one trial each
   std::string verdict;                  // one of the verdict_* strings

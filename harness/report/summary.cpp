@@ -119,6 +119,23 @@ result<std::vector<cell>> tabulate(std::span<const run_outcome> outcomes, double
   return out;
 }
 
+namespace {
+
+// Pearson's correlation of two equally long series; 0 when either does not vary.
+double correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() < 2 || x.size() != y.size()) return 0.0;
+  const double mx = mean(x), my = mean(y);
+  double sxy = 0.0, sxx = 0.0, syy = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0.0 && syy > 0.0 ? sxy / std::sqrt(sxx * syy) : 0.0;
+}
+
+}  // namespace
+
 candidate_summary summarize_candidate(std::span<const cell> cells, const options& opts) {
   candidate_summary s;
   if (cells.empty()) return s;
@@ -130,6 +147,7 @@ candidate_summary summarize_candidate(std::span<const cell> cells, const options
 
   std::vector<const cell*> used;
   std::vector<double> rates;
+  std::vector<uint64_t> ns;
   for (const cell* c : sorted) {
     s.trials += c->n;
     s.passes += c->passes;
@@ -140,6 +158,7 @@ candidate_summary summarize_candidate(std::span<const cell> cells, const options
     }
     used.push_back(c);
     rates.push_back(*c->rate);
+    ns.push_back(c->n);
   }
   s.fixtures = used.size();
   if (s.trials > 0) {
@@ -149,8 +168,7 @@ candidate_summary summarize_candidate(std::span<const cell> cells, const options
   if (used.empty()) return s;
 
   s.pass_at_1 = mean(rates);
-  s.pass_at_1_ci = bootstrap_mean(rates, opts.level, opts.bootstrap_samples,
-                                  derive_seed(opts.seed, {"pass@1", s.candidate}));
+  s.pass_at_1_ci = clustered_rate(rates, ns, opts.level);
   s.max_k = std::numeric_limits<uint64_t>::max();
   for (const cell* c : used) s.max_k = std::min(s.max_k, c->n);
   for (uint64_t k = 1; k <= s.max_k; ++k) {
@@ -179,7 +197,8 @@ paired_comparison compare(std::span<const cell> candidate, std::span<const cell>
   for (const cell& c : baseline) {
     if (c.n > 0) b[c.fixture] = &c;
   }
-  std::vector<double> diffs;
+  std::vector<double> diffs, rates_a, rates_b;
+  std::vector<uint64_t> ns_a, ns_b;
   bool single_trials = true;
   mcnemar_test mc;
   for (const auto& [fixture, ca] : a) {
@@ -192,6 +211,10 @@ paired_comparison compare(std::span<const cell> candidate, std::span<const cell>
     fixture_difference d{std::string(fixture), *ca->rate, ca->n, *cb->rate, cb->n,
                          *ca->rate - *cb->rate};
     diffs.push_back(d.difference);
+    rates_a.push_back(*ca->rate);
+    rates_b.push_back(*cb->rate);
+    ns_a.push_back(ca->n);
+    ns_b.push_back(cb->n);
     r.differences.push_back(std::move(d));
     single_trials = single_trials && ca->n == 1 && cb->n == 1;
     if (ca->passes > cb->passes) ++mc.b;
@@ -208,6 +231,17 @@ paired_comparison compare(std::span<const cell> candidate, std::span<const cell>
   r.mean_difference = mean(diffs);
   r.ci = bootstrap_mean(diffs, opts.level, opts.bootstrap_samples,
                         derive_seed(opts.seed, {"paired", r.candidate, r.baseline}));
+  const bool no_spread =
+      std::all_of(diffs.begin(), diffs.end(), [&](double d) { return d == diffs.front(); });
+  if (!r.ci || no_spread) {
+    // Differences that do not vary (every fixture the same for both, say) give the bootstrap
+    // nothing to resample: the interval comes from each side's own, as wide as they allow.
+    const auto ia = clustered_rate(rates_a, ns_a, opts.level);
+    const auto ib = clustered_rate(rates_b, ns_b, opts.level);
+    if (ia && ib)
+      r.ci =
+          mover_difference(mean(rates_a), *ia, mean(rates_b), *ib, correlation(rates_a, rates_b));
+  }
   r.sign_flip_p = sign_flip_p(diffs, opts.permutation_samples,
                               derive_seed(opts.seed, {"sign-flip", r.candidate, r.baseline}));
   if (single_trials) {

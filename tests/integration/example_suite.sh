@@ -35,6 +35,9 @@ assert j.count("<testcase") == 24 and j.count("<failure") == 12, j.count("<failu
 PY
 for f in report.md summary.json junit.xml; do [ -s "$R/$f" ] || fail "$f missing"; done
 grep -q "oracle" "$R/report.md" || fail "report.md lacks the oracle"
+# noop fails and oracle passes every fixture: six fixtures are no certainty (docs/statistics.md).
+! grep -E '\[0\.0, 0\.0\]|\[100\.0, 100\.0\]' "$R/report.md" \
+  || fail "an interval of zero width from six fixtures in report.md"
 # Resume: nothing runs again, nothing is recorded twice.
 set +e
 "$EVALBOX" run "$SRC/fixtures/examples/suite.yaml" --results "$R" >/dev/null 2>"$WORK/err2"
