@@ -193,17 +193,16 @@ result<std::optional<plan_identity>> adopt_plan(const fs::path& results_dir,
 
 std::vector<matrix_run> matrix_runs(const plan_identity& p) {
   std::vector<matrix_run> runs;
-  const auto n = static_cast<size_t>(std::max(p.shard_count, 1));
-  size_t index = 0;
   for (size_t f = 0; f < p.fixtures.size(); ++f) {
     for (size_t c = 0; c < p.candidates.size(); ++c) {
       bool selected =
           p.filter.empty() || glob_match(p.filter, p.fixtures[f].id + "/" + p.candidates[c].id);
-      for (int t = 0; t < p.trials; ++t, ++index) {
+      for (int t = 0; t < p.trials; ++t) {
         if (!selected) continue;
         runs.push_back(
             {run_id_of(p.fixtures[f].digest, p.candidates[c].digest, t, p.fixtures[f].environment),
-             static_cast<uint32_t>(f), static_cast<uint32_t>(c), t, static_cast<int>(index % n)});
+             static_cast<uint32_t>(f), static_cast<uint32_t>(c), t,
+             shard_of(f, c, t, p.fixtures.size(), p.trials, p.shard_count)});
       }
     }
   }

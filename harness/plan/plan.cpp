@@ -1,6 +1,8 @@
 // The run matrix and run ids.
 #include "harness/plan/plan.h"
 
+#include <algorithm>
+
 #include "base/digest.h"
 
 namespace evalbox::harness {
@@ -59,6 +61,19 @@ std::string run_id_of(std::string_view fixture_digest, std::string_view candidat
   return sha256_hex(key).substr(0, 16);
 }
 
+int shard_of(size_t f, size_t c, int t, size_t fixtures, int trials, int shards) {
+  if (shards <= 1) return 0;
+  const auto n = static_cast<size_t>(shards);
+  const auto per_fixture = static_cast<size_t>(std::max(trials, 1));
+  const size_t unit = f * per_fixture + static_cast<size_t>(t);
+  const size_t units = fixtures * per_fixture;
+  if (units >= n) return static_cast<int>(unit % n);
+  // Fewer units than shards: the runs dealt candidate by candidate. A candidate's runs (fewer
+  // than N) land on different shards, and the runs a shard gets are N apart, so each is of
+  // another candidate.
+  return static_cast<int>((c * units + unit) % n);
+}
+
 result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options) {
   if (options.shard_count < 1 || options.shard_index < 0 ||
       options.shard_index >= options.shard_count)
@@ -69,14 +84,13 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
   std::vector<std::string> cand_digests;
   for (const auto& c : suite.candidates) cand_digests.push_back(EB_TRY(candidate_digest(c)));
   std::vector<run_spec> runs;
-  size_t index = 0;
   for (size_t f = 0; f < suite.fixtures.size(); ++f) {
     for (size_t c = 0; c < suite.candidates.size(); ++c) {
       std::string name = suite.fixtures[f].id + "/" + suite.candidates[c].id;
       bool selected = options.filter.empty() || glob_match(options.filter, name);
-      for (int t = 0; t < trials; ++t, ++index) {
+      for (int t = 0; t < trials; ++t) {
         if (!selected) continue;
-        if (static_cast<int>(index % static_cast<size_t>(options.shard_count)) !=
+        if (shard_of(f, c, t, suite.fixtures.size(), trials, options.shard_count) !=
             options.shard_index)
           continue;
         runs.push_back({f, c, t,

@@ -44,9 +44,18 @@ std::string suite_environment_key(const fixture_spec& fixture);
 std::string run_id_of(std::string_view fixture_digest, std::string_view candidate_digest, int trial,
                       std::string_view suite_environment = {});
 
-// Runs in a stable order (fixture, candidate, trial). The shard of a run is its index in the
-// whole matrix (filtered-out runs included) modulo N, so shards do not depend on the filter's
-// effect on other runs' positions.
+// The shard (of `shards`) that runs trial `t` of candidate `c` on fixture `f`, in a matrix of
+// `fixtures` × `candidates` × `trials` (filtered-out runs included, so that shards do not
+// depend on a filter). The matrix is cut into units — one trial of one fixture, every
+// candidate's run of it — dealt round-robin (unit f·trials + t to shard unit mod N): every
+// shard that holds a unit holds every candidate, a fixture's trials go to different shards,
+// and a lost shard takes the same runs from every candidate, so paired comparisons of a
+// partial merge keep their fixtures. With fewer units than shards, the runs themselves are
+// dealt (candidate-major), so that no shard is left empty while runs remain and each shard's
+// runs are of different candidates.
+int shard_of(size_t f, size_t c, int t, size_t fixtures, int trials, int shards);
+
+// Runs in a stable order (fixture, candidate, trial), those of `options`' shard (shard_of).
 result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_options& options);
 
 // Shell-style glob: '*' any run of characters (including '/'), '?' one character.

@@ -1,8 +1,10 @@
 // The run matrix: deterministic ids, new ids for changed inputs, filters and shards.
 #include "harness/plan/plan.h"
 
+#include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace evalbox::harness {
@@ -81,6 +83,66 @@ TEST(Plan, ShardsPartitionTheMatrix) {
   ASSERT_TRUE(runs);
   for (const auto& r : *runs) whole.insert(r.run_id);
   EXPECT_EQ(all, whole) << "every run in exactly one shard";
+}
+
+// Every shard holds every candidate (when it holds at least that many runs), no shard is empty
+// while there are runs for it, sizes differ by at most one unit, and a fixture's trials are
+// spread: for N from 2 to 8 over suites of 2–5 candidates.
+TEST(Shards, SpreadEveryCandidateOverEveryShard) {
+  for (size_t candidates = 2; candidates <= 5; ++candidates)
+    for (size_t fixtures : {1u, 2u, 3u, 6u, 7u, 20u})
+      for (int trials : {1, 2, 3})
+        for (int n = 2; n <= 8; ++n) {
+          std::vector<std::set<size_t>> held(static_cast<size_t>(n));
+          std::vector<size_t> size(static_cast<size_t>(n));
+          std::vector<std::set<size_t>> fixtures_of(static_cast<size_t>(n));
+          for (size_t f = 0; f < fixtures; ++f)
+            for (size_t c = 0; c < candidates; ++c)
+              for (int t = 0; t < trials; ++t) {
+                const int k = plan::shard_of(f, c, t, fixtures, trials, n);
+                ASSERT_GE(k, 0);
+                ASSERT_LT(k, n);
+                held[static_cast<size_t>(k)].insert(c);
+                ++size[static_cast<size_t>(k)];
+                fixtures_of[static_cast<size_t>(k)].insert(f);
+              }
+          const size_t runs = fixtures * candidates * static_cast<size_t>(trials);
+          const auto [lo, hi] = std::minmax_element(size.begin(), size.end());
+          for (int k = 0; k < n; ++k) {
+            const auto& h = held[static_cast<size_t>(k)];
+            const std::string where =
+                fmt::format("{} candidates, {} fixtures, {} trials, shard {}/{}", candidates,
+                            fixtures, trials, k, n);
+            if (size[static_cast<size_t>(k)] >= candidates) {
+              EXPECT_EQ(h.size(), candidates) << where;
+            }
+            if (runs >= static_cast<size_t>(n)) {
+              EXPECT_GT(size[static_cast<size_t>(k)], 0u) << where << ": empty";
+            }
+          }
+          EXPECT_LE(*hi - *lo, candidates)
+              << "unbalanced: " << candidates << "/" << fixtures << "/" << trials << " over " << n;
+          // A fixture's trials go to different shards while there are shards for them.
+          if (fixtures * static_cast<size_t>(trials) >= static_cast<size_t>(n) && trials > 1) {
+            std::set<int> of_first;
+            for (int t = 0; t < trials; ++t)
+              of_first.insert(plan::shard_of(0, 0, t, fixtures, trials, n));
+            EXPECT_EQ(of_first.size(), static_cast<size_t>(std::min(trials, n)));
+          }
+        }
+}
+
+// The example suite's shape (6 fixtures, 4 candidates, one trial) over 4 shards: no shard is one
+// candidate, and losing any one shard leaves every candidate the same fixtures.
+TEST(Shards, ALostShardTakesTheSameFixturesFromEveryCandidate) {
+  for (int lost = 0; lost < 4; ++lost) {
+    std::vector<std::set<size_t>> kept(4);
+    for (size_t f = 0; f < 6; ++f)
+      for (size_t c = 0; c < 4; ++c)
+        if (plan::shard_of(f, c, 0, 6, 1, 4) != lost) kept[c].insert(f);
+    for (size_t c = 1; c < 4; ++c) EXPECT_EQ(kept[c], kept[0]) << "shard " << lost << " lost";
+    EXPECT_GE(kept[0].size(), 4u);
+  }
 }
 
 TEST(Plan, RejectsAnInvalidShard) {

@@ -3,8 +3,8 @@
 // trials Bernoulli(p), how often the 95 % interval of pass@1, and of the paired difference of
 // two candidates of the same p, holds the truth. Every cell must be near 95 % (93–97 %), or above
 // it where the data are too coarse for more (fewer than 5 expected passes or failures over all
-// the trials, or fewer than 10 fixtures). No interval may have zero width. Seeded: every run sees the same suites. The table it prints is the one in
-// docs/statistics.md.
+// the trials, or fewer than 10 fixtures). No interval may have zero width. Seeded: every run sees
+// the same suites. The table it prints is the one in docs/statistics.md.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -61,7 +61,8 @@ void check_cell(const char* what, double p, int f, int t, const cell_result& r) 
 
 TEST(CoverageSimulation, PassAt1AndThePairedDifferenceHoldTheTruthAtTheEdges) {
   constexpr int replicates = 1000;
-  std::printf("| p | fixtures | trials | pass@1 | paired difference |\n|---|---:|---:|---:|---:|\n");
+  std::printf(
+      "| p | fixtures | trials | pass@1 | paired difference |\n|---|---:|---:|---:|---:|\n");
   uint64_t seed = 1;
   for (double p : ps)
     for (int f : fixture_counts)
