@@ -205,6 +205,9 @@ int serve_with_fixture(const session_spec& spec, first_session& first) {
   return exit_ok;
 }
 
+// A line of progress (an image pulled) in the server's log: its stderr.
+void say_in_log(const std::string& line) { fmt::print(stderr, "{}\n", line); }
+
 // SIGTERM, SIGINT and SIGHUP stop every session of this server (run() sees g_stop) — also
 // when it was started by a thread that blocks them (`evalbox serve`'s).
 void stop_on_signals() {
@@ -223,7 +226,7 @@ server_options server_options_for(sandbox::preparer& prep, const fs::path& root)
   server_options so;
   so.state_root = root;
   so.prepare = [&prep](const sandbox::session_request& r) { return prep.prepare(r); };
-  so.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  so.log = say_in_log;
   return so;
 }
 
@@ -255,7 +258,7 @@ int serve(const serve_args& a) {
   server srv(server_options_for(prep, root));
   int rc = exit_ok;
   if (spec->fixture.empty()) {
-    auto info = start_hosted_session(srv, prep, root, a.id, *spec);
+    auto info = start_hosted_session(srv, prep, root, a.id, *spec, &g_stop, say_in_log);
     const bool heard =
         tell_starter(a.ready_fd, info ? json{{"ok", true}, {"session", *info}}
                                       : json{{"ok", false}, {"error", info.error().message}});
@@ -747,7 +750,8 @@ int serve_many(const serve_many_args& a) {
           v.is_string() && !v.get<std::string>().empty())
         request[path] = fs::absolute(v.get<std::string>()).string();
     const auto spec = EB_TRY(session_spec_of(request));
-    if (spec.fixture.empty()) return start_hosted_session(srv, prep, root, new_session_id(), spec);
+    if (spec.fixture.empty())
+      return start_hosted_session(srv, prep, root, new_session_id(), spec, &g_stop, say_in_log);
     auto info = start_server(root, spec);
     if (!info)
       return make_error(info.error().status == exit_internal ? error_kind::internal

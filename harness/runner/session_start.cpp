@@ -125,7 +125,8 @@ sandbox::resource_limits session_limits(sandbox::resource_limits l, const sessio
 
 result<json> start_hosted_session(sessions::server& srv, sandbox::preparer& prep,
                                   const fs::path& state_root, const std::string& id,
-                                  const session_spec& spec) {
+                                  const session_spec& spec, const std::atomic<bool>* cancel,
+                                  const std::function<void(const std::string&)>& say) {
   if (!spec.fixture.empty())
     return make_error(error_kind::unsupported,
                       "start: a fixture's session starts with `evalbox session start --fixture`");
@@ -133,7 +134,7 @@ result<json> start_hosted_session(sessions::server& srv, sandbox::preparer& prep
   if (!spec.image.empty()) {
     const auto pull = EB_TRY(sandbox::image::parse_pull_policy(spec.pull));
     img =
-        EB_TRY_CTX(prep.resolve_image(spec.image, fs::current_path(), nullptr, {}, pull), "image");
+        EB_TRY_CTX(prep.resolve_image(spec.image, fs::current_path(), cancel, say, pull), "image");
   }
   exec_request_inputs in;
   in.session_id = id;

@@ -8,8 +8,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -50,11 +52,13 @@ result<session_spec> session_spec_of(const json& request);
 sandbox::resource_limits session_limits(sandbox::resource_limits request, const session_spec& spec);
 
 // A session of an image and/or a workspace under `state_root`: its image resolved (pulled or
-// imported on first use), prepared, started and hosted by `srv`; its session.json. Nothing of
-// it is left when this fails.
+// imported on first use: progress to `say`, `cancel` stops it), prepared, started and hosted
+// by `srv`; its session.json. Nothing of it is left when this fails.
 result<json> start_hosted_session(sessions::server& srv, sandbox::preparer& prep,
                                   const std::filesystem::path& state_root, const std::string& id,
-                                  const session_spec& spec);
+                                  const session_spec& spec,
+                                  const std::atomic<bool>* cancel = nullptr,
+                                  const std::function<void(const std::string&)>& say = {});
 
 }  // namespace runner
 }  // namespace evalbox::harness

@@ -322,6 +322,8 @@ echo "  snapshot/reset/fork: ok"
 # ---- an image session: busybox, a writable root that a reset restores ----
 echo "image session"
 start I --image "oci:$BB/oci" --detach
+# Its first use imported the image: the progress is in the server's log.
+grep -q "unpacking layer" "$STATE/sessions/$I/server.log" || fail "image: no progress in the server's log: $(cat "$STATE/sessions/$I/server.log")"
 [ "$(es exec "$I" -- sh -c 'echo x >/etc/motd && cat /etc/motd')" = x ] || fail "image: the root is not writable"
 es exec "$I" -- sh -c 'echo changed >>/etc/os-release; echo n >/bin/new-thing; rm /etc/passwd' || fail "image: changes"
 [ "$(es exec "$I" -- id -u)" = 0 ] || fail "image: not uid 0 inside"
