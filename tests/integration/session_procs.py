@@ -57,3 +57,22 @@ def clean_up(evalbox, state, work):
             break
         subprocess.run(["umount", "-l", sorted(mounts)[-1]])
     shutil.rmtree(work, ignore_errors=True)
+
+
+def run_test(main, cleanup, fail_type):
+    """Runs `main`, says a `fail_type` failure in one line (anything else with its trace),
+    always cleans up, and exits 0 only when `main` returned."""
+    import sys
+    import traceback
+
+    rc = 1
+    try:
+        main()
+        rc = 0
+    except fail_type as e:
+        print(f"FAIL: {e}", file=sys.stderr, flush=True)
+    except Exception:
+        traceback.print_exc()
+    finally:
+        cleanup()
+    sys.exit(rc)

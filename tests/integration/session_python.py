@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 
-from session_procs import clean_up, servers_of
+from session_procs import clean_up, run_test, servers_of
 
 EVALBOX, HELPER, SRC = sys.argv[1:4]
 os.environ["EVALBOX_HELPER"] = HELPER
@@ -284,16 +284,4 @@ def main():
 
 
 if __name__ == "__main__":
-    rc = 1
-    try:
-        main()
-        rc = 0
-    except Fail as e:
-        print(f"FAIL: {e}", file=sys.stderr, flush=True)
-    except Exception:
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        cleanup()
-    sys.exit(rc)
+    run_test(main, cleanup, Fail)
