@@ -93,6 +93,11 @@ result<std::string> sha256_file(const std::filesystem::path& path) {
 }
 
 result<std::string> tree_digest(const std::filesystem::path& root) {
+  return tree_digest(root, tree_digest_options{});
+}
+
+result<std::string> tree_digest(const std::filesystem::path& root,
+                                const tree_digest_options& options) {
   struct entry {
     std::string rel;
     std::filesystem::path abs;
@@ -107,7 +112,12 @@ result<std::string> tree_digest(const std::filesystem::path& root) {
     if (ec) return sys_error(ec.value(), "open directory {}", root.string());
     for (auto end = std::filesystem::recursive_directory_iterator(); it != end; it.increment(ec)) {
       if (ec) return sys_error(ec.value(), "walk {}", root.string());
-      entries.push_back({it->path().lexically_relative(root).generic_string(), it->path()});
+      std::string rel = it->path().lexically_relative(root).generic_string();
+      if (std::find(options.skip.begin(), options.skip.end(), rel) != options.skip.end()) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      entries.push_back({std::move(rel), it->path()});
     }
   } else {
     entries.push_back({".", root});
@@ -120,7 +130,9 @@ result<std::string> tree_digest(const std::filesystem::path& root) {
   for (const auto& e : entries) {
     if (::lstat(e.abs.c_str(), &st) != 0) return sys_error(errno, "lstat {}", e.abs.string());
     std::string line;
-    if (S_ISREG(st.st_mode)) {
+    if (auto r = options.replace.find(e.rel); r != options.replace.end() && S_ISREG(st.st_mode)) {
+      line = fmt::format("f {:o} {} {}\n", st.st_mode & 07777, sha256_hex(r->second), e.rel);
+    } else if (S_ISREG(st.st_mode)) {
       std::string content = EB_TRY(file_digest_nofollow(e.abs));
       line = fmt::format("f {:o} {} {}\n", st.st_mode & 07777, content, e.rel);
     } else if (S_ISDIR(st.st_mode)) {

@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/error.h"
 
@@ -38,6 +40,15 @@ result<std::string> sha256_file(const std::filesystem::path& path);
 // Digest of a directory tree (or a single file) as described above. Symlinks are hashed by
 // their target text and never followed.
 result<std::string> tree_digest(const std::filesystem::path& root);
+
+// What a tree digest leaves out or counts differently: a fixture's task digest leaves its
+// grader files out and counts fixture.yaml without its checks (harness/fixture/load.cpp).
+struct tree_digest_options {
+  std::vector<std::string> skip;               // relative paths left out, with all below them
+  std::map<std::string, std::string> replace;  // relative path → text hashed as its content
+};
+result<std::string> tree_digest(const std::filesystem::path& root,
+                                const tree_digest_options& options);
 
 // True for exactly 64 lowercase hex characters.
 bool is_sha256_hex(std::string_view text) noexcept;

@@ -19,23 +19,30 @@ struct compare_args {
   std::string baseline;
   bool json_out = false;
   double level = 0.95;
+  std::vector<std::string> grading;  // A's side: an older grading
 };
 
 // A results directory's side of the comparison, read one record at a time.
-result<harness::compare_side> load(const std::string& dir) {
+result<harness::compare_side> load(const std::string& dir,
+                                   std::span<const std::string> grading = {}) {
   harness::results_dir results(dir);
   std::error_code ec;
   if (!std::filesystem::exists(results.results_file(), ec))
     return make_error(error_kind::not_found, "{}: no results.jsonl here", dir);
-  auto side = EB_TRY(harness::compare_side::of_results(results));
+  harness::grading_selection selection;
+  if (!grading.empty()) selection = EB_TRY(harness::select_gradings(results, grading));
+  auto side = EB_TRY(harness::compare_side::of_results(results, &selection));
   if (side.outcomes.empty())
-    return make_error(error_kind::not_found, "{}: results.jsonl has no complete record", dir);
+    return make_error(error_kind::not_found, "{}: results.jsonl has no complete record{}", dir,
+                      grading.empty() ? "" : " of that grading");
   return side;
 }
 
 int compare_command(const compare_args& a) {
-  if (a.dirs.size() == 1 && (a.candidate.empty() || a.baseline.empty())) {
-    fmt::print(stderr, "compare within one results directory needs --candidate and --baseline\n");
+  if (a.dirs.size() == 1 && a.grading.empty() && (a.candidate.empty() || a.baseline.empty())) {
+    fmt::print(stderr,
+               "compare within one results directory needs --candidate and --baseline, or "
+               "--grading (an older grading against the newest)\n");
     return exit_usage;
   }
   if (!(a.level > 0.0 && a.level < 1.0)) {
@@ -43,12 +50,14 @@ int compare_command(const compare_args& a) {
     return exit_usage;
   }
   harness::compare_settings req;
-  auto base = load(a.dirs[0]);
+  auto base = load(a.dirs[0], a.grading);
   if (!base) {
     fmt::print(stderr, "{}\n", base.error().message);
     return exit_usage;
   }
-  req.baseline_label = a.dirs[0];
+  req.baseline_label = a.grading.empty()
+                           ? a.dirs[0]
+                           : fmt::format("{} (grading {})", a.dirs[0], fmt::join(a.grading, "+"));
   std::optional<harness::compare_side> cand;
   if (a.dirs.size() == 2) {
     auto other = load(a.dirs[1]);
@@ -58,6 +67,14 @@ int compare_command(const compare_args& a) {
     }
     cand = std::move(*other);
     req.candidate_label = a.dirs[1];
+  } else if (!a.grading.empty()) {
+    auto newest = load(a.dirs[0]);  // the same runs as their newest grading judged them
+    if (!newest) {
+      fmt::print(stderr, "{}\n", newest.error().message);
+      return exit_usage;
+    }
+    cand = std::move(*newest);
+    req.candidate_label = fmt::format("{} (newest grading)", a.dirs[0]);
   } else {
     req.candidate_label = a.dirs[0];  // within one directory: the same side twice
   }
@@ -86,7 +103,9 @@ void register_compare(CLI::App& app, action& out) {
       "interval, the sign-flip and exact McNemar tests, and a verdict.\n\n"
       "  evalbox compare A B                 every candidate id in both: B's against A's\n"
       "  evalbox compare A B --candidate X --baseline Y   X in B against Y in A\n"
-      "  evalbox compare R --candidate X --baseline Y     both in one results directory");
+      "  evalbox compare R --candidate X --baseline Y     both in one results directory\n"
+      "  evalbox compare R --grading original   each candidate as its runs graded themselves "
+      "against the same runs graded again (evalbox regrade): what the changed checks did");
   cmd->add_option("results", a->dirs, "RESULTS_A [RESULTS_B]: A holds the baseline side")
       ->required()
       ->expected(1, 2);
@@ -97,6 +116,10 @@ void register_compare(CLI::App& app, action& out) {
   cmd->add_option("--level", a->level, "confidence level of the interval and tests")
       ->capture_default_str();
   cmd->add_flag("--json", a->json_out, "print evalbox.compare.v1 JSON instead of a table");
+  cmd->add_option("--grading", a->grading,
+                  "A's side as an older grading of its runs: original (before any evalbox "
+                  "regrade) or grading digests (repeatable, 8+ hex digits); with one results "
+                  "directory, against the newest grading of the same runs");
   cmd->callback([&out, a] { out = [a] { return compare_command(*a); }; });
 }
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/json_get.h"
 #include "base/log.h"
@@ -24,6 +26,7 @@ struct report_args {
   std::vector<std::string> formats;
   std::string baseline;
   bool no_baseline = false;
+  std::vector<std::string> grading;
 };
 
 // The baseline is a suite setting, not part of any record: take it from the flag, else from
@@ -58,6 +61,19 @@ int report_command(const report_args& a) {
     log::warn("{} (the report cannot say whether planned runs are missing)", p.error().message);
   if (plan) request.planned = harness::planned_ids(*plan);
   request.baseline = baseline_of(a);
+  if (!a.grading.empty()) {
+    auto selection = harness::select_gradings(harness::results_dir(a.dir), a.grading);
+    if (!selection) {
+      log::error("{}", selection.error().message);
+      return selection.error().kind == error_kind::invalid_argument ? exit_usage : exit_internal;
+    }
+    request.grading = std::move(*selection);
+    request.out_dir = std::filesystem::path(a.dir) / "gradings" / request.grading.label();
+    if (auto m = make_dirs(request.out_dir); !m) {
+      log::error("{}", m.error().message);
+      return exit_internal;
+    }
+  }
   if (!request.baseline && !a.no_baseline && plan) request.baseline = plan->baseline;
   auto reports = harness::report_results(request);
   if (!reports) {
@@ -78,8 +94,10 @@ int report_command(const report_args& a) {
                     ? std::vector<harness::report_format>(std::begin(harness::all_report_formats),
                                                           std::end(harness::all_report_formats))
                     : request.formats)
-    written +=
-        fmt::format(" {}", (std::filesystem::path(a.dir) / harness::report_file_name(f)).string());
+    written += fmt::format(
+        " {}", ((request.out_dir.empty() ? std::filesystem::path(a.dir) : request.out_dir) /
+                harness::report_file_name(f))
+                   .string());
   fmt::print("reports:{}\n", written);
   return exit_ok;
 }
@@ -100,6 +118,12 @@ void register_report(CLI::App& app, action& out) {
                   "compare every candidate with this one (default: the baseline recorded in "
                   "the directory's summary.json, if any)");
   cmd->add_flag("--no-baseline", a->no_baseline, "no paired comparison");
+  cmd->add_option("--grading", a->grading,
+                  "report an older grading instead of the newest: original (each run as its own "
+                  "run graded it, before any evalbox regrade) or a grading digest (summary.json's "
+                  "grading.digests, whole or its first 8+ hex digits; repeatable: each fixture's "
+                  "checks have their own); runs it never graded are left out; written into "
+                  "RESULTS/gradings/<original|digests>/");
   cmd->callback([&out, a] { out = [a] { return report_command(*a); }; });
 }
 

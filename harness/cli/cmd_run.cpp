@@ -28,6 +28,7 @@ struct run_args {
   image_args images;  // --image, --pull, --force-build, --images-lock
   std::string keep_workspaces = "none";
   std::string keep_workspace_size = "1GiB";
+  std::string final_state_size = "256MiB";
 };
 
 int run_command(run_args& a) {
@@ -37,6 +38,15 @@ int run_command(run_args& a) {
     log::error("{}", keep ? fmt::format("--keep-workspace-size: {}", keep_bytes.error().message)
                           : keep.error().message);
     return exit_usage;
+  }
+  uint64_t state_bytes = 0;
+  if (a.final_state_size != "0") {
+    auto b = parse_bytes(a.final_state_size);
+    if (!b) {
+      log::error("--final-state-size: {} (0 keeps none)", b.error().message);
+      return exit_usage;
+    }
+    state_bytes = *b;
   }
   auto suite = load_runnable_suite(a.suite);
   if (!suite) return suite.error();
@@ -71,6 +81,7 @@ int run_command(run_args& a) {
   o.resume = !a.no_resume;
   o.keep_workspaces = *keep;
   o.keep_workspace_bytes = *keep_bytes;
+  o.final_state_bytes = state_bytes;
   record_images_lock(plan->results_dir, a.images.pinned);
   fmt::print(stderr, "evalbox: {} runs ({} fixtures × {} candidates × {} trials) → {}\n",
              runs.size(), suite->fixtures.size(), suite->candidates.size(),
@@ -84,6 +95,15 @@ int run_command(run_args& a) {
     fmt::print(stderr,
                "evalbox: {} run(s) were already recorded (resumed; --no-resume reruns them)\n",
                done->totals.skipped);
+  if (done->totals.regraded > 0 || done->totals.regrade_errors > 0)
+    fmt::print(stderr,
+               "evalbox: {} recorded run(s) graded again from their kept state, as their checks "
+               "changed ({} verdict(s) changed; no agent ran){}\n",
+               done->totals.regraded, done->totals.verdicts_changed,
+               done->totals.regrade_errors
+                   ? fmt::format("; {} could not be (above: why)", done->totals.regrade_errors)
+                   : "");
+  say_regrade_leftovers(done->totals, o.results_dir);
   if (done->summary) fmt::print("{}", harness::render_terminal_summary(*done->summary));
   fmt::print("reports: {0}/report.md {0}/report.html {0}/summary.json {0}/junit.xml\n",
              o.results_dir.string());
@@ -135,6 +155,12 @@ void register_run(CLI::App& app, action& out) {
   cmd->add_option("--keep-workspace-size", a->keep_workspace_size,
                   "the most one kept workspace may hold; a larger one is not kept at all "
                   "(run.json says so)")
+      ->capture_default_str();
+  cmd->add_option("--final-state-size", a->final_state_size,
+                  "every graded run keeps what it changed (its workspace's changed files and "
+                  "an image root's writes, stored once by content under RESULTS/objects) so "
+                  "that evalbox regrade can grade it again without its agent; a run whose "
+                  "changes take more keeps none (run.json's final_state says so); 0 keeps none")
       ->capture_default_str();
   cmd->callback([&out, a] { out = [a] { return run_command(*a); }; });
 }

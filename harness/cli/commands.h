@@ -28,6 +28,7 @@ void register_sandbox(CLI::App& app, action& out);
 void register_validate(CLI::App& app, action& out);
 void register_fixture(CLI::App& app, action& out);
 void register_run(CLI::App& app, action& out);
+void register_regrade(CLI::App& app, action& out);
 void register_report(CLI::App& app, action& out);
 void register_compare(CLI::App& app, action& out);
 void register_merge(CLI::App& app, action& out);

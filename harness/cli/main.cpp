@@ -23,6 +23,7 @@ constexpr const char* overview =
     "  evalbox gc                      reclaim what crashed runs left behind\n"
     "  evalbox validate PATH...        check fixtures and suites without running them\n"
     "  evalbox run SUITE               run fixtures x candidates x trials, graded and reported\n"
+    "  evalbox regrade RESULTS         grade recorded runs again with changed checks, no agent\n"
     "  evalbox runs shell RESULTS ID   a shell on a copy of a run's kept workspace\n"
     "  evalbox report RESULTS          regenerate the reports from results.jsonl\n"
     "  evalbox compare A [B]           paired comparison of candidates, with a verdict\n"
@@ -48,6 +49,7 @@ constexpr command commands[] = {
     {"sandbox", register_sandbox},    // a command or a shell in a throwaway sandbox
     {"gc", register_gc},              // reclaim what crashed runs left behind
     {"run", register_run},            // the batch evaluation
+    {"regrade", register_regrade},    // recorded runs graded again, no agent
     {"report", register_report},      // reports regenerated from results.jsonl
     {"compare", register_compare},    // paired comparison across or within results
     {"merge", register_merge},        // shards' results joined into one

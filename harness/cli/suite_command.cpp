@@ -186,6 +186,32 @@ void record_images_lock(const std::filesystem::path& results_dir,
     log::warn("{}: {}", (results_dir / "images.lock").string(), st.error().message);
 }
 
+// Says which runs were left as they were, and why.
+void say_regrade_leftovers(const harness::run_totals& t, const std::filesystem::path& results) {
+  if (t.not_run > 0)
+    fmt::print(stderr,
+               "evalbox: {} planned run(s) are not in {} yet (evalbox run records them; "
+               "regrade only grades recorded runs)\n",
+               t.not_run, results.string());
+  if (!t.stale.empty()) {
+    fmt::print(stderr,
+               "evalbox: {} run(s) were graded by other checks but kept no final state (recorded "
+               "before evalbox kept one, with --final-state-size 0, or over it): their verdicts "
+               "stay the old grading's; run them again to grade them anew (evalbox run "
+               "--no-resume). Their ids:",
+               t.stale.size());
+    size_t shown = 0;
+    for (const auto& id : t.stale) {
+      if (++shown > 20) {
+        fmt::print(stderr, " …");
+        break;
+      }
+      fmt::print(stderr, " {}", id);
+    }
+    fmt::print(stderr, "\n");
+  }
+}
+
 suite_run_options::suite_run_options() {
   sandbox = sandbox::default_preparer_options();
   if (const char* fault = std::getenv("EVALBOX_FAULT")) grading_fault = fault;

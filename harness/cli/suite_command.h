@@ -45,6 +45,10 @@ result<suite_run> run_planned(const harness::suite_spec& suite,
                               const std::vector<harness::run_spec>& runs,
                               const suite_run_options& options);
 
+// What a run or regrade left as it was, on stderr: planned runs not recorded yet (not_run),
+// and runs graded by other checks that kept no final state to grade again (stale).
+void say_regrade_leftovers(const harness::run_totals& t, const std::filesystem::path& results);
+
 // Prints a line of progress (an image saved or built) as "evalbox: LINE" on stderr.
 void say_progress(const std::string& line);
 

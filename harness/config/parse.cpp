@@ -161,6 +161,22 @@ void parse_results_dir(reader& r, const fields& f, const fs::path& base_dir, sui
   }
 }
 
+// The keys of fixture.yaml that say how a run is graded.
+constexpr std::string_view grading_keys[] = {"checks", "threshold"};
+
+// The entries of `f` whose keys are in `keys` (`in`), or all the others, as YAML text: the
+// same document gives the same text.
+std::string emit_fields(const parsing::fields& f, std::span<const std::string_view> keys, bool in) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (const auto& [k, v] : f.entries) {
+    if ((std::find(keys.begin(), keys.end(), k) != keys.end()) != in) continue;
+    out << YAML::Key << k << YAML::Value << v;
+  }
+  out << YAML::EndMap;
+  return out.c_str();
+}
+
 }  // namespace
 
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
@@ -185,7 +201,20 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   if (f->has("workspace")) spec.git_workspace = parse_git_workspace(r, f->get("workspace"));
   if (f->has("threshold")) parse_threshold(r, f->get("threshold"), spec);
   if (f->has("checks")) parse_checks(r, f->get("checks"), spec);
+  spec.grading_text = emit_fields(*f, grading_keys, true);
   return spec;
+}
+
+std::string fixture_task_text(std::string_view text) {
+  try {
+    const YAML::Node doc = YAML::Load(std::string(text));
+    if (!doc.IsMap()) return std::string(text);
+    parsing::fields f;
+    for (const auto& kv : doc) f.entries.emplace_back(kv.first.Scalar(), kv.second);
+    return emit_fields(f, grading_keys, false);
+  } catch (const YAML::Exception&) {
+    return std::string(text);
+  }
 }
 
 suite_spec parse_suite_yaml(std::string_view text, std::string_view display,

@@ -15,6 +15,10 @@
 namespace evalbox::harness {
 inline namespace config {
 
+// fixture.yaml's text without the keys that grade a run (checks, threshold), emitted again:
+// what a fixture's task digest counts of it. Text that is no YAML mapping is returned as it is.
+std::string fixture_task_text(std::string_view text);
+
 // Parses the text of a fixture.yaml. `display` names the file in messages. Touches no file;
 // the returned spec has no dir, digest or has_* flags. Problems are appended to `errors`; the
 // spec is meaningful only when none were added.

@@ -231,14 +231,28 @@ struct fixture_spec {
   // the checked-out tree, set when the fixture is loaded).
   std::optional<git_workspace_spec> git_workspace;
   std::filesystem::path git_tree;
-  std::string git_commit;             // the full commit id git_tree holds
-  std::string digest;                 // tree_digest of the whole fixture directory
+  std::string git_commit;  // the full commit id git_tree holds
+  std::string digest;      // tree_digest of the whole fixture directory
+  // The same without what grades the run (grader/, a Harbor task's tests/, fixture.yaml's
+  // checks and threshold): what the agent's run depends on, so what its run id is made from —
+  // a fixed check regrades runs (docs/results.md), it does not re-run agents.
+  std::string task_digest;
+  // What grades it, apart from the suite's judges (grading_digest in harness/plan/plan.h):
+  // fixture.yaml's checks and threshold as written (emitted again, comments gone), and the
+  // tree digest of grader/ (a Harbor task's tests/), "" without one.
+  std::string grading_text;
+  std::string grader_digest;
   std::optional<harbor_spec> harbor;  // a Harbor task directory (harness/fixture/harbor.h)
 
   [[nodiscard]] std::filesystem::path workspace_dir() const {
     return git_workspace ? git_tree : dir / "workspace";
   }
   [[nodiscard]] std::filesystem::path grader_dir() const { return dir / "grader"; }
+  // What its run ids are made from: the task digest (the whole digest for a fixture made in
+  // memory without one).
+  [[nodiscard]] const std::string& task_identity() const {
+    return task_digest.empty() ? digest : task_digest;
+  }
   [[nodiscard]] std::filesystem::path solution_script() const {
     return dir / "solution" / "solve.sh";
   }

@@ -67,8 +67,9 @@ result<plan_identity> identify_plan(const suite_spec& suite, const plan_options&
   plan_identity p;
   p.suite = suite.name;
   p.suite_digest = EB_TRY_CTX(sha256_file(suite.file), "suite digest");
+  p.suite_file = suite.file.string();
   for (const auto& f : suite.fixtures)
-    p.fixtures.push_back({f.id, f.digest, suite_environment_key(f)});
+    p.fixtures.push_back({f.id, f.task_identity(), suite_environment_key(f)});
   for (const auto& c : suite.candidates)
     p.candidates.push_back({c.id, c.adapter, EB_TRY(candidate_digest(c))});
   p.trials = options.trials > 0 ? options.trials : suite.trials;
@@ -87,6 +88,7 @@ json to_json(const plan_identity& p) {
   j["shard"] = {{"index", p.merged.empty() ? json(p.shard_index) : json(nullptr)},
                 {"count", p.shard_count}};
   j["merged"] = p.merged.empty() ? json(nullptr) : json(p.merged);
+  if (!p.suite_file.empty()) j["suite_file"] = p.suite_file;
   return j;
 }
 
@@ -101,6 +103,7 @@ result<plan_identity> plan_from_json(const json& j, std::string_view where) {
   if (suite == j.end() || !suite->is_object()) return r.bad("`suite` must be an object");
   p.suite = EB_TRY(r.string(*suite, "name"));
   p.suite_digest = EB_TRY(r.string(*suite, "digest", true));
+  if (auto f = j.find("suite_file"); f != j.end() && f->is_string()) p.suite_file = *f;
   auto fixtures = j.find("fixtures");
   if (fixtures == j.end() || !fixtures->is_array()) return r.bad("`fixtures` must be a list");
   for (const auto& f : *fixtures) {

@@ -26,7 +26,7 @@ inline constexpr std::string_view plan_file_name = "plan.json";
 struct plan_identity {
   struct fixture_ref {
     std::string id;
-    std::string digest;       // the fixture's tree digest
+    std::string digest;       // the fixture's task digest (fixture_spec::task_digest)
     std::string environment;  // suite_environment_key(): the suite's environment for it, or ""
   };
   struct candidate_ref {
@@ -35,8 +35,11 @@ struct plan_identity {
     std::string digest;  // candidate_digest()
   };
 
-  std::string suite;                      // the suite's name
-  std::string suite_digest;               // SHA-256 of the suite file's bytes
+  std::string suite;         // the suite's name
+  std::string suite_digest;  // SHA-256 of the suite file's bytes
+  // Where the suite file was when the plan was made (absolute; not part of the identity):
+  // where `evalbox regrade` finds the suite when it is not given. Empty in older files.
+  std::string suite_file;
   std::vector<fixture_ref> fixtures;      // in the suite's order
   std::vector<candidate_ref> candidates;  // in the suite's order
   int trials = 1;

@@ -40,9 +40,10 @@ bool glob_match(std::string_view p, std::string_view t) {
 std::string suite_environment_key(const fixture_spec& fixture) {
   // A Harbor task's image comes from outside its directory (the suite's images:, --image, a
   // podman store: `image` names which, with the image id or build digest where evalbox knows
-  // it) and so does the reward it must reach: both are part of its runs' identity.
+  // it): part of its runs' identity. The reward it must reach is its grading's
+  // (grading_digest).
   if (fixture.harbor && fixture.environment)
-    return fmt::format("harbor\n{}\n{}", fixture.environment->image, fixture.threshold);
+    return fmt::format("harbor\n{}", fixture.environment->image);
   // A registry image is named by the digest its tag resolved to (pinned before planning), not
   // by the tag: a tag that moves makes new runs instead of resuming into the old ones.
   if (fixture.environment && fixture.environment->image_ref.starts_with("docker://"))
@@ -51,6 +52,27 @@ std::string suite_environment_key(const fixture_spec& fixture) {
   if (!fixture.environment || !fixture.environment_from_suite) return {};
   return fmt::format("{}\n{}", fixture.environment->image,
                      fixture.environment->workdir.value_or(""));
+}
+
+std::string grading_digest(const fixture_spec& fixture, const suite_spec& suite) {
+  json judges = json::object();
+  for (const auto& c : fixture.checks) {
+    if (c.kind != check_kind::judge) continue;
+    auto it = suite.judges.find(c.judge.judge);
+    if (it == suite.judges.end()) continue;  // validation refuses it before any run
+    json j = it->second.to_json();
+    j["max_evidence_bytes"] = it->second.max_evidence_bytes;
+    j["max_output_tokens"] = it->second.max_output_tokens;
+    if (!it->second.argv.empty())
+      if (auto d = sha256_file(it->second.argv.front())) j["program_digest"] = *d;
+    judges[it->first] = std::move(j);
+  }
+  const json identity = {{"schema", "evalbox.grading.v1"},
+                         {"checks", fixture.grading_text},
+                         {"grader", fixture.grader_digest},
+                         {"threshold", fixture.threshold},
+                         {"judges", std::move(judges)}};
+  return sha256_hex(canonical_json(identity));
 }
 
 std::string run_id_of(std::string_view fixture_digest, std::string_view candidate_digest, int trial,
@@ -94,7 +116,7 @@ result<std::vector<run_spec>> plan_runs(const suite_spec& suite, const plan_opti
             options.shard_index)
           continue;
         runs.push_back({f, c, t,
-                        run_id_of(suite.fixtures[f].digest, cand_digests[c], t,
+                        run_id_of(suite.fixtures[f].task_identity(), cand_digests[c], t,
                                   suite_environment_key(suite.fixtures[f])),
                         cand_digests[c]});
       }

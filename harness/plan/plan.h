@@ -18,6 +18,9 @@ struct run_spec {
   // 16 hex digits of sha256(fixture digest, candidate digest, trial[, the suite's environment])
   std::string run_id;
   std::string candidate_digest;  // candidate_digest() of the candidate, as run.json records it
+  // Recorded already, and to be graded again from its kept final state rather than run (the
+  // runner decides: evalbox regrade, or a resume after its checks changed).
+  bool regrade = false;
 };
 
 struct plan_options {
@@ -38,9 +41,16 @@ result<std::string> candidate_digest(const candidate_spec& c);
 // fixture has no environment or its own (of files).
 std::string suite_environment_key(const fixture_spec& fixture);
 
+// The grading identity of `fixture`'s runs in `suite` (a run record's grading.digest): SHA-256
+// over its checks and threshold as written, its grader files (a Harbor task's tests/ and
+// verifier settings), the threshold it is judged by, and the settings of the suite's judges its
+// judge checks name (never a key) — with a command judge's program's bytes. Equal digests grade
+// equal final states the same way; a changed one regrades (docs/results.md).
+std::string grading_digest(const fixture_spec& fixture, const suite_spec& suite);
+
 // The run id of `trial` of a candidate on a fixture: 16 hex digits of SHA-256 over the
-// fixture's tree digest, the candidate's digest, the trial and the suite's environment for it
-// (docs/results.md).
+// fixture's task digest (fixture_spec::task_digest: without what grades it), the candidate's
+// digest, the trial and the suite's environment for it (docs/results.md).
 std::string run_id_of(std::string_view fixture_digest, std::string_view candidate_digest, int trial,
                       std::string_view suite_environment = {});
 

@@ -47,13 +47,14 @@ compare_side compare_side::of_records(const std::vector<json>& records) {
   return side;
 }
 
-result<compare_side> compare_side::of_results(const results_dir& dir) {
+result<compare_side> compare_side::of_results(const results_dir& dir,
+                                              const grading_selection* grading) {
   compare_side side;
   auto note = [&](const json& r) -> status {
-    add_digest(r, side.fixture_digests);
+    if (!grading || grading->empty() || grading->selects(r)) add_digest(r, side.fixture_digests);
     return {};
   };
-  auto runs = EB_TRY(run_index::of_results(dir, note));
+  auto runs = EB_TRY(run_index::of_results(dir, note, grading));
   side.outcomes.assign(runs.outcomes().begin(), runs.outcomes().end());
   return side;
 }

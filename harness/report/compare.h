@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "harness/report/report.h"
 #include "harness/report/stats.h"
 #include "harness/results/results.h"
 
@@ -35,8 +36,10 @@ struct compare_side {
   std::map<std::string, std::set<std::string>> fixture_digests;  // fixture id → its digests
 
   static compare_side of_records(const std::vector<json>& records);
-  // results.jsonl of `dir`, read one record at a time.
-  static result<compare_side> of_results(const results_dir& dir);
+  // results.jsonl of `dir`, read one record at a time; with `grading`, the records it selects
+  // only (an older grading of the runs: compare --grading).
+  static result<compare_side> of_results(const results_dir& dir,
+                                         const grading_selection* grading = nullptr);
 };
 
 struct compare_request : compare_settings {

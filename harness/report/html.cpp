@@ -314,6 +314,9 @@ void write_totals(std::ostream& h, const stats::summary& s, const std::string& s
         "results: {0} of the plan's {1} runs are missing</strong> (not run, or not merged): every "
         "number here is over the {2} recorded runs only.</p>\n",
         s.missing->missing, s.missing->planned, s.runs);
+  if (const std::string note = report_text::grading_note(s); !note.empty())
+    h << fmt::format("<p id=\"grading\" data-regraded=\"{}\"><strong>Grading:</strong> {}</p>\n",
+                     s.grading.regraded, escape(note));
 }
 
 // pass@1 with its interval as a chart, then the table with pass@k.

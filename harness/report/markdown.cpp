@@ -64,6 +64,8 @@ void write_heading(std::ostream& out, const stats::summary& s, const std::string
         "**Partial results: {} of the plan's {} runs are missing** (not run, or not "
         "merged): every number below is over the {} recorded runs only.\n\n",
         s.missing->missing, s.missing->planned, s.runs);
+  if (const std::string note = report_text::grading_note(s); !note.empty())
+    out << "**Grading:** " << note << "\n\n";
   out << fmt::format(
       "pass@1 is the mean over fixtures of per-fixture pass rates; its {:.0f}% interval accounts "
       "for how fixtures differ and does not collapse at 0 or 100% (docs/statistics.md), n = "

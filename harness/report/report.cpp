@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <ostream>
 #include <thread>
 
@@ -48,6 +49,31 @@ std::string failed_check_ids(const run_detail& run) {
   for (const auto& c : run.checks)
     if (!c.passed) failed += (failed.empty() ? "" : ", ") + c.id;
   return failed;
+}
+
+std::string grading_note(const stats::summary& s) {
+  const auto& g = s.grading;
+  std::vector<std::string> parts;
+  if (g.selected == "original")
+    parts.push_back(
+        "These are the verdicts each run gave itself (evalbox report --grading original), "
+        "before any regrade; the newest are in the results directory's own report.");
+  else if (!g.selected.empty())
+    parts.push_back(fmt::format(
+        "These are the verdicts of grading {} (evalbox report --grading), an older grading of "
+        "these runs; the newest are in the results directory's own report.",
+        g.selected));
+  if (g.regraded > 0)
+    parts.push_back(
+        fmt::format("{} of the {} verdicts come from grading the run again (evalbox "
+                    "regrade), not from the run itself.",
+                    g.regraded, s.runs));
+  if (!g.mixed_fixtures.empty())
+    parts.push_back(fmt::format(
+        "Runs of {} fixture(s) were graded by different checks ({}): evalbox regrade grades "
+        "the older ones with the current checks.",
+        g.mixed_fixtures.size(), fmt::join(g.mixed_fixtures, ", ")));
+  return fmt::format("{}", fmt::join(parts, " "));
 }
 
 }  // namespace report_text
@@ -100,6 +126,8 @@ std::string_view report_file_name(report_format f) {
 
 std::string render_terminal_summary(const stats::summary& s) {
   std::string out;
+  if (const std::string note = report_text::grading_note(s); !note.empty())
+    out += fmt::format("  grading: {}\n", note);
   for (const auto& c : s.candidates)
     out += fmt::format("  {:<20} pass@1 {:>6} {} over {} fixture(s), {} trial(s){}\n", c.candidate,
                        percent(c.pass_at_1), interval(c.pass_at_1_ci), c.fixtures, c.trials,

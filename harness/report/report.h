@@ -49,6 +49,23 @@ std::vector<json> latest_records(const std::vector<json>& records);
 // the statistics need, its run id, and where its full record is. Renderers read one record
 // back at a time (read) while they write that run, so writing reports takes memory in
 // proportion to runs × this small entry, not to the records themselves.
+// Which records show an older grading of the runs (report --grading, compare --grading):
+// "original" — each run as its own run graded it, before any regrade — or grading digests
+// (run.json's grading.digest; each fixture's runs have their own).
+struct grading_selection {
+  bool original = false;
+  std::vector<std::string> digests;  // whole digests
+  [[nodiscard]] bool empty() const { return !original && digests.empty(); }
+  // Whether `record` (holding report_fields()) is one of them.
+  [[nodiscard]] bool selects(const json& record) const;
+  // "original", or the digests' first 12 digits joined by "+": a directory name.
+  [[nodiscard]] std::string label() const;
+};
+// `given`: "original", or digests as whole or by their first 8+ hex digits, each naming one
+// digest among the records of `dir`. invalid_argument errors list the digests there are.
+result<grading_selection> select_gradings(const results_dir& dir,
+                                          std::span<const std::string> given);
+
 // The fields of a record the reports read (run_index.cpp lists them): a run_index built from
 // results.jsonl parses only these, and its visitor and read() see records holding only these.
 const record_fields& report_fields();
@@ -83,7 +100,10 @@ class run_index {
 
   // results.jsonl of `dir` in one pass, keeping the newest record of each (candidate,
   // fixture, trial) (latest_records). `visit`, when set, sees every record on the way.
-  static result<run_index> of_results(const results_dir& dir, const record_visitor& visit = {});
+  // With `grading`, only the records it selects are indexed: the newest of each trial among
+  // them (report --grading); `visit` still sees every record.
+  static result<run_index> of_results(const results_dir& dir, const record_visitor& visit = {},
+                                      const grading_selection* grading = nullptr);
   // An index built from records handed over one at a time in results.jsonl's order, each with
   // its place in `results_file`: once finished, the index of_results gives of the complete
   // file. A merge indexes the lines it appends as it goes rather than lexing them all again;
@@ -224,8 +244,11 @@ result<stats::summary> write_reports(const std::filesystem::path& dir,
 namespace report_text {
 std::string percent(std::optional<double> v);                    // "62.5%" or "n/a"
 std::string interval(const std::optional<stats::interval>& ci);  // "[48.1, 74.9]" or "n/a"
-std::string cost(const stats::cost_total& c);         // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
-std::string error_message_of(const json& record);     // why a run is an error
+std::string cost(const stats::cost_total& c);      // "unknown", "$1.20", "≥ $1.20 (3 unknown)"
+std::string error_message_of(const json& record);  // why a run is an error
+// Which gradings the verdicts come from, when that is worth saying (some were graded again,
+// more than one grading, an older grading shown): one sentence, else "".
+std::string grading_note(const stats::summary& s);
 std::string failed_check_ids(const run_detail& run);  // "a, b": the checks the run failed
 bool passed(const json& check);  // a check's "passed" is true (any other value: not passed)
 // JSON that can sit inside an HTML <script> block: j.dump() (bytes that are not UTF-8 replaced)

@@ -39,6 +39,8 @@ stats::run_outcome outcome_of(const json& r) {
   o.input_tokens = json_find<uint64_t>(u, "input_tokens");
   o.output_tokens = json_find<uint64_t>(u, "output_tokens");
   o.cost_usd = json_find<double>(u, "cost_usd");
+  o.grading_digest = json_value_or(json_member(r, "grading"), "digest", "");
+  o.regraded = json_member(r, "regraded").is_object();
   const json& ju = json_member(r, "judge_usage");
   if (ju.is_object()) {
     o.judged = true;
@@ -162,6 +164,8 @@ const record_fields& report_fields() {
                                     "execution.error",
                                     "execution.error_kind",
                                     "grading.status",
+                                    "grading.digest",
+                                    "regraded.at",
                                     "grading.error",
                                     "grading.score",
                                     "grading.checks[].id",
@@ -283,10 +287,64 @@ result<run_index> run_index::incremental::finish() && {
   return std::move(index);
 }
 
-result<run_index> run_index::of_results(const results_dir& dir, const record_visitor& visit) {
+bool grading_selection::selects(const json& record) const {
+  if (original) return !json_member(record, "regraded").is_object();
+  const std::string d = json_value_or(json_member(record, "grading"), "digest", "");
+  return std::find(digests.begin(), digests.end(), d) != digests.end();
+}
+
+std::string grading_selection::label() const {
+  if (original) return "original";
+  std::vector<std::string> parts;
+  for (const auto& d : digests) parts.push_back(d.substr(0, 12));
+  return fmt::format("{}", fmt::join(parts, "+"));
+}
+
+result<grading_selection> select_gradings(const results_dir& dir,
+                                          std::span<const std::string> given) {
+  grading_selection out;
+  std::map<std::string, uint64_t> digests;
+  static const record_fields fields{"grading.digest"};
+  bool scanned = false;
+  for (const auto& g : given) {
+    if (g == "original") {
+      out.original = true;
+      continue;
+    }
+    if (!scanned) {
+      EB_TRY(dir.for_each_record(fields, [&](const json& r, record_location) -> status {
+        const std::string d = json_value_or(json_member(r, "grading"), "digest", "");
+        if (!d.empty()) ++digests[d];
+        return {};
+      }));
+      scanned = true;
+    }
+    std::vector<std::string> matches;
+    for (const auto& [d, n] : digests)
+      if (g.size() >= 8 && d.starts_with(g)) matches.push_back(d);
+    if (matches.size() != 1) {
+      std::string known;
+      for (const auto& [d, n] : digests) known += fmt::format("\n  {} ({} record(s))", d, n);
+      if (known.empty()) known = " none (the records predate grading digests)";
+      return make_error(error_kind::invalid_argument,
+                        "--grading {}: {} grading (give \"original\", or a digest or its first "
+                        "8+ hex digits); the records have:{}",
+                        g, matches.empty() ? "no such" : "more than one", known);
+    }
+    out.digests.push_back(matches.front());
+  }
+  if (out.original && !out.digests.empty())
+    return make_error(error_kind::invalid_argument,
+                      "--grading original selects each run's own grading: give it alone");
+  return out;
+}
+
+result<run_index> run_index::of_results(const results_dir& dir, const record_visitor& visit,
+                                        const grading_selection* grading) {
   incremental index(dir.results_file());
   auto add = [&](const json& record, record_location where) -> status {
     if (visit) EB_TRY(visit(record));
+    if (grading && !grading->empty() && !grading->selects(record)) return {};
     return index.add(record, where);
   };
   EB_TRY(dir.for_each_record(report_fields(), add));

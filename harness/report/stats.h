@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,6 +43,10 @@ struct run_outcome {
   bool judged = false;
   std::optional<uint64_t> judge_input_tokens, judge_output_tokens;
   std::optional<double> judge_cost_usd;  // priced from the suite's table by the judge's model
+  // Which grading made the verdict (the record's grading.digest; "" in older records), and
+  // whether it came from grading the run again (evalbox regrade).
+  std::string grading_digest;
+  bool regraded = false;
 };
 
 struct interval {
@@ -231,8 +236,18 @@ struct missing_runs {
   uint64_t missing = 0;  // of those, runs without a record
 };
 
+// Which gradings the verdicts come from (summary.json "grading").
+struct grading_sources {
+  uint64_t regraded = 0;                    // verdicts from grading a run again
+  std::map<std::string, uint64_t> digests;  // grading digest ("" unknown) → runs
+  // Fixtures whose runs were graded by different checks (more than one digest), sorted.
+  std::vector<std::string> mixed_fixtures;
+  std::string selected;  // set when the report shows one older grading (report --grading)
+};
+
 struct summary {
   options settings;
+  grading_sources grading;
   uint64_t runs = 0;
   std::optional<missing_runs> missing;         // set only by a partial merge; in JSON "runs"
   std::vector<cell> cells;                     // sorted by candidate, then fixture

@@ -375,6 +375,14 @@ result<summary> summarize(std::span<const run_outcome> outcomes, const options& 
     return std::tie(a.candidate, a.fixture, a.trial) < std::tie(b.candidate, b.fixture, b.trial);
   });
   s.overall = summarize_usage(outcomes);
+  std::map<std::string_view, std::set<std::string_view>> by_fixture;
+  for (const run_outcome& o : outcomes) {
+    ++s.grading.digests[o.grading_digest];
+    if (o.regraded) ++s.grading.regraded;
+    by_fixture[o.fixture].insert(o.grading_digest);
+  }
+  for (const auto& [f, digests] : by_fixture)
+    if (digests.size() > 1) s.grading.mixed_fixtures.emplace_back(f);
   return s;
 }
 

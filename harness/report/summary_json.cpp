@@ -226,6 +226,15 @@ class pretty_writer {
   bool after_key_ = false;
 };
 
+json grading_json(const summary& s) {
+  json digests = json::object();
+  for (const auto& [d, n] : s.grading.digests) digests[d.empty() ? "unknown" : d] = n;
+  return {{"regraded", s.grading.regraded},
+          {"digests", std::move(digests)},
+          {"mixed_fixtures", s.grading.mixed_fixtures},
+          {"selected", s.grading.selected.empty() ? json(nullptr) : json(s.grading.selected)}};
+}
+
 }  // namespace
 
 json to_json(const summary& s) {
@@ -233,6 +242,7 @@ json to_json(const summary& s) {
   j["schema"] = "evalbox.summary.v1";
   j["settings"] = settings_json(s);
   j["runs"] = runs_json(s);
+  j["grading"] = grading_json(s);
   j["candidates"] = array_of(s.candidates, [](const candidate_summary& c) {
     json out = candidate_json(c);
     out["pass_at_k"] = to_json(c.pass_at);
@@ -262,6 +272,7 @@ void write_json(std::ostream& out, const summary& s) {
   json small = {{"schema", "evalbox.summary.v1"},
                 {"settings", settings_json(s)},
                 {"runs", runs_json(s)},
+                {"grading", grading_json(s)},
                 {"usage", to_json(s.overall)}};
   w.object(
       std::move(small),

@@ -198,6 +198,68 @@ class attempt {
         image_(x.images[r.fixture] ? &*x.images[r.fixture] : nullptr),
         launch_env_(run_environment(image_)) {}
 
+  // A finished run graded again from the final state it kept (regrade_attempt).
+  attempt_state regrade() {
+    auto t0 = clock_type::now();
+    // Why it cannot be graded again; `again`: whether another attempt might do better.
+    auto stop = [this](run_error_kind kind, std::string_view why, bool again) {
+      fail(kind, why);
+      st_.retryable = again;
+      return done();
+    };
+    out_dir_ = run_dir_ / "gradings" / grading_digest(fixture_, x_.suite);
+    (void)remove_tree(out_dir_);
+    if (auto s = make_dirs(out_dir_); !s)
+      return stop(run_error_kind::host, s.error().message, true);
+    auto trees = read_final_state(x_.results.root(), r_.run_id);
+    if (!trees) return stop(run_error_kind::host, trees.error().message, false);
+    auto tr = read_transcript(transcript_path());
+    if (!tr) return stop(run_error_kind::host, "its transcript: " + tr.error().message, false);
+    transcript_ = std::move(*tr);
+    plan_.argv = {"/bin/true"};  // never launched: the request needs a program
+    if (!prepare(0)) return done();
+    auto pristine = session_->snapshot_workspace();
+    if (!pristine) return stop(run_error_kind::sandbox, pristine.error().message, true);
+    pristine_ = std::move(*pristine);
+    std::vector<fs::path> after{pristine_.view}, before{pristine_.view};
+    state_stack_.home = {session_->home_dir()};
+    int n = 0;
+    for (const auto& t : *trees) {
+      auto dir = session_->scratch_dir(fmt::format("regrade-{}", n++));
+      if (!dir) return stop(run_error_kind::sandbox, dir.error().message, true);
+      const fs::path base = t.name == "root" ? fs::path() : pristine_.view;
+      if (auto w = write_state_layer(x_.results.root(), t, base, *dir / "layer",
+                                     session_->sandbox_uid(), session_->sandbox_gid());
+          !w)
+        return stop(run_error_kind::host, w.error().message, false);
+      if (t.name == "workspace") after.insert(after.begin(), *dir / "layer");
+      if (t.name == "setup") before.insert(before.begin(), *dir / "layer");
+      if (t.name == "root") {
+        if (!session_->image())
+          return stop(run_error_kind::host,
+                      "its final state has an image root, but the fixture has no image now", false);
+        state_stack_.root.push_back(*dir / "layer");
+      }
+    }
+    state_stack_.workspace = after;
+    graded_stack_ = &state_stack_;
+    for (auto* v : {&after, &before}) {
+      if (v->size() == 1) continue;
+      auto at = session_->scratch_dir(v == &after ? "regrade-after" : "regrade-before");
+      if (!at) return stop(run_error_kind::sandbox, at.error().message, true);
+      auto view = sandbox::layers_view::make(*v, *at);
+      if (!view) return stop(run_error_kind::sandbox, view.error().message, true);
+      regrade_views_.push_back(std::move(*view));
+    }
+    after_.view = after.size() == 1 ? pristine_.view : regrade_views_.front().path();
+    before_.view = before.size() == 1 ? pristine_.view : regrade_views_.back().path();
+    grade(t0);
+    graded_stack_ = nullptr;
+    for (const auto& d : graded_dirs_) (void)remove_tree(d);
+    graded_dirs_.clear();
+    return done();
+  }
+
   attempt_state run(int number) {
     if (!fresh_run_dir()) return done();
     if (!plan()) return done();
@@ -205,7 +267,10 @@ class attempt {
     if (setup() && agent() && record_transcript()) {
       // Grading time, as run.json has always counted it, includes the diff.
       auto t0 = clock_type::now();
-      if (diff()) grade(t0);
+      if (diff()) {
+        keep_state();
+        grade(t0);
+      }
     }
     keep_workspace();
     return done();  // the session stays alive until the caller has recorded the result
@@ -309,8 +374,15 @@ class attempt {
   }
 
   // The fixture's setup commands, then the snapshot the agent's changes are measured from.
+  // With setup commands the workspace is first snapshot as the fixture gave it (O(1) on an
+  // overlay: nothing was written yet), what the kept final state is measured from.
   bool setup() {
     if (!fixture_.setup.empty()) {
+      if (x_.options.final_state_bytes > 0) {
+        auto pristine = session_->snapshot_workspace();
+        if (!pristine) return fail(run_error_kind::sandbox, pristine.error().message);
+        pristine_ = std::move(*pristine);
+      }
       auto t0 = clock_type::now();
       std::string script = "set -e\n";
       for (const auto& cmd : fixture_.setup) script += cmd + "\n";
@@ -330,6 +402,11 @@ class attempt {
     auto before = session_->snapshot_workspace();
     if (!before) return fail(run_error_kind::sandbox, before.error().message);
     before_ = std::move(*before);
+    if (pristine_.view.empty()) {
+      pristine_ = before_;
+    } else if (auto changed = session_->changed_paths(pristine_)) {
+      setup_changed_ = std::move(*changed);  // what the setup changed, kept with the state
+    }
     return true;
   }
 
@@ -662,7 +739,7 @@ class attempt {
     if (fixture_.has_grader)
       o.extra_mounts.push_back({fixture_.grader_dir(), "/grader", false, false});
     o.extra_mounts.push_back({transcript_path(), "/evalbox/transcript.jsonl", false, true});
-    fs::path log_path = run_dir_ / "checks" / (c.id + ".log");
+    fs::path log_path = out_dir_ / "checks" / (c.id + ".log");
     EB_TRY(make_dirs(log_path.parent_path()));
     o.stdout_path = log_path;
     o.stderr_path = log_path;
@@ -684,7 +761,7 @@ class attempt {
   // runs/<id>/verifier/.
   result<verifier_outcome> run_verifier(const check_spec&) {
     const harbor_spec& h = *fixture_.harbor;
-    const fs::path keep = run_dir_ / "verifier";
+    const fs::path keep = out_dir_ / "verifier";
     EB_TRY(make_dirs(keep));
     const fs::path logs = EB_TRY_CTX(session_->scratch_dir("verifier-logs"), "/logs/verifier");
     auto env = launch_env_;
@@ -746,7 +823,7 @@ class attempt {
   result<tests_check_outcome> run_tests_check(const check_spec& c) {
     tests_check_outcome out;
     const int n = check_index_++;
-    const fs::path logs = run_dir_ / "checks";
+    const fs::path logs = out_dir_ / "checks";
     EB_TRY(make_dirs(logs));
     auto finish = [&](const sandbox::run_record& rec) -> status {
       if (!rec.ok()) return make_error(error_kind::io, "grading sandbox: {}", rec.error);
@@ -800,9 +877,13 @@ class attempt {
             max_test_report_bytes);
     } else {
       // The command (code the agent wrote) made this file: looked up beneath the workspace,
-      // never following a link out of it, and read bounded.
-      auto e = lookup_beneath(session_->workspace_dir(), c.tests.junit_path, true, true,
-                              max_test_report_bytes);
+      // never following a link out of it, and read bounded. Over a graded stack the command
+      // wrote into its launch's own upper.
+      const fs::path where =
+          graded_stack_ ? graded_dirs_.back() / "workspace" / "upper" : session_->workspace_dir();
+      auto e = lookup_beneath(where, c.tests.junit_path, true, true, max_test_report_bytes);
+      if (e && e->type == beneath_entry::type_kind::missing && graded_stack_)
+        e = lookup_beneath(after_.view, c.tests.junit_path, true, true, max_test_report_bytes);
       if (!e)
         out.report_error = fmt::format("{}: {}", c.tests.junit_path, e.error().message);
       else if (e->type != beneath_entry::type_kind::regular)
@@ -891,6 +972,55 @@ class attempt {
     st_.kept_workspace = std::move(k);
   }
 
+  // The final state as graded, kept for `evalbox regrade` (final_state.h): the workspace's
+  // differences from the fixture's, and with an image the root's writable layers. Taken before
+  // the checks run (they may write). Never the run's failure: run.json says what was kept.
+  void keep_state() {
+    if (x_.options.final_state_bytes == 0 || after_.view.empty() || pristine_.view.empty()) return;
+    std::vector<state_source> sources;
+    state_source ws{
+        "workspace", session_->workspace_target().string(), after_.view, pristine_.view, {}};
+    auto changed = session_->changed_paths(pristine_);
+    if (!changed) {
+      st_.final_state = {{"path", nullptr}, {"reason", changed.error().message}};
+      return;
+    }
+    ws.candidates = std::move(*changed);
+    if (graded_stack_) {
+      // A loop's task session: what its frozen layers hold (opaque directories' contents are
+      // candidates too, from the view before the agent).
+      for (size_t i = 0; i + 1 < graded_stack_->workspace.size(); ++i) {
+        const fs::path& layer = graded_stack_->workspace[i];
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(layer, ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+          const std::string rel = it->path().lexically_relative(layer).string();
+          ws.candidates.push_back(rel);
+          if (it->is_directory(ec) && !it->is_symlink(ec))
+            for (auto& hidden :
+                 list_beneath(pristine_.view, rel).value_or(std::vector<std::string>{}))
+              ws.candidates.push_back(std::move(hidden));
+        }
+      }
+    }
+    sources.push_back(std::move(ws));
+    if (pristine_.index != before_.index)  // the workspace after setup, for git checks
+      sources.push_back({"setup", session_->workspace_target().string(), before_.view,
+                         pristine_.view, setup_changed_});
+    if (const auto* image = session_->image()) {
+      if (graded_stack_)
+        for (const auto& layer : graded_stack_->root)
+          sources.push_back({"root", "/", layer, {}, {}});
+      sources.push_back({"root", "/", image->upper, {}, {}});
+    }
+    auto kept =
+        keep_final_state(x_.results.root(), r_.run_id, sources, x_.options.final_state_bytes);
+    if (!kept)
+      st_.final_state = {{"path", nullptr}, {"reason", kept.error().message}};
+    else
+      st_.final_state = std::move(*kept);
+  }
+
   fs::path transcript_path() const { return run_dir_ / transcript_file_name; }
 
   const execution_context& x_;
@@ -908,7 +1038,8 @@ class attempt {
   const adapter* adapter_ = nullptr;
   agent_plan plan_;
   sandbox::session_request request_;
-  sandbox::workspace_snapshot before_, after_;
+  sandbox::workspace_snapshot pristine_, before_, after_;
+  std::vector<std::string> setup_changed_;  // between pristine_ and before_
   std::vector<agent_output> outputs_;
   sandbox::outcome_kind agent_outcome_ = sandbox::outcome_kind::exited;
   int agent_signal_ = 0;
@@ -923,9 +1054,25 @@ class attempt {
   std::shared_ptr<sessions::family> state_family_;  // declared first: its layers go last
   sandbox::layer_stack state_stack_;
   std::optional<sandbox::layers_view> state_view_;
+  // regrade: where the grading's files go (the run directory, or a regrade's own), and the
+  // views of the rebuilt state.
+  fs::path out_dir_ = run_dir_;
+  std::vector<sandbox::layers_view> regrade_views_;
 };
 
 }  // namespace
+
+attempt_state regrade_attempt(const execution_context& x, const run_spec& r,
+                              std::optional<sandbox::prepared_session>& session) {
+  try {
+    return attempt(x, r, session).regrade();
+  } catch (const std::exception& e) {
+    attempt_state st;
+    st.fail(run_error_kind::host, fmt::format("internal error: {}", e.what()));
+    st.retryable = false;
+    return st;
+  }
+}
 
 attempt_state execute_attempt(const execution_context& x, const run_spec& r, int number,
                               std::optional<sandbox::prepared_session>& session) {

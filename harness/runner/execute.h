@@ -51,5 +51,14 @@ struct execution_context {
 attempt_state execute_attempt(const execution_context& x, const run_spec& r, int attempt,
                               std::optional<sandbox::prepared_session>& session);
 
+// Grades run `r` again from the final state it kept (harness/results/final_state.h) with the
+// fixture's current checks: a fresh session of the fixture (no setup, no agent, no credential
+// lease), the kept trees written back as layers and stacked over it, the checks as in a run
+// (shell, tests and verifier checks in sandboxes over that stack, the run's transcript and
+// workspace.diff as they were). The grading's files go to runs/<run_id>/gradings/<digest>/.
+// An execution error says why it could not: no state kept, a damaged one, the sandbox.
+attempt_state regrade_attempt(const execution_context& x, const run_spec& r,
+                              std::optional<sandbox::prepared_session>& session);
+
 }  // namespace runner
 }  // namespace evalbox::harness

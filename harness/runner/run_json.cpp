@@ -90,7 +90,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
   j["schema"] = run_schema;
   j["run_id"] = r.run_id;
   j["suite"] = suite.name;
-  j["fixture"] = {{"id", f.id}, {"digest", f.digest}};
+  j["fixture"] = {{"id", f.id}, {"digest", f.digest}, {"task_digest", f.task_digest}};
   j["candidate"] = {{"id", c.id}, {"adapter", c.adapter}, {"digest", r.candidate_digest}};
   j["trial"] = r.trial;
   j["environment"] = st.environment;
@@ -113,6 +113,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
                                              {"threshold", f.threshold},
                                              {"error", nullptr}}
                                       : st.grading;
+  j["grading"]["digest"] = grading_digest(f, suite);
   j["verdict"] = to_string(st.verdict);
   j["usage"] = st.usage.is_null() ? usage_json({}, c, "", {}) : st.usage;
   // The judge's tokens and cost, never added to the candidate's (docs/results.md).
@@ -123,6 +124,34 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
   timings["wall_ms"] = timing.wall_ms;
   j["timings"] = timings;
   if (!st.kept_workspace.is_null()) j["kept_workspace"] = st.kept_workspace;
+  j["final_state"] = st.final_state;
+  return j;
+}
+
+json regraded_run_json(const suite_spec& suite, const run_spec& r, const json& old,
+                       const attempt_state& st) {
+  const auto& f = suite.fixtures[r.fixture];
+  json j = old;
+  json previous = nullptr;
+  if (auto g = old.find("grading"); g != old.end() && g->is_object())
+    previous = g->value("digest", json(nullptr));
+  const std::string digest = grading_digest(f, suite);
+  j["fixture"]["digest"] = f.digest;
+  j["grading"] = st.grading.is_null() ? json{{"status", "skipped"},
+                                             {"checks", json::array()},
+                                             {"score", nullptr},
+                                             {"threshold", f.threshold},
+                                             {"error", nullptr}}
+                                      : st.grading;
+  j["grading"]["digest"] = digest;
+  j["verdict"] = to_string(st.verdict);
+  j["judge_usage"] = st.judge_usage;
+  json regraded = {{"at", now_rfc3339()},
+                   {"previous_digest", previous},
+                   {"files", fmt::format("runs/{}/gradings/{}", r.run_id, digest)},
+                   {"grading_ms", st.timings.value("grading_ms", json(nullptr))}};
+  if (!st.records.empty()) regraded["records"] = st.records;
+  j["regraded"] = std::move(regraded);
   return j;
 }
 

@@ -47,6 +47,9 @@ struct attempt_state {
   // With --keep-workspaces, for a run the policy keeps: where its final workspace is (or why
   // it is not there). null: not asked for, and run.json has no kept_workspace.
   json kept_workspace = nullptr;
+  // What the run kept of its final state to be graded again (harness/results/final_state.h);
+  // null: nothing (the run ended before its grading, or the state was over the cap).
+  json final_state = nullptr;
   bool cancelled = false;   // stopped by a signal: recorded nowhere
   bool lease_busy = false;  // another evalbox process holds a credential lease
   bool retryable = true;    // false for a request the sandbox refused as invalid: it would again
@@ -77,6 +80,13 @@ struct run_timing {
 // The evalbox.run.v1 record of run `r` of `suite`.
 json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state& st,
                  const run_timing& timing);
+
+// The record of run `r` graded again (regrade_attempt ended as `st`, not failed): `old` (its
+// newest record) with the new grading (and its digest), verdict and judge usage, the fixture's
+// current digest, and "regraded": {"at", "previous_digest", "files" (where its check logs
+// are), "grading_ms", "records" (launches of its verifier, when it has one)}.
+json regraded_run_json(const suite_spec& suite, const run_spec& r, const json& old,
+                       const attempt_state& st);
 
 // Now as RFC 3339 in UTC, to the second ("2026-11-30T21:42:47Z").
 std::string now_rfc3339();

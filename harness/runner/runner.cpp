@@ -41,6 +41,32 @@ std::map<std::string, std::string> base_environment() {
 
 namespace {
 
+// What resume needs of a recorded run (its newest record).
+struct recorded_run {
+  bool completed = false;  // its execution completed (so it was graded, or could be)
+  std::string grading_digest;
+  bool state_kept = false;  // final_state.path is set
+};
+
+result<std::map<std::string, recorded_run>> recorded_runs(const results_dir& results) {
+  static const record_fields fields{"run_id", "execution.status", "grading.digest",
+                                    "final_state.path"};
+  std::map<std::string, recorded_run> out;
+  EB_TRY(results.for_each_record(fields, [&](const json& r, record_location) -> status {
+    const std::string id = json_value_or(r, "run_id", "");
+    if (id.empty()) return {};
+    recorded_run& rec = out[id];
+    const json& exec = r.value("execution", json::object());
+    rec.completed = exec.is_object() && json_value_or(exec, "status", "") == "completed";
+    const json& g = r.value("grading", json::object());
+    rec.grading_digest = g.is_object() ? json_value_or(g, "digest", "") : "";
+    const json& fs = r.value("final_state", json::object());
+    rec.state_kept = fs.is_object() && fs.contains("path") && fs.at("path").is_string();
+    return {};
+  }));
+  return out;
+}
+
 // The scheduler's view of an attempt.
 attempt_report scheduling_view(const attempt_state& st) {
   if (st.cancelled) return {attempt_end::cancelled, {}};
@@ -109,13 +135,32 @@ class suite_execution {
     };
     const int last = sched_.attempts(r.run_id, [&](int attempt) {
       teardown();
-      st = options_.attempt ? options_.attempt(x_, r, attempt, session)
-                            : execute_attempt(x_, r, attempt, session);
+      st = r.regrade          ? regrade_attempt(x_, r, session)
+           : options_.attempt ? options_.attempt(x_, r, attempt, session)
+                              : execute_attempt(x_, r, attempt, session);
       return scheduling_view(st);
     });
+    if (r.regrade && st.failed() && !st.cancelled) {
+      // Kept as it was: the old grading stays the run's newest.
+      log::warn("run {}: not graded again: {}", r.run_id, st.error);
+      teardown();
+      std::lock_guard lock(mu_);
+      ++totals_.regrade_errors;
+      return;
+    }
     bool recorded = false;
     if (!st.cancelled && !stopping()) {
-      json j = to_run_json(suite_, r, st, {last + 1, started_at, now_rfc3339(), ms_since(t0)});
+      json j = r.regrade ? regraded_record(r, st)
+                         : to_run_json(suite_, r, st,
+                                       {last + 1, started_at, now_rfc3339(), ms_since(t0)});
+      if (j.is_null()) {  // a regrade of a run whose run.json is gone or unreadable
+        log::warn("run {}: not graded again: its runs/{}/run.json cannot be read", r.run_id,
+                  r.run_id);
+        teardown();
+        std::lock_guard lock(mu_);
+        ++totals_.regrade_errors;
+        return;
+      }
       // A full results directory may have cut the run's own files short (its output, its
       // transcript): such a run is not recorded, and nothing after it either. Nothing partial
       // is left in results.jsonl (results.h), so a later run resumes from what was recorded.
@@ -141,9 +186,32 @@ class suite_execution {
     if (recorded) tally(r, st);
   }
 
+  // The run's new record after a regrade; the record it replaces as the newest is kept as
+  // runs/<id>/gradings/<its digest>.json (and stays in results.jsonl).
+  json regraded_record(const run_spec& r, const attempt_state& st) {
+    const fs::path dir = results_.run_dir(r.run_id);
+    json old = json::object();
+    if (auto text = read_file(dir / "run.json"))
+      if (auto j = parse_json(*text, "run.json"); j && j->is_object()) old = std::move(*j);
+    std::string previous = "original";
+    if (auto g = old.find("grading"); g != old.end() && g->is_object())
+      previous = json_value_or(*g, "digest", std::string("original"));
+    const fs::path keep = dir / "gradings" / (previous + ".json");
+    std::error_code ec;
+    if (!old.empty() && !fs::exists(keep, ec)) (void)write_file_atomic(keep, pretty_json(old));
+    if (old.empty()) return json();
+    json j = regraded_run_json(suite_, r, old, st);
+    if (old.value("verdict", json()) != j["verdict"]) {
+      std::lock_guard lock(mu_);
+      ++totals_.verdicts_changed;
+    }
+    return j;
+  }
+
   void tally(const run_spec& r, const attempt_state& st) {
     std::lock_guard lock(mu_);
     ++prog_.done;
+    if (r.regrade) ++totals_.regraded;
     if (st.failed())
       ++totals_.execution_errors, ++prog_.errors;
     else if (st.verdict == run_verdict::not_assessed)
@@ -157,6 +225,7 @@ class suite_execution {
                              suite_.candidates[r.candidate].id, r.trial,
                              st.failed() ? fmt::format("error ({})", to_string(*st.error_kind))
                                          : std::string(to_string(st.verdict)));
+    if (r.regrade) prog_.last += " (graded again)";
     if (options_.on_progress) options_.on_progress(prog_);
   }
 
@@ -209,14 +278,31 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   run_totals totals;
   totals.planned = static_cast<int>(runs.size());
 
-  std::set<std::string> done;
-  if (options.resume) done = EB_TRY(results.recorded_ids());
+  std::map<std::string, recorded_run> done;
+  if (options.resume || options.regrade_only) done = EB_TRY(recorded_runs(results));
   std::vector<run_spec> queued;
+  std::vector<std::string> current(suite.fixtures.size());  // grading digests, when asked
   for (const auto& r : runs) {
-    if (done.count(r.run_id))
+    auto it = done.find(r.run_id);
+    if (it == done.end()) {
+      if (options.regrade_only)
+        ++totals.not_run;
+      else
+        queued.push_back(r);
+      continue;
+    }
+    std::string& digest = current[r.fixture];
+    if (digest.empty()) digest = grading_digest(suite.fixtures[r.fixture], suite);
+    const recorded_run& rec = it->second;
+    if (!rec.completed || (!options.regrade_all && rec.grading_digest == digest)) {
       ++totals.skipped;
-    else
+    } else if (!rec.state_kept) {
+      ++totals.skipped;
+      totals.stale.push_back(r.run_id);
+    } else {
       queued.push_back(r);
+      queued.back().regrade = true;
+    }
   }
 
   // The fixtures' bin/ bundles, digested once per suite rather than once per run.

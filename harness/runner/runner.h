@@ -19,6 +19,7 @@
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
 #include "harness/plan/plan.h"
+#include "harness/results/final_state.h"
 #include "harness/runner/keep_workspace.h"
 #include "sandbox/launch/launcher.h"
 #include "sandbox/live/stack.h"
@@ -65,6 +66,15 @@ struct runner_options {
   // each at most keep_workspace_bytes of files.
   keep_policy keep_workspaces = keep_policy::none;
   uint64_t keep_workspace_bytes = default_keep_bytes;
+  // Every graded run keeps its final state for `evalbox regrade` (harness/results/
+  // final_state.h), up to this many bytes of files; 0: none is kept.
+  uint64_t final_state_bytes = default_final_state_bytes;
+  // A recorded run whose grading is not its fixture's current one (grading_digest: a check,
+  // a grader file or a judge changed) is graded again from its kept final state on resume
+  // (regrade_attempt), not kept as it was and not run again. `regrade_all`: every recorded run
+  // is. `regrade_only` (evalbox regrade): runs not yet recorded are not started.
+  bool regrade_all = false;
+  bool regrade_only = false;
   // Set for a person's session instead of an agent (`evalbox fixture shell`, `evalbox runs
   // shell`): the agent's launch — the candidate's home, leases, environment, limits and
   // network, after the setup — is this launch of a shell at the caller's terminal; no
@@ -99,6 +109,13 @@ struct run_totals {
   int failed = 0;
   int execution_errors = 0;
   int grader_errors = 0;
+  int regraded = 0;          // of the counts above, graded again from a kept state
+  int verdicts_changed = 0;  // of those, how many verdicts the new grading changed
+  int regrade_errors = 0;    // could not be graded again (the error is logged): kept as they were
+  // Recorded under another grading but without a kept state (older results, over the cap):
+  // their verdicts stay the old grading's. Their ids, for the caller to name.
+  std::vector<std::string> stale;
+  int not_run = 0;  // regrade_only: planned runs the results do not hold
 };
 
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,

@@ -58,7 +58,7 @@ result<results_reports> report_results(const report_request& request) {
     if (planned.note(r.run_id)) out.planned.add(r.ending);
     return {};
   };
-  auto index = EB_TRY(run_index::of_results(results, note));
+  auto index = EB_TRY(run_index::of_results(results, note, &request.grading));
   out.runs = index.size();
   out.planned_without_record = planned.without_record();
   if (out.runs == 0) {
@@ -71,6 +71,7 @@ result<results_reports> report_results(const report_request& request) {
   }
   out.summary = summarize_runs(index, request.baseline);
   if (!out.summary) return out;
+  out.summary->grading.selected = request.grading.empty() ? "" : request.grading.label();
   // A directory without some of its planned runs (an interrupted run, a partial merge) says
   // how many in every report.
   if (out.planned_without_record > 0)
@@ -80,7 +81,12 @@ result<results_reports> report_results(const report_request& request) {
                                 : request.suite_name;
   std::vector<report_format> formats = request.formats;
   if (formats.empty()) formats.assign(std::begin(all_report_formats), std::end(all_report_formats));
-  if (auto w = write_reports(request.results_dir, *out.summary, index, suite, formats); !w)
+  const std::filesystem::path out_dir =
+      request.out_dir.empty() ? request.results_dir : request.out_dir;
+  html_options html;
+  if (!request.out_dir.empty())
+    html.run_dir = [&request](const std::string& id) { return request.results_dir / "runs" / id; };
+  if (auto w = write_reports(out_dir, *out.summary, index, suite, formats, html); !w)
     out.summary = std::unexpected(std::move(w).error());
   return out;
 }

@@ -32,6 +32,10 @@ struct report_request {
   std::optional<std::string> baseline;  // the candidate the others are compared with
   std::string suite_name;               // empty: the records', else the directory's name
   std::vector<report_format> formats;   // empty: every format
+  // Set: the reports show these gradings of the runs they select, and are written into
+  // `out_dir` (report --grading); empty: the newest record of each run.
+  grading_selection grading;
+  std::filesystem::path out_dir;  // empty: results_dir
 };
 
 struct results_reports {
