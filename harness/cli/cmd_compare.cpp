@@ -19,7 +19,8 @@ struct compare_args {
   std::string baseline;
   bool json_out = false;
   double level = 0.95;
-  std::vector<std::string> grading;  // A's side: an older grading
+  std::vector<std::string> grading;    // A's side: an older grading
+  std::vector<std::string> grading_b;  // B's side (or the one directory's other side)
 };
 
 // A results directory's side of the comparison, read one record at a time.
@@ -39,7 +40,8 @@ result<harness::compare_side> load(const std::string& dir,
 }
 
 int compare_command(const compare_args& a) {
-  if (a.dirs.size() == 1 && a.grading.empty() && (a.candidate.empty() || a.baseline.empty())) {
+  if (a.dirs.size() == 1 && a.grading.empty() && a.grading_b.empty() &&
+      (a.candidate.empty() || a.baseline.empty())) {
     fmt::print(stderr,
                "compare within one results directory needs --candidate and --baseline, or "
                "--grading (an older grading against the newest)\n");
@@ -55,26 +57,31 @@ int compare_command(const compare_args& a) {
     fmt::print(stderr, "{}\n", base.error().message);
     return exit_usage;
   }
-  req.baseline_label = a.grading.empty()
-                           ? a.dirs[0]
-                           : fmt::format("{} (grading {})", a.dirs[0], fmt::join(a.grading, "+"));
+  auto label = [](const std::string& dir, const std::vector<std::string>& g) {
+    return g.empty() ? dir : fmt::format("{} (grading {})", dir, fmt::join(g, "+"));
+  };
+  req.baseline_label = a.dirs.size() == 1 && a.grading.empty() && !a.grading_b.empty()
+                           ? fmt::format("{} (newest grading)", a.dirs[0])
+                           : label(a.dirs[0], a.grading);
   std::optional<harness::compare_side> cand;
   if (a.dirs.size() == 2) {
-    auto other = load(a.dirs[1]);
+    auto other = load(a.dirs[1], a.grading_b);
     if (!other) {
       fmt::print(stderr, "{}\n", other.error().message);
       return exit_usage;
     }
     cand = std::move(*other);
-    req.candidate_label = a.dirs[1];
-  } else if (!a.grading.empty()) {
-    auto newest = load(a.dirs[0]);  // the same runs as their newest grading judged them
+    req.candidate_label = label(a.dirs[1], a.grading_b);
+  } else if (!a.grading.empty() || !a.grading_b.empty()) {
+    // The same runs under another grading: the newest unless --grading-b names one.
+    auto newest = load(a.dirs[0], a.grading_b);
     if (!newest) {
       fmt::print(stderr, "{}\n", newest.error().message);
       return exit_usage;
     }
     cand = std::move(*newest);
-    req.candidate_label = fmt::format("{} (newest grading)", a.dirs[0]);
+    req.candidate_label = a.grading_b.empty() ? fmt::format("{} (newest grading)", a.dirs[0])
+                                              : label(a.dirs[0], a.grading_b);
   } else {
     req.candidate_label = a.dirs[0];  // within one directory: the same side twice
   }
@@ -119,7 +126,10 @@ void register_compare(CLI::App& app, action& out) {
   cmd->add_option("--grading", a->grading,
                   "A's side as an older grading of its runs: original (before any evalbox "
                   "regrade) or grading digests (repeatable, 8+ hex digits); with one results "
-                  "directory, against the newest grading of the same runs");
+                  "directory, against the newest grading of the same runs (or --grading-b)");
+  cmd->add_option("--grading-b", a->grading_b,
+                  "B's side (or, with one results directory, the other side) as an older "
+                  "grading, as --grading names one: two gradings of the same runs compared");
   cmd->callback([&out, a] { out = [a] { return compare_command(*a); }; });
 }
 

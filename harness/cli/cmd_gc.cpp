@@ -35,7 +35,8 @@ void register_gc(CLI::App& app, action& out) {
   cmd->add_flag("--images", *images, "also collect the image store (<state>/images)");
   auto results = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--results", *results,
-                  "a results directory whose kept workspaces to count (repeatable)");
+                  "a results directory whose kept workspaces and final states to count "
+                  "(repeatable)");
   cmd->add_option("--max-size", *max_size,
                   "with --images: remove least recently used images until the store's layers "
                   "take at most SIZE (e.g. 20GiB)");

@@ -723,10 +723,13 @@ class attempt {
 
   // A grading launch of a session's state (grade_state) stacks that state's layers under uppers
   // of its own; any other launch is left as it is.
-  status over_state(sandbox::launch_options& o) {
+  // `top`: a workspace layer over the state's (what an earlier launch of the same check wrote).
+  status over_state(sandbox::launch_options& o, const fs::path& top = {}) {
     if (!graded_stack_) return {};
-    const fs::path dir = EB_TRY(sandbox::stack_layers(
-        *session_, *graded_stack_, fmt::format("graded-{}", ++graded_uppers_), o));
+    sandbox::layer_stack stack = *graded_stack_;
+    if (!top.empty()) stack.workspace.insert(stack.workspace.begin(), top);
+    const fs::path dir = EB_TRY(
+        sandbox::stack_layers(*session_, stack, fmt::format("graded-{}", ++graded_uppers_), o));
     graded_dirs_.push_back(dir);
     return {};
   }
@@ -823,6 +826,7 @@ class attempt {
   result<tests_check_outcome> run_tests_check(const check_spec& c) {
     tests_check_outcome out;
     const int n = check_index_++;
+    fs::path patched;  // over a graded state: the upper the patch step wrote
     const fs::path logs = out_dir_ / "checks";
     EB_TRY(make_dirs(logs));
     auto finish = [&](const sandbox::run_record& rec) -> status {
@@ -843,6 +847,7 @@ class attempt {
       o.stdout_path = log;
       o.stderr_path = log;
       EB_TRY(over_state(o));
+      if (graded_stack_) patched = graded_dirs_.back() / "workspace" / "upper";
       auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
       EB_TRY(finish(rec));
       if (rec.outcome != sandbox::outcome_kind::exited || rec.exit_code != 0) {
@@ -860,7 +865,8 @@ class attempt {
     const fs::path log = logs / (c.id + ".log");
     o.stdout_path = log;
     o.stderr_path = log;
-    EB_TRY(over_state(o));
+    // Over a graded state the patch went into its own launch's upper: the tests see it there.
+    EB_TRY(over_state(o, patched));
     auto rec = EB_TRY(sandbox::launch_in(*session_, o, x_.options.cancel));
     EB_TRY(finish(rec));
     out.exited = rec.outcome == sandbox::outcome_kind::exited;

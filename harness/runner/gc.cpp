@@ -5,6 +5,7 @@
 
 #include "base/json.h"
 #include "base/units.h"
+#include "harness/results/final_state.h"
 #include "harness/runner/keep_workspace.h"
 
 namespace evalbox::harness {
@@ -42,7 +43,8 @@ result<gc_report> collect_garbage(const gc_options& options) {
   }
   for (const auto& results : options.results) {
     const auto k = count_kept(results);
-    r.kept.push_back({results, k.runs, k.bytes});
+    const auto o = count_objects(results);
+    r.kept.push_back({results, k.runs, k.bytes, o.objects, o.bytes});
   }
   return r;
 }
@@ -72,8 +74,11 @@ json gc_json(const gc_report& r) {
   if (!r.kept.empty()) {
     j["kept_workspaces"] = json::array();
     for (const auto& k : r.kept)
-      j["kept_workspaces"].push_back(
-          {{"results", k.results}, {"runs", k.runs}, {"bytes", k.bytes}});
+      j["kept_workspaces"].push_back({{"results", k.results},
+                                      {"runs", k.runs},
+                                      {"bytes", k.bytes},
+                                      {"final_state_objects", k.state_objects},
+                                      {"final_state_bytes", k.state_bytes}});
   }
   return j;
 }
@@ -103,8 +108,10 @@ std::string gc_text(const gc_report& r) {
     for (const auto& e : r.images->errors) out += fmt::format("  error: {}\n", e);
   }
   for (const auto& k : r.kept)
-    out += fmt::format("kept workspaces: {}: {} run(s), {}\n", k.results, k.runs,
-                       format_bytes(k.bytes));
+    out += fmt::format(
+        "kept workspaces: {}: {} run(s), {}; final states: {} object(s), {} (under objects/; "
+        "they go with the results directory)\n",
+        k.results, k.runs, format_bytes(k.bytes), k.state_objects, format_bytes(k.state_bytes));
   return out;
 }
 

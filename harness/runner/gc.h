@@ -34,6 +34,9 @@ struct kept_workspaces {
   std::string results;  // the results directory, as given
   int runs = 0;
   uint64_t bytes = 0;
+  // The objects of its runs' final states (harness/results/final_state.h).
+  uint64_t state_objects = 0;
+  uint64_t state_bytes = 0;
 };
 
 struct gc_report {

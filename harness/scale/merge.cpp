@@ -23,6 +23,7 @@
 #include "base/json_checks.h"
 #include "base/log.h"
 #include "base/unique_fd.h"
+#include "harness/results/final_state.h"
 #include "harness/results/results.h"
 
 namespace evalbox::harness::scale {
@@ -389,6 +390,44 @@ status link_tree(unique_fd from_fd, int to, std::string_view to_prefix, const fs
       }
     }
   }
+}
+
+// The objects of a source's kept final states (harness/results/final_state.h) brought into
+// the output's objects/, linked like run files (copied where a link cannot be made): they are
+// named by their content, so one of that name already there is the same file and stays.
+status bring_objects(const fs::path& from_root, const fs::path& to_root, bool copy,
+                     merge_report& out) {
+  const fs::path from = from_root / objects_dir / "sha256";
+  const fs::path to = to_root / objects_dir / "sha256";
+  unique_fd top(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!top) return errno == ENOENT ? status{} : sys_error(errno, "open {}", from.string());
+  auto dirs = EB_TRY(read_dir_at(top.get(), from));
+  while (const dirent* d = ::readdir(dirs.get())) {
+    const std::string prefix = d->d_name;
+    if (prefix.size() != 2 || !is_sha256_hex(prefix + std::string(62, '0'))) continue;
+    unique_fd sub(
+        ::openat(top.get(), prefix.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) continue;
+    EB_TRY(make_dirs(to / prefix));
+    unique_fd dest(::open((to / prefix).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dest) return sys_error(errno, "open {}", (to / prefix).string());
+    auto files = EB_TRY(read_dir_at(sub.get(), from / prefix));
+    while (const dirent* f = ::readdir(files.get())) {
+      const char* name = f->d_name;
+      struct stat st {};
+      if (!is_sha256_hex(prefix + name) ||
+          ::fstatat(sub.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+          ::fstatat(dest.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        continue;
+      if (!copy && ::linkat(sub.get(), name, dest.get(), name, 0) == 0) {
+        ++out.linked;
+        continue;
+      }
+      EB_TRY(copy_at(sub.get(), dest.get(), name, name, 0444, from / prefix));
+      ++out.copied;
+    }
+  }
+  return {};
 }
 
 // Run directories brought from one source's runs/ into the output's (see link_tree). A
@@ -808,6 +847,10 @@ class output_writer {
         const source& s = sources_[from.source];
         dirs = EB_TRY(run_dirs::open(s.dir / "runs", into_ / "runs", copy_));
         open_source = from.source;
+        // Before the first of its runs is recorded: a run's final state is whole once its
+        // line is there.
+        if (!s.is_output && objects_from_.insert(from.source).second)
+          EB_TRY(bring_objects(s.dir, into_, copy_, brought_));
       }
       EB_TRY(lines.read(pos, line));
       if (!EB_TRY(dirs->bring(fmt::format("{:016x}", plan_[pos].id), brought_)))
@@ -872,10 +915,11 @@ class output_writer {
   const results_dir target_;
   const fs::path staging_;  // the reports, rendered aside until every record is appended
 
-  unique_fd lock_;               // holds the output's flock
-  unique_fd results_fd_;         // the output's results.jsonl; the writer's once it starts
-  uint64_t base_ = 0;            // the output's results.jsonl before this merge appends
-  std::vector<uint32_t> order_;  // runs_to_bring()
+  unique_fd lock_;                   // holds the output's flock
+  unique_fd results_fd_;             // the output's results.jsonl; the writer's once it starts
+  uint64_t base_ = 0;                // the output's results.jsonl before this merge appends
+  std::vector<uint32_t> order_;      // runs_to_bring()
+  std::set<uint32_t> objects_from_;  // sources whose final-state objects were brought
   std::optional<run_index::incremental> index_;
   // Shared by the two workers: the writer's thread, what it brought, how it ended, and the
   // flag either sets to stop the other.

@@ -43,12 +43,14 @@ assert set(r[0]["execution"]["records"]) >= {"agent", "follow-up"}, r[0]["execut
 # The evalbox.run.v1 contract (docs/results.md): these keys, no more, no fewer.
 assert set(r[0]) == {"schema", "run_id", "suite", "fixture", "candidate", "trial", "attempts",
                      "environment", "execution", "grading", "verdict", "usage", "judge_usage",
-                     "timings"}, sorted(r[0])
+                     "timings", "final_state"}, sorted(r[0])
+assert set(r[0]["fixture"]) == {"id", "digest", "task_digest"}, r[0]["fixture"]
+assert len(r[0]["grading"]["digest"]) == 64, r[0]["grading"]
 assert r[0]["judge_usage"] is None, r[0]["judge_usage"]  # no judge check: nothing judged
 assert r[0]["environment"] is None, r[0]["environment"]  # no image: the host's root
 assert set(r[0]["execution"]) == {"status", "error", "error_kind", "session", "outcome", "exit_code",
                                       "records"}
-assert set(r[0]["grading"]) == {"status", "checks", "score", "threshold", "error"}
+assert set(r[0]["grading"]) == {"status", "checks", "score", "threshold", "error", "digest"}
 assert set(r[0]["usage"]) == {"input_tokens", "output_tokens", "cached_input_tokens",
                               "reasoning_tokens", "cost_usd", "cost_source"}
 # The agent reported tokens but no cost: the suite's price table estimates it, and says so.

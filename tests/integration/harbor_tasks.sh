@@ -111,6 +111,10 @@ for r in rows:
 PY
 no_residue
 
+# Every verdict again from the runs' kept final states: the verifier over the rebuilt root.
+regrade_reproduces "$R"
+no_residue
+
 # Hostile: an agent that plants the reward files, and one that does half the work.
 cat >"$S/hostile.yaml" <<'YAML'
 schema: evalbox.suite.v1

@@ -50,6 +50,25 @@ for r in rows:
 PY
 no_residue
 
+# Graded again from what the runs kept (docs/results.md, "Grading again"): the oracle's
+# /bin/greet lives in the image root's writable layer, which its final state holds and a
+# regrade stacks back under the checks; every verdict comes out the same.
+python3 - "$R" <<'PY'
+import json, sys
+R = sys.argv[1]
+for line in open(f"{R}/results.jsonl"):
+    r = json.loads(line)
+    if (r["fixture"]["id"], r["candidate"]["id"]) != ("busybox-workdir", "oracle"):
+        continue
+    m = json.load(open(f"{R}/{r['final_state']['path']}"))
+    root = {e["path"]: e for t in m["trees"] if t["name"] == "root" for e in t["entries"]}
+    assert root["bin/greet"]["type"] == "file" and root["bin/greet"]["mode"] == 0o755, root
+    ws = {e["path"]: e for t in m["trees"] if t["name"] == "workspace" for e in t["entries"]}
+    assert "answer.txt" in ws, ws
+PY
+regrade_reproduces "$R"
+no_residue
+
 # A command agent named by a bare name runs the image's program, found on the sandbox's PATH —
 # never the caller's (here a shim in the home directory, a protected root, comes first on it).
 mkdir -p "$WORK/home/.pyenv/shims"

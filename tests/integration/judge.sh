@@ -149,6 +149,28 @@ PY
 grep -q 'id="table-judge-usage"' "$WORK/r-smart/report.html" || fail "report.html: no judge usage"
 grep -q "Judge usage" "$WORK/r-smart/report.md" || fail "report.md: no judge usage"
 
+# Grading again (docs/results.md): a proposition reworded makes every run's grading stale, so
+# `evalbox regrade` asks the judge again (one request per run, no agent) and the records hold
+# the new text; a judge setting changed (this judge now fails every proposition) turns the
+# oracle's verdict; the first grading stays readable.
+before=$(lines "$LOG")
+sed -i 's/NOTES.md names the off-by-one in range() as the cause./NOTES.md says range() stops one short./' \
+  "$fx/fixture.yaml"
+"$EVALBOX" regrade "$WORK/r-smart" >"$WORK/rg1.out" 2>&1 || { cat "$WORK/rg1.out"; fail "regrade"; }
+grep -q "3 run(s) graded again (0 verdict(s) changed)" "$WORK/rg1.out" ||
+  { cat "$WORK/rg1.out"; fail "the reworded proposition did not regrade every run"; }
+[ $(( $(lines "$LOG") - before )) = 3 ] || fail "the regrade did not ask the judge once per run"
+[ "$(field smart oracle 'r["grading"]["checks"][0]["judge"]["propositions"][0]["text"]' | tail -1)" = \
+  "NOTES.md says range() stops one short." ] || fail "the regraded record does not hold the new text"
+sed -i 's/model: smart}/model: fail}/' "$WORK/suite/smart.yaml"
+"$EVALBOX" regrade "$WORK/r-smart" --candidate oracle >"$WORK/rg2.out" 2>&1 ||
+  { cat "$WORK/rg2.out"; fail "regrade under another judge"; }
+grep -q "1 run(s) graded again (1 verdict(s) changed)" "$WORK/rg2.out" ||
+  { cat "$WORK/rg2.out"; fail "a judge's changed setting did not regrade the oracle's run"; }
+[ "$(field smart oracle 'r["verdict"]' | tail -1)" = failed ] || fail "the new judge's verdict"
+[ "$(field smart oracle 'r["verdict"]' | head -1)" = passed ] || fail "the first grading is gone"
+"$EVALBOX" report "$WORK/r-smart" --grading original >/dev/null 2>&1 || fail "report --grading original"
+
 # Anthropic Messages with 3 votes: 3 requests, every answer kept.
 before=$(lines "$LOG")
 suite anthropic "$ANTHROPIC, model: smart, votes: 3}"

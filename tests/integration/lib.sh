@@ -12,7 +12,7 @@ cleanup() {
   while grep -q " $WORK/" /proc/self/mountinfo; do
     umount -l "$(grep " $WORK/" /proc/self/mountinfo | awk '{print $5}' | sort -r | head -1)" || break
   done
-  rm -rf "$WORK"
+  [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -60,4 +60,29 @@ for line in open(sys.argv[1], "rb"):
     done
   fi
   return 0
+}
+# regrade_reproduces RESULTS [EXTRA-ARGS...]: `evalbox regrade RESULTS --all` grades every
+# recorded run again from its kept final state (docs/results.md, "Grading again") and every
+# verdict comes out as the run's own grading had it.
+regrade_reproduces() {
+  local r=$1
+  shift
+  local newest='
+import json, sys
+newest = {}
+for line in open(sys.argv[1]):
+    rec = json.loads(line)
+    newest[rec["run_id"]] = rec
+for rec in sorted(newest.values(), key=lambda x: x["run_id"]):
+    if sys.argv[2] == "after":
+        assert "regraded" in rec or rec["execution"]["status"] != "completed", rec["run_id"]
+    print(rec["run_id"], rec["fixture"]["id"], rec["candidate"]["id"], rec["verdict"])'
+  python3 -c "$newest" "$r/results.jsonl" before >"$WORK/verdicts-before"
+  "$EVALBOX" regrade "$r" --all "$@" >"$WORK/regrade.out" 2>"$WORK/regrade.err" ||
+    { cat "$WORK/regrade.err" >&2; fail "regrade --all of $r"; }
+  grep -q "(0 verdict(s) changed)" "$WORK/regrade.err" ||
+    { cat "$WORK/regrade.err" >&2; fail "regrade --all of $r changed verdicts"; }
+  python3 -c "$newest" "$r/results.jsonl" after >"$WORK/verdicts-after" ||
+    fail "a run of $r was not graded again"
+  diff "$WORK/verdicts-before" "$WORK/verdicts-after" >&2 || fail "regrade --all of $r: verdicts differ"
 }

@@ -72,5 +72,9 @@ summary = json.load(open(f"{merged}/summary.json"))
 assert summary["runs"] == {"total": 48, "errors": 0}, summary["runs"]
 PY
 grep -q "Partial" "$M/report.md" && fail "the complete merge's report still says runs are missing"
+# The merged directory holds the shards' kept final states (objects/ brought with the runs):
+# every run graded again from it gives its verdict again.
+[ -n "$(find "$M/objects/sha256" -type f | head -1)" ] || fail "the merge brought no objects"
+regrade_reproduces "$M"
 R=$M no_residue
-echo "shard killed, reported missing, requeued and merged: ok ($before of 16 recorded before the kill)"
+echo "shard killed, reported missing, requeued, merged and graded again: ok ($before of 16 recorded before the kill)"

@@ -206,6 +206,9 @@ PY
 # Each run kept its test output and the patch step's log.
 ls "$R"/runs/*/checks/tests.log >/dev/null || fail "no test log kept"
 grep -q "short test summary info" "$R"/runs/*/checks/tests.log || fail "the log is not pytest's"
+# Every verdict again from the kept final states: the test patch applied and the tests (pytest
+# and JUnit) run over the rebuilt workspace, the cheat's edited test file put back again.
+regrade_reproduces "$R"
 
 # gc knows the git store: nothing partial to remove, the tree kept.
 "$EVALBOX" gc --json >"$WORK/gc.json" || fail "gc failed"

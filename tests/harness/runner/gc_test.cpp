@@ -53,7 +53,7 @@ gc_report full() {
   images.bytes_after = 1ull << 30;
   images.errors = {"layer y: EIO"};
   r.images = images;
-  r.kept = {{"results/a", 2, 2048}};
+  r.kept = {{"results/a", 2, 2048, 7, 4096}};
   return r;
 }
 
@@ -79,7 +79,8 @@ TEST(GcJson, WithImagesAndResults) {
     "images": {"images_removed": 1, "layers_removed": 3, "temporaries_removed": 2,
                "images_in_use": 1, "bytes_freed": 3145728, "bytes_after": 1073741824,
                "errors": ["layer y: EIO"]},
-    "kept_workspaces": [{"results": "results/a", "runs": 2, "bytes": 2048}]
+    "kept_workspaces": [{"results": "results/a", "runs": 2, "bytes": 2048,
+                         "final_state_objects": 7, "final_state_bytes": 4096}]
   })"))
       << j.dump(2);
 }
@@ -102,7 +103,9 @@ TEST(GcText, OneLinePerPartErrorsIndented) {
   EXPECT_NE(text.find(" left (1 image(s) kept: in use by a run)\n  error: layer y: EIO\n"),
             std::string::npos)
       << text;
-  EXPECT_TRUE(text.ends_with("kept workspaces: results/a: 2 run(s), " + format_bytes(2048) + "\n"))
+  EXPECT_TRUE(text.ends_with("kept workspaces: results/a: 2 run(s), " + format_bytes(2048) +
+                             "; final states: 7 object(s), " + format_bytes(4096) +
+                             " (under objects/; they go with the results directory)\n"))
       << text;
 }
 
