@@ -360,10 +360,19 @@ result<json> keep_final_state(const fs::path& results_root, std::string_view run
     json list = json::array();
     for (auto& e : trees[t].entries) {
       if (e.type == state_entry::kind::file) {
+        // Hashed first: a file whose object is there already (another run's, another trial's)
+        // is read once and never written.
         auto fd = EB_TRY(open_file_beneath(sources[t].final_root, e.path));
-        auto [digest, added] = EB_TRY(hash_file(fd.get(), results_root, e.path, true));
+        auto [digest, none] = EB_TRY(hash_file(fd.get(), results_root, e.path, false));
+        struct stat st {};
+        if (::lstat(object_path(results_root, digest).c_str(), &st) != 0) {
+          if (::lseek(fd.get(), 0, SEEK_SET) != 0) return sys_error(errno, "seek {}", e.path);
+          auto [again, added] = EB_TRY(hash_file(fd.get(), results_root, e.path, true));
+          if (again != digest)
+            return make_error(error_kind::io, "{} changed while it was kept", e.path);
+          stored += added;
+        }
         e.digest = std::move(digest);
-        stored += added;
       }
       list.push_back(entry_json(e));
     }

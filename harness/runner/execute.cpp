@@ -12,6 +12,7 @@
 
 #include "base/fs.h"
 #include "base/json_checks.h"
+#include "base/json_get.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "harness/agent/host_client.h"
@@ -215,6 +216,17 @@ class attempt {
     if (!trees) return stop(run_error_kind::host, trees.error().message, false);
     auto tr = read_transcript(transcript_path());
     if (!tr) return stop(run_error_kind::host, "its transcript: " + tr.error().message, false);
+    // A root layer over another image than the one it was written on would be another state.
+    if (auto text = read_file(run_dir_ / "run.json"); text && image_) {
+      auto rec = parse_json(*text, "run.json");
+      const std::string was = rec ? json_value_or(json_member(*rec, "environment"), "id", "") : "";
+      if (!was.empty() && was != image_->id)
+        return stop(run_error_kind::host,
+                    fmt::format("the fixture's image is not the one the run had (it had {}, it "
+                                "is {} now): its state cannot be rebuilt on it; run it again",
+                                was, image_->id),
+                    false);
+    }
     transcript_ = std::move(*tr);
     plan_.argv = {"/bin/true"};  // never launched: the request needs a program
     if (!prepare(0)) return done();
@@ -983,6 +995,12 @@ class attempt {
   // the checks run (they may write). Never the run's failure: run.json says what was kept.
   void keep_state() {
     if (x_.options.final_state_bytes == 0 || after_.view.empty() || pristine_.view.empty()) return;
+    const auto t0 = clock_type::now();
+    keep_state_now();
+    st_.timings["final_state_ms"] = ms_since(t0);
+  }
+
+  void keep_state_now() {
     std::vector<state_source> sources;
     state_source ws{
         "workspace", session_->workspace_target().string(), after_.view, pristine_.view, {}};

@@ -82,6 +82,22 @@ json usage_json(const usage& u, const candidate_spec& candidate, const std::stri
   return j;
 }
 
+namespace {
+
+// The record's grading: the attempt's, or "skipped" when it was not graded; with its digest.
+json grading_json(const suite_spec& suite, const fixture_spec& f, const attempt_state& st) {
+  json g = st.grading.is_null() ? json{{"status", "skipped"},
+                                       {"checks", json::array()},
+                                       {"score", nullptr},
+                                       {"threshold", f.threshold},
+                                       {"error", nullptr}}
+                                : st.grading;
+  g["digest"] = grading_digest(f, suite);
+  return g;
+}
+
+}  // namespace
+
 json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state& st,
                  const run_timing& timing) {
   const auto& f = suite.fixtures[r.fixture];
@@ -107,13 +123,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
     exec["exit_code"] = agent->value("exit_code", json(nullptr));
   }
   j["execution"] = exec;
-  j["grading"] = st.grading.is_null() ? json{{"status", "skipped"},
-                                             {"checks", json::array()},
-                                             {"score", nullptr},
-                                             {"threshold", f.threshold},
-                                             {"error", nullptr}}
-                                      : st.grading;
-  j["grading"]["digest"] = grading_digest(f, suite);
+  j["grading"] = grading_json(suite, f, st);
   j["verdict"] = to_string(st.verdict);
   j["usage"] = st.usage.is_null() ? usage_json({}, c, "", {}) : st.usage;
   // The judge's tokens and cost, never added to the candidate's (docs/results.md).
@@ -135,15 +145,9 @@ json regraded_run_json(const suite_spec& suite, const run_spec& r, const json& o
   json previous = nullptr;
   if (auto g = old.find("grading"); g != old.end() && g->is_object())
     previous = g->value("digest", json(nullptr));
-  const std::string digest = grading_digest(f, suite);
   j["fixture"]["digest"] = f.digest;
-  j["grading"] = st.grading.is_null() ? json{{"status", "skipped"},
-                                             {"checks", json::array()},
-                                             {"score", nullptr},
-                                             {"threshold", f.threshold},
-                                             {"error", nullptr}}
-                                      : st.grading;
-  j["grading"]["digest"] = digest;
+  j["grading"] = grading_json(suite, f, st);
+  const std::string digest = j["grading"]["digest"];
   j["verdict"] = to_string(st.verdict);
   j["judge_usage"] = st.judge_usage;
   json regraded = {{"at", now_rfc3339()},
