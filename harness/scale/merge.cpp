@@ -21,6 +21,7 @@
 #include "base/digest.h"
 #include "base/fs.h"
 #include "base/json_checks.h"
+#include "base/json_get.h"
 #include "base/log.h"
 #include "base/unique_fd.h"
 #include "harness/results/final_state.h"
@@ -122,6 +123,18 @@ result<bool> same_content(const source& a, const slot& x, const source& b, const
   auto jx = EB_TRY(line_of(a, x));
   auto jy = EB_TRY(line_of(b, y));
   return canonical_json(jx) == canonical_json(jy);
+}
+
+// Whether the record at `at` of `s` comes from grading its run again (evalbox regrade): a
+// newer grading of the same run, not another run.
+result<bool> is_regrade(const source& s, const slot& at) {
+  const fs::path file = s.dir / "results.jsonl";
+  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return sys_error(errno, "open {}", file.string());
+  std::string line;
+  EB_TRY(read_line_at(fd.get(), file, at.where, line));
+  auto j = EB_TRY(parse_json(line, file.string()));
+  return json_member(j, "regraded").is_object();
 }
 
 // 1-based line of `file` on which byte `offset` lies (for messages only).
@@ -632,6 +645,21 @@ result<std::vector<slot>> choose_records(const std::vector<source>& sources,
       if (taken.digest == mine.digest || EB_TRY(same_content(a, taken, s, mine))) {
         ++out.duplicates;
         continue;
+      }
+      // The same run graded again on one side (evalbox regrade): the output's regrade stays;
+      // a shard's regrade of a run the output holds as first graded is brought (its line is
+      // appended: the newest record of a run is the one reports take).
+      if (a.is_output && !s.is_output) {
+        const bool out_regraded = EB_TRY(is_regrade(a, taken));
+        const bool shard_regraded = EB_TRY(is_regrade(s, mine));
+        if (out_regraded && !shard_regraded) {
+          ++out.duplicates;
+          continue;
+        }
+        if (shard_regraded && !out_regraded) {
+          taken = mine;
+          continue;
+        }
       }
       return make_error(
           error_kind::invalid_argument,

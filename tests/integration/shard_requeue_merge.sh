@@ -76,5 +76,38 @@ grep -q "Partial" "$M/report.md" && fail "the complete merge's report still says
 # every run graded again from it gives its verdict again.
 [ -n "$(find "$M/objects/sha256" -type f | head -1)" ] || fail "the merge brought no objects"
 regrade_reproduces "$M"
+# Merging the same shards again after that changes nothing: the merged runs' newer gradings
+# stay (a shard's record of a run is its first grading, not a conflicting record).
+"$EVALBOX" merge "$R"/shards/* --into "$M" >"$WORK/m4.out" 2>"$WORK/m4.err" ||
+  { cat "$WORK/m4.err" >&2; fail "merging again after a regrade"; }
+python3 -c "$(cat <<'PY'
+import json, sys
+newest = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    newest[r["run_id"]] = r
+assert len(newest) == 48 and all("regraded" in r for r in newest.values()), len(newest)
+PY
+)" "$M/results.jsonl" || fail "a merge after a regrade lost the newer gradings"
+# The other way round: a shard graded again after it was merged brings its newer gradings.
+M2=$WORK/merged2
+"$EVALBOX" merge "$R"/shards/* --into "$M2" >/dev/null 2>"$WORK/m5.err" || { cat "$WORK/m5.err" >&2; fail "merge into $M2"; }
+"$EVALBOX" regrade "$R/shards/0" --all >/dev/null 2>"$WORK/rg0.err" || { cat "$WORK/rg0.err" >&2; fail "regrade shard 0"; }
+"$EVALBOX" merge "$R"/shards/* --into "$M2" >/dev/null 2>"$WORK/m6.err" ||
+  { cat "$WORK/m6.err" >&2; fail "merging a shard graded again"; }
+python3 - "$M2/results.jsonl" "$R/shards/0/results.jsonl" <<'PY' || fail "the shard's newer gradings were not merged"
+import json, sys
+def newest(f):
+    out = {}
+    for line in open(f):
+        r = json.loads(line)
+        out[r["run_id"]] = r
+    return out
+merged, shard = newest(sys.argv[1]), newest(sys.argv[2])
+assert len(merged) == 48, len(merged)
+for rid in shard:
+    assert "regraded" in merged[rid], rid
+assert sum("regraded" in r for r in merged.values()) == len(shard), "only shard 0's runs"
+PY
 R=$M no_residue
 echo "shard killed, reported missing, requeued, merged and graded again: ok ($before of 16 recorded before the kill)"
