@@ -300,8 +300,9 @@ for f in sorted(glob.glob(os.path.join(ROOT, "tests/fuzz/seeds/task_toml/*"))):
 # Image references and WWW-Authenticate challenges: the hand-written seeds in
 # tests/fuzz/seeds/<target>/ (each transport, registry names and their malformed forms; Docker
 # Hub's and ghcr.io's challenges, escapes, Basic, and the malformed ones a hostile registry sends).
-# Session protocol lines (docs/sessions.md): every op, and malformed ones.
-for target in ("registry_reference", "www_authenticate", "session_request"):
+# Session protocol lines (docs/sessions.md): every op, and malformed ones. A kept final state's
+# manifest (docs/results.md): every kind of entry, and a hostile one.
+for target in ("registry_reference", "www_authenticate", "session_request", "final_state"):
     for f in sorted(glob.glob(os.path.join(ROOT, "tests/fuzz/seeds", target, "*"))):
         seed(target, read(f), os.path.basename(f))
 
