@@ -18,6 +18,7 @@
 #include "base/digest.h"
 #include "base/fs.h"
 #include "base/json.h"
+#include "base/json_get.h"
 #include "base/unique_fd.h"
 #include "base/units.h"
 #include "sandbox/sys/beneath.h"
@@ -407,7 +408,7 @@ result<std::vector<state_tree>> read_final_state(const fs::path& results_root,
     return make_error(error_kind::invalid_argument, "{}: {} (a damaged or edited file)",
                       file.string(), what);
   };
-  if (!j.is_object() || j.value("schema", json()) != final_state_schema)
+  if (!j.is_object() || json_find<std::string>(j, "schema") != final_state_schema)
     return bad(fmt::format("schema is not {}", final_state_schema));
   auto trees = j.find("trees");
   if (trees == j.end() || !trees->is_array()) return bad("`trees` must be a list");
@@ -416,8 +417,8 @@ result<std::vector<state_tree>> read_final_state(const fs::path& results_root,
   for (const auto& t : *trees) {
     if (!t.is_object()) return bad("a tree must be an object");
     state_tree tree;
-    tree.name = t.value("name", std::string());
-    tree.target = t.value("target", std::string());
+    tree.name = json_find<std::string>(t, "name").value_or("");
+    tree.target = json_find<std::string>(t, "target").value_or("");
     if (tree.name != "workspace" && tree.name != "setup" && tree.name != "root")
       return bad(fmt::format("a tree named '{}'", tree.name));
     if (!is_normal_absolute(tree.target)) return bad(fmt::format("target '{}'", tree.target));
@@ -428,30 +429,33 @@ result<std::vector<state_tree>> read_final_state(const fs::path& results_root,
       if (!e.is_object()) return bad("an entry must be an object");
       if (++total > max_final_state_entries) return bad("too many entries");
       state_entry s;
-      s.path = e.value("path", std::string());
+      s.path = json_find<std::string>(e, "path").value_or("");
       if (s.path.empty() || s.path.size() > 4096 || s.path.find('\0') != std::string::npos ||
           s.path.back() == '/' || !is_safe_relative(s.path) ||
           fs::path(s.path).lexically_normal().generic_string() != s.path)
         return bad(fmt::format("the path '{}'", s.path));
       if (!seen.insert(s.path).second) return bad(fmt::format("{} twice", s.path));
-      const std::string type = e.value("type", std::string());
-      const auto mode = e.value("mode", json(uint64_t{0}));
+      const std::string type = json_find<std::string>(e, "type").value_or("");
+      const json mode = e.contains("mode") ? e.at("mode") : json(uint64_t{0});
       if (!mode.is_number_unsigned() || mode.get<uint64_t>() > 01777)
         return bad(fmt::format("{}: mode", s.path));
       s.mode = mode.get<uint32_t>();
       if (type == "file") {
         s.type = state_entry::kind::file;
-        s.digest = e.value("digest", std::string());
+        s.digest = json_find<std::string>(e, "digest").value_or("");
         if (!is_sha256_hex(s.digest)) return bad(fmt::format("{}: digest", s.path));
-        const auto size = e.value("size", json(uint64_t{0}));
+        const json size = e.contains("size") ? e.at("size") : json(uint64_t{0});
         if (!size.is_number_unsigned()) return bad(fmt::format("{}: size", s.path));
         s.size = size.get<uint64_t>();
       } else if (type == "directory") {
         s.type = state_entry::kind::directory;
-        s.opaque = e.value("opaque", false);
+        const json& opaque = json_member(e, "opaque");
+        if (!opaque.is_null() && !opaque.is_boolean())
+          return bad(fmt::format("{}: opaque", s.path));
+        s.opaque = opaque.is_boolean() && opaque.get<bool>();
       } else if (type == "symlink") {
         s.type = state_entry::kind::symlink;
-        s.target = e.value("target", std::string());
+        s.target = json_find<std::string>(e, "target").value_or("");
         if (s.target.empty() || s.target.size() >= 4096 || s.target.find('\0') != std::string::npos)
           return bad(fmt::format("{}: link target", s.path));
       } else if (type == "deleted") {
