@@ -2,14 +2,13 @@
 // fixtures' current checks, from the final state each run kept — no agent runs, no model is
 // called but judges (docs/results.md, "Grading again").
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <memory>
-#include <set>
 
 #include "base/log.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/suite_command.h"
 #include "harness/plan/identity.h"
+#include "harness/plan/suite_plan.h"
 #include "harness/report/report.h"
 
 namespace evalbox::harness::cli {
@@ -39,55 +38,19 @@ int regrade_command(regrade_args& a) {
                ? exit_usage
                : exit_internal;
   }
-  std::string suite_file = a.suite;
-  if (suite_file.empty()) suite_file = plan->suite_file;
-  if (suite_file.empty()) {
-    log::error("{}: its plan.json does not say where the suite file is: give it with --suite",
-               results.string());
+  auto suite_file = harness::regrade_suite_file(*plan, results, a.suite);
+  if (!suite_file) {
+    log::error("{}", suite_file.error().message);
     return exit_usage;
   }
-  std::error_code ec;
-  if (a.suite.empty() && !fs::exists(suite_file, ec)) {
-    log::error(
-        "the suite file {} (where these results were run from) is gone: give it with "
-        "--suite",
-        suite_file);
-    return exit_usage;
-  }
-  auto suite = load_runnable_suite(suite_file);
+  auto suite = load_runnable_suite(suite_file->string());
   if (!suite) return suite.error();
-  for (const auto& id : a.fixtures)
-    if (std::none_of(suite->fixtures.begin(), suite->fixtures.end(),
-                     [&](const auto& f) { return f.id == id; })) {
-      log::error("--fixture {}: the suite {} has no such fixture", id, suite->file.string());
-      return exit_usage;
-    }
-  for (const auto& id : a.candidates)
-    if (std::none_of(suite->candidates.begin(), suite->candidates.end(),
-                     [&](const auto& c) { return c.id == id; })) {
-      log::error("--candidate {}: the suite {} has no such candidate", id, suite->file.string());
-      return exit_usage;
-    }
-  if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
-  // The runs this directory is meant to hold: its shard's, or every shard's once merged.
-  harness::plan_options po;
-  po.trials = plan->trials;
-  po.filter = plan->filter;
-  if (plan->merged.empty()) {
-    po.shard_index = plan->shard_index;
-    po.shard_count = plan->shard_count;
-  }
-  auto runs = harness::plan_runs(*suite, po);
+  auto runs = harness::plan_regrade(*suite, *plan, a.fixtures, a.candidates);
   if (!runs) {
     log::error("{}", runs.error().message);
     return exit_usage;
   }
-  const std::set<std::string> fixtures(a.fixtures.begin(), a.fixtures.end());
-  const std::set<std::string> candidates(a.candidates.begin(), a.candidates.end());
-  std::erase_if(*runs, [&](const harness::run_spec& r) {
-    return (!fixtures.empty() && !fixtures.count(suite->fixtures[r.fixture].id)) ||
-           (!candidates.empty() && !candidates.count(suite->candidates[r.candidate].id));
-  });
+  if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
 
   suite_run_options o;
   o.results_dir = results;

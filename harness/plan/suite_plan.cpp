@@ -1,6 +1,8 @@
 // plan_suite_run (see suite_plan.h).
 #include "harness/plan/suite_plan.h"
 
+#include <algorithm>
+#include <set>
 #include <utility>
 
 namespace evalbox::harness {
@@ -59,6 +61,55 @@ result<suite_plan> plan_suite_run(const suite_spec& suite, const suite_plan_requ
   if (!before) return std::unexpected(std::move(before).error());
   p.replaced_other_plan = before->has_value();
   return p;
+}
+
+result<std::filesystem::path> regrade_suite_file(const plan_identity& plan,
+                                                 const std::filesystem::path& results,
+                                                 const std::string& given) {
+  if (!given.empty()) return std::filesystem::path(given);
+  if (plan.suite_file.empty())
+    return make_error(error_kind::invalid_argument,
+                      "{}: its plan.json does not say where the suite file is: give it with "
+                      "--suite",
+                      results.string());
+  std::error_code ec;
+  if (!std::filesystem::exists(plan.suite_file, ec))
+    return make_error(error_kind::invalid_argument,
+                      "the suite file {} (where these results were run from) is gone: give it "
+                      "with --suite",
+                      plan.suite_file);
+  return std::filesystem::path(plan.suite_file);
+}
+
+result<std::vector<run_spec>> plan_regrade(const suite_spec& suite, const plan_identity& plan,
+                                           const std::vector<std::string>& fixtures,
+                                           const std::vector<std::string>& candidates) {
+  for (const auto& id : fixtures)
+    if (std::none_of(suite.fixtures.begin(), suite.fixtures.end(),
+                     [&](const auto& f) { return f.id == id; }))
+      return make_error(error_kind::invalid_argument,
+                        "--fixture {}: the suite {} has no such fixture", id, suite.file.string());
+  for (const auto& id : candidates)
+    if (std::none_of(suite.candidates.begin(), suite.candidates.end(),
+                     [&](const auto& c) { return c.id == id; }))
+      return make_error(error_kind::invalid_argument,
+                        "--candidate {}: the suite {} has no such candidate", id,
+                        suite.file.string());
+  plan_options o;
+  o.trials = plan.trials;
+  o.filter = plan.filter;
+  if (plan.merged.empty()) {
+    o.shard_index = plan.shard_index;
+    o.shard_count = plan.shard_count;
+  }
+  auto runs = EB_TRY(plan_runs(suite, o));
+  const std::set<std::string> f(fixtures.begin(), fixtures.end());
+  const std::set<std::string> c(candidates.begin(), candidates.end());
+  std::erase_if(runs, [&](const run_spec& r) {
+    return (!f.empty() && !f.count(suite.fixtures[r.fixture].id)) ||
+           (!c.empty() && !c.count(suite.candidates[r.candidate].id));
+  });
+  return runs;
 }
 
 }  // namespace plan

@@ -41,5 +41,19 @@ struct suite_plan {
 result<suite_plan> plan_suite_run(const suite_spec& suite, const suite_plan_request& request,
                                   const env_lookup& env);
 
+// `evalbox regrade`: the suite file it grades with — `given`, else the one the results'
+// plan.json names (`plan.suite_file`), which must still be there. invalid_argument, saying to
+// give --suite, when neither is to be had.
+result<std::filesystem::path> regrade_suite_file(const plan_identity& plan,
+                                                 const std::filesystem::path& results,
+                                                 const std::string& given);
+
+// `evalbox regrade`: the runs of `suite` a results directory with `plan` is meant to hold (its
+// shard's, or every shard's once merged; its trials and filter), narrowed to the fixture and
+// candidate ids given (none: every one). An id the suite lacks is an invalid_argument error.
+result<std::vector<run_spec>> plan_regrade(const suite_spec& suite, const plan_identity& plan,
+                                           const std::vector<std::string>& fixtures,
+                                           const std::vector<std::string>& candidates);
+
 }  // namespace plan
 }  // namespace evalbox::harness

@@ -132,5 +132,64 @@ TEST(SuitePlan, AShardsDirectoryRefusesAnotherShard) {
   EXPECT_EQ(p.error().kind, error_kind::invalid_argument) << p.error().message;
 }
 
+// evalbox regrade: which suite, and which runs of it, a results directory is graded again with.
+TEST(RegradePlan, TheSuiteIsTheOneGivenElseThePlansWhileItIsThere) {
+  temp_dir dir;
+  suite_spec suite = small_suite(dir.path());
+  auto id = identify_plan(suite, {});
+  ASSERT_TRUE(id);
+  EXPECT_EQ(*regrade_suite_file(*id, dir.path(), "/other/suite.yaml"), "/other/suite.yaml");
+  EXPECT_EQ(*regrade_suite_file(*id, dir.path(), ""), suite.file);
+  std::filesystem::remove(suite.file);
+  auto gone = regrade_suite_file(*id, dir.path(), "");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().kind, error_kind::invalid_argument);
+  EXPECT_NE(gone.error().message.find("is gone: give it with --suite"), std::string::npos);
+  id->suite_file.clear();  // a plan.json written before it said
+  auto unsaid = regrade_suite_file(*id, dir.path(), "");
+  ASSERT_FALSE(unsaid);
+  EXPECT_NE(unsaid.error().message.find("does not say where the suite file is"), std::string::npos);
+}
+
+TEST(RegradePlan, AShardsDirectoryHoldsItsShardsRunsAMergedOneEveryShards) {
+  temp_dir dir;
+  suite_spec suite = small_suite(dir.path());
+  suite.trials = 3;  // 6 runs
+  plan_options o;
+  o.shard_index = 1;
+  o.shard_count = 2;
+  auto shard = identify_plan(suite, o);
+  ASSERT_TRUE(shard);
+  auto runs = plan_regrade(suite, *shard, {}, {});
+  ASSERT_TRUE(runs) << runs.error().message;
+  auto want = plan_runs(suite, o);
+  ASSERT_TRUE(want);
+  ASSERT_EQ(runs->size(), want->size());
+  for (size_t i = 0; i < runs->size(); ++i) EXPECT_EQ((*runs)[i].run_id, (*want)[i].run_id);
+  EXPECT_LT(runs->size(), 6u);
+  shard->merged = {0, 1};
+  auto merged = plan_regrade(suite, *shard, {}, {});
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged->size(), 6u);
+}
+
+TEST(RegradePlan, FixturesAndCandidatesNarrowTheRunsAndAnUnknownIdIsRefused) {
+  temp_dir dir;
+  suite_spec suite = small_suite(dir.path());
+  auto id = identify_plan(suite, {});
+  ASSERT_TRUE(id);
+  auto beta = plan_regrade(suite, *id, {"beta"}, {"oracle"});
+  ASSERT_TRUE(beta) << beta.error().message;
+  ASSERT_EQ(beta->size(), 1u);
+  EXPECT_EQ(suite.fixtures[beta->front().fixture].id, "beta");
+  auto nope = plan_regrade(suite, *id, {"gamma"}, {});
+  ASSERT_FALSE(nope);
+  EXPECT_EQ(nope.error().kind, error_kind::invalid_argument);
+  EXPECT_NE(nope.error().message.find("--fixture gamma"), std::string::npos);
+  auto nobody = plan_regrade(suite, *id, {}, {"nobody"});
+  ASSERT_FALSE(nobody);
+  EXPECT_NE(nobody.error().message.find("--candidate nobody"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace evalbox::harness
