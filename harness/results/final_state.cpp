@@ -86,65 +86,58 @@ std::string link_text(int parent, const std::string& name) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-// The SHA-256 of a regular file open at `fd`, and (with `store`) its bytes copied to a new
-// object under `results_root` unless one of that digest is there. Returns the digest and the
-// bytes newly stored.
-result<std::pair<std::string, uint64_t>> hash_file(int fd, const fs::path& results_root,
-                                                   const std::string& shown, bool store) {
+// Reads `in` to its end, hashing it, and writes what it reads to `out` unless that is -1.
+// Returns the SHA-256 (hex) and the byte count.
+result<std::pair<std::string, uint64_t>> copy_hashing(int in, int out, const std::string& from,
+                                                      const std::string& to) {
   sha256 h;
-  unique_fd tmp;
-  fs::path tmp_path;
-  if (store) {
-    const fs::path dir = results_root / objects_dir / "tmp";
-    EB_TRY(make_dirs(dir));
-    tmp_path = dir / ("obj-" + random_suffix());
-    tmp.reset(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
-    if (!tmp) return sys_error(errno, "create {}", tmp_path.string());
-  }
-  auto drop = [&] {
-    if (!tmp_path.empty()) ::unlink(tmp_path.c_str());
-  };
   std::vector<char> buf(1 << 16);
   uint64_t total = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      drop();
-      return sys_error(errno, "read {}", shown);
-    }
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error(errno, "read {}", from);
     if (n == 0) break;
     h.update(std::span(reinterpret_cast<const std::byte*>(buf.data()), static_cast<size_t>(n)));
     total += static_cast<uint64_t>(n);
-    if (tmp) {
-      for (ssize_t off = 0; off < n;) {
-        const ssize_t w = ::write(tmp.get(), buf.data() + off, static_cast<size_t>(n - off));
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) {
-          const int e = errno;
-          drop();
-          return sys_error(e, "write {}", tmp_path.string());
-        }
-        off += w;
-      }
+    for (ssize_t off = 0; out >= 0 && off < n;) {
+      const ssize_t w = ::write(out, buf.data() + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return sys_error(errno, "write {}", to);
+      off += w;
     }
   }
-  std::string digest = h.hex_digest();
-  if (!tmp) return std::make_pair(std::move(digest), uint64_t{0});
+  return std::make_pair(h.hex_digest(), total);
+}
+
+// The bytes of the regular file open at `fd` stored as an object under `results_root`, unless
+// one of their digest is there by the time it is written. Returns the digest and the bytes
+// newly stored.
+result<std::pair<std::string, uint64_t>> store_object(int fd, const fs::path& results_root,
+                                                      const std::string& shown) {
+  const fs::path dir = results_root / objects_dir / "tmp";
+  EB_TRY(make_dirs(dir));
+  const fs::path tmp_path = dir / ("obj-" + random_suffix());
+  unique_fd tmp(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+  if (!tmp) return sys_error(errno, "create {}", tmp_path.string());
+  auto copied = copy_hashing(fd, tmp.get(), shown, tmp_path.string());
   tmp.reset();
-  const fs::path dest = object_path(results_root, digest);
+  if (!copied) {
+    ::unlink(tmp_path.c_str());
+    return std::unexpected(std::move(copied).error());
+  }
+  const fs::path dest = object_path(results_root, copied->first);
   struct stat st {};
   if (::lstat(dest.c_str(), &st) == 0) {
-    drop();
-    return std::make_pair(std::move(digest), uint64_t{0});
+    ::unlink(tmp_path.c_str());
+    return std::make_pair(std::move(copied->first), uint64_t{0});
   }
-  EB_TRY(make_dirs(dest.parent_path()));
-  if (::rename(tmp_path.c_str(), dest.c_str()) != 0) {
-    const int e = errno;
-    drop();
+  if (auto m = make_dirs(dest.parent_path()); !m || ::rename(tmp_path.c_str(), dest.c_str()) != 0) {
+    const int e = m ? errno : m.error().sys_errno;
+    ::unlink(tmp_path.c_str());
     return sys_error(e, "store {}", dest.string());
   }
-  return std::make_pair(std::move(digest), total);
+  return copied;
 }
 
 struct walk_state {
@@ -364,11 +357,11 @@ result<json> keep_final_state(const fs::path& results_root, std::string_view run
         // Hashed first: a file whose object is there already (another run's, another trial's)
         // is read once and never written.
         auto fd = EB_TRY(open_file_beneath(sources[t].final_root, e.path));
-        auto [digest, none] = EB_TRY(hash_file(fd.get(), results_root, e.path, false));
+        std::string digest = EB_TRY(copy_hashing(fd.get(), -1, e.path, {})).first;
         struct stat st {};
         if (::lstat(object_path(results_root, digest).c_str(), &st) != 0) {
           if (::lseek(fd.get(), 0, SEEK_SET) != 0) return sys_error(errno, "seek {}", e.path);
-          auto [again, added] = EB_TRY(hash_file(fd.get(), results_root, e.path, true));
+          auto [again, added] = EB_TRY(store_object(fd.get(), results_root, e.path));
           if (again != digest)
             return make_error(error_kind::io, "{} changed while it was kept", e.path);
           stored += added;
@@ -570,22 +563,8 @@ class layer_writer {
     unique_fd out(::openat(dir, fs::path(e.path).filename().c_str(),
                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out) return sys_error(errno, "create {}", e.path);
-    sha256 h;
-    std::vector<char> buf(1 << 16);
-    for (;;) {
-      const ssize_t n = ::read(in.get(), buf.data(), buf.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return sys_error(errno, "read {}", obj.string());
-      if (n == 0) break;
-      h.update(std::span(reinterpret_cast<const std::byte*>(buf.data()), static_cast<size_t>(n)));
-      for (ssize_t off = 0; off < n;) {
-        const ssize_t w = ::write(out.get(), buf.data() + off, static_cast<size_t>(n - off));
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return sys_error(errno, "write {}", e.path);
-        off += w;
-      }
-    }
-    if (h.hex_digest() != e.digest)
+    const auto copied = EB_TRY(copy_hashing(in.get(), out.get(), obj.string(), e.path));
+    if (copied.first != e.digest)
       return make_error(error_kind::invalid_argument,
                         "{}: its object {} does not hold the bytes of its digest (damaged)", e.path,
                         obj.string());

@@ -619,6 +619,20 @@ class attempt {
     return true;
   }
 
+  // The relative paths the layers of a session's state hold above the run's own workspace (the
+  // stack's last): what a loop changed.
+  std::set<std::string> state_layer_paths() const {
+    std::set<std::string> out;
+    for (size_t i = 0; i + 1 < graded_stack_->workspace.size(); ++i) {
+      const fs::path& layer = graded_stack_->workspace[i];
+      std::error_code ec;
+      for (auto it = fs::recursive_directory_iterator(layer, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        out.insert(it->path().lexically_relative(layer).string());
+    }
+    return out;
+  }
+
   // workspace.diff of a session's state (drive_session): the paths its frozen workspace layers
   // hold, compared with the snapshot before the agent in a sandbox over that state.
   bool diff_state() {
@@ -628,15 +642,7 @@ class attempt {
     if (!view) return fail(run_error_kind::sandbox, view.error().message);
     state_view_.emplace(std::move(*view));
     after_.view = state_view_->path();
-    std::set<std::string> changed;
-    // Every layer above the run's own workspace (the stack's last) holds what the loop changed.
-    for (size_t i = 0; i + 1 < graded_stack_->workspace.size(); ++i) {
-      const fs::path& layer = graded_stack_->workspace[i];
-      std::error_code ec;
-      for (auto it = fs::recursive_directory_iterator(layer, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        changed.insert(it->path().lexically_relative(layer).string());
-    }
+    const std::set<std::string> changed = state_layer_paths();
     if (changed.empty()) {
       (void)write_file(run_dir_ / "workspace.diff", "");
       return true;
@@ -1011,20 +1017,12 @@ class attempt {
     }
     ws.candidates = std::move(*changed);
     if (graded_stack_) {
-      // A loop's task session: what its frozen layers hold (opaque directories' contents are
-      // candidates too, from the view before the agent).
-      for (size_t i = 0; i + 1 < graded_stack_->workspace.size(); ++i) {
-        const fs::path& layer = graded_stack_->workspace[i];
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(layer, ec);
-             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-          const std::string rel = it->path().lexically_relative(layer).string();
-          ws.candidates.push_back(rel);
-          if (it->is_directory(ec) && !it->is_symlink(ec))
-            for (auto& hidden :
-                 list_beneath(pristine_.view, rel).value_or(std::vector<std::string>{}))
-              ws.candidates.push_back(std::move(hidden));
-        }
+      // A loop's task session: what its frozen layers hold, and what the fixture had below
+      // each directory there (an opaque one hides it: deletions to keep).
+      for (const auto& rel : state_layer_paths()) {
+        ws.candidates.push_back(rel);
+        for (auto& hidden : list_beneath(pristine_.view, rel).value_or(std::vector<std::string>{}))
+          if (hidden != rel) ws.candidates.push_back(std::move(hidden));
       }
     }
     sources.push_back(std::move(ws));

@@ -46,5 +46,8 @@ grep -q "24 run(s) were already recorded" "$WORK/err2" || { cat "$WORK/err2"; fa
 [ "$(lines "$R/results.jsonl")" = 24 ] || fail "resume recorded runs twice"
 # Every example fixture is trustworthy.
 "$EVALBOX" fixture test $(ls -d "$SRC"/fixtures/examples/*/ | grep -v /agents/) || fail "fixture test"
+# Every verdict again from the runs' kept final states, the loop's (its session's frozen
+# layers) and the git checks' (the workspace after setup) among them.
+regrade_reproduces "$R"
 no_residue
 echo "example suite: ok"

@@ -253,6 +253,24 @@ PY
 expect_exit 3 "regrade of an edited manifest" "$WORK/out" "$WORK/err" \
   "$EVALBOX" regrade "$R" --all --fixture state-kinds --candidate oracle
 grep -q "the path '../../escape'" "$WORK/err" || fail "edited manifest: $(cat "$WORK/err")"
+# A run that kept no final state (--final-state-size 0: as results from before evalbox kept
+# one) is reported when its checks change, never guessed: its verdict stays, and both regrade
+# and a resumed run name it.
+R0=$WORK/no-state
+expect_exit 0 "a run keeping no state" "$WORK/out" "$WORK/err" \
+  "$EVALBOX" run "$S/suite.yaml" --results "$R0" --filter 'state-kinds/oracle' --final-state-size 0
+python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); assert r["final_state"] is None, r["final_state"]' \
+  "$R0/results.jsonl" || fail "--final-state-size 0 kept a state"
+sed -i 's|shell: "sh /grader/check.sh"|shell: "sh /grader/check.sh \&\& true"|' "$F/fixture.yaml"
+expect_exit 0 "regrade of a run without state" "$WORK/out" "$WORK/err" "$EVALBOX" regrade "$R0"
+grep -q "1 run(s) were graded by other checks but kept no final state" "$WORK/err" ||
+  fail "regrade does not report the run it cannot grade again: $(cat "$WORK/err")"
+grep -q "0 run(s) graded again" "$WORK/err" || fail "regrade graded a run without state"
+[ "$(lines "$R0/results.jsonl")" = 1 ] || fail "a record was written for a run without state"
+expect_exit 0 "resume of a run without state" "$WORK/out" "$WORK/err" \
+  "$EVALBOX" run "$S/suite.yaml" --results "$R0" --filter 'state-kinds/oracle'
+grep -q "kept no final state" "$WORK/err" || fail "resume does not report it: $(cat "$WORK/err")"
+[ "$(lines "$R0/results.jsonl")" = 1 ] || fail "resume re-ran or regraded a run without state"
 expect_exit 64 "an unknown fixture" "$WORK/out" "$WORK/err" "$EVALBOX" regrade "$R" --fixture nope
 grep -q "no such fixture" "$WORK/err" || fail "--fixture nope: $(cat "$WORK/err")"
 no_residue
