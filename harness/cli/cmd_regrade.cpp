@@ -3,6 +3,7 @@
 // called but judges (docs/results.md, "Grading again").
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <vector>
 
 #include "base/log.h"
 #include "harness/cli/commands.h"
@@ -10,6 +11,7 @@
 #include "harness/plan/identity.h"
 #include "harness/plan/suite_plan.h"
 #include "harness/report/report.h"
+#include "harness/results/results.h"
 
 namespace evalbox::harness::cli {
 
@@ -26,6 +28,20 @@ struct regrade_args {
   int concurrency = 0;
   image_args images;
 };
+
+// Recorded runs the suite, as it is now, no longer plans (a fixture's task, a candidate or an
+// image changed, so their ids did): regrade cannot grade them, and says so rather than nothing.
+void say_unplanned_runs(const std::vector<harness::run_spec>& planned, const fs::path& results) {
+  auto recorded = harness::results_dir(results).recorded_ids();
+  if (!recorded) return;
+  for (const auto& r : planned) recorded->erase(r.run_id);
+  if (recorded->empty()) return;
+  fmt::print(stderr,
+             "evalbox: {} recorded run(s) in {} are not runs of the suite as it is now (their "
+             "fixture's task, candidate or image changed, which gives new run ids): they were "
+             "not graded again; evalbox run records the new ones\n",
+             recorded->size(), results.string());
+}
 
 int regrade_command(regrade_args& a) {
   const fs::path results = fs::absolute(a.results).lexically_normal();
@@ -45,12 +61,13 @@ int regrade_command(regrade_args& a) {
   }
   auto suite = load_runnable_suite(suite_file->string());
   if (!suite) return suite.error();
+  // Images first: a fixture image's digest is part of its run ids.
+  if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
   auto runs = harness::plan_regrade(*suite, *plan, a.fixtures, a.candidates);
   if (!runs) {
     log::error("{}", runs.error().message);
     return exit_usage;
   }
-  if (int rc = resolve_suite_images(*suite, a.images); rc != exit_ok) return rc;
 
   suite_run_options o;
   o.results_dir = results;
@@ -75,6 +92,7 @@ int regrade_command(regrade_args& a) {
                                             t.regrade_errors)
                               : "");
   say_regrade_leftovers(t, results);
+  if (a.fixtures.empty() && a.candidates.empty()) say_unplanned_runs(*runs, results);
   if (done->summary) fmt::print("{}", harness::render_terminal_summary(*done->summary));
   fmt::print("reports: {0}/report.md {0}/report.html {0}/summary.json {0}/junit.xml\n",
              results.string());

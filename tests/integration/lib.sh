@@ -80,6 +80,8 @@ for rec in sorted(newest.values(), key=lambda x: x["run_id"]):
   python3 -c "$newest" "$r/results.jsonl" before >"$WORK/verdicts-before"
   "$EVALBOX" regrade "$r" --all "$@" >"$WORK/regrade.out" 2>"$WORK/regrade.err" ||
     { cat "$WORK/regrade.err" >&2; fail "regrade --all of $r"; }
+  ! grep -q "not runs of the suite as it is now" "$WORK/regrade.err" ||
+    { cat "$WORK/regrade.err" >&2; fail "regrade --all of $r planned other run ids than the run"; }
   grep -q "(0 verdict(s) changed)" "$WORK/regrade.err" ||
     { cat "$WORK/regrade.err" >&2; fail "regrade --all of $r changed verdicts"; }
   python3 -c "$newest" "$r/results.jsonl" after >"$WORK/verdicts-after" ||

@@ -271,6 +271,14 @@ expect_exit 0 "resume of a run without state" "$WORK/out" "$WORK/err" \
   "$EVALBOX" run "$S/suite.yaml" --results "$R0" --filter 'state-kinds/oracle'
 grep -q "kept no final state" "$WORK/err" || fail "resume does not report it: $(cat "$WORK/err")"
 [ "$(lines "$R0/results.jsonl")" = 1 ] || fail "resume re-ran or regraded a run without state"
+# The task itself changed (its prompt): the run is no run of the suite as it is now, and regrade
+# says so instead of grading nothing in silence.
+sed -i 's|^prompt: Change the workspace in every way.|prompt: Change the workspace in every way, please.|' \
+  "$F/fixture.yaml"
+expect_exit 0 "regrade after the task changed" "$WORK/out" "$WORK/err" "$EVALBOX" regrade "$R0" --all
+grep -q "1 recorded run(s) in $R0 are not runs of the suite as it is now" "$WORK/err" ||
+  fail "regrade does not name the runs of a changed task: $(cat "$WORK/err")"
+[ "$(lines "$R0/results.jsonl")" = 1 ] || fail "a run of a changed task was graded again"
 expect_exit 64 "an unknown fixture" "$WORK/out" "$WORK/err" "$EVALBOX" regrade "$R" --fixture nope
 grep -q "no such fixture" "$WORK/err" || fail "--fixture nope: $(cat "$WORK/err")"
 no_residue
