@@ -74,6 +74,7 @@ class claude_code_adapter final : public harness::adapter {
     check.binary("claude executable", "scripts/install-agents");
     check.non_empty_string("model", "e.g. model: claude-sonnet-4-5");
     check.url("base_url", "http://127.0.0.1:8080");
+    check.set_by_gateway("base_url");
     check.env_name("api_key_env", "ANTHROPIC_API_KEY");
     check.credential("credentials_file");
     check.choice("permission_mode", permission_modes);
@@ -167,9 +168,14 @@ class claude_code_adapter final : public harness::adapter {
     p.env["DISABLE_AUTOUPDATER"] = "1";
     p.env["DISABLE_ERROR_REPORTING"] = "1";
     p.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1";
-    if (auto url = string_setting(c, "base_url"); !url.empty()) p.env["ANTHROPIC_BASE_URL"] = url;
-
-    if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["ANTHROPIC_API_KEY"] = *key;
+    if (ctx.gateway) {
+      // The run's gateway holds the key on the host; the client gets a placeholder.
+      p.env["ANTHROPIC_BASE_URL"] = ctx.gateway->base_url;
+      p.env["ANTHROPIC_API_KEY"] = ctx.gateway->placeholder;
+    } else {
+      if (auto url = string_setting(c, "base_url"); !url.empty()) p.env["ANTHROPIC_BASE_URL"] = url;
+      if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["ANTHROPIC_API_KEY"] = *key;
+    }
     if (auto handle = harness::credential_handle(c, "credentials_file"))
       p.secrets.push_back(EB_TRY(
           harness::credential_mount(ctx, *handle, fs::path(config_dir) / ".credentials.json")));

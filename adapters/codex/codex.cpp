@@ -127,7 +127,12 @@ class codex_adapter final : public harness::adapter {
           auto it = p->value.find(k);
           return it != p->value.end() && it->is_string() ? it->get<std::string>() : std::string();
         };
-        if (str("base_url").empty())
+        if (c.gateway && !str("base_url").empty())
+          check.add({p->where,
+                     "provider.base_url is set by the candidate's gateway (it points Codex at the "
+                     "gateway, which forwards to gateway.upstream)",
+                     "remove it; the upstream goes in gateway: {upstream: URL}"});
+        else if (!c.gateway && str("base_url").empty())
           check.add({p->where, "provider has no base_url",
                      "e.g. base_url: \"http://127.0.0.1:8080/v1\""});
         if (!str("env_key").empty() && !is_env_name(str("env_key")))
@@ -223,19 +228,27 @@ class codex_adapter final : public harness::adapter {
 
     std::string key_var = "OPENAI_API_KEY";
     std::string provider_table;
-    if (const auto* prov = c.find("provider"); prov && prov->value.is_object()) {
+    const auto* prov = c.find("provider");
+    if ((prov && prov->value.is_object()) || ctx.gateway) {
       auto str = [&](const char* k, std::string fallback) {
+        if (!prov || !prov->value.is_object()) return fallback;
         auto it = prov->value.find(k);
         return it != prov->value.end() && it->is_string() ? it->get<std::string>() : fallback;
       };
       const std::string name = str("name", "evalbox");
       if (!str("env_key", "").empty()) key_var = str("env_key", "");
+      std::string base_url = str("base_url", "");
+      if (ctx.gateway) {
+        // The run's gateway holds the key on the host; the client gets a placeholder.
+        base_url = ctx.gateway->base_url;
+        key_var = "EVALBOX_GATEWAY_KEY";
+        p.env[key_var] = ctx.gateway->placeholder;
+      }
       config += fmt::format("model_provider = {}\n", toml_string(name));
-      provider_table =
-          fmt::format("\n[model_providers.{}]\nname = {}\nbase_url = {}\nwire_api = {}\n",
-                      toml_string(name), toml_string(name), toml_string(str("base_url", "")),
-                      toml_string(str("wire_api", "responses")));
-      if (!str("env_key", "").empty())
+      provider_table = fmt::format(
+          "\n[model_providers.{}]\nname = {}\nbase_url = {}\nwire_api = {}\n", toml_string(name),
+          toml_string(name), toml_string(base_url), toml_string(str("wire_api", "responses")));
+      if (!str("env_key", "").empty() || ctx.gateway)
         provider_table += fmt::format("env_key = {}\n", toml_string(key_var));
       // A failed model call is the run's result; retrying it only delays the verdict.
       provider_table += "request_max_retries = 0\nstream_max_retries = 0\n";
@@ -249,7 +262,8 @@ class codex_adapter final : public harness::adapter {
     if (!overridden_by_home_files(c, config_target))
       p.home.files.push_back({config_target, config, 0600});
 
-    if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env[key_var] = *key;
+    if (!ctx.gateway)
+      if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env[key_var] = *key;
     if (auto handle = harness::credential_handle(c, "auth_file"))
       p.secrets.push_back(
           EB_TRY(harness::credential_mount(ctx, *handle, fs::path(codex_home) / "auth.json")));

@@ -60,6 +60,7 @@ class gemini_adapter final : public harness::adapter {
     check.binary("gemini executable", "scripts/install-agents gemini");
     check.non_empty_string("model", "e.g. model: gemini-2.5-flash");
     check.url("base_url", "http://127.0.0.1:8080");
+    check.set_by_gateway("base_url");
     check.env_name("api_key_env", "GEMINI_API_KEY");
     check.choice("approval_mode", approval_modes);
     return check.take();
@@ -119,9 +120,15 @@ class gemini_adapter final : public harness::adapter {
                 {"general", {{"disableAutoUpdate", true}, {"disableUpdateNag", true}}}};
       p.home.files.push_back({settings, j.dump(2) + "\n", 0600});
     }
-    if (auto url = string_setting(c, "base_url"); !url.empty())
-      p.env["GOOGLE_GEMINI_BASE_URL"] = url;
-    if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["GEMINI_API_KEY"] = *key;
+    if (ctx.gateway) {
+      // The run's gateway holds the key on the host; the client gets a placeholder.
+      p.env["GOOGLE_GEMINI_BASE_URL"] = ctx.gateway->base_url;
+      p.env["GEMINI_API_KEY"] = ctx.gateway->placeholder;
+    } else {
+      if (auto url = string_setting(c, "base_url"); !url.empty())
+        p.env["GOOGLE_GEMINI_BASE_URL"] = url;
+      if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["GEMINI_API_KEY"] = *key;
+    }
     p.stdout_name = "stdout.jsonl";
     return p;
   }

@@ -24,6 +24,14 @@
 namespace evalbox::harness {
 inline namespace agent {
 
+// The run's model gateway, when its candidate has one (docs/agents.md, "The model gateway"):
+// the adapter points its client at `base_url` with `placeholder` as its key, and leases no API
+// key into the sandbox.
+struct gateway_endpoint {
+  std::string base_url;     // http://127.0.0.1:PORT[/prefix]
+  std::string placeholder;  // worthless outside this run
+};
+
 // What an adapter knows about the run it plans.
 struct run_context {
   const fixture_spec& fixture;
@@ -32,6 +40,7 @@ struct run_context {
   std::string run_id;
   // Suite credential handles → host source files (the candidate may lease some of them).
   const std::map<std::string, std::filesystem::path>& credentials;
+  const gateway_endpoint* gateway = nullptr;  // set for a candidate with a gateway
 };
 
 // What the adapter asks of the sandbox for one agent launch.

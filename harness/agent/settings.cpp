@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "base/fs.h"
@@ -68,8 +69,52 @@ std::vector<fs::path> install_paths(const fs::path& binary) {
 
 std::optional<std::string> credential_handle(const candidate_spec& c, std::string_view key) {
   if (auto h = string_setting(c, key); !h.empty()) return h;
-  if (c.credentials.size() == 1 && !c.find("api_key_env")) return c.credentials.front();
+  if (c.credentials.size() == 1 && !c.find("api_key_env") && !c.gateway)
+    return c.credentials.front();
   return std::nullopt;
+}
+
+result<std::string> gateway_key(const candidate_spec& c,
+                                const std::map<std::string, fs::path>& credentials) {
+  auto from_env = [&](const std::string& var, std::string_view setting) -> result<std::string> {
+    const char* value = std::getenv(var.c_str());
+    if (!value || !*value)
+      return make_error(error_kind::invalid_argument,
+                        "candidate {}: {} {} is not set in evalbox's environment", c.id, setting,
+                        var);
+    log::redact_secret(value);
+    return std::string(value);
+  };
+  if (!c.gateway->key_env.empty()) return from_env(c.gateway->key_env, "gateway.key_env");
+  if (c.credentials.size() == 1) {
+    auto it = credentials.find(c.credentials.front());
+    if (it == credentials.end())
+      return make_error(error_kind::invalid_argument,
+                        "candidate {}: credential '{}' is not in the suite's credentials", c.id,
+                        c.credentials.front());
+    auto text = read_file(it->second, 64u << 10);
+    if (!text)
+      return make_error(text.error().kind, "candidate {}: the gateway's key, credential '{}': {}",
+                        c.id, c.credentials.front(), text.error().message);
+    std::string key = *text;
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+    size_t start = 0;
+    while (start < key.size() && std::isspace(static_cast<unsigned char>(key[start]))) ++start;
+    key.erase(0, start);
+    if (key.empty() || key.find_first_of("\r\n") != std::string::npos)
+      return make_error(error_kind::invalid_argument,
+                        "candidate {}: credential '{}' ({}) must hold the API key on one line "
+                        "for the gateway",
+                        c.id, c.credentials.front(), it->second.string());
+    log::redact_secret(key);
+    return key;
+  }
+  if (auto var = string_setting(c, "api_key_env"); !var.empty())
+    return from_env(var, "api_key_env");
+  return make_error(error_kind::invalid_argument,
+                    "candidate {}: its gateway has no key: give the candidate one credential (a "
+                    "file holding the key), or gateway.key_env",
+                    c.id);
 }
 
 result<sandbox::secret_mount> credential_mount(const run_context& ctx, const std::string& handle,
@@ -92,6 +137,16 @@ result<std::optional<std::string>> api_key_from_host(const candidate_spec& c) {
                       var);
   log::redact_secret(value);
   return std::optional<std::string>(value);
+}
+
+void settings_checker::set_by_gateway(std::string_view key) {
+  if (!c_.gateway) return;
+  if (const auto* s = c_.find(key))
+    errors_.push_back({s->where,
+                       fmt::format("{} is set by the candidate's gateway (it points the client at "
+                                   "the gateway, which forwards to gateway.upstream)",
+                                   key),
+                       "remove it; the upstream goes in gateway: {upstream: URL}"});
 }
 
 void settings_checker::known_keys(const std::vector<std::string>& known) {

@@ -43,7 +43,7 @@ std::filesystem::path install_prefix(const std::filesystem::path& binary);
 std::vector<std::filesystem::path> install_paths(const std::filesystem::path& binary);
 
 // The credential handle to lease: the setting `key`, else the candidate's only credential
-// when no api_key_env says how to authenticate instead.
+// when no api_key_env says how to authenticate instead (and no gateway holds it on the host).
 std::optional<std::string> credential_handle(const candidate_spec& c, std::string_view key);
 // The lease of `handle`'s source file at `target` (relative to the home).
 result<sandbox::secret_mount> credential_mount(const run_context& ctx, const std::string& handle,
@@ -52,6 +52,12 @@ result<sandbox::secret_mount> credential_mount(const run_context& ctx, const std
 // The value of the host variable named by `api_key_env`, registered with the log's redaction
 // (it is a secret); nullopt when the setting is absent. An error when the variable is unset.
 result<std::optional<std::string>> api_key_from_host(const candidate_spec& c);
+
+// The real key a gateway candidate's gateway sends upstream, read on the host: the variable
+// gateway.key_env names, else the candidate's only credential (a file holding the key on one
+// line), else the variable api_key_env names. Registered with the log's redaction.
+result<std::string> gateway_key(const candidate_spec& c,
+                                const std::map<std::string, std::filesystem::path>& credentials);
 
 // Collects the problems in one candidate's settings; validate() returns take(). Each check
 // looks at one optional setting and does nothing when it is absent, so checks compose in the
@@ -76,6 +82,8 @@ class settings_checker {
   void credential(std::string_view key);
   // An http:// or https:// URL; `example` is shown when the value is not a string.
   void url(std::string_view key, std::string_view example);
+  // With a gateway, the setting `key` (where the client's API is) is the gateway's to set.
+  void set_by_gateway(std::string_view key);
 
   void add(config_error e) { errors_.push_back(std::move(e)); }
   [[nodiscard]] std::vector<config_error> take() { return std::move(errors_); }

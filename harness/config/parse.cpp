@@ -10,6 +10,7 @@
 // harness/fixture for the file system).
 #include "harness/config/parse.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <span>
 
@@ -183,8 +184,8 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
                                 std::vector<config_error>& errors) {
   using namespace parsing;
   static constexpr std::string_view known[] = {
-      "schema", "id",      "description", "prompt",    "follow_up",   "setup",
-      "limits", "network", "checks",      "threshold", "environment", "workspace"};
+      "schema",  "id",     "description", "prompt",      "follow_up", "setup", "limits",
+      "network", "checks", "threshold",   "environment", "workspace", "budget"};
   static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
   reader r(std::string(display), errors, text);
   fixture_spec spec;
@@ -197,6 +198,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   parse_task(r, *f, spec);
   if (f->has("limits")) spec.limits = parse_limits(r, f->get("limits"), "limits");
   if (f->has("network")) spec.network = parse_network(r, f->get("network"), "network");
+  if (f->has("budget")) spec.budget = parse_budget(r, f->get("budget"), "budget");
   if (f->has("environment")) spec.environment = parse_environment(r, f->get("environment"));
   if (f->has("workspace")) spec.git_workspace = parse_git_workspace(r, f->get("workspace"));
   if (f->has("threshold")) parse_threshold(r, f->get("threshold"), spec);
@@ -217,6 +219,29 @@ std::string fixture_task_text(std::string_view text) {
   }
 }
 
+namespace {
+
+// budget (per run, under each gateway candidate's own) and suite_budget (the whole run's).
+void parse_suite_budgets(reader& r, const parsing::fields& f, suite_spec& spec) {
+  using namespace parsing;
+  const bool any_gateway = std::any_of(spec.candidates.begin(), spec.candidates.end(),
+                                       [](const candidate_spec& c) { return c.gateway; });
+  for (const char* key : {"budget", "suite_budget"}) {
+    if (!f.has(key)) continue;
+    budget_spec b = parse_budget(r, f.get(key), key);
+    if (!any_gateway && !spec.candidates.empty())
+      r.fail(f.get(key), fmt::format("{} needs a candidate with a gateway", key),
+             "budgets are enforced by a candidate's model gateway: add gateway: {upstream: URL} "
+             "to the candidates that call a model (docs/agents.md)");
+    (std::string_view(key) == "budget" ? spec.budget : spec.suite_budget) = b;
+  }
+  if (!spec.budget) return;
+  for (auto& c : spec.candidates)
+    if (c.gateway) c.budget = spec.budget->merged_with(c.budget.value_or(budget_spec{}));
+}
+
+}  // namespace
+
 suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
                             const std::filesystem::path& base_dir,
                             std::span<const std::string> adapters,
@@ -225,7 +250,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   static constexpr std::string_view known[] = {
       "schema",      "name",        "description", "fixtures", "candidates", "trials",
       "concurrency", "credentials", "limits",      "baseline", "prices",     "results",
-      "environment", "images",      "harbor",      "judges"};
+      "environment", "images",      "harbor",      "judges",   "budget",     "suite_budget"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   reader r(std::string(display), errors);
   suite_spec spec;
@@ -242,6 +267,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
   if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);
   if (f->has("prices")) parse_prices(r, f->get("prices"), spec);
+  if (f->has("budget") || f->has("suite_budget")) parse_suite_budgets(r, *f, spec);
   if (f->has("images")) parse_images(r, f->get("images"), base_dir, spec);
   if (f->has("harbor")) parse_harbor(r, f->get("harbor"), spec);
   if (f->has("judges")) parse_judges(r, f->get("judges"), base_dir, spec);

@@ -83,8 +83,9 @@ void parse_candidate_credentials(reader& r, const fields& f, const std::string& 
 std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
                                               const fs::path& base,
                                               std::span<const std::string> adapters) {
-  static constexpr std::string_view common[] = {"id",      "adapter",    "home_files", "env",
-                                                "network", "credential", "credentials"};
+  static constexpr std::string_view common[] = {"id",          "adapter", "home_files",
+                                                "env",         "network", "credential",
+                                                "credentials", "gateway", "budget"};
   static constexpr std::string_view required[] = {"id", "adapter"};
   std::string what = fmt::format("candidates[{}]", index);
   auto f = r.mapping(n, what, common, required, /*allow_unknown=*/true);
@@ -114,6 +115,14 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
   if (f->has("env")) parse_env(r, f->get("env"), what, c);
   if (f->has("network")) c.network = parse_network(r, f->get("network"), what + ".network");
   parse_candidate_credentials(r, *f, what, c);
+  if (f->has("gateway")) c.gateway = parse_gateway(r, f->get("gateway"), what + ".gateway", base);
+  if (f->has("budget")) {
+    c.budget = parse_budget(r, f->get("budget"), what + ".budget");
+    if (!f->has("gateway"))
+      r.fail(f->get("budget"), fmt::format("{}.budget needs a gateway", what),
+             "a budget is enforced by the candidate's model gateway: add gateway: {upstream: "
+             "URL} (docs/agents.md)");
+  }
   for (const auto& [k, v] : f->entries) {
     if (std::find(std::begin(common), std::end(common), k) != std::end(common)) continue;
     c.settings[k] = setting{r.to_json(v), r.at(v)};

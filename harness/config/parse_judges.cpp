@@ -21,17 +21,19 @@ namespace fs = std::filesystem;
 void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
   auto pf = r.mapping(n, "prices", {}, {}, true);
   if (!pf) return;
-  static constexpr std::string_view pk[] = {"input_per_mtok", "output_per_mtok"};
+  static constexpr std::string_view pk[] = {"input_per_mtok", "output_per_mtok",
+                                            "cached_input_per_mtok", "cache_write_per_mtok"};
+  static constexpr std::string_view required[] = {"input_per_mtok", "output_per_mtok"};
   for (const auto& [model, v] : pf->entries) {
     std::string name = fmt::format("prices.{}", model);
-    auto p = r.mapping(v, name, pk, pk);
+    auto p = r.mapping(v, name, pk, required);
     if (!p) continue;
     price_spec price;
     bool ok = true;
     for (auto key : pk) {
       std::string k(key);
       if (!p->has(k)) {
-        ok = false;
+        ok = ok && !std::count(std::begin(required), std::end(required), key);
         continue;
       }
       auto num = r.number(p->get(k), name + "." + k);
@@ -40,7 +42,10 @@ void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec) {
         ok = false;
         continue;
       }
-      (k == "input_per_mtok" ? price.input_per_mtok : price.output_per_mtok) = *num;
+      if (k == "input_per_mtok") price.input_per_mtok = *num;
+      if (k == "output_per_mtok") price.output_per_mtok = *num;
+      if (k == "cached_input_per_mtok") price.cached_input_per_mtok = *num;
+      if (k == "cache_write_per_mtok") price.cache_write_per_mtok = *num;
     }
     if (ok) spec.prices[model] = price;
   }

@@ -45,6 +45,11 @@ void parse_baseline(reader& r, const YAML::Node& n, suite_spec& spec);
 void parse_judges(reader& r, const YAML::Node& n, const std::filesystem::path& base_dir,
                   suite_spec& spec);
 void parse_prices(reader& r, const YAML::Node& n, suite_spec& spec);
+// parse_gateway.cpp: `budget:` (suite, candidate, fixture, suite_budget) and a candidate's
+// `gateway:` (its upstream checked, ca_files made absolute against `base_dir`).
+budget_spec parse_budget(reader& r, const YAML::Node& n, const std::string& what);
+std::optional<gateway_spec> parse_gateway(reader& r, const YAML::Node& n, const std::string& what,
+                                          const std::filesystem::path& base_dir);
 
 }  // namespace parsing
 }  // namespace config

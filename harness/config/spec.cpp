@@ -1,6 +1,8 @@
 // The plain-data helpers of the specs: messages, merging, JSON forms for digests and records.
 #include "harness/config/spec.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace evalbox::harness {
@@ -253,7 +255,64 @@ json candidate_spec::to_json() const {
   json j{{"id", id},        {"adapter", adapter}, {"settings", s},
          {"home_files", h}, {"env", env},         {"credentials", credentials}};
   j["network"] = network ? network->to_json() : json(nullptr);
+  // Only when set: the digests of candidates without them stay what they were.
+  if (gateway) j["gateway"] = gateway->to_json();
+  if (budget && !budget->empty()) j["budget"] = budget->to_json();
   return j;
+}
+
+bool budget_spec::empty() const {
+  return !cost && !input_tokens && !output_tokens && !tokens && !requests;
+}
+
+budget_spec budget_spec::merged_with(const budget_spec& over) const {
+  budget_spec b = *this;
+  if (over.cost) b.cost = over.cost;
+  if (over.input_tokens) b.input_tokens = over.input_tokens;
+  if (over.output_tokens) b.output_tokens = over.output_tokens;
+  if (over.tokens) b.tokens = over.tokens;
+  if (over.requests) b.requests = over.requests;
+  if (!over.where.file.empty()) b.where = over.where;
+  return b;
+}
+
+json budget_spec::to_json() const {
+  json j = json::object();
+  if (cost) j["cost"] = *cost;
+  if (input_tokens) j["input_tokens"] = *input_tokens;
+  if (output_tokens) j["output_tokens"] = *output_tokens;
+  if (tokens) j["tokens"] = *tokens;
+  if (requests) j["requests"] = *requests;
+  return j;
+}
+
+json gateway_spec::to_json() const {
+  json cas = json::array();
+  for (const auto& f : ca_files) cas.push_back(f.string());
+  return {{"upstream", upstream}, {"ca_files", cas}, {"key_env", key_env}};
+}
+
+double price_spec::cost(uint64_t input, uint64_t cached, uint64_t cache_write,
+                        uint64_t output) const {
+  const auto d = [](uint64_t v) { return static_cast<double>(v); };
+  cached = std::min(cached, input);
+  cache_write = std::min(cache_write, input - cached);
+  const double plain = d(input - cached - cache_write) * input_per_mtok;
+  const double read = d(cached) * cached_input_per_mtok.value_or(input_per_mtok);
+  const double write = d(cache_write) * cache_write_per_mtok.value_or(input_per_mtok);
+  return (plain + read + write + d(output) * output_per_mtok) / 1e6;
+}
+
+const price_spec* suite_spec::price_for(const candidate_spec& candidate,
+                                        std::string_view model) const {
+  std::string setting_model;
+  if (const auto* m = candidate.find("model"); m && m->value.is_string())
+    setting_model = m->value.get<std::string>();
+  for (const std::string& key : {std::string(model), candidate.id, setting_model}) {
+    if (key.empty()) continue;
+    if (auto it = prices.find(key); it != prices.end()) return &it->second;
+  }
+  return nullptr;
 }
 
 const candidate_spec* suite_spec::find_candidate(std::string_view id) const {

@@ -60,6 +60,38 @@ struct limits_spec {
   [[nodiscard]] json to_json() const;  // set fields only, in ms / bytes / count
 };
 
+// `budget:` (suite, candidate or fixture): what one run may spend through its model gateway
+// (docs/suite-format.md, "budget"). Unset: no limit. A request is refused once a limit is
+// reached; the one that crosses it completes (a budget bounds spending to one call past it).
+struct budget_spec {
+  std::optional<double> cost;  // USD, priced with the suite's prices
+  std::optional<uint64_t> input_tokens;
+  std::optional<uint64_t> output_tokens;
+  std::optional<uint64_t> tokens;  // input and output together
+  std::optional<uint64_t> requests;
+  source_location where;
+
+  [[nodiscard]] bool empty() const;
+  // Each value of `over` that is set replaces the one here (fixture over candidate over suite).
+  [[nodiscard]] budget_spec merged_with(const budget_spec& over) const;
+  [[nodiscard]] json to_json() const;  // set fields only
+};
+
+// A candidate's `gateway:` (docs/agents.md, "The model gateway"): its agent talks to a gateway
+// evalbox serves for the run, which forwards to `upstream` with the real key; the key never
+// enters the sandbox.
+struct gateway_spec {
+  std::string upstream;  // http(s)://host[:port][/prefix]; http only to a loopback address
+  // PEM files trusted besides the host's store for the upstream's TLS (absolute).
+  std::vector<std::filesystem::path> ca_files;
+  // Where the real key is read on the host: this variable of evalbox's environment; else the
+  // candidate's one credential (a file holding the key), else the adapter's api_key_env.
+  std::string key_env;
+  source_location where;
+
+  [[nodiscard]] json to_json() const;  // what defines it (never the key)
+};
+
 // YAML `none`, or `{allow: [host:port, ...]}`. `host` (the host's network, recorded as unsafe)
 // is never written in YAML: a Harbor task whose internet is allowed asks for it (harbor.h).
 struct network_spec {
@@ -216,6 +248,7 @@ struct fixture_spec {
   std::optional<std::string> follow_up;
   std::vector<std::string> setup;  // shell commands run in /workspace before the agent
   limits_spec limits;
+  std::optional<budget_spec> budget;  // over the candidate's (model gateway candidates only)
   network_spec network;
   // The fixture's own environment, or its suite's default (set by load_suite); unset: the
   // host's allow-listed root.
@@ -277,6 +310,9 @@ struct candidate_spec {
   // Credential handles this candidate uses (from its `credential` / `credentials` setting);
   // each exists in suite_spec::credentials.
   std::vector<std::string> credentials;
+  std::optional<gateway_spec> gateway;
+  // The suite's `budget` with the candidate's over it (a fixture's goes over both at run time).
+  std::optional<budget_spec> budget;
   source_location where;
 
   // The setting `key`, or nullptr.
@@ -310,6 +346,14 @@ std::string_view to_string(judge_spec::adapter_kind kind) noexcept;
 struct price_spec {
   double input_per_mtok = 0;   // currency units per million input tokens
   double output_per_mtok = 0;  // per million output tokens
+  // Input tokens read from a cache, and written to one (Anthropic), when priced otherwise.
+  std::optional<double> cached_input_per_mtok;
+  std::optional<double> cache_write_per_mtok;
+
+  // The cost of one call or run: `input` counts every input token, of which `cached` were read
+  // from a cache and `cache_write` written to one.
+  [[nodiscard]] double cost(uint64_t input, uint64_t cached, uint64_t cache_write,
+                            uint64_t output) const;
 };
 
 // One entry of a suite's `fixtures:` list as written: a directory or a glob, relative to the
@@ -334,7 +378,9 @@ struct suite_spec {
   std::optional<environment_spec> default_environment;  // for fixtures without their own
   std::optional<std::string> baseline;                  // a candidate id
   std::map<std::string, price_spec> prices;             // model or candidate id -> price
-  std::filesystem::path results_dir;  // default "results/<name>" (relative to cwd)
+  std::optional<budget_spec> budget;                    // per run, under each candidate's
+  std::optional<budget_spec> suite_budget;  // the whole run's spending: stops scheduling when spent
+  std::filesystem::path results_dir;        // default "results/<name>" (relative to cwd)
   // Harbor tasks: `images: {REF: SOURCE}` — a registry reference a task.toml names → an image
   // evalbox reads (oci:, oci-archive:, docker-archive:, rootfs:; paths made absolute against
   // the suite file); and the reward a run must reach (`harbor: {threshold:}`, default 1.0).
@@ -343,6 +389,10 @@ struct suite_spec {
   std::map<std::string, judge_spec> judges;  // `judges: {NAME: ...}` (judge checks)
 
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
+  // The price of `model` (as a call or transcript names it) for `candidate`: `prices` keyed by
+  // that model, else by the candidate's id, else by its `model` setting; nullptr when none.
+  [[nodiscard]] const price_spec* price_for(const candidate_spec& candidate,
+                                            std::string_view model) const;
 };
 
 }  // namespace config

@@ -1,8 +1,12 @@
 // One attempt at one run, phase by phase (see execute.h).
 #include "harness/runner/execute.h"
 
+#include <strings.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -16,6 +20,8 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "harness/agent/host_client.h"
+#include "harness/agent/settings.h"
+#include "harness/gateway/gateway.h"
 #include "harness/grading/grading.h"
 #include "harness/judge/client.h"
 #include "harness/session/commands.h"
@@ -23,6 +29,7 @@
 #include "harness/session/session.h"
 #include "harness/transcripts/atif.h"
 #include "harness/transcripts/read_limits.h"
+#include "sandbox/http/client.h"
 
 namespace evalbox::harness {
 inline namespace runner {
@@ -274,9 +281,12 @@ class attempt {
 
   attempt_state run(int number) {
     if (!fresh_run_dir()) return done();
+    if (!start_gateway()) return done();
     if (!plan()) return done();
     if (!prepare(number)) return done();
-    if (setup() && agent() && record_transcript()) {
+    if (!setup()) {
+      finish_gateway();
+    } else if (const bool ran = agent(); finish_gateway(), ran && record_transcript()) {
       // Grading time, as run.json has always counted it, includes the diff.
       auto t0 = clock_type::now();
       if (diff()) {
@@ -300,8 +310,9 @@ class attempt {
   }
 
   // A launch whose record goes into run.json under its label.
-  result<sandbox::run_record> launch(const sandbox::launch_options& o) {
-    auto rec = sandbox::launch_in(*session_, o, x_.options.cancel);
+  result<sandbox::run_record> launch(const sandbox::launch_options& o,
+                                     const sandbox::cancel_token* cancel = nullptr) {
+    auto rec = sandbox::launch_in(*session_, o, cancel ? cancel : x_.options.cancel);
     if (rec) st_.records[o.label] = rec->to_json();
     return rec;
   }
@@ -320,8 +331,98 @@ class attempt {
     auto p = adapter_->plan(ctx_);
     if (!p) return fail(run_error_kind::adapter, p.error().message);
     plan_ = std::move(*p);
+    if (gateway_) {
+      // Any client can find the gateway here (a command agent's own loop, say).
+      plan_.env["EVALBOX_GATEWAY_URL"] = endpoint_.base_url;
+      plan_.env["EVALBOX_GATEWAY_KEY"] = endpoint_.placeholder;
+    }
     if (auto a = in_image(plan_); !a) return fail(run_error_kind::adapter, a.error().message);
     return true;
+  }
+
+  // The candidate's model gateway (docs/agents.md, "The model gateway"), started before the
+  // adapter plans so that it can point its client at it. Its key is read here, on the host.
+  bool start_gateway() {
+    if (!cand_.gateway || x_.options.interactive) return true;
+    auto key = gateway_key(cand_, x_.suite.credentials);
+    if (!key) return fail(run_error_kind::adapter, key.error().message);
+    gateway::gateway_options o;
+    o.upstream = cand_.gateway->upstream;
+    for (const auto& f : cand_.gateway->ca_files) o.ca_files.push_back(f.string());
+    o.key = std::move(*key);
+    budget_ = cand_.budget.value_or(budget_spec{});
+    if (fixture_.budget) budget_ = budget_.merged_with(*fixture_.budget);
+    o.budget = budget_;
+    o.price = [this](const std::string& model,
+                     const gateway::call_usage& u) -> std::optional<double> {
+      const price_spec* p = x_.suite.price_for(cand_, model);
+      if (!p) return std::nullopt;
+      return p->cost(u.input_tokens.value_or(0), u.cached_input_tokens.value_or(0),
+                     u.cache_write_tokens.value_or(0), u.output_tokens.value_or(0));
+    };
+    o.calls_file = run_dir_ / "model-calls.jsonl";
+    auto g = gateway::model_gateway::start(std::move(o));
+    if (!g) return fail(run_error_kind::host, g.error().message);
+    gateway_ = std::move(*g);
+    endpoint_ = {gateway_->base_url(), gateway_->placeholder()};
+    ctx_.gateway = &endpoint_;
+    return true;
+  }
+
+  // The gateway stops with the agent: its totals are the run's usage (exact: counted from every
+  // response) and say whether a budget was reached.
+  void finish_gateway() {
+    if (!gateway_) return;
+    const gateway::gateway_totals t = gateway_->stop();
+    gateway_.reset();
+    auto percentile = [](std::vector<double> v, double q) -> json {
+      if (v.empty()) return nullptr;
+      std::sort(v.begin(), v.end());
+      const size_t i =
+          std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+      return std::round(v[i] * 1000) / 1000;
+    };
+    st_.gateway = {{"upstream", cand_.gateway->upstream},
+                   {"url", endpoint_.base_url},
+                   {"budget", budget_.to_json()},
+                   {"calls_file", "model-calls.jsonl"},
+                   {"totals", t.to_json()},
+                   {"latency",
+                    {{"ttfb_ms_p50", percentile(t.ttfb_ms, 0.5)},
+                     {"ttfb_ms_p90", percentile(t.ttfb_ms, 0.9)},
+                     {"duration_ms_p50", percentile(t.duration_ms, 0.5)},
+                     {"duration_ms_p90", percentile(t.duration_ms, 0.9)}}}};
+    if (t.exhausted) st_.budget_exhausted = *t.exhausted;
+    auto count = [&](const std::optional<uint64_t>& v) -> json {
+      if (v) return *v;
+      return t.calls == 0 ? json(0) : json(nullptr);
+    };
+    const bool priced = t.calls_unpriced == 0 && t.calls_without_usage == 0;
+    st_.usage = {{"input_tokens", count(t.usage.input_tokens)},
+                 {"output_tokens", count(t.usage.output_tokens)},
+                 {"cached_input_tokens", count(t.usage.cached_input_tokens)},
+                 {"reasoning_tokens", count(t.usage.reasoning_tokens)},
+                 {"cost_usd", priced ? json(t.cost_usd) : json(nullptr)},
+                 {"cost_source", priced ? json("gateway") : json(nullptr)},
+                 {"source", "gateway"}};
+  }
+
+  // A gateway run's network: the gateway, reached through the relay at the same loopback
+  // address inside, and never the upstream around it.
+  void gateway_network() {
+    if (!gateway_) return;
+    sandbox::network_policy& n = request_.network;
+    if (n.mode == sandbox::network_mode::host) return;  // a Harbor task's internet: as asked
+    n.mode = sandbox::network_mode::allow;
+    if (auto up = sandbox::http::parse_url(cand_.gateway->upstream)) {
+      std::erase_if(n.allow, [&](const std::string& entry) {
+        const size_t colon = entry.rfind(':');
+        std::string host = entry.substr(0, colon);
+        if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
+        return strcasecmp(host.c_str(), up->host.c_str()) == 0;
+      });
+    }
+    n.allow.push_back(fmt::format("127.0.0.1:{}", gateway_->port()));
   }
 
   // A host client in the fixture's image: started so that it runs there, or refused now, with
@@ -350,6 +451,7 @@ class attempt {
          fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
+    gateway_network();
     if (!x_.options.workspace_override.empty()) {
       request_.workspace.source = x_.options.workspace_override;
       request_.workspace.image_dir.clear();
@@ -433,7 +535,7 @@ class attempt {
     o.stdout_path = native_ / (label == "agent" ? p.stdout_name : label + "." + p.stdout_name);
     o.stderr_path = native_ / (label == "agent" ? "stderr.txt" : label + ".stderr.txt");
     o.stdin_data = p.stdin_data;
-    auto rec = launch(o);
+    auto rec = gateway_ ? launch_watched(o) : launch(o);
     if (!rec) {
       fail(run_error_kind::sandbox, rec.error().message);
       return std::nullopt;
@@ -451,6 +553,33 @@ class attempt {
     outputs_.push_back({o.stdout_path, o.stderr_path, session_->home_dir(), native_, rec->exit_code,
                         rec->outcome == sandbox::outcome_kind::exited});
     return std::move(*rec);
+  }
+
+  // The agent's launch while its gateway serves: ended when the budget is spent and the agent
+  // keeps asking (model_gateway::should_stop_agent), as well as on evalbox's own cancel.
+  result<sandbox::run_record> launch_watched(const sandbox::launch_options& o) {
+    sandbox::cancel_token token;
+    std::atomic<bool> watching{true};
+    std::thread watcher([&] {
+      while (watching.load()) {
+        if (x_.options.cancel && x_.options.cancel->requested.load()) token.requested = true;
+        if (!budget_stopped_ && gateway_->should_stop_agent()) {
+          budget_stopped_ = true;
+          token.requested = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    auto rec = launch(o, &token);
+    watching = false;
+    watcher.join();
+    return rec;
+  }
+
+  // The agent ended by evalbox's cancel: a budget spent is the run's outcome, not a cancel.
+  bool agent_cancelled() {
+    if (budget_stopped_) return true;
+    return cancelled();
   }
 
   // A person instead of the agent (runner_options::interactive): a shell in the session with
@@ -668,10 +797,11 @@ class attempt {
     auto t0 = clock_type::now();
     auto rec = launch_agent(plan_, "agent");
     if (!rec) return false;
-    if (rec->outcome == sandbox::outcome_kind::cancelled) return cancelled();
+    if (rec->outcome == sandbox::outcome_kind::cancelled && !agent_cancelled()) return false;
     agent_outcome_ = rec->outcome;
     agent_signal_ = rec->signal;
-    if (fixture_.follow_up && rec->outcome == sandbox::outcome_kind::exited) {
+    if (fixture_.follow_up && rec->outcome == sandbox::outcome_kind::exited &&
+        !(gateway_ && gateway_->totals().exhausted)) {
       auto follow_up = adapter_->plan_follow_up(ctx_, outputs_.back());
       if (!follow_up) return fail(run_error_kind::adapter, follow_up.error().message);
       if (*follow_up) {
@@ -679,7 +809,7 @@ class attempt {
           return fail(run_error_kind::adapter, a.error().message);
         auto rec2 = launch_agent(**follow_up, "follow-up");
         if (!rec2) return false;
-        if (rec2->outcome == sandbox::outcome_kind::cancelled) return cancelled();
+        if (rec2->outcome == sandbox::outcome_kind::cancelled && !agent_cancelled()) return false;
       }
     }
     st_.timings["agent_ms"] = ms_since(t0);
@@ -705,8 +835,11 @@ class attempt {
         transcript_, {r_.run_id, cand_.adapter, plan_.client_version, cand_.id, fixture_.prompt});
     if (auto s = write_file(run_dir_ / "trajectory.json", pretty_json(trajectory)); !s)
       return fail(run_error_kind::host, s.error().message);
-    if (!transcript_.total.unknown())
-      st_.usage = usage_json(transcript_.total, cand_, transcript_.model, x_.suite.prices);
+    if (!transcript_.total.unknown() && cand_.gateway == std::nullopt)
+      st_.usage = usage_json(transcript_.total, cand_, transcript_.model, x_.suite);
+    // A spent budget ends the agent as the gateway's refusal made it end: graded as it left the
+    // workspace, a task failure (its outcome says why), never an execution error.
+    if (st_.budget_exhausted) return true;
     if (agent_outcome_ == sandbox::outcome_kind::signaled)
       return fail(run_error_kind::agent,
                   fmt::format("the agent was killed by signal {}", agent_signal_));
@@ -1051,12 +1184,18 @@ class attempt {
   const candidate_spec& cand_;
   const fs::path run_dir_;
   const fs::path native_;
-  const run_context ctx_;
+  run_context ctx_;
   std::optional<sandbox::prepared_session>& session_;
   const sandbox::image_summary* image_;
   const std::map<std::string, std::string> launch_env_;
 
   attempt_state st_;
+  // The model gateway while the agent runs (a gateway candidate), what the adapter is told of
+  // it, the run's budget, and whether that budget ended the agent.
+  std::unique_ptr<gateway::model_gateway> gateway_;
+  gateway_endpoint endpoint_;
+  budget_spec budget_;
+  std::atomic<bool> budget_stopped_{false};
   const adapter* adapter_ = nullptr;
   agent_plan plan_;
   sandbox::session_request request_;

@@ -51,7 +51,7 @@ attempt_state& attempt_state::fail(run_error_kind kind, std::string_view message
 }
 
 json usage_json(const usage& u, const candidate_spec& candidate, const std::string& model,
-                const std::map<std::string, price_spec>& prices) {
+                const suite_spec& suite) {
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
   json j;
   j["input_tokens"] = opt(u.input_tokens);
@@ -61,21 +61,9 @@ json usage_json(const usage& u, const candidate_spec& candidate, const std::stri
   j["cost_usd"] = opt(u.cost_usd);
   j["cost_source"] = u.cost_usd ? json("client") : json(nullptr);
   if (!u.cost_usd && u.input_tokens && u.output_tokens) {
-    const price_spec* price = nullptr;
-    std::string setting_model;
-    if (const auto* m = candidate.find("model"); m && m->value.is_string())
-      setting_model = m->value.get<std::string>();
-    for (const std::string& key : {candidate.id, setting_model, model}) {
-      if (key.empty()) continue;
-      if (auto it = prices.find(key); it != prices.end()) {
-        price = &it->second;
-        break;
-      }
-    }
-    if (price) {
-      j["cost_usd"] = (static_cast<double>(*u.input_tokens) * price->input_per_mtok +
-                       static_cast<double>(*u.output_tokens) * price->output_per_mtok) /
-                      1e6;
+    if (const price_spec* price = suite.price_for(candidate, model)) {
+      j["cost_usd"] =
+          price->cost(*u.input_tokens, u.cached_input_tokens.value_or(0), 0, *u.output_tokens);
       j["cost_source"] = "price_table";
     }
   }
@@ -122,10 +110,14 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
     exec["outcome"] = agent->value("outcome", json(nullptr));
     exec["exit_code"] = agent->value("exit_code", json(nullptr));
   }
+  if (st.budget_exhausted) {
+    exec["outcome"] = "budget_exhausted";
+    exec["budget_exhausted"] = *st.budget_exhausted;
+  }
   j["execution"] = exec;
   j["grading"] = grading_json(suite, f, st);
   j["verdict"] = to_string(st.verdict);
-  j["usage"] = st.usage.is_null() ? usage_json({}, c, "", {}) : st.usage;
+  j["usage"] = st.usage.is_null() ? usage_json({}, c, "", suite) : st.usage;
   // The judge's tokens and cost, never added to the candidate's (docs/results.md).
   j["judge_usage"] = st.judge_usage;
   json timings = st.timings;
@@ -135,6 +127,7 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
   j["timings"] = timings;
   if (!st.kept_workspace.is_null()) j["kept_workspace"] = st.kept_workspace;
   j["final_state"] = st.final_state;
+  j["gateway"] = st.gateway;
   return j;
 }
 

@@ -50,6 +50,11 @@ struct attempt_state {
   // What the run kept of its final state to be graded again (harness/results/final_state.h);
   // null: nothing (the run ended before its grading, or the state was over the cap).
   json final_state = nullptr;
+  // The run's model gateway (docs/agents.md): its upstream, budget, totals and record; null for
+  // a candidate without one. `budget_exhausted`: the budget it reached, when it did (the run's
+  // outcome is then budget_exhausted, a task failure graded as the agent left it).
+  json gateway = nullptr;
+  std::optional<std::string> budget_exhausted;
   bool cancelled = false;   // stopped by a signal: recorded nowhere
   bool lease_busy = false;  // another evalbox process holds a credential lease
   bool retryable = true;    // false for a request the sandbox refused as invalid: it would again
@@ -63,11 +68,11 @@ struct attempt_state {
 };
 
 // The run's usage for run.json. Cost is what the client reported; else, when the suite has a
-// price for the candidate (by id) or its model (the `model` setting, else what the client
-// reported) and both token counts are known, an estimate from that table; else null — never
-// 0. cost_source says which.
+// price for it (suite_spec::price_for: the model the client reported, the candidate's id, its
+// `model` setting) and both token counts are known, an estimate from that table; else null —
+// never 0. cost_source says which.
 json usage_json(const usage& u, const candidate_spec& candidate, const std::string& model,
-                const std::map<std::string, price_spec>& prices);
+                const suite_spec& suite);
 
 // When and how often: what run.json records besides the state.
 struct run_timing {

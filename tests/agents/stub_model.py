@@ -30,6 +30,7 @@ USAGE_IN, USAGE_OUT = 10, 5
 def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--port-file", required=True)
+    p.add_argument("--port", type=int, default=0, help="listen here (default: a free port)")
     p.add_argument("--log", required=True)
     p.add_argument("--key", default="")
     p.add_argument("--command", action="append", default=[])
@@ -303,7 +304,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 def main():
-    server = Server(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", ARGS.port), Handler)
     with open(ARGS.port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
     import os

@@ -58,7 +58,7 @@ TEST_F(RunJson, AGradedRunMatchesTheGoldenRecord) {
   u.input_tokens = 1200;
   u.output_tokens = 300;
   u.cost_usd = 0.02;
-  st.usage = usage_json(u, suite_.candidates[0], "gpt-x-2026", {});
+  st.usage = usage_json(u, suite_.candidates[0], "gpt-x-2026", suite_);
   st.timings = {{"prepare_ms", 3}, {"setup_ms", 40}, {"agent_ms", 150}, {"grading_ms", 120}};
   evalbox::testing::expect_golden(pretty_json(record(st)), golden_dir / "run-graded.v1.json");
 }
@@ -124,24 +124,32 @@ TEST_F(RunJson, APriceTableEstimatesOnlyWhatTheClientDidNotReport) {
   usage u;
   u.input_tokens = 2'000'000;
   u.output_tokens = 100'000;
-  std::map<std::string, price_spec> prices = {{"gpt-x", {1.25, 10}}};
-  json by_setting = usage_json(u, suite_.candidates[0], "", prices);
+  suite_spec suite = suite_;
+  suite.prices = {{"gpt-x", {1.25, 10}}};
+  json by_setting = usage_json(u, suite.candidates[0], "", suite);
   EXPECT_DOUBLE_EQ(by_setting["cost_usd"].get<double>(), 2 * 1.25 + 0.1 * 10);
   EXPECT_EQ(by_setting["cost_source"], "price_table");
-  // The candidate's id comes before its model; the client's model after the setting.
-  prices["scripted"] = {1, 1};
-  EXPECT_DOUBLE_EQ(usage_json(u, suite_.candidates[0], "", prices)["cost_usd"].get<double>(), 2.1);
+  // The candidate's id comes before its model setting; the model the client names first.
+  suite.prices["scripted"] = {1, 1};
+  EXPECT_DOUBLE_EQ(usage_json(u, suite.candidates[0], "", suite)["cost_usd"].get<double>(), 2.1);
+  suite.prices["gpt-x-mini"] = {0.5, 0};
+  EXPECT_DOUBLE_EQ(
+      usage_json(u, suite.candidates[0], "gpt-x-mini", suite)["cost_usd"].get<double>(), 1.0);
   candidate_spec bare;
   bare.id = "other";
-  EXPECT_DOUBLE_EQ(usage_json(u, bare, "gpt-x", {{"gpt-x", {1, 0}}})["cost_usd"].get<double>(),
-                   2.0);
-  EXPECT_TRUE(usage_json(u, bare, "unpriced", prices)["cost_usd"].is_null());
+  EXPECT_TRUE(usage_json(u, bare, "unpriced", suite)["cost_usd"].is_null());
+  // Cache reads priced at their own rate when the table has one.
+  suite.prices["gpt-x-mini"].cached_input_per_mtok = 0.05;
+  u.cached_input_tokens = 1'000'000;
+  EXPECT_DOUBLE_EQ(
+      usage_json(u, suite.candidates[0], "gpt-x-mini", suite)["cost_usd"].get<double>(),
+      0.5 + 0.05);
   // A reported cost wins; unknown output tokens leave nothing to estimate from.
   u.cost_usd = 0.5;
-  EXPECT_EQ(usage_json(u, suite_.candidates[0], "", prices)["cost_source"], "client");
+  EXPECT_EQ(usage_json(u, suite.candidates[0], "", suite)["cost_source"], "client");
   u.cost_usd.reset();
   u.output_tokens.reset();
-  EXPECT_TRUE(usage_json(u, suite_.candidates[0], "", prices)["cost_usd"].is_null());
+  EXPECT_TRUE(usage_json(u, suite.candidates[0], "", suite)["cost_usd"].is_null());
 }
 
 }  // namespace

@@ -1,0 +1,582 @@
+// model_gateway (see gateway.h).
+#include "harness/gateway/gateway.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "sandbox/http/client.h"
+#include "sandbox/http/server.h"
+
+namespace evalbox::harness::gateway {
+
+namespace fs = std::filesystem;
+namespace http = sandbox::http;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::string_view placeholder_prefix = "evalbox-gateway-";
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool one_of(std::string_view name, std::initializer_list<std::string_view> names) {
+  return std::any_of(names.begin(), names.end(), [&](auto n) { return iequals(name, n); });
+}
+
+// Headers never forwarded either way: the connection's own (RFC 9110 7.6.1), the framing the
+// server and client redo, and what would name the agent's host.
+bool hop_by_hop(std::string_view name) {
+  return one_of(
+      name, {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+             "upgrade", "content-length", "host", "proxy-authorization", "proxy-authenticate"});
+}
+
+// Where a client puts its key: the agent's placeholder is found there and the real key put in
+// the same place.
+enum class key_place { none, bearer, x_api_key, x_goog_api_key, api_key, query };
+
+bool credential_header(std::string_view name) {
+  return one_of(name, {"authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"});
+}
+
+// Headers whose values never reach a record.
+bool secret_header(std::string_view name) {
+  return credential_header(name) || one_of(name, {"set-cookie", "proxy-authorization"});
+}
+
+json headers_json(const http::header_list& headers) {
+  json j = json::object();
+  for (const auto& [k, v] : headers) {
+    std::string name = k;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    j[name] = secret_header(name) ? std::string("<redacted>") : v;
+  }
+  return j;
+}
+
+// `key=...` of a query string, replaced by `with` (or by <redacted> for the record).
+std::string replace_query_key(std::string_view target, std::string_view with) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::string(target);
+  std::string out(target.substr(0, q + 1));
+  std::string_view rest = target.substr(q + 1);
+  bool first = true;
+  while (true) {
+    const size_t amp = rest.find('&');
+    std::string_view param = rest.substr(0, amp);
+    if (!first) out += '&';
+    first = false;
+    if (param.starts_with("key="))
+      out += fmt::format("key={}", with);
+    else
+      out += param;
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  return out;
+}
+
+std::optional<std::string> query_key(std::string_view target) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    std::string_view param = rest.substr(0, amp);
+    if (param.starts_with("key=")) return std::string(param.substr(4));
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  return std::nullopt;
+}
+
+std::string percent_encode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+// An error as the API itself would answer it, so that its client reports it and stops.
+std::string api_error_body(api_kind api, int status, std::string_view message,
+                           std::string_view code) {
+  json j;
+  if (api == api_kind::anthropic_messages) {
+    j = {{"type", "error"},
+         {"error",
+          {{"type", status == 401 ? "authentication_error" : "invalid_request_error"},
+           {"message", message}}}};
+  } else if (api == api_kind::gemini) {
+    j = {{"error",
+          {{"code", status},
+           {"message", message},
+           {"status", status == 401 ? "UNAUTHENTICATED" : "INVALID_ARGUMENT"}}}};
+  } else {
+    j = {{"error",
+          {{"message", message},
+           {"type", status == 401 ? "authentication_error" : "invalid_request_error"},
+           {"param", nullptr},
+           {"code", code}}}};
+  }
+  return j.dump();
+}
+
+// "2.00", "0.00015": cents for dollars, four significant digits below one.
+std::string dollars(double v) {
+  return v >= 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.4g}", v);
+}
+
+double ms_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// A body for the record: JSON when it parses (and fits), else text, cut at `max` bytes.
+json body_json(std::string_view body, size_t max) {
+  if (body.size() <= max) {
+    json j = json::parse(body, nullptr, false);
+    if (!j.is_discarded()) return j;
+    return json(std::string(body));
+  }
+  return json(std::string(body.substr(0, max)));
+}
+
+}  // namespace
+
+bool looks_like_placeholder(std::string_view text) {
+  if (!text.starts_with(placeholder_prefix)) return false;
+  text.remove_prefix(placeholder_prefix.size());
+  return text.size() == 32 && std::all_of(text.begin(), text.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(c);
+         });
+}
+
+json gateway_totals::to_json() const {
+  auto opt = [](const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); };
+  return {{"calls", calls},
+          {"refused", refused},
+          {"failed", failed},
+          {"calls_without_usage", calls_without_usage},
+          {"calls_unpriced", calls_unpriced},
+          {"input_tokens", opt(usage.input_tokens)},
+          {"cached_input_tokens", opt(usage.cached_input_tokens)},
+          {"cache_write_tokens", opt(usage.cache_write_tokens)},
+          {"output_tokens", opt(usage.output_tokens)},
+          {"reasoning_tokens", opt(usage.reasoning_tokens)},
+          {"cost_usd", cost_usd},
+          {"exhausted", exhausted ? json(*exhausted) : json(nullptr)}};
+}
+
+struct model_gateway::impl {
+  gateway_options o;
+  http::url upstream;
+  std::string prefix;  // the upstream's path prefix ("" or "/v1")
+  std::string placeholder;
+  std::unique_ptr<http::server> server;
+
+  mutable std::mutex m;  // the totals
+  std::mutex file_m;     // the record
+  gateway_totals t;
+  uint64_t seq = 0;
+  uint64_t refused_after_spent = 0;
+  std::optional<clock_type::time_point> spent_at;
+
+  // The budget reached by totals `t`, in words (under m).
+  std::optional<std::string> reached() const {
+    const budget_spec& b = o.budget;
+    const uint64_t in = t.usage.input_tokens.value_or(0);
+    const uint64_t out = t.usage.output_tokens.value_or(0);
+    if (b.requests && t.calls >= *b.requests)
+      return fmt::format("requests: {} of {}", t.calls, *b.requests);
+    if (b.cost && t.cost_usd >= *b.cost)
+      return fmt::format("cost: ${} of ${}", dollars(t.cost_usd), dollars(*b.cost));
+    if (b.input_tokens && in >= *b.input_tokens)
+      return fmt::format("input tokens: {} of {}", in, *b.input_tokens);
+    if (b.output_tokens && out >= *b.output_tokens)
+      return fmt::format("output tokens: {} of {}", out, *b.output_tokens);
+    if (b.tokens && in + out >= *b.tokens)
+      return fmt::format("tokens: {} of {}", in + out, *b.tokens);
+    return std::nullopt;
+  }
+
+  void append(const json& line) {
+    if (o.calls_file.empty()) return;
+    std::lock_guard lock(file_m);
+    if (auto s = append_durable(o.calls_file,
+                                line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+        !s)
+      log::warn("gateway: {}: {}", o.calls_file.string(), s.error().message);
+  }
+
+  // A request answered by the gateway itself.
+  void refuse(const http::incoming_request& req, http::response_stream& out, api_kind api,
+              int status, std::string_view message, std::string_view code, json call) {
+    const std::string body = api_error_body(api, status, message, code);
+    {
+      // Counted before the client has the answer: its next request sees the count.
+      std::lock_guard lock(m);
+      ++t.refused;
+      if (t.exhausted && code == "budget_exhausted") ++refused_after_spent;
+    }
+    (void)out.begin(status, {{"Content-Type", "application/json"}}, body.size());
+    (void)out.write(body);
+    (void)out.end();
+    call["refused"] = code;
+    call["response"] = {{"status", status}, {"body", json::parse(body)}};
+    (void)req;
+    append(call);
+  }
+
+  void handle(const http::incoming_request& req, http::response_stream& out) {
+    // A client's reachability probe (Claude Code's HEAD /, keyless): answered here, neither
+    // forwarded nor counted.
+    if (req.method == "HEAD") {
+      (void)out.begin(200, {}, 0);
+      (void)out.end();
+      return;
+    }
+    const auto t0 = clock_type::now();
+    const api_kind api = api_of(req.method, req.target);
+    json call = {{"started_at", now_text()},
+                 {"api", to_string(api)},
+                 {"method", req.method},
+                 {"path", replace_query_key(req.target, "<redacted>")}};
+    {
+      std::lock_guard lock(m);
+      call["seq"] = ++seq;
+    }
+    call["request"] = {{"headers", headers_json(req.headers)},
+                       {"bytes", req.body.size()},
+                       {"body", body_json(req.body, o.max_recorded_body)},
+                       {"truncated", req.body.size() > o.max_recorded_body}};
+
+    // The placeholder, where the client put it.
+    key_place place = key_place::none;
+    bool other_key = false;
+    for (const auto& [k, v] : req.headers) {
+      std::string_view value = v;
+      if (iequals(k, "authorization")) {
+        if (value.size() > 7 && iequals(value.substr(0, 7), "bearer ") &&
+            value.substr(7) == placeholder)
+          place = key_place::bearer;
+        else
+          other_key = true;
+      } else if (iequals(k, "x-api-key") || iequals(k, "x-goog-api-key") || iequals(k, "api-key")) {
+        if (value == placeholder)
+          place = iequals(k, "x-api-key")        ? key_place::x_api_key
+                  : iequals(k, "x-goog-api-key") ? key_place::x_goog_api_key
+                                                 : key_place::api_key;
+        else
+          other_key = true;
+      }
+    }
+    if (auto q = query_key(req.target)) {
+      if (*q == placeholder)
+        place = key_place::query;
+      else
+        other_key = true;
+    }
+    if (place == key_place::none || other_key)
+      return refuse(req, out, api, 401,
+                    "evalbox gateway: this request does not carry the run's key (the gateway "
+                    "serves only the run it was started for)",
+                    "invalid_api_key", std::move(call));
+    const std::string path = req.target.substr(0, req.target.find('?'));
+    if (!prefix.empty() && path != prefix && !path.starts_with(prefix + "/"))
+      return refuse(
+          req, out, api, 404,
+          fmt::format("evalbox gateway: {} is not under the upstream's path {}", path, prefix),
+          "not_found", std::move(call));
+    std::optional<std::string> spent;
+    {
+      std::lock_guard lock(m);
+      if (!t.exhausted) t.exhausted = reached();
+      if (t.exhausted && !spent_at) spent_at = clock_type::now();
+      spent = t.exhausted;
+      if (!spent) ++t.calls;  // admitted: counted now, so that concurrent requests see it
+    }
+    if (spent)
+      return refuse(req, out, api, 400,
+                    fmt::format("evalbox gateway: the run's budget is spent ({}); no more model "
+                                "requests are served",
+                                *spent),
+                    "budget_exhausted", std::move(call));
+    forward(req, out, api, t0, std::move(call), place);
+  }
+
+  void forward(const http::incoming_request& req, http::response_stream& out, api_kind api,
+               clock_type::time_point t0, json call, key_place place) {
+    http::request up;
+    up.method = req.method;
+    up.to = upstream;
+    up.to.target = place == key_place::query ? replace_query_key(req.target, percent_encode(o.key))
+                                             : req.target;
+    for (const auto& [k, v] : req.headers)
+      if (!hop_by_hop(k) && !credential_header(k) && !iequals(k, "accept-encoding"))
+        up.headers.emplace_back(k, v);
+    // Usage is read from the response: it must come uncompressed.
+    up.headers.emplace_back("Accept-Encoding", "identity");
+    switch (place) {
+      case key_place::bearer:
+        up.headers.emplace_back("Authorization", "Bearer " + o.key);
+        break;
+      case key_place::x_api_key:
+        up.headers.emplace_back("x-api-key", o.key);
+        break;
+      case key_place::x_goog_api_key:
+        up.headers.emplace_back("x-goog-api-key", o.key);
+        break;
+      case key_place::api_key:
+        up.headers.emplace_back("api-key", o.key);
+        break;
+      case key_place::query:
+      case key_place::none:
+        break;
+    }
+    up.body = req.body;
+    http::options opts;
+    opts.head_timeout = o.upstream_head_timeout;
+    opts.idle_timeout = o.upstream_idle_timeout;
+    opts.ca_files = o.ca_files;
+    opts.cancel = &server->stopping_flag();
+    opts.user_agent.clear();
+    for (const auto& [k, v] : req.headers)
+      if (iequals(k, "user-agent")) opts.user_agent = v;
+    if (auto via = http::proxy_for(upstream); via && *via) opts.via = **via;
+
+    auto res = http::fetch(up, opts);
+    if (!res) {
+      const std::string why = log::scrub(res.error().message);
+      const std::string body = api_error_body(
+          api, 502, fmt::format("evalbox gateway: the upstream could not be reached: {}", why),
+          "upstream_unreachable");
+      {
+        std::lock_guard lock(m);
+        ++t.failed;
+        ++t.calls_without_usage;
+      }
+      (void)out.begin(502, {{"Content-Type", "application/json"}}, body.size());
+      (void)out.write(body);
+      (void)out.end();
+      call["error"] = why;
+      call["response"] = {{"status", 502}};
+      call["duration_ms"] = ms_between(t0, clock_type::now());
+      append(call);
+      return;
+    }
+    http::header_list back;
+    bool sse = false;
+    for (const auto& [k, v] : res->headers()) {
+      if (hop_by_hop(k)) continue;
+      if (iequals(k, "content-type") && v.find("text/event-stream") != std::string::npos)
+        sse = true;
+      back.emplace_back(k, v);
+    }
+    const std::optional<uint64_t> length = sse ? std::nullopt : res->content_length();
+    std::optional<std::string> error;
+    if (auto s = out.begin(res->status(), back, length); !s) error = "the agent went away";
+
+    sse_reader events;
+    stream_usage streamed(api);
+    std::vector<sse_event> batch;
+    json recorded_events = json::array();
+    size_t recorded = 0;
+    bool truncated = false;
+    std::string body;  // a non-streamed body (for its usage), up to the response cap
+    uint64_t total = 0;
+    std::optional<clock_type::time_point> first;
+    std::byte buf[16384];
+    while (!error) {
+      auto n = res->read(buf);
+      if (!n) {
+        error = log::scrub(n.error().message);
+        break;
+      }
+      if (*n == 0) break;
+      if (!first) first = clock_type::now();
+      total += *n;
+      if (total > o.max_response_bytes) {
+        error = fmt::format("the response is longer than {} bytes: cut", o.max_response_bytes);
+        break;
+      }
+      const std::string_view chunk(reinterpret_cast<const char*>(buf), *n);
+      if (auto s = out.write(chunk); !s) error = "the agent went away";
+      if (sse) {
+        batch.clear();
+        events.feed(chunk, batch);
+        for (auto& e : batch) {
+          streamed.add(e);
+          if (recorded + e.data.size() > o.max_recorded_body) {
+            truncated = true;
+            continue;
+          }
+          recorded += e.data.size();
+          json data = json::parse(e.data, nullptr, false);
+          recorded_events.push_back(
+              {{"event", e.event}, {"data", data.is_discarded() ? json(e.data) : data}});
+        }
+      } else {
+        body.append(chunk);
+      }
+    }
+    if (sse) {
+      batch.clear();
+      events.finish(batch);
+      for (auto& e : batch) streamed.add(e);
+    }
+    const auto t1 = clock_type::now();
+    call_usage u = sse ? streamed.usage() : usage_of_body(api, body);
+    if (u.model.empty()) {
+      json rb = json::parse(req.body, nullptr, false);
+      if (rb.is_object())
+        if (auto it = rb.find("model"); it != rb.end() && it->is_string())
+          u.model = it->get<std::string>();
+    }
+    json response = {{"status", res->status()},
+                     {"headers", headers_json(res->headers())},
+                     {"bytes", total},
+                     {"stream", sse}};
+    if (sse) {
+      response["events"] = std::move(recorded_events);
+      response["truncated"] = truncated;
+    } else {
+      response["body"] = body_json(body, o.max_recorded_body);
+      response["truncated"] = body.size() > o.max_recorded_body;
+    }
+    call["response"] = std::move(response);
+    call["ttfb_ms"] = ms_between(t0, first.value_or(t1));
+    call["duration_ms"] = ms_between(t0, t1);
+    call["model"] = u.model;
+    std::optional<double> cost;
+    if (u.known() && o.price) cost = o.price(u.model, u);
+    auto opt = [](const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); };
+    call["usage"] = {{"input_tokens", opt(u.input_tokens)},
+                     {"cached_input_tokens", opt(u.cached_input_tokens)},
+                     {"cache_write_tokens", opt(u.cache_write_tokens)},
+                     {"output_tokens", opt(u.output_tokens)},
+                     {"reasoning_tokens", opt(u.reasoning_tokens)}};
+    call["cost_usd"] = cost ? json(*cost) : json(nullptr);
+    call["error"] = error ? json(*error) : json(nullptr);
+    if (u.error) call["api_error"] = *u.error;
+
+    {
+      // Counted before the client sees the end: its next request meets the budget it spent.
+      std::lock_guard lock(m);
+      count(u, cost, error.has_value(), ms_between(t0, first.value_or(t1)), ms_between(t0, t1));
+    }
+    if (error)
+      out.abort();
+    else
+      (void)out.end();
+    append(call);
+  }
+
+  void count(const call_usage& u, std::optional<double> cost, bool failed, double ttfb,
+             double duration) {
+    if (failed) ++t.failed;
+    t.ttfb_ms.push_back(ttfb);
+    t.duration_ms.push_back(duration);
+    if (u.known()) {
+      auto add = [](std::optional<uint64_t>& sum, const std::optional<uint64_t>& v) {
+        if (v) sum = sum.value_or(0) + *v;
+      };
+      add(t.usage.input_tokens, u.input_tokens);
+      add(t.usage.cached_input_tokens, u.cached_input_tokens);
+      add(t.usage.cache_write_tokens, u.cache_write_tokens);
+      add(t.usage.output_tokens, u.output_tokens);
+      add(t.usage.reasoning_tokens, u.reasoning_tokens);
+      if (cost)
+        t.cost_usd += *cost;
+      else
+        ++t.calls_unpriced;
+    } else {
+      ++t.calls_without_usage;
+    }
+    if (!t.exhausted) t.exhausted = reached();
+    if (t.exhausted && !spent_at) spent_at = clock_type::now();
+  }
+
+  static std::string now_text() {
+    const auto now = std::chrono::system_clock::now();
+    const auto t = std::chrono::system_clock::to_time_t(now);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
+        1000;
+    struct tm tm {};
+    gmtime_r(&t, &tm);
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
+                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  }
+};
+
+model_gateway::model_gateway(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+model_gateway::~model_gateway() {
+  if (impl_ && impl_->server) impl_->server->stop();
+}
+
+result<std::unique_ptr<model_gateway>> model_gateway::start(gateway_options options) {
+  auto p = std::make_unique<impl>();
+  if (options.key.empty())
+    return make_error(error_kind::invalid_argument, "the gateway has no key to send upstream");
+  log::redact_secret(options.key);
+  p->upstream = EB_TRY_CTX(http::parse_url(options.upstream), "gateway upstream");
+  p->prefix = p->upstream.target == "/" ? std::string() : p->upstream.target;
+  while (p->prefix.ends_with('/')) p->prefix.pop_back();
+  p->placeholder = std::string(placeholder_prefix) + random_suffix() + random_suffix();
+  p->o = std::move(options);
+  http::server_options so;
+  so.max_body = p->o.max_request_body;
+  so.read_timeout = std::chrono::milliseconds(120'000);
+  so.write_timeout = std::chrono::milliseconds(120'000);
+  impl* raw = p.get();
+  p->server =
+      EB_TRY_CTX(http::server::start(std::move(so),
+                                     [raw](const http::incoming_request& req,
+                                           http::response_stream& out) { raw->handle(req, out); }),
+                 "starting the model gateway");
+  return std::unique_ptr<model_gateway>(new model_gateway(std::move(p)));
+}
+
+uint16_t model_gateway::port() const noexcept { return impl_->server->port(); }
+
+std::string model_gateway::base_url() const {
+  return fmt::format("http://127.0.0.1:{}{}", port(), impl_->prefix);
+}
+
+const std::string& model_gateway::placeholder() const noexcept { return impl_->placeholder; }
+
+bool model_gateway::should_stop_agent() const {
+  std::lock_guard lock(impl_->m);
+  if (!impl_->spent_at) return false;
+  return impl_->refused_after_spent >= static_cast<uint64_t>(impl_->o.refusals_before_stop) ||
+         clock_type::now() - *impl_->spent_at >= impl_->o.stop_grace;
+}
+
+gateway_totals model_gateway::totals() const {
+  std::lock_guard lock(impl_->m);
+  return impl_->t;
+}
+
+gateway_totals model_gateway::stop() {
+  impl_->server->stop();
+  return totals();
+}
+
+}  // namespace evalbox::harness::gateway

@@ -1,0 +1,409 @@
+// The model gateway against an upstream the test serves itself (sandbox/http's server, in
+// process): the placeholder is the only key it accepts and the real key is what the upstream
+// sees, in the same place; credential and hop-by-hop headers never cross; streams pass as they
+// arrive; usage is counted and priced; budgets refuse in each API's own shape; every call is
+// recorded without a secret; a dead, stalled or oversized upstream is an answer, not a hang.
+#include "harness/gateway/gateway.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "base/fs.h"
+#include "base/json.h"
+#include "sandbox/http/client.h"
+#include "sandbox/http/server.h"
+
+namespace evalbox::harness::gateway {
+namespace {
+
+namespace http = sandbox::http;
+using namespace std::chrono_literals;
+
+const std::string real_key = "sk-real-key-never-in-the-sandbox-0123456789";
+
+// The upstream: answers by path and remembers what it was sent.
+class upstream {
+ public:
+  upstream() {
+    http::server_options o;
+    server_ = http::server::start(o, [this](const http::incoming_request& req,
+                                            http::response_stream& out) {
+                serve(req, out);
+              }).value();
+  }
+  ~upstream() {
+    release();
+    server_->stop();
+  }
+  [[nodiscard]] std::string url(std::string_view prefix = "") const {
+    return fmt::format("http://127.0.0.1:{}{}", server_->port(), prefix);
+  }
+  std::vector<http::incoming_request> seen() {
+    std::lock_guard lock(m_);
+    return seen_;
+  }
+  void release() {  // lets a held stream finish
+    std::lock_guard lock(m_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  uint16_t port() const { return server_->port(); }
+
+ private:
+  void serve(const http::incoming_request& req, http::response_stream& out) {
+    {
+      std::lock_guard lock(m_);
+      seen_.push_back(req);
+    }
+    const std::string path = req.target.substr(0, req.target.find('?'));
+    if (path == "/v1/messages") {
+      // Anthropic's stream, its second half held until the test lets it go.
+      (void)out.begin(200, {{"Content-Type", "text/event-stream"}}, std::nullopt);
+      (void)out.write(
+          "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":"
+          "\"claude-test\",\"usage\":{\"input_tokens\":100,\"cache_read_input_tokens\":20,"
+          "\"output_tokens\":1}}}\n\n");
+      std::unique_lock lock(m_);
+      cv_.wait_for(lock, 5s, [&] { return released_; });
+      lock.unlock();
+      (void)out.write(
+          "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":"
+          "7}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+      (void)out.end();
+    } else if (path == "/v1/responses") {
+      const std::string body =
+          R"({"object":"response","model":"gpt-test","usage":{"input_tokens":50,)"
+          R"("output_tokens":10,"output_tokens_details":{"reasoning_tokens":4}}})";
+      (void)out.begin(200, {{"Content-Type", "application/json"}}, body.size());
+      (void)out.write(body);
+      (void)out.end();
+    } else if (path.starts_with("/v1beta/models/")) {
+      const std::string body =
+          R"({"usageMetadata":{"promptTokenCount":30,"candidatesTokenCount":3},"modelVersion":"g"})";
+      (void)out.begin(200, {{"Content-Type", "application/json"}}, body.size());
+      (void)out.write(body);
+    } else if (path == "/v1/garbage") {
+      (void)out.begin(200, {{"Content-Type", "text/event-stream"}}, std::nullopt);
+      (void)out.write("data: {\"usage\": \"lots\"}\n\ndata: [1,2\n\n\xff\xfe\n\n");
+    } else if (path == "/v1/stall") {
+      std::unique_lock lock(m_);
+      cv_.wait_for(lock, 5s, [&] { return released_; });
+    } else if (path == "/v1/huge") {
+      (void)out.begin(200, {{"Content-Type", "application/octet-stream"}}, std::nullopt);
+      (void)out.write(std::string(5000, 'x'));
+    } else {
+      (void)out.begin(404, {}, 0);
+    }
+  }
+
+  std::unique_ptr<http::server> server_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  std::vector<http::incoming_request> seen_;
+};
+
+class Gateway : public ::testing::Test {
+ protected:
+  std::unique_ptr<model_gateway> start(std::string prefix = "",
+                                       std::function<void(gateway_options&)> tweak = {}) {
+    gateway_options o;
+    o.upstream = up_.url(prefix);
+    o.key = real_key;
+    o.calls_file = dir_.path() / "model-calls.jsonl";
+    o.price = [](const std::string&, const call_usage& u) -> std::optional<double> {
+      return static_cast<double>(u.input_tokens.value_or(0)) * 1e-6 +
+             static_cast<double>(u.output_tokens.value_or(0)) * 1e-5;
+    };
+    o.upstream_head_timeout = 2s;
+    o.upstream_idle_timeout = 2s;
+    if (tweak) tweak(o);
+    return model_gateway::start(std::move(o)).value();
+  }
+  static http::request post(const model_gateway& g, std::string target, http::header_list headers,
+                            std::string body = "{}") {
+    http::request r;
+    r.method = "POST";
+    r.to = http::parse_url(fmt::format("http://127.0.0.1:{}{}", g.port(), target)).value();
+    r.headers = std::move(headers);
+    r.body = std::move(body);
+    return r;
+  }
+  static http::reply call(const http::request& r) {
+    http::options o;
+    o.head_timeout = 5s;
+    o.idle_timeout = 5s;
+    return http::fetch_all(r, o, 1u << 20).value();
+  }
+  std::vector<json> calls() {
+    std::vector<json> out;
+    std::ifstream in(dir_.path() / "model-calls.jsonl");
+    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+    return out;
+  }
+
+  upstream up_;
+  temp_dir dir_;
+};
+
+TEST_F(Gateway, TheRealKeyGoesWhereTheClientPutItsPlaceholder) {
+  auto g = start();
+  EXPECT_TRUE(looks_like_placeholder(g->placeholder())) << g->placeholder();
+  up_.release();
+  EXPECT_EQ(call(post(*g, "/v1/messages", {{"x-api-key", g->placeholder()}})).status, 200);
+  EXPECT_EQ(
+      call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+      200);
+  EXPECT_EQ(call(post(*g, "/v1beta/models/g:generateContent?alt=json&key=" + g->placeholder(), {}))
+                .status,
+            200);
+  auto seen = up_.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].header("x-api-key"), real_key);
+  EXPECT_FALSE(seen[0].header("authorization"));
+  EXPECT_EQ(seen[1].header("authorization"), "Bearer " + real_key);
+  EXPECT_FALSE(seen[1].header("x-api-key"));
+  EXPECT_EQ(seen[2].target, "/v1beta/models/g:generateContent?alt=json&key=" + real_key);
+  for (const auto& s : seen)
+    for (const auto& [k, v] : s.headers) EXPECT_EQ(v.find(g->placeholder()), std::string::npos);
+}
+
+TEST_F(Gateway, ARequestWithoutTheRunsPlaceholderIsRefusedAndNeverForwarded) {
+  auto g = start();
+  auto none = call(post(*g, "/v1/messages", {}));
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(json::parse(none.body)["error"]["type"], "authentication_error") << none.body;
+  EXPECT_EQ(
+      call(post(*g, "/v1/messages", {{"x-api-key", "evalbox-gateway-" + std::string(32, 'a')}}))
+          .status,
+      401);
+  // The placeholder beside another key: which one would be meant is not guessed.
+  EXPECT_EQ(call(post(*g, "/v1/responses",
+                      {{"x-api-key", g->placeholder()}, {"Authorization", "Bearer sk-other"}}))
+                .status,
+            401);
+  EXPECT_EQ(call(post(*g, "/v1beta/models/g:generateContent?key=nope", {})).status, 401);
+  EXPECT_TRUE(up_.seen().empty());
+  const auto t = g->totals();
+  EXPECT_EQ(t.refused, 4u);
+  EXPECT_EQ(t.calls, 0u);
+}
+
+TEST_F(Gateway, CredentialAndHopByHopHeadersNeverCross) {
+  auto g = start();
+  up_.release();
+  EXPECT_EQ(call(post(*g, "/v1/responses",
+                      {{"Authorization", "Bearer " + g->placeholder()},
+                       {"Cookie", "session=agent"},
+                       {"Proxy-Authorization", "Basic eDp5"},
+                       {"Accept-Encoding", "gzip, br"},
+                       {"Keep-Alive", "timeout=5"},
+                       {"X-Trace", "kept"}}))
+                .status,
+            200);
+  auto seen = up_.seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_FALSE(seen[0].header("cookie"));
+  EXPECT_FALSE(seen[0].header("proxy-authorization"));
+  EXPECT_FALSE(seen[0].header("keep-alive"));
+  EXPECT_EQ(seen[0].header("accept-encoding"), "identity");  // usage must be readable
+  EXPECT_EQ(seen[0].header("x-trace"), "kept");
+}
+
+TEST_F(Gateway, AStreamPassesAsItArrivesAndItsUsageIsCounted) {
+  auto g = start();
+  auto r = http::fetch(post(*g, "/v1/messages", {{"x-api-key", g->placeholder()}}), http::options{})
+               .value();
+  EXPECT_EQ(r.status(), 200);
+  // The first event arrives while the upstream still holds the rest.
+  std::string got;
+  std::byte buf[4096];
+  while (got.find("\n\n") == std::string::npos) {
+    size_t n = r.read(buf).value();
+    ASSERT_GT(n, 0u);
+    got.append(reinterpret_cast<const char*>(buf), n);
+  }
+  EXPECT_NE(got.find("message_start"), std::string::npos);
+  EXPECT_EQ(got.find("message_delta"), std::string::npos);
+  up_.release();
+  got += r.read_all(1u << 20).value();
+  EXPECT_NE(got.find("message_stop"), std::string::npos);
+  // The response is complete when the client has it; the totals follow the record.
+  for (int i = 0; i < 200 && g->totals().usage.output_tokens.value_or(0) == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  const auto t = g->totals();
+  EXPECT_EQ(t.calls, 1u);
+  EXPECT_EQ(t.usage.input_tokens, 120u);  // input + cache reads
+  EXPECT_EQ(t.usage.cached_input_tokens, 20u);
+  EXPECT_EQ(t.usage.output_tokens, 7u);
+  EXPECT_DOUBLE_EQ(t.cost_usd, 120e-6 + 7e-5);
+  ASSERT_EQ(t.ttfb_ms.size(), 1u);
+  EXPECT_LE(t.ttfb_ms[0], t.duration_ms[0]);
+}
+
+TEST_F(Gateway, EveryCallIsRecordedWithoutASecret) {
+  auto g = start();
+  up_.release();
+  (void)call(post(*g, "/v1/messages", {{"x-api-key", g->placeholder()}},
+                  R"({"model":"claude-test","messages":[]})"));
+  (void)call(post(*g, "/v1beta/models/g:generateContent?key=" + g->placeholder(), {}));
+  (void)call(post(*g, "/v1/responses", {}));  // refused: no key
+  g->stop();
+  const auto c = calls();
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0]["api"], "anthropic-messages");
+  EXPECT_EQ(c[0]["request"]["headers"]["x-api-key"], "<redacted>");
+  EXPECT_EQ(c[0]["request"]["body"]["model"], "claude-test");
+  EXPECT_EQ(c[0]["response"]["stream"], true);
+  ASSERT_EQ(c[0]["response"]["events"].size(), 3u);
+  EXPECT_EQ(c[0]["response"]["events"][1]["event"], "message_delta");
+  EXPECT_EQ(c[0]["usage"]["output_tokens"], 7);
+  EXPECT_EQ(c[1]["path"], "/v1beta/models/g:generateContent?key=<redacted>");
+  EXPECT_EQ(c[1]["usage"]["input_tokens"], 30);
+  EXPECT_EQ(c[2]["refused"], "invalid_api_key");
+  const std::string text = read_file(dir_.path() / "model-calls.jsonl").value();
+  EXPECT_EQ(text.find(real_key), std::string::npos);
+  EXPECT_EQ(text.find(g->placeholder()), std::string::npos);
+}
+
+TEST_F(Gateway, ARequestsBudgetRefusesTheNextCallInEachApisShape) {
+  auto g = start("", [](gateway_options& o) {
+    o.budget.requests = 1;
+    o.refusals_before_stop = 2;
+  });
+  up_.release();
+  EXPECT_EQ(
+      call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+      200);
+  EXPECT_FALSE(g->should_stop_agent());
+  auto openai = call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}}));
+  EXPECT_EQ(openai.status, 400);
+  EXPECT_EQ(json::parse(openai.body)["error"]["code"], "budget_exhausted") << openai.body;
+  auto anthropic = call(post(*g, "/v1/messages", {{"x-api-key", g->placeholder()}}));
+  EXPECT_EQ(anthropic.status, 400);
+  EXPECT_EQ(json::parse(anthropic.body)["type"], "error") << anthropic.body;
+  EXPECT_NE(
+      json::parse(anthropic.body)["error"]["message"].get<std::string>().find("requests: 1 of 1"),
+      std::string::npos);
+  EXPECT_TRUE(g->should_stop_agent());  // two refusals since it was spent
+  EXPECT_EQ(up_.seen().size(), 1u);
+  const auto t = g->totals();
+  EXPECT_EQ(t.exhausted, "requests: 1 of 1");
+  EXPECT_EQ(t.refused, 2u);
+}
+
+TEST_F(Gateway, CostAndTokenBudgetsCountWhatTheResponsesSaid) {
+  auto g = start("", [](gateway_options& o) { o.budget.cost = 0.0001; });
+  up_.release();
+  // 50 input and 10 output tokens: 50e-6 + 10e-5 = 0.00015, over 0.0001 after one call.
+  EXPECT_EQ(
+      call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+      200);
+  EXPECT_EQ(
+      call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+      400);
+  EXPECT_EQ(g->totals().exhausted, "cost: $0.00015 of $0.0001");
+
+  auto g2 = start("", [](gateway_options& o) { o.budget.output_tokens = 10; });
+  EXPECT_EQ(
+      call(post(*g2, "/v1/responses", {{"Authorization", "Bearer " + g2->placeholder()}})).status,
+      200);
+  EXPECT_EQ(
+      call(post(*g2, "/v1/responses", {{"Authorization", "Bearer " + g2->placeholder()}})).status,
+      400);
+  EXPECT_EQ(g2->totals().exhausted, "output tokens: 10 of 10");
+}
+
+TEST_F(Gateway, OnlyTheUpstreamsPathIsServed) {
+  auto g = start("/v1");
+  EXPECT_EQ(g->base_url(), fmt::format("http://127.0.0.1:{}/v1", g->port()));
+  up_.release();
+  EXPECT_EQ(
+      call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+      200);
+  EXPECT_EQ(
+      call(post(*g, "/v10/responses", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+      404);
+  EXPECT_EQ(call(post(*g, "/admin", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+            404);
+  EXPECT_EQ(up_.seen().size(), 1u);
+}
+
+TEST_F(Gateway, AnUnreachableOrStalledUpstreamIsAnAnswerInTheApisShape) {
+  // A port nothing listens on.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const uint16_t dead = ntohs(a.sin_port);
+  ::close(fd);
+  auto g =
+      start("", [&](gateway_options& o) { o.upstream = fmt::format("http://127.0.0.1:{}", dead); });
+  auto r = call(post(*g, "/v1/messages", {{"x-api-key", g->placeholder()}}));
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(json::parse(r.body)["type"], "error") << r.body;
+  EXPECT_EQ(r.body.find(real_key), std::string::npos);
+  EXPECT_EQ(g->totals().failed, 1u);
+
+  auto g2 = start("", [](gateway_options& o) { o.upstream_head_timeout = 300ms; });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto s = call(post(*g2, "/v1/stall", {{"x-api-key", g2->placeholder()}}));
+  EXPECT_EQ(s.status, 502);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  up_.release();
+}
+
+TEST_F(Gateway, AResponseOverTheCapIsCutAndGarbageCountsNoUsage) {
+  auto g = start("", [](gateway_options& o) { o.max_response_bytes = 1000; });
+  http::options o;
+  o.head_timeout = 5s;
+  o.idle_timeout = 5s;
+  auto cut = http::fetch_all(post(*g, "/v1/huge", {{"x-api-key", g->placeholder()}}), o, 1u << 20);
+  EXPECT_FALSE(cut && cut->body.size() == 5000);
+  auto bad = call(post(*g, "/v1/garbage", {{"x-api-key", g->placeholder()}}));
+  EXPECT_EQ(bad.status, 200);
+  g->stop();
+  const auto t = g->totals();
+  EXPECT_EQ(t.failed, 1u);
+  EXPECT_EQ(t.calls_without_usage, 2u);
+  EXPECT_FALSE(t.usage.input_tokens);
+  const auto c = calls();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_NE(c[0]["error"].get<std::string>().find("longer than 1000 bytes"), std::string::npos);
+}
+
+TEST_F(Gateway, AStoppedGatewayOpensNothing) {
+  auto g = start();
+  const uint16_t port = g->port();
+  g->stop();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_NE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::close(fd);
+}
+
+TEST_F(Gateway, AnUpstreamThatIsNoURLOrNoKeyIsRefusedAtStart) {
+  gateway_options o;
+  o.upstream = "ftp://example";
+  o.key = real_key;
+  EXPECT_FALSE(model_gateway::start(o));
+  o.upstream = up_.url();
+  o.key.clear();
+  EXPECT_FALSE(model_gateway::start(o));
+}
+
+}  // namespace
+}  // namespace evalbox::harness::gateway
