@@ -104,10 +104,19 @@ int run_command(run_args& a) {
                    ? fmt::format("; {} could not be (above: why)", done->totals.regrade_errors)
                    : "");
   say_regrade_leftovers(done->totals, o.results_dir);
+  if (done->totals.suite_budget_spent)
+    fmt::print(stderr,
+               "evalbox: the suite budget is spent ({}; every run recorded in {} counts): {} "
+               "planned run(s) were not started. Raise suite_budget and run evalbox run again "
+               "to resume them\n",
+               *done->totals.suite_budget_spent, o.results_dir.string(),
+               done->totals.budget_unstarted);
   if (done->summary) fmt::print("{}", harness::render_terminal_summary(*done->summary));
   fmt::print("reports: {0}/report.md {0}/report.html {0}/summary.json {0}/junit.xml\n",
              o.results_dir.string());
   if (done->signal) return harness::exit_status_of_signal(done->signal);
+  if (done->totals.suite_budget_spent && done->totals.budget_unstarted > 0)
+    return harness::exit_budget_spent;
   return harness::exit_status(done->planned.worst());
 }
 

@@ -69,6 +69,7 @@ int validate_command(const validate_args& a) {
       if (in.valid()) {
         fmt::print("ok   {} ({})\n", in.summary, in.path);
         for (const auto& i : in.images) fmt::print("{}\n", harness::describe(i));
+        for (const auto& n : in.notes) fmt::print("note {}\n", n);
         continue;
       }
       fmt::print("FAIL {} ({} problem{})\n", in.path, in.errors.size(),

@@ -2,6 +2,7 @@
 #include "harness/config/spec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -263,6 +264,32 @@ json candidate_spec::to_json() const {
 
 bool budget_spec::empty() const {
   return !cost && !input_tokens && !output_tokens && !tokens && !requests;
+}
+
+namespace {
+
+// "2.00", "0.10", "0.00015": cents, and four significant digits for what cents cannot say.
+std::string dollars(double v) {
+  const double cents = v * 100;
+  if (v >= 1 || std::abs(cents - std::round(cents)) < 1e-9) return fmt::format("{:.2f}", v);
+  return fmt::format("{:.4g}", v);
+}
+
+}  // namespace
+
+std::optional<std::string> budget_spec::reached(double cost_usd, uint64_t input, uint64_t output,
+                                                uint64_t request_count) const {
+  if (requests && request_count >= *requests)
+    return fmt::format("requests: {} of {}", request_count, *requests);
+  if (cost && cost_usd >= *cost)
+    return fmt::format("cost: ${} of ${}", dollars(cost_usd), dollars(*cost));
+  if (input_tokens && input >= *input_tokens)
+    return fmt::format("input tokens: {} of {}", input, *input_tokens);
+  if (output_tokens && output >= *output_tokens)
+    return fmt::format("output tokens: {} of {}", output, *output_tokens);
+  if (tokens && input + output >= *tokens)
+    return fmt::format("tokens: {} of {}", input + output, *tokens);
+  return std::nullopt;
 }
 
 budget_spec budget_spec::merged_with(const budget_spec& over) const {

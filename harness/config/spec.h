@@ -72,6 +72,9 @@ struct budget_spec {
   source_location where;
 
   [[nodiscard]] bool empty() const;
+  // The limit that this spending reaches, in words ("cost: $2.01 of $2.00"), or nullopt.
+  [[nodiscard]] std::optional<std::string> reached(double cost_usd, uint64_t input, uint64_t output,
+                                                   uint64_t requests) const;
   // Each value of `over` that is set replaces the one here (fixture over candidate over suite).
   [[nodiscard]] budget_spec merged_with(const budget_spec& over) const;
   [[nodiscard]] json to_json() const;  // set fields only

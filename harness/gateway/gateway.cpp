@@ -138,11 +138,6 @@ std::string api_error_body(api_kind api, int status, std::string_view message,
   return j.dump();
 }
 
-// "2.00", "0.00015": cents for dollars, four significant digits below one.
-std::string dollars(double v) {
-  return v >= 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.4g}", v);
-}
-
 double ms_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
@@ -155,6 +150,38 @@ json body_json(std::string_view body, size_t max) {
     return json(std::string(body));
   }
   return json(std::string(body.substr(0, max)));
+}
+
+// An origin-form path the upstream reads as it is written: absolute, with no "." or ".."
+// segment (also percent-escaped: "/v1/%2e%2e/admin" leaves the upstream's prefix as surely)
+// and no backslash.
+bool plain_path(std::string_view path) {
+  if (!path.starts_with('/') || path.find('\\') != std::string_view::npos) return false;
+  std::string lower;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size() && path[i + 1] == '2' &&
+        (path[i + 2] == 'e' || path[i + 2] == 'E')) {
+      lower += '.';
+      i += 2;
+    } else if (path[i] == '%' && i + 2 < path.size() && path[i + 1] == '5' &&
+               (path[i + 2] == 'c' || path[i + 2] == 'C')) {
+      return false;  // an escaped backslash
+    } else if (path[i] == '%' && i + 2 < path.size() && path[i + 1] == '2' &&
+               (path[i + 2] == 'f' || path[i + 2] == 'F')) {
+      lower += '/';  // an escaped slash makes segments too, for some servers
+      i += 2;
+    } else {
+      lower += path[i];
+    }
+  }
+  size_t start = 1;
+  while (start <= lower.size()) {
+    const size_t end = std::min(lower.find('/', start), lower.size());
+    const std::string_view seg = std::string_view(lower).substr(start, end - start);
+    if (seg == "." || seg == "..") return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -199,20 +226,8 @@ struct model_gateway::impl {
 
   // The budget reached by totals `t`, in words (under m).
   std::optional<std::string> reached() const {
-    const budget_spec& b = o.budget;
-    const uint64_t in = t.usage.input_tokens.value_or(0);
-    const uint64_t out = t.usage.output_tokens.value_or(0);
-    if (b.requests && t.calls >= *b.requests)
-      return fmt::format("requests: {} of {}", t.calls, *b.requests);
-    if (b.cost && t.cost_usd >= *b.cost)
-      return fmt::format("cost: ${} of ${}", dollars(t.cost_usd), dollars(*b.cost));
-    if (b.input_tokens && in >= *b.input_tokens)
-      return fmt::format("input tokens: {} of {}", in, *b.input_tokens);
-    if (b.output_tokens && out >= *b.output_tokens)
-      return fmt::format("output tokens: {} of {}", out, *b.output_tokens);
-    if (b.tokens && in + out >= *b.tokens)
-      return fmt::format("tokens: {} of {}", in + out, *b.tokens);
-    return std::nullopt;
+    return o.budget.reached(t.cost_usd, t.usage.input_tokens.value_or(0),
+                            t.usage.output_tokens.value_or(0), t.calls);
   }
 
   void append(const json& line) {
@@ -298,6 +313,11 @@ struct model_gateway::impl {
                     "serves only the run it was started for)",
                     "invalid_api_key", std::move(call));
     const std::string path = req.target.substr(0, req.target.find('?'));
+    if (!plain_path(path))
+      return refuse(req, out, api, 404,
+                    "evalbox gateway: a path with '.' or '..' segments (or their escapes) or "
+                    "backslashes is not forwarded",
+                    "not_found", std::move(call));
     if (!prefix.empty() && path != prefix && !path.starts_with(prefix + "/"))
       return refuse(
           req, out, api, 404,

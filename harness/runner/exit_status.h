@@ -14,7 +14,8 @@ enum exit_code : int {
   exit_task_failed = 1,
   exit_execution_failed = 2,
   exit_grader_failed = 3,
-  exit_usage = 64,  // invalid configuration or arguments
+  exit_budget_spent = 4,  // the suite_budget stopped the suite before every planned run started
+  exit_usage = 64,        // invalid configuration or arguments
   exit_internal = 70,
   exit_sigint = 130,
   exit_sigterm = 143,

@@ -14,6 +14,7 @@
 
 #include "base/digest.h"
 #include "base/fs.h"
+#include "base/json_get.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "harness/results/results.h"
@@ -41,16 +42,45 @@ std::map<std::string, std::string> base_environment() {
 
 namespace {
 
+// What a suite_budget counts: the spending of runs, summed.
+struct spending {
+  double cost_usd = 0;
+  uint64_t input = 0, output = 0, requests = 0;
+
+  // A record's (or an attempt's) usage, and its gateway's calls.
+  void add_spending(const spending& o) {
+    cost_usd += o.cost_usd;
+    input += o.input;
+    output += o.output;
+    requests += o.requests;
+  }
+  void add(const json& usage, const json& gateway) {
+    if (usage.is_object()) {
+      cost_usd += json_find<double>(usage, "cost_usd").value_or(0);
+      input += json_find<uint64_t>(usage, "input_tokens").value_or(0);
+      output += json_find<uint64_t>(usage, "output_tokens").value_or(0);
+    }
+    if (gateway.is_object())
+      if (auto t = gateway.find("totals"); t != gateway.end() && t->is_object())
+        requests += json_find<uint64_t>(*t, "calls").value_or(0);
+  }
+  [[nodiscard]] std::optional<std::string> reached(const budget_spec& b) const {
+    return b.reached(cost_usd, input, output, requests);
+  }
+};
+
 // What resume needs of a recorded run (its newest record).
 struct recorded_run {
   bool completed = false;  // its execution completed (so it was graded, or could be)
   std::string grading_digest;
   bool state_kept = false;  // final_state.path is set
+  spending spent;           // its usage, for a suite_budget
 };
 
 result<std::map<std::string, recorded_run>> recorded_runs(const results_dir& results) {
-  static const record_fields fields{"run_id", "execution.status", "grading.digest",
-                                    "final_state.path"};
+  static const record_fields fields{
+      "run_id",         "execution.status",   "grading.digest",      "final_state.path",
+      "usage.cost_usd", "usage.input_tokens", "usage.output_tokens", "gateway.totals.calls"};
   std::map<std::string, recorded_run> out;
   EB_TRY(results.for_each_record(fields, [&](const json& r, record_location) -> status {
     const std::string id = json_value_or(r, "run_id", "");
@@ -62,6 +92,8 @@ result<std::map<std::string, recorded_run>> recorded_runs(const results_dir& res
     rec.grading_digest = g.is_object() ? json_value_or(g, "digest", "") : "";
     const json& fs = r.value("final_state", json::object());
     rec.state_kept = fs.is_object() && fs.contains("path") && fs.at("path").is_string();
+    rec.spent = {};
+    rec.spent.add(r.value("usage", json()), r.value("gateway", json()));
     return {};
   }));
   return out;
@@ -113,10 +145,26 @@ class suite_execution {
   // Until the scheduler has nothing left. The ticket holds the run's leases until run_one has
   // torn the run's sandbox down.
   void worker() {
-    while (auto ticket = sched_.next()) run_one(queued_[ticket->run()]);
+    while (auto ticket = sched_.next()) {
+      {
+        std::lock_guard lock(mu_);
+        ++started_runs_;
+      }
+      run_one(queued_[ticket->run()]);
+    }
   }
 
   [[nodiscard]] const std::optional<error>& fatal() const { return fatal_; }
+  [[nodiscard]] int started_runs() const { return started_runs_; }
+  [[nodiscard]] const std::optional<std::string>& budget_spent() const { return budget_spent_; }
+
+  // The suite_budget, with what the results already recorded spent: once reached, no run is
+  // started (those running finish).
+  void count_suite_budget(spending already) {
+    spent_ = already;
+    if (suite_.suite_budget) budget_spent_ = spent_.reached(*suite_.suite_budget);
+    if (budget_spent_) sched_.stop();
+  }
 
  private:
   bool stopping() const { return options_.cancel && options_.cancel->requested.load(); }
@@ -184,6 +232,14 @@ class suite_execution {
     }
     teardown();  // only now: the result is on disk before the sandbox goes away
     if (recorded) tally(r, st);
+    if (recorded && !r.regrade && suite_.suite_budget) {
+      std::lock_guard lock(mu_);
+      spent_.add(st.usage, st.gateway);
+      if (!budget_spent_) {
+        budget_spent_ = spent_.reached(*suite_.suite_budget);
+        if (budget_spent_) sched_.stop();
+      }
+    }
   }
 
   // The run's new record after a regrade; the record it replaces as the newest is kept as
@@ -238,6 +294,9 @@ class suite_execution {
   run_totals& totals_;
 
   std::mutex mu_;
+  int started_runs_ = 0;
+  spending spent_;
+  std::optional<std::string> budget_spent_;
   progress prog_;
   const clock_type::time_point started_ = clock_type::now();
   std::optional<error> fatal_;
@@ -279,7 +338,11 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   totals.planned = static_cast<int>(runs.size());
 
   std::map<std::string, recorded_run> done;
-  if (options.resume || options.regrade_only) done = EB_TRY(recorded_runs(results));
+  if (options.resume || options.regrade_only || suite.suite_budget)
+    done = EB_TRY(recorded_runs(results));
+  spending already;  // by every run the results hold (a suite_budget counts them all)
+  for (const auto& [id, rec] : done) already.add_spending(rec.spent);
+  if (!options.resume && !options.regrade_only) done.clear();
   std::vector<run_spec> queued;
   std::vector<std::string> current(suite.fixtures.size());  // grading digests, when asked
   for (const auto& r : runs) {
@@ -356,6 +419,7 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   so.stopping = [&options] { return options.cancel && options.cancel->requested.load(); };
   scheduler sched(std::move(queue), std::move(so));
   suite_execution execution(suite, queued, options, x, results, sched, totals);
+  if (!options.regrade_only) execution.count_suite_budget(already);
 
   int n = std::max(1, std::min<int>(options.concurrency, static_cast<int>(queued.size())));
   std::vector<std::thread> threads;
@@ -365,6 +429,10 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   // killed just before this one started) could not be removed then.
   warn_reclaim(prep);
   if (execution.fatal()) return std::unexpected(*execution.fatal());
+  if (execution.budget_spent()) {
+    totals.suite_budget_spent = *execution.budget_spent();
+    totals.budget_unstarted = static_cast<int>(queued.size()) - execution.started_runs();
+  }
   return totals;
 }
 

@@ -116,6 +116,10 @@ struct run_totals {
   // their verdicts stay the old grading's. Their ids, for the caller to name.
   std::vector<std::string> stale;
   int not_run = 0;  // regrade_only: planned runs the results do not hold
+  // The suite's suite_budget was reached (in words): `budget_unstarted` planned runs were not
+  // started; a later `evalbox run` resumes them.
+  std::optional<std::string> suite_budget_spent;
+  int budget_unstarted = 0;
 };
 
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,

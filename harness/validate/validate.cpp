@@ -11,6 +11,7 @@
 #include "base/json.h"
 #include "base/units.h"
 #include "harness/agent/host_client.h"
+#include "harness/agent/settings.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/load.h"
 #include "sandbox/prepare/preparer.h"
@@ -121,11 +122,41 @@ class input_check {
     for (const auto& fx : s->fixtures) fixtures.push_back(&fx);
     check_images(fixtures);
     check_clients(*s);
+    check_gateways(*s);
     in_.name = s->name;
     in_.summary =
         fmt::format("suite {}: {} fixtures × {} candidates × {} trial{} = {} runs", s->name,
                     s->fixtures.size(), s->candidates.size(), s->trials, s->trials == 1 ? "" : "s",
                     s->fixtures.size() * s->candidates.size() * s->trials);
+  }
+
+  // Each gateway candidate: its key can be read on the host (never printed), and what its
+  // runs will do is said; a login file it still leases goes into the sandbox (the gateway
+  // holds API keys only; docs/agents.md, "Logins").
+  void check_gateways(const suite_spec& s) {
+    for (const auto& c : s.candidates) {
+      if (!c.gateway) continue;
+      if (auto key = gateway_key(c, s.credentials); !key)
+        in_.errors.push_back({c.gateway->where, key.error().message,
+                              "give the gateway its key: gateway.key_env, one credential "
+                              "holding the key, or api_key_env"});
+      std::string note =
+          fmt::format("candidate {}: model gateway to {}", c.id, c.gateway->upstream);
+      if (c.budget && !c.budget->empty())
+        note += fmt::format(", budget per run {}", c.budget->to_json().dump());
+      in_.notes.push_back(note);
+      for (const char* login : {"auth_file", "credentials_file"})
+        if (c.find(login))
+          in_.notes.push_back(fmt::format(
+              "candidate {}: its {} is a login file: it is still leased into the sandbox (the "
+              "gateway keeps API keys out, not subscription logins; docs/agents.md, \"Logins\")",
+              c.id, login));
+    }
+    if (s.suite_budget)
+      in_.notes.push_back(
+          fmt::format("suite budget {}: evalbox run stops starting runs once the "
+                      "results directory's runs have spent it",
+                      s.suite_budget->to_json().dump()));
   }
 
   // The Harbor tasks' images of `s`, resolved (a problem for each that cannot be had).
@@ -270,6 +301,7 @@ json to_json(const validate_report& report) {
                         {"env", i.env},
                         {"working_dir", i.working_dir}});
     entry["images"] = std::move(images);
+    entry["notes"] = in.notes;
     entry["errors"] = json::array();
     for (const auto& e : in.errors) entry["errors"].push_back(error_json(e));
     inputs.push_back(std::move(entry));

@@ -48,6 +48,9 @@ struct validated_input {
   std::string name;     // a suite's name
   std::string summary;  // one line saying what it is, for a valid input
   std::vector<validated_image> images;
+  // What a valid input will do that its user should know (a gateway candidate's upstream and
+  // budget, a login file that still goes into the sandbox), one line each.
+  std::vector<std::string> notes;
   std::vector<config_error> errors;
 
   [[nodiscard]] bool valid() const noexcept { return errors.empty(); }

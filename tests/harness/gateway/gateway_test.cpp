@@ -333,7 +333,14 @@ TEST_F(Gateway, OnlyTheUpstreamsPathIsServed) {
       404);
   EXPECT_EQ(call(post(*g, "/admin", {{"Authorization", "Bearer " + g->placeholder()}})).status,
             404);
+  // Dot segments leave the prefix as surely as another path, escaped or not.
+  for (const char* sneaky :
+       {"/v1/../admin", "/v1/%2e%2E/admin", "/v1/.%2e/admin", "/v1/%2E/responses", "/v1/..%2fadmin",
+        "/v1\\..\\admin", "/v1/%5c../admin", "/v1/responses/.."})
+    EXPECT_EQ(call(post(*g, sneaky, {{"Authorization", "Bearer " + g->placeholder()}})).status, 404)
+        << sneaky;
   EXPECT_EQ(up_.seen().size(), 1u);
+  EXPECT_EQ(g->totals().calls, 1u);  // refused requests spend no budget
 }
 
 TEST_F(Gateway, AnUnreachableOrStalledUpstreamIsAnAnswerInTheApisShape) {
