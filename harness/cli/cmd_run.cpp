@@ -29,6 +29,8 @@ struct run_args {
   std::string keep_workspaces = "none";
   std::string keep_workspace_size = "1GiB";
   std::string final_state_size = "256MiB";
+  std::string model_cache;
+  std::string model_cache_mode = "replay-or-record";
 };
 
 int run_command(run_args& a) {
@@ -47,6 +49,12 @@ int run_command(run_args& a) {
       return exit_usage;
     }
     state_bytes = *b;
+  }
+  auto cache_mode = harness::gateway::parse_cache_mode(a.model_cache_mode);
+  if (!cache_mode) {
+    log::error("--model-cache-mode {}: not a mode (record, replay, replay-or-record)",
+               a.model_cache_mode);
+    return exit_usage;
   }
   auto suite = load_runnable_suite(a.suite);
   if (!suite) return suite.error();
@@ -82,6 +90,9 @@ int run_command(run_args& a) {
   o.keep_workspaces = *keep;
   o.keep_workspace_bytes = *keep_bytes;
   o.final_state_bytes = state_bytes;
+  if (!a.model_cache.empty())
+    o.model_cache_dir = std::filesystem::absolute(a.model_cache).lexically_normal();
+  o.model_cache_mode = *cache_mode;
   record_images_lock(plan->results_dir, a.images.pinned);
   fmt::print(stderr, "evalbox: {} runs ({} fixtures × {} candidates × {} trials) → {}\n",
              runs.size(), suite->fixtures.size(), suite->candidates.size(),
@@ -170,6 +181,18 @@ void register_run(CLI::App& app, action& out) {
                   "an image root's writes, stored once by content under RESULTS/objects) so "
                   "that evalbox regrade can grade it again without its agent; a run whose "
                   "changes take more keeps none (run.json's final_state says so); 0 keeps none")
+      ->capture_default_str();
+  cmd->add_option("--model-cache", a->model_cache,
+                  "a directory where gateway candidates' model calls are recorded and replayed "
+                  "from (per fixture, candidate and trial; docs/agents.md, \"Record and "
+                  "replay\"): a replayed run calls no model and does what the recorded one did")
+      ->type_name("DIR");
+  cmd->add_option("--model-cache-mode", a->model_cache_mode,
+                  "record (every call goes upstream and is stored), replay (every call is "
+                  "answered from the cache; a call it lacks is an error of the run) or "
+                  "replay-or-record (answered from the cache when it has the call, else "
+                  "recorded)")
+      ->check(CLI::IsMember({"record", "replay", "replay-or-record"}))
       ->capture_default_str();
   cmd->callback([&out, a] { out = [a] { return run_command(*a); }; });
 }

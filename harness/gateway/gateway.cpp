@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstring>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "harness/gateway/model_cache.h"
 #include "sandbox/http/client.h"
 #include "sandbox/http/server.h"
 
@@ -201,6 +203,9 @@ json gateway_totals::to_json() const {
           {"failed", failed},
           {"calls_without_usage", calls_without_usage},
           {"calls_unpriced", calls_unpriced},
+          {"replayed", replayed},
+          {"replayed_cost_usd", replayed_cost_usd},
+          {"replay_misses", replay_misses},
           {"input_tokens", opt(usage.input_tokens)},
           {"cached_input_tokens", opt(usage.cached_input_tokens)},
           {"cache_write_tokens", opt(usage.cache_write_tokens)},
@@ -370,6 +375,56 @@ struct model_gateway::impl {
         break;
     }
     up.body = req.body;
+
+    // The model cache: a stored answer instead of the upstream, or a miss that replay refuses.
+    std::string cache_key;
+    const std::string path = req.target.substr(0, req.target.find('?'));
+    const std::string shape = o.cache ? request_shape(req.body) : std::string();
+    int occurrence = 0;
+    int position = 0;
+    if (o.cache) {
+      cache_key = request_key(req.method, req.target, req.body,
+                              {placeholder, fmt::format("127.0.0.1:{}", server->port())});
+      call["cache_key"] = cache_key;
+      auto hit = o.cache->lookup(cache_key, path, shape);
+      if (!hit) {
+        call["error"] = hit.error().message;
+        return answer_failed(
+            out, api, 502, fmt::format("evalbox gateway: the model cache: {}", hit.error().message),
+            "model_cache_error", std::move(call));
+      }
+      occurrence = hit->occurrence;
+      position = hit->position;
+      if (hit->response) {
+        call["replayed"] = true;
+        call["replay_match"] = hit->match;
+        std::string_view body = hit->response->body;
+        auto read = [body](std::span<std::byte> buf) mutable -> result<size_t> {
+          const size_t n = std::min(buf.size(), body.size());
+          std::memcpy(buf.data(), body.data(), n);
+          body.remove_prefix(n);
+          return n;
+        };
+        (void)relay(req, out, api, t0, std::move(call), hit->response->status,
+                    hit->response->headers, std::nullopt, read, nullptr);
+        return;
+      }
+      if (o.cache->mode() == cache_mode::replay) {
+        {
+          std::lock_guard lock(m);
+          ++t.replay_misses;
+        }
+        call["error"] = "not in the model cache";
+        return answer_failed(
+            out, api, 502,
+            fmt::format("evalbox gateway: replay: the model cache {} has no answer to this "
+                        "request (key {}, asked {} time(s) before in this run); the agent asked "
+                        "something the recorded run did not",
+                        o.cache->dir().string(), cache_key, occurrence),
+            "replay_miss", std::move(call));
+      }
+    }
+
     http::options opts;
     opts.head_timeout = o.upstream_head_timeout;
     opts.idle_timeout = o.upstream_idle_timeout;
@@ -383,34 +438,63 @@ struct model_gateway::impl {
     auto res = http::fetch(up, opts);
     if (!res) {
       const std::string why = log::scrub(res.error().message);
-      const std::string body = api_error_body(
-          api, 502, fmt::format("evalbox gateway: the upstream could not be reached: {}", why),
-          "upstream_unreachable");
-      {
-        std::lock_guard lock(m);
-        ++t.failed;
-        ++t.calls_without_usage;
-      }
-      (void)out.begin(502, {{"Content-Type", "application/json"}}, body.size());
-      (void)out.write(body);
-      (void)out.end();
       call["error"] = why;
-      call["response"] = {{"status", 502}};
       call["duration_ms"] = ms_between(t0, clock_type::now());
-      append(call);
-      return;
+      return answer_failed(
+          out, api, 502, fmt::format("evalbox gateway: the upstream could not be reached: {}", why),
+          "upstream_unreachable", std::move(call));
     }
+    std::string tee;  // the body as it came, for the model cache
+    cached_response* keep = nullptr;
+    cached_response stored;
+    if (o.cache) {
+      stored.status = res->status();
+      for (const auto& [k, v] : res->headers())
+        if (!hop_by_hop(k) && !secret_header(k)) stored.headers.emplace_back(k, v);
+      keep = &stored;
+    }
+    auto read = [&res](std::span<std::byte> buf) { return res->read(buf); };
+    const bool ok = relay(req, out, api, t0, std::move(call), res->status(), res->headers(),
+                          res->content_length(), read, keep ? &keep->body : nullptr);
+    if (keep && ok)
+      if (auto s = o.cache->store(cache_key, occurrence, path, position, shape, *keep); !s)
+        log::warn("gateway: the model cache: {}", s.error().message);
+  }
+
+  // A call that got no response from the upstream (or the cache): an error in the API's shape.
+  void answer_failed(http::response_stream& out, api_kind api, int status, std::string_view message,
+                     std::string_view code, json call) {
+    const std::string body = api_error_body(api, status, message, code);
+    {
+      std::lock_guard lock(m);
+      ++t.failed;
+      ++t.calls_without_usage;
+    }
+    (void)out.begin(status, {{"Content-Type", "application/json"}}, body.size());
+    (void)out.write(body);
+    (void)out.end();
+    call["response"] = {{"status", status}, {"body", json::parse(body)}};
+    append(call);
+  }
+
+  // A response passed to the agent as it is read (from the upstream or the cache): its usage
+  // counted, the call recorded. `tee`: where its bytes are also kept (the cache), unless cut.
+  // True when it was passed whole.
+  bool relay(const http::incoming_request& req, http::response_stream& out, api_kind api,
+             clock_type::time_point t0, json call, int status, const http::header_list& headers,
+             std::optional<uint64_t> content_length,
+             const std::function<result<size_t>(std::span<std::byte>)>& read, std::string* tee) {
     http::header_list back;
     bool sse = false;
-    for (const auto& [k, v] : res->headers()) {
+    for (const auto& [k, v] : headers) {
       if (hop_by_hop(k)) continue;
       if (iequals(k, "content-type") && v.find("text/event-stream") != std::string::npos)
         sse = true;
       back.emplace_back(k, v);
     }
-    const std::optional<uint64_t> length = sse ? std::nullopt : res->content_length();
+    const std::optional<uint64_t> length = sse ? std::nullopt : content_length;
     std::optional<std::string> error;
-    if (auto s = out.begin(res->status(), back, length); !s) error = "the agent went away";
+    if (auto s = out.begin(status, back, length); !s) error = "the agent went away";
 
     sse_reader events;
     stream_usage streamed(api);
@@ -423,7 +507,7 @@ struct model_gateway::impl {
     std::optional<clock_type::time_point> first;
     std::byte buf[16384];
     while (!error) {
-      auto n = res->read(buf);
+      auto n = read(buf);
       if (!n) {
         error = log::scrub(n.error().message);
         break;
@@ -437,6 +521,7 @@ struct model_gateway::impl {
       }
       const std::string_view chunk(reinterpret_cast<const char*>(buf), *n);
       if (auto s = out.write(chunk); !s) error = "the agent went away";
+      if (tee) tee->append(chunk);
       if (sse) {
         batch.clear();
         events.feed(chunk, batch);
@@ -468,10 +553,8 @@ struct model_gateway::impl {
         if (auto it = rb.find("model"); it != rb.end() && it->is_string())
           u.model = it->get<std::string>();
     }
-    json response = {{"status", res->status()},
-                     {"headers", headers_json(res->headers())},
-                     {"bytes", total},
-                     {"stream", sse}};
+    json response = {
+        {"status", status}, {"headers", headers_json(headers)}, {"bytes", total}, {"stream", sse}};
     if (sse) {
       response["events"] = std::move(recorded_events);
       response["truncated"] = truncated;
@@ -495,16 +578,22 @@ struct model_gateway::impl {
     call["error"] = error ? json(*error) : json(nullptr);
     if (u.error) call["api_error"] = *u.error;
 
+    const bool replayed = call.value("replayed", false);
     {
       // Counted before the client sees the end: its next request meets the budget it spent.
       std::lock_guard lock(m);
       count(u, cost, error.has_value(), ms_between(t0, first.value_or(t1)), ms_between(t0, t1));
+      if (replayed) {
+        ++t.replayed;
+        if (cost) t.replayed_cost_usd += *cost;
+      }
     }
     if (error)
       out.abort();
     else
       (void)out.end();
     append(call);
+    return !error;
   }
 
   void count(const call_usage& u, std::optional<double> cost, bool failed, double ttfb,

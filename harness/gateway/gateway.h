@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/json_fwd.h"
 #include "harness/config/spec.h"
+#include "harness/gateway/model_cache.h"
 #include "harness/gateway/usage.h"
 
 namespace evalbox::harness::gateway {
@@ -40,6 +41,9 @@ struct gateway_options {
   // Refused requests after the budget is spent before should_stop_agent() says so.
   int refusals_before_stop = 3;
   std::chrono::milliseconds stop_grace{30'000};  // or this long after the budget was spent
+  // The run's model cache (--model-cache): answers from it, and what the upstream answers
+  // stored in it, as its mode says. Null: every request goes upstream.
+  std::shared_ptr<model_cache> cache;
 };
 
 // What the gateway saw, summed over the run.
@@ -51,6 +55,9 @@ struct gateway_totals {
   uint64_t calls_without_usage = 0;
   double cost_usd = 0;
   uint64_t calls_unpriced = 0;           // calls with usage but no price
+  uint64_t replayed = 0;                 // answered from the model cache (of `calls`)
+  double replayed_cost_usd = 0;          // what those cost when they were recorded (of cost_usd)
+  uint64_t replay_misses = 0;            // replay: requests the cache had no answer to
   std::optional<std::string> exhausted;  // the budget reached, in words
   std::vector<double> ttfb_ms;           // per forwarded call: time to the response's first byte
   std::vector<double> duration_ms;       // per forwarded call: to its last byte

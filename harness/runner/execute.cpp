@@ -344,9 +344,17 @@ class attempt {
   // adapter plans so that it can point its client at it. Its key is read here, on the host.
   bool start_gateway() {
     if (!cand_.gateway || x_.options.interactive) return true;
+    const bool replay_only = !x_.options.model_cache_dir.empty() &&
+                             x_.options.model_cache_mode == gateway::cache_mode::replay;
     auto key = gateway_key(cand_, x_.suite.credentials);
+    // Replaying needs no key: nothing goes upstream.
+    if (!key && replay_only) key = std::string("evalbox-replay-sends-nothing-upstream");
     if (!key) return fail(run_error_kind::adapter, key.error().message);
     gateway::gateway_options o;
+    if (!x_.options.model_cache_dir.empty())
+      o.cache = std::make_shared<gateway::model_cache>(
+          x_.options.model_cache_dir / fixture_.id / cand_.id / std::to_string(r_.trial),
+          x_.options.model_cache_mode);
     o.upstream = cand_.gateway->upstream;
     for (const auto& f : cand_.gateway->ca_files) o.ca_files.push_back(f.string());
     o.key = std::move(*key);
@@ -393,16 +401,19 @@ class attempt {
                      {"duration_ms_p50", percentile(t.duration_ms, 0.5)},
                      {"duration_ms_p90", percentile(t.duration_ms, 0.9)}}}};
     if (t.exhausted) st_.budget_exhausted = *t.exhausted;
+    replay_misses_ = t.replay_misses;
     auto count = [&](const std::optional<uint64_t>& v) -> json {
       if (v) return *v;
       return t.calls == 0 ? json(0) : json(nullptr);
     };
     const bool priced = t.calls_unpriced == 0 && t.calls_without_usage == 0;
+    // A replayed call costs nothing now: what the run spent is what went upstream.
+    const double spent = std::max(0.0, t.cost_usd - t.replayed_cost_usd);
     st_.usage = {{"input_tokens", count(t.usage.input_tokens)},
                  {"output_tokens", count(t.usage.output_tokens)},
                  {"cached_input_tokens", count(t.usage.cached_input_tokens)},
                  {"reasoning_tokens", count(t.usage.reasoning_tokens)},
-                 {"cost_usd", priced ? json(t.cost_usd) : json(nullptr)},
+                 {"cost_usd", priced ? json(spent) : json(nullptr)},
                  {"cost_source", priced ? json("gateway") : json(nullptr)},
                  {"source", "gateway"}};
   }
@@ -839,6 +850,12 @@ class attempt {
       st_.usage = usage_json(transcript_.total, cand_, transcript_.model, x_.suite);
     // A spent budget ends the agent as the gateway's refusal made it end: graded as it left the
     // workspace, a task failure (its outcome says why), never an execution error.
+    if (replay_misses_ > 0)
+      return fail(run_error_kind::agent,
+                  fmt::format("replay: {} model request(s) had no answer in the model cache {} "
+                              "(the agent asked what the recorded run did not; see "
+                              "runs/{}/model-calls.jsonl, refused: replay_miss)",
+                              replay_misses_, x_.options.model_cache_dir.string(), r_.run_id));
     if (st_.budget_exhausted) return true;
     if (agent_outcome_ == sandbox::outcome_kind::signaled)
       return fail(run_error_kind::agent,
@@ -1196,6 +1213,7 @@ class attempt {
   gateway_endpoint endpoint_;
   budget_spec budget_;
   std::atomic<bool> budget_stopped_{false};
+  uint64_t replay_misses_ = 0;
   const adapter* adapter_ = nullptr;
   agent_plan plan_;
   sandbox::session_request request_;

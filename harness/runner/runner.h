@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
+#include "harness/gateway/model_cache.h"
 #include "harness/plan/plan.h"
 #include "harness/results/final_state.h"
 #include "harness/runner/keep_workspace.h"
@@ -69,6 +70,10 @@ struct runner_options {
   // Every graded run keeps its final state for `evalbox regrade` (harness/results/
   // final_state.h), up to this many bytes of files; 0: none is kept.
   uint64_t final_state_bytes = default_final_state_bytes;
+  // --model-cache: every gateway run answers from, and records into, this directory
+  // (harness/gateway/model_cache.h), as the mode says; empty: none.
+  std::filesystem::path model_cache_dir;
+  gateway::cache_mode model_cache_mode = gateway::cache_mode::replay_or_record;
   // A recorded run whose grading is not its fixture's current one (grading_digest: a check,
   // a grader file or a judge changed) is graded again from its kept final state on resume
   // (regrade_attempt), not kept as it was and not run again. `regrade_all`: every recorded run

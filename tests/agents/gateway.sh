@@ -10,7 +10,9 @@
 #     in model-calls.jsonl with its credential headers redacted;
 #   - after its run the gateway is gone: its placeholder opens nothing;
 #   - a budget of one request ends each client cleanly on the refusal (no kill), the run's
-#     outcome budget_exhausted, graded as the agent left the workspace (failed).
+#     outcome budget_exhausted, graded as the agent left the workspace (failed);
+#   - the first run recorded into a model cache: replayed with the stub gone, each client does
+#     the same commands again, with the same verdict and usage, and spends nothing.
 source "$(dirname "$0")/lib.sh" "$@"
 need_isolation
 install_agents
@@ -58,7 +60,8 @@ write_suite gateway
 
 R=$WORK/results
 set +e
-EVALBOX_E2E_KEY=$KEY "$EVALBOX" run "$WORK/s/gateway.yaml" --results "$R" >"$WORK/out" 2>"$WORK/err"
+EVALBOX_E2E_KEY=$KEY "$EVALBOX" run "$WORK/s/gateway.yaml" --results "$R" \
+  --model-cache "$WORK/cache" --model-cache-mode record >"$WORK/out" 2>"$WORK/err"
 rc=$?
 set -e
 [ "$rc" = 0 ] || {
@@ -164,5 +167,38 @@ PY
 if grep -rlF "$KEY" "$R2" "$EVALBOX_STATE_DIR" "$WORK/out2" "$WORK/err2" 2>/dev/null; then
   fail "the API key leaked into the files above"
 fi
+
+# Replay: the stub is gone; every answer comes from the cache the first run recorded.
+stop_stub
+R3=$WORK/results-replay
+set +e
+"$EVALBOX" run "$WORK/s/gateway.yaml" --results "$R3" --model-cache "$WORK/cache" \
+  --model-cache-mode replay >"$WORK/out3" 2>"$WORK/err3"
+rc=$?
+set -e
+[ "$rc" = 0 ] || { cat "$WORK/out3" "$WORK/err3" >&2; fail "the replay exited $rc"; }
+python3 - "$R" "$R3" <<'PY'
+import json, sys
+def runs(R):
+    return {r["candidate"]["id"]: r for r in map(json.loads, open(f"{R}/results.jsonl"))}
+def commands(R, r):
+    steps = [json.loads(l) for l in open(f"{R}/runs/{r['run_id']}/transcript.jsonl")]
+    return [c.get("command") for s in steps if s.get("type") == "step" for c in s.get("tool_calls", [])]
+a, b = runs(sys.argv[1]), runs(sys.argv[2])
+for cid in ("codex", "claude"):
+    ra, rb = a[cid], b[cid]
+    assert rb["verdict"] == ra["verdict"] == "passed", (cid, rb["verdict"])
+    assert commands(sys.argv[1], ra) == commands(sys.argv[2], rb), (cid, commands(sys.argv[2], rb))
+    ua, ub = ra["usage"], rb["usage"]
+    assert (ub["input_tokens"], ub["output_tokens"]) == (ua["input_tokens"], ua["output_tokens"]), (cid, ua, ub)
+    t = rb["gateway"]["totals"]
+    assert t["replayed"] == t["calls"] > 0 and t["replay_misses"] == 0, (cid, t)
+    assert ub["cost_usd"] == 0, (cid, ub)   # nothing was spent
+    calls = [json.loads(l) for l in open(f"{sys.argv[2]}/runs/{rb['run_id']}/model-calls.jsonl")]
+    matches = [c.get("replay_match") for c in calls]
+    # The first request matches exactly; later ones carry command output that differs from
+    # run to run (the placeholder, Codex's wall times) and match by position and shape.
+    assert matches[0] == "exact" and set(matches) <= {"exact", "position"}, (cid, matches)
+PY
 no_residue
 echo "gateway: ok"

@@ -4,7 +4,13 @@
 source "$3/tests/integration/lib.sh"
 
 STUB_PID=
-stop_stub() { [ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null; wait "$STUB_PID" 2>/dev/null || true; }
+stop_stub() {  # idempotent: a test may stop the stub itself (to prove nothing calls it)
+  if [ -n "$STUB_PID" ]; then
+    kill "$STUB_PID" 2>/dev/null || true
+    wait "$STUB_PID" 2>/dev/null || true
+    STUB_PID=
+  fi
+}
 # EVALBOX_E2E_KEEP=1 keeps the work directory for a look after a failure.
 trap 'stop_stub; if [ -n "${EVALBOX_E2E_KEEP:-}" ]; then echo "kept $WORK" >&2; else cleanup; fi' EXIT
 

@@ -414,3 +414,111 @@ TEST_F(Gateway, AnUpstreamThatIsNoURLOrNoKeyIsRefusedAtStart) {
 
 }  // namespace
 }  // namespace evalbox::harness::gateway
+
+namespace evalbox::harness::gateway {
+namespace {
+
+TEST(ModelCache, AKeyLeavesOutWhatDiffersFromRunToRun) {
+  const std::string a = request_key(
+      "POST", "/v1/messages?beta=true",
+      R"({"model":"m","metadata":{"user_id":"u1"},"messages":[{"role":"user","content":"key evalbox-gateway-aaaa at 127.0.0.1:4000, session 01a24e1b-2b1e-7973-81c5-2333f795117e"}]})",
+      {"evalbox-gateway-aaaa", "127.0.0.1:4000"});
+  const std::string b = request_key(
+      "POST", "/v1/messages?beta=true",
+      R"({"messages":[{"content":"key evalbox-gateway-bbbb at 127.0.0.1:5111, session 8ed6c8df-ed6d-4157-9b2d-9802d56dac03","role":"user"}],"metadata":{"user_id":"u2"},"model":"m"})",
+      {"evalbox-gateway-bbbb", "127.0.0.1:5111"});
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.size(), 64u);
+  // What the model is asked is the key: another prompt, path, method or model is another key.
+  EXPECT_NE(a, request_key("POST", "/v1/messages?beta=true",
+                           R"({"model":"m","messages":[{"role":"user","content":"other"}]})", {}));
+  EXPECT_NE(request_key("POST", "/v1/a", "{}", {}), request_key("POST", "/v1/b", "{}", {}));
+  EXPECT_NE(request_key("POST", "/v1/a", "{}", {}), request_key("GET", "/v1/a", "{}", {}));
+  // A key= in the query is no part of it; other query parameters are.
+  EXPECT_EQ(request_key("POST", "/v1beta/m:g?key=one&alt=sse", "{}", {}),
+            request_key("POST", "/v1beta/m:g?alt=sse&key=two", "{}", {}));
+  EXPECT_NE(request_key("POST", "/v1beta/m:g?alt=sse", "{}", {}),
+            request_key("POST", "/v1beta/m:g?alt=json", "{}", {}));
+  // A long run of hex digits is no UUID.
+  EXPECT_NE(request_key("POST", "/p", R"({"x":"a01a24e1b-2b1e-7973-81c5-2333f795117e"})", {}),
+            request_key("POST", "/p", R"({"x":"a8ed6c8df-ed6d-4157-9b2d-9802d56dac03"})", {}));
+}
+
+TEST(ModelCache, ReplayTakesTheNthAnswerThenOneAtTheSamePositionOfTheSameShape) {
+  temp_dir dir;
+  const std::string shape1 = request_shape(R"({"model":"m","messages":[1]})");
+  const std::string shape3 = request_shape(R"({"model":"m","messages":[1,2,3]})");
+  {
+    model_cache rec(dir.path(), cache_mode::record);
+    for (const char* key : {"k1", "k1", "k2"}) {
+      auto l = rec.lookup(key, "/v1/messages", key == std::string("k2") ? shape3 : shape1);
+      ASSERT_TRUE(l);
+      EXPECT_FALSE(l->response);  // record mode never answers
+      ASSERT_TRUE(rec.store(key, l->occurrence, "/v1/messages", l->position,
+                            key == std::string("k2") ? shape3 : shape1,
+                            {200,
+                             {{"Content-Type", "text/event-stream"}},
+                             fmt::format("answer {}#{}", key, l->occurrence)}));
+    }
+  }
+  model_cache rep(dir.path(), cache_mode::replay);
+  auto a = rep.lookup("k1", "/v1/messages", shape1).value();
+  auto b = rep.lookup("k1", "/v1/messages", shape1).value();
+  ASSERT_TRUE(a.response && b.response);
+  EXPECT_EQ(a.response->body, "answer k1#0");
+  EXPECT_EQ(b.response->body, "answer k1#1");
+  EXPECT_EQ(a.match, "exact");
+  EXPECT_EQ(a.response->headers.at(0).second, "text/event-stream");
+  // Position 2 recorded k2 with three messages: another key of that shape is answered by it...
+  auto c = rep.lookup("k2-changed-output", "/v1/messages", shape3).value();
+  ASSERT_TRUE(c.response);
+  EXPECT_EQ(c.response->body, "answer k2#0");
+  EXPECT_EQ(c.match, "position");
+  // ...but not a request of another shape, nor one past what was recorded.
+  model_cache again(dir.path(), cache_mode::replay);
+  (void)again.lookup("x", "/v1/messages", shape1);
+  (void)again.lookup("y", "/v1/messages", shape1);
+  EXPECT_FALSE(again.lookup("z", "/v1/messages", shape1).value().response);
+  EXPECT_FALSE(again.lookup("w", "/v1/messages", shape3).value().response);
+  // A damaged entry is an error, never an answer.
+  ASSERT_TRUE(write_file(dir.path() / (std::string("k1-0") + ".json"), "{\"status\": \"x\"}"));
+  model_cache broken(dir.path(), cache_mode::replay);
+  EXPECT_FALSE(broken.lookup("k1", "/v1/messages", shape1));
+}
+
+TEST_F(Gateway, ReplayAnswersFromTheCacheAndAMissIsAnErrorInTheApisShape) {
+  temp_dir cache;
+  {
+    auto g = start("", [&](gateway_options& o) {
+      o.cache = std::make_shared<model_cache>(cache.path(), cache_mode::record);
+    });
+    up_.release();
+    EXPECT_EQ(call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}},
+                        R"({"model":"gpt-test","input":"hi from )" + g->placeholder() + "\"}"))
+                  .status,
+              200);
+  }
+  ASSERT_EQ(up_.seen().size(), 1u);
+  auto g = start("", [&](gateway_options& o) {
+    o.cache = std::make_shared<model_cache>(cache.path(), cache_mode::replay);
+  });
+  // The same request (its placeholder is this run's): answered without the upstream.
+  auto r = call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}},
+                     R"({"model":"gpt-test","input":"hi from )" + g->placeholder() + "\"}"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("reasoning_tokens"), std::string::npos) << r.body;
+  auto miss = call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}},
+                        R"({"model":"gpt-test","input":"something else"})"));
+  EXPECT_EQ(miss.status, 502);
+  EXPECT_EQ(json::parse(miss.body)["error"]["code"], "replay_miss") << miss.body;
+  EXPECT_EQ(up_.seen().size(), 1u);  // nothing more went upstream
+  g->stop();
+  const auto t = g->totals();
+  EXPECT_EQ(t.replayed, 1u);
+  EXPECT_EQ(t.replay_misses, 1u);
+  EXPECT_EQ(t.usage.input_tokens, 50u);  // the replayed answer's usage
+  EXPECT_DOUBLE_EQ(t.replayed_cost_usd, t.cost_usd);
+}
+
+}  // namespace
+}  // namespace evalbox::harness::gateway
