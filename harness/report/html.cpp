@@ -501,6 +501,28 @@ void write_usage(std::ostream& h, const stats::summary& s) {
   for (const auto& c : s.candidates) usage_row(c.candidate, c.use);
   usage_row("all", s.overall);
   h << "</table>\n";
+  if (s.overall.gateway.runs > 0) {
+    auto ms = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.0f} ms", *v) : std::string("unknown");
+    };
+    h << "<h3 id=\"gateway-usage\">Model gateway</h3>\n<p class=\"note\">Tokens and cost of "
+         "gateway runs were counted by the run's model gateway from every response: exact. "
+         "Latency: over the runs, each run's median time to first byte and median call "
+         "length.</p>\n<table id=\"table-gateway\"><tr><th>candidate</th><th>gateway runs</th>"
+         "<th>cost (USD, exact)</th><th>TTFB p50</th><th>TTFB p90</th><th>call p50</th>"
+         "<th>call p90</th><th>budget exhausted</th></tr>\n";
+    for (const auto& c : s.candidates) {
+      const stats::gateway_usage& g = c.use.gateway;
+      if (g.runs == 0) continue;
+      h << fmt::format(
+          "<tr class=\"gateway\"><td>{}</td><td class=\"num\">{}</td><td class=\"cost\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+          escape(c.candidate), g.runs, escape(report_text::cost(c.use.cost)), ms(g.ttfb_ms.p50),
+          ms(g.ttfb_ms.p90), ms(g.call_ms.p50), ms(g.call_ms.p90), g.budget_exhausted);
+    }
+    h << "</table>\n";
+  }
   if (s.overall.judge.runs == 0) return;
   // The judges of judge checks: their own tokens and cost, never in the candidate's above.
   h << "<h3 id=\"judge-usage\">Judge usage</h3>\n<p class=\"note\">The judges of judge "

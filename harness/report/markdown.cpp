@@ -221,6 +221,22 @@ void write_usage(std::ostream& out, const stats::summary& s) {
   };
   for (const auto& c : s.candidates) usage_row(c.candidate, c.use);
   usage_row("all", s.overall);
+  if (s.overall.gateway.runs > 0) {
+    // Candidates whose model calls went through a gateway: exact usage and the calls' latency.
+    out << "\n### Model gateway\n\nTokens and cost of gateway runs were counted by the run's "
+           "model gateway from every response: exact, whatever the client reports. Latency: "
+           "over the runs, each run's median time to first byte and median call length.\n\n"
+           "| candidate | gateway runs | cost (USD, exact) | TTFB p50 | TTFB p90 | call p50 | call "
+           "p90 | budget exhausted |\n|---|---|---|---|---|---|---|---|\n";
+    for (const auto& c : s.candidates) {
+      const stats::gateway_usage& g = c.use.gateway;
+      if (g.runs == 0) continue;
+      out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(c.candidate),
+                         g.runs, report_text::cost(c.use.cost), ms_text(g.ttfb_ms.p50),
+                         ms_text(g.ttfb_ms.p90), ms_text(g.call_ms.p50), ms_text(g.call_ms.p90),
+                         g.budget_exhausted);
+    }
+  }
   if (s.overall.judge.runs == 0) return;
   // The judges of judge checks: their own tokens and cost, never in the candidate's above.
   out << "\n### Judge usage\n\nThe judges of judge checks, over the judged runs; not included "

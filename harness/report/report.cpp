@@ -132,6 +132,16 @@ std::string render_terminal_summary(const stats::summary& s) {
     out += fmt::format("  {:<20} pass@1 {:>6} {} over {} fixture(s), {} trial(s){}\n", c.candidate,
                        percent(c.pass_at_1), interval(c.pass_at_1_ci), c.fixtures, c.trials,
                        c.errors ? fmt::format(", {} error(s) not counted", c.errors) : "");
+  for (const auto& c : s.candidates)
+    if (c.use.gateway.runs > 0)
+      out += fmt::format(
+          "  {:<20} gateway: cost {} (exact), TTFB p50 {}{}\n", c.candidate,
+          report_text::cost(c.use.cost),
+          c.use.gateway.ttfb_ms.p50 ? fmt::format("{:.0f} ms", *c.use.gateway.ttfb_ms.p50)
+                                    : std::string("unknown"),
+          c.use.gateway.budget_exhausted
+              ? fmt::format(", {} run(s) ended by their budget", c.use.gateway.budget_exhausted)
+              : "");
   for (const auto& p : s.comparisons)
     out += fmt::format(
         "  {} vs {}: {}{} (n = {} shared fixture(s))\n", p.candidate, p.baseline, p.verdict,

@@ -41,6 +41,12 @@ stats::run_outcome outcome_of(const json& r) {
   o.cost_usd = json_find<double>(u, "cost_usd");
   o.grading_digest = json_value_or(json_member(r, "grading"), "digest", "");
   o.regraded = json_member(r, "regraded").is_object();
+  o.gateway = json_value_or(u, "source", "") == "gateway";
+  const json& latency = json_member(json_member(r, "gateway"), "latency");
+  o.ttfb_ms = json_find<double>(latency, "ttfb_ms_p50");
+  o.call_ms = json_find<double>(latency, "duration_ms_p50");
+  o.budget_exhausted =
+      json_value_or(json_member(r, "execution"), "outcome", "") == "budget_exhausted";
   const json& ju = json_member(r, "judge_usage");
   if (ju.is_object()) {
     o.judged = true;
@@ -157,6 +163,10 @@ const record_fields& report_fields() {
                                     "usage.input_tokens",
                                     "usage.output_tokens",
                                     "usage.cost_usd",
+                                    "usage.source",
+                                    "gateway.latency.ttfb_ms_p50",
+                                    "gateway.latency.duration_ms_p50",
+                                    "execution.outcome",
                                     "judge_usage.input_tokens",
                                     "judge_usage.output_tokens",
                                     "judge_usage.cost_usd",

@@ -47,6 +47,12 @@ struct run_outcome {
   // whether it came from grading the run again (evalbox regrade).
   std::string grading_digest;
   bool regraded = false;
+  // A gateway candidate's run (docs/agents.md): its usage was counted by its model gateway from
+  // every response (exact); the median time to first byte and length of its model calls; and
+  // whether its budget ended it.
+  bool gateway = false;
+  std::optional<double> ttfb_ms, call_ms;
+  bool budget_exhausted = false;
 };
 
 struct interval {
@@ -158,12 +164,21 @@ struct judge_usage {
   cost_total cost;
 };
 
+// What the model gateways of a set's gateway runs saw: over those runs, each run's median
+// time to first byte and median call length (model calls), and the runs a budget ended.
+struct gateway_usage {
+  uint64_t runs = 0;
+  distribution ttfb_ms, call_ms;
+  uint64_t budget_exhausted = 0;
+};
+
 // Resources used by a set of runs, errored runs included (they consumed them too).
 struct usage {
   uint64_t runs = 0;
   distribution input_tokens, output_tokens, wall_ms;
   cost_total cost;
   judge_usage judge;
+  gateway_usage gateway;
 };
 
 struct candidate_summary {

@@ -296,6 +296,15 @@ usage usage_of(std::span<const run_outcome> outcomes, std::optional<std::string_
     }
   }
   if (u.judge.cost.known > 0) u.judge.cost.known_usd = jcost;
+  // The gateway runs'.
+  std::vector<double> ttfb, call;
+  for (const run_outcome& o : outcomes) {
+    if ((candidate && o.candidate != *candidate) || !o.gateway) continue;
+    ++u.gateway.runs;
+    if (o.ttfb_ms) ttfb.push_back(*o.ttfb_ms);
+    if (o.call_ms) call.push_back(*o.call_ms);
+    if (o.budget_exhausted) ++u.gateway.budget_exhausted;
+  }
   // Each count of runs without a figure is taken before its figures move: the order in which a
   // call's arguments are evaluated is unspecified.
   auto of = [](std::vector<double>& values, uint64_t runs) {
@@ -307,6 +316,8 @@ usage usage_of(std::span<const run_outcome> outcomes, std::optional<std::string_
   u.input_tokens = of(in, u.runs);
   u.output_tokens = of(out, u.runs);
   u.wall_ms = of(wall, u.runs);
+  u.gateway.ttfb_ms = of(ttfb, u.gateway.runs);
+  u.gateway.call_ms = of(call, u.gateway.runs);
   return u;
 }
 

@@ -48,7 +48,13 @@ json to_json(const usage& u) {
             {"cost_usd",
              {{"known_total", opt(u.judge.cost.known_usd)},
               {"known", u.judge.cost.known},
-              {"unknown", u.judge.cost.unknown}}}}}};
+              {"unknown", u.judge.cost.unknown}}}}},
+          // The model gateway's, over the gateway runs (their usage is exact).
+          {"gateway",
+           {{"runs", u.gateway.runs},
+            {"ttfb_ms", to_json(u.gateway.ttfb_ms, false)},
+            {"call_ms", to_json(u.gateway.call_ms, false)},
+            {"budget_exhausted", u.gateway.budget_exhausted}}}};
 }
 
 json to_json(const k_estimate& k) { return {{"k", k.k}, {"value", k.value}, {"n", k.fixtures}}; }

@@ -161,6 +161,14 @@ write_suite suite.yaml "suite_budget: {cost: 1.00}"
 expect_exit 0 "a resume under a larger suite budget" "$WORK/out" "$WORK/err" \
   env GW_KEY="$KEY" "$EVALBOX" run "$S/suite.yaml" --results "$R"
 [ "$(lines "$R/results.jsonl")" = 4 ] || fail "the resume did not run the rest"
+# The reports take cost from the gateways (exact: 4 runs × $0.06) and give the calls' latency.
+grep -q "^| asks | 4 | \$0.2400 | [0-9]*ms | [0-9]*ms | [0-9]*ms | [0-9]*ms | 0 |" "$R/report.md" ||
+  fail "report.md has no model gateway row: $(grep -A4 'Model gateway' "$R/report.md")"
+grep -q "asks *gateway: cost \$0.2400 (exact), TTFB p50 [0-9]* ms" "$WORK/out" ||
+  fail "the terminal summary does not give the gateway's figures: $(cat "$WORK/out")"
+grep -q 'id="table-gateway"' "$R/report.html" || fail "report.html has no gateway table"
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["candidates"][0]["usage"]["gateway"]; assert g["runs"] == 4 and g["ttfb_ms"]["n"] == 4, g' \
+  "$R/summary.json" || fail "summary.json has no gateway usage"
 
 if grep -rlF "$KEY" "$WORK/per-run" "$WORK/ignore" "$R" "$EVALBOX_STATE_DIR" "$WORK/out" "$WORK/err" 2>/dev/null; then
   fail "the key leaked into the files above"
