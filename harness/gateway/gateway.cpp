@@ -235,8 +235,13 @@ struct model_gateway::impl {
                             t.usage.output_tokens.value_or(0), t.calls);
   }
 
-  void append(const json& line) {
+  // The call's line, with its request (parsed only now: after the agent has its answer).
+  void append(json line, const http::incoming_request& req) {
     if (o.calls_file.empty()) return;
+    line["request"] = {{"headers", headers_json(req.headers)},
+                       {"bytes", req.body.size()},
+                       {"body", body_json(req.body, o.max_recorded_body)},
+                       {"truncated", req.body.size() > o.max_recorded_body}};
     std::lock_guard lock(file_m);
     if (auto s = append_durable(o.calls_file,
                                 line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
@@ -259,8 +264,7 @@ struct model_gateway::impl {
     (void)out.end();
     call["refused"] = code;
     call["response"] = {{"status", status}, {"body", json::parse(body)}};
-    (void)req;
-    append(call);
+    append(std::move(call), req);
   }
 
   void handle(const http::incoming_request& req, http::response_stream& out) {
@@ -281,10 +285,6 @@ struct model_gateway::impl {
       std::lock_guard lock(m);
       call["seq"] = ++seq;
     }
-    call["request"] = {{"headers", headers_json(req.headers)},
-                       {"bytes", req.body.size()},
-                       {"body", body_json(req.body, o.max_recorded_body)},
-                       {"truncated", req.body.size() > o.max_recorded_body}};
 
     // The placeholder, where the client put it.
     key_place place = key_place::none;
@@ -390,7 +390,8 @@ struct model_gateway::impl {
       if (!hit) {
         call["error"] = hit.error().message;
         return answer_failed(
-            out, api, 502, fmt::format("evalbox gateway: the model cache: {}", hit.error().message),
+            req, out, api, 502,
+            fmt::format("evalbox gateway: the model cache: {}", hit.error().message),
             "model_cache_error", std::move(call));
       }
       occurrence = hit->occurrence;
@@ -416,7 +417,7 @@ struct model_gateway::impl {
         }
         call["error"] = "not in the model cache";
         return answer_failed(
-            out, api, 502,
+            req, out, api, 502,
             fmt::format("evalbox gateway: replay: the model cache {} has no answer to this "
                         "request (key {}, asked {} time(s) before in this run); the agent asked "
                         "something the recorded run did not",
@@ -441,7 +442,8 @@ struct model_gateway::impl {
       call["error"] = why;
       call["duration_ms"] = ms_between(t0, clock_type::now());
       return answer_failed(
-          out, api, 502, fmt::format("evalbox gateway: the upstream could not be reached: {}", why),
+          req, out, api, 502,
+          fmt::format("evalbox gateway: the upstream could not be reached: {}", why),
           "upstream_unreachable", std::move(call));
     }
     std::string tee;  // the body as it came, for the model cache
@@ -462,8 +464,8 @@ struct model_gateway::impl {
   }
 
   // A call that got no response from the upstream (or the cache): an error in the API's shape.
-  void answer_failed(http::response_stream& out, api_kind api, int status, std::string_view message,
-                     std::string_view code, json call) {
+  void answer_failed(const http::incoming_request& req, http::response_stream& out, api_kind api,
+                     int status, std::string_view message, std::string_view code, json call) {
     const std::string body = api_error_body(api, status, message, code);
     {
       std::lock_guard lock(m);
@@ -474,7 +476,7 @@ struct model_gateway::impl {
     (void)out.write(body);
     (void)out.end();
     call["response"] = {{"status", status}, {"body", json::parse(body)}};
-    append(call);
+    append(std::move(call), req);
   }
 
   // A response passed to the agent as it is read (from the upstream or the cache): its usage
@@ -499,7 +501,8 @@ struct model_gateway::impl {
     sse_reader events;
     stream_usage streamed(api);
     std::vector<sse_event> batch;
-    json recorded_events = json::array();
+    std::vector<sse_event> recorded_events;  // for the record (parsed after the answer ends)
+    const bool recording = !o.calls_file.empty();
     size_t recorded = 0;
     bool truncated = false;
     std::string body;  // a non-streamed body (for its usage), up to the response cap
@@ -527,14 +530,13 @@ struct model_gateway::impl {
         events.feed(chunk, batch);
         for (auto& e : batch) {
           streamed.add(e);
+          if (!recording) continue;
           if (recorded + e.data.size() > o.max_recorded_body) {
             truncated = true;
             continue;
           }
           recorded += e.data.size();
-          json data = json::parse(e.data, nullptr, false);
-          recorded_events.push_back(
-              {{"event", e.event}, {"data", data.is_discarded() ? json(e.data) : data}});
+          recorded_events.push_back(std::move(e));
         }
       } else {
         body.append(chunk);
@@ -555,14 +557,6 @@ struct model_gateway::impl {
     }
     json response = {
         {"status", status}, {"headers", headers_json(headers)}, {"bytes", total}, {"stream", sse}};
-    if (sse) {
-      response["events"] = std::move(recorded_events);
-      response["truncated"] = truncated;
-    } else {
-      response["body"] = body_json(body, o.max_recorded_body);
-      response["truncated"] = body.size() > o.max_recorded_body;
-    }
-    call["response"] = std::move(response);
     call["ttfb_ms"] = ms_between(t0, first.value_or(t1));
     call["duration_ms"] = ms_between(t0, t1);
     call["model"] = u.model;
@@ -592,7 +586,23 @@ struct model_gateway::impl {
       out.abort();
     else
       (void)out.end();
-    append(call);
+    if (recording) {
+      // The record, after the agent has its answer.
+      if (sse) {
+        json list = json::array();
+        for (const auto& e : recorded_events) {
+          json data = json::parse(e.data, nullptr, false);
+          list.push_back({{"event", e.event}, {"data", data.is_discarded() ? json(e.data) : data}});
+        }
+        response["events"] = std::move(list);
+        response["truncated"] = truncated;
+      } else {
+        response["body"] = body_json(body, o.max_recorded_body);
+        response["truncated"] = body.size() > o.max_recorded_body;
+      }
+      call["response"] = std::move(response);
+      append(std::move(call), req);
+    }
     return !error;
   }
 
@@ -652,6 +662,8 @@ result<std::unique_ptr<model_gateway>> model_gateway::start(gateway_options opti
   p->o = std::move(options);
   http::server_options so;
   so.max_body = p->o.max_request_body;
+  // An agent may hold many keep-alive connections and stream on many at once.
+  so.max_connections = 1024;
   so.read_timeout = std::chrono::milliseconds(120'000);
   so.write_timeout = std::chrono::milliseconds(120'000);
   impl* raw = p.get();

@@ -43,7 +43,7 @@ assert set(r[0]["execution"]["records"]) >= {"agent", "follow-up"}, r[0]["execut
 # The evalbox.run.v1 contract (docs/results.md): these keys, no more, no fewer.
 assert set(r[0]) == {"schema", "run_id", "suite", "fixture", "candidate", "trial", "attempts",
                      "environment", "execution", "grading", "verdict", "usage", "judge_usage",
-                     "timings", "final_state"}, sorted(r[0])
+                     "timings", "final_state", "gateway"}, sorted(r[0])
 assert set(r[0]["fixture"]) == {"id", "digest", "task_digest"}, r[0]["fixture"]
 assert len(r[0]["grading"]["digest"]) == 64, r[0]["grading"]
 assert r[0]["judge_usage"] is None, r[0]["judge_usage"]  # no judge check: nothing judged

@@ -126,8 +126,10 @@ printf '#!/bin/sh\necho AGENT-STARTED >&2\nexit 99\n' >"$S/agents/scripted-agent
 chmod +x "$S/agents/scripted-agent.sh"
 before_lines=$(lines "$R/results.jsonl")
 : >"$WORK/agents-seen"
+# Only this test's processes: other tests may run agents meanwhile (ctest -j). An oracle's
+# solve.sh runs from this suite's fixtures, whose directory its command line names.
 ( while [ -f "$WORK/agents-seen" ]; do
-    pgrep -f "scripted-agent|solution/solve.sh" >>"$WORK/agents-seen" 2>/dev/null || true
+    pgrep -af "scripted-agent|solve.sh" | grep -F "$WORK/" >>"$WORK/agents-seen" 2>/dev/null || true
     sleep 0.05
   done ) &
 watcher=$!
@@ -140,6 +142,14 @@ grep -q "9 run(s) graded again (0 verdict(s) changed)" "$WORK/err" ||
 verdicts "$R" >"$WORK/v1"
 diff "$WORK/v0" "$WORK/v1" >&2 || fail "regrade --all changed verdicts without a change of checks"
 [ "$(lines "$R/results.jsonl")" = $((before_lines + 9)) ] || fail "one new record per regraded run"
+# And no regrade launched an agent: the new records' launches are graders'.
+python3 - "$R/results.jsonl" "$before_lines" <<'PY' || fail "a regrade launched an agent"
+import json, sys
+for line in open(sys.argv[1]).readlines()[int(sys.argv[2]):]:
+    r = json.loads(line)
+    labels = set(r["regraded"].get("records", {}))
+    assert not labels & {"agent", "follow-up", "setup"}, (r["run_id"], labels)
+PY
 # Nothing of the regrades' sandboxes stays.
 no_residue
 
