@@ -446,7 +446,6 @@ struct model_gateway::impl {
           fmt::format("evalbox gateway: the upstream could not be reached: {}", why),
           "upstream_unreachable", std::move(call));
     }
-    std::string tee;  // the body as it came, for the model cache
     cached_response* keep = nullptr;
     cached_response stored;
     if (o.cache) {

@@ -150,8 +150,9 @@ result<std::optional<cached_response>> model_cache::read_entry(const std::string
   r.status = static_cast<int>(*status);
   if (auto h = j.find("headers"); h != j.end() && h->is_array())
     for (const auto& pair : *h)
-      if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
-        r.headers.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+      if (pair.is_array() && pair.size() == 2 && pair.front().is_string() &&
+          pair.back().is_string())
+        r.headers.emplace_back(pair.front().get<std::string>(), pair.back().get<std::string>());
   r.body = EB_TRY(read_file(dir_ / (name + ".body"), max_entry_body));
   return std::optional<cached_response>(std::move(r));
 }

@@ -114,11 +114,10 @@ void sse_reader::take(char c, std::vector<sse_event>& out) {
   switch (place_) {
     case place::name:
       if (c == ':') {
-        if (line_empty_) {
-          field_ = field::ignored;  // a comment
-        } else if (!name_long_ && name_ == "data") {
+        // A line starting with ':' is a comment; any other field but these two is ignored.
+        if (!line_empty_ && !name_long_ && name_ == "data") {
           field_ = field::data;
-        } else if (!name_long_ && name_ == "event") {
+        } else if (!line_empty_ && !name_long_ && name_ == "event") {
           field_ = field::event;
         } else {
           field_ = field::ignored;

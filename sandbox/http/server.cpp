@@ -225,13 +225,11 @@ class stream final : public response_stream {
         continue;
       head.append(k).append(": ").append(v).append("\r\n");
     }
-    if (code == 204 || code == 304) {
-      framing_ = framing::none;
-    } else if (length) {
+    if (length && code != 204 && code != 304) {
       head += fmt::format("Content-Length: {}\r\n", *length);
       framing_ = head_request_ ? framing::none : framing::length;
       length_ = *length;
-    } else if (head_request_) {
+    } else if (code == 204 || code == 304 || head_request_) {
       framing_ = framing::none;
     } else if (http10_) {
       framing_ = framing::until_close;  // an HTTP/1.0 client knows no chunks
