@@ -20,18 +20,12 @@ namespace evalbox::harness::gateway {
 
 namespace fs = std::filesystem;
 namespace http = sandbox::http;
+using http::iequals;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
 
 constexpr std::string_view placeholder_prefix = "evalbox-gateway-";
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 bool one_of(std::string_view name, std::initializer_list<std::string_view> names) {
   return std::any_of(names.begin(), names.end(), [&](auto n) { return iequals(name, n); });
