@@ -74,40 +74,46 @@ std::optional<std::string> credential_handle(const candidate_spec& c, std::strin
   return std::nullopt;
 }
 
-result<std::string> gateway_key(const candidate_spec& c,
-                                const std::map<std::string, fs::path>& credentials) {
-  auto from_env = [&](const std::string& var, std::string_view setting) -> result<std::string> {
+result<gateway_secret> gateway_key(const candidate_spec& c,
+                                   const std::map<std::string, fs::path>& credentials) {
+  auto from_env = [&](const std::string& var, std::string_view setting) -> result<gateway_secret> {
     const char* value = std::getenv(var.c_str());
     if (!value || !*value)
       return make_error(error_kind::invalid_argument,
                         "candidate {}: {} {} is not set in evalbox's environment", c.id, setting,
                         var);
     log::redact_secret(value);
-    return std::string(value);
+    return gateway_secret{value, false, {}, {}};
   };
   if (!c.gateway->key_env.empty()) return from_env(c.gateway->key_env, "gateway.key_env");
-  if (c.credentials.size() == 1) {
-    auto it = credentials.find(c.credentials.front());
+  // The candidate's one credential, else the login file its client would have been given.
+  std::string handle = c.credentials.size() == 1 ? c.credentials.front() : std::string();
+  for (const char* login : {"credentials_file", "auth_file"})
+    if (handle.empty()) handle = string_setting(c, login);
+  if (!handle.empty()) {
+    auto it = credentials.find(handle);
     if (it == credentials.end())
       return make_error(error_kind::invalid_argument,
                         "candidate {}: credential '{}' is not in the suite's credentials", c.id,
-                        c.credentials.front());
-    auto text = read_file(it->second, 64u << 10);
+                        handle);
+    auto text = read_file(it->second, 1u << 20);
     if (!text)
       return make_error(text.error().kind, "candidate {}: the gateway's key, credential '{}': {}",
-                        c.id, c.credentials.front(), text.error().message);
+                        c.id, handle, text.error().message);
     std::string key = *text;
     while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
     size_t start = 0;
     while (start < key.size() && std::isspace(static_cast<unsigned char>(key[start]))) ++start;
     key.erase(0, start);
+    if (key.starts_with('{'))  // a login file: its tokens are read from the run's lease
+      return gateway_secret{std::move(*text), true, handle, it->second};
     if (key.empty() || key.find_first_of("\r\n") != std::string::npos)
       return make_error(error_kind::invalid_argument,
                         "candidate {}: credential '{}' ({}) must hold the API key on one line "
-                        "for the gateway",
-                        c.id, c.credentials.front(), it->second.string());
+                        "(or be a login file) for the gateway",
+                        c.id, handle, it->second.string());
     log::redact_secret(key);
-    return key;
+    return gateway_secret{std::move(key), false, handle, it->second};
   }
   if (auto var = string_setting(c, "api_key_env"); !var.empty())
     return from_env(var, "api_key_env");

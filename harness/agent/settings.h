@@ -53,11 +53,18 @@ result<sandbox::secret_mount> credential_mount(const run_context& ctx, const std
 // (it is a secret); nullopt when the setting is absent. An error when the variable is unset.
 result<std::optional<std::string>> api_key_from_host(const candidate_spec& c);
 
-// The real key a gateway candidate's gateway sends upstream, read on the host: the variable
-// gateway.key_env names, else the candidate's only credential (a file holding the key on one
-// line), else the variable api_key_env names. Registered with the log's redaction.
-result<std::string> gateway_key(const candidate_spec& c,
-                                const std::map<std::string, std::filesystem::path>& credentials);
+// What a gateway candidate's gateway authenticates its upstream requests with, read on the
+// host: the variable gateway.key_env names, else the candidate's only credential — a file
+// holding the key on one line, or a login file (a JSON object: the gateway tells which login,
+// login.h) — else the variable api_key_env names. A key is registered with the log's redaction.
+struct gateway_secret {
+  std::string value;  // the key, or the login file's content when `login_file`
+  bool login_file = false;
+  std::string handle;  // the credential it was read from ("" for a variable)
+  std::filesystem::path source;
+};
+result<gateway_secret> gateway_key(const candidate_spec& c,
+                                   const std::map<std::string, std::filesystem::path>& credentials);
 
 // Collects the problems in one candidate's settings; validate() returns take(). Each check
 // looks at one optional setting and does nothing when it is absent, so checks compose in the

@@ -102,40 +102,44 @@ budget_spec parse_budget(reader& r, const YAML::Node& n, const std::string& what
 
 std::optional<gateway_spec> parse_gateway(reader& r, const YAML::Node& n, const std::string& what,
                                           const fs::path& base_dir) {
-  static constexpr std::string_view known[] = {"upstream", "ca_files", "key_env"};
+  static constexpr std::string_view known[] = {"upstream", "ca_files", "key_env", "token_url"};
   static constexpr std::string_view required[] = {"upstream"};
   auto f = r.mapping(n, what, known, required);
   if (!f) return std::nullopt;
   gateway_spec g;
   g.where = r.at(n);
   const size_t errors = r.error_count();
-  if (f->has("upstream")) {
-    YAML::Node u = f->get("upstream");
-    if (auto s = r.string(u, what + ".upstream")) {
+  // An endpoint the key or a login's tokens go to: https, or plain http to loopback only.
+  auto endpoint = [&](std::string_view key, std::string& into) {
+    if (!f->has(key)) return;
+    YAML::Node u = f->get(key);
+    const std::string name = fmt::format("{}.{}", what, key);
+    if (auto s = r.string(u, name)) {
       const std::string host = url_host(*s);
       const bool https = s->starts_with("https://");
       if (!https && !s->starts_with("http://"))
-        r.fail(u, fmt::format("{}.upstream '{}' must start with https://", what, *s),
+        r.fail(u, fmt::format("{} '{}' must start with https://", name, *s),
                "e.g. https://api.anthropic.com or https://api.openai.com/v1");
       else if (host.empty())
-        r.fail(u, fmt::format("{}.upstream '{}' has no host", what, *s),
-               "e.g. https://api.anthropic.com");
+        r.fail(u, fmt::format("{} '{}' has no host", name, *s), "e.g. https://api.anthropic.com");
       else if (host == "@")  // not repeated: what is before the @ may be a key
-        r.fail(u, fmt::format("{}.upstream must not carry credentials (user@ or user:key@)", what),
+        r.fail(u, fmt::format("{} must not carry credentials (user@ or user:key@)", name),
                "the key comes from the candidate's credential or gateway.key_env, never from "
                "the URL");
       else if (s->find_first_of("?#") != std::string::npos)
-        r.fail(u, fmt::format("{}.upstream '{}' must not have a query or fragment", what, *s));
+        r.fail(u, fmt::format("{} '{}' must not have a query or fragment", name, *s));
       else if (!https && !loopback_host(host))
         r.fail(u,
-               fmt::format("{}.upstream '{}': plain http only to a loopback address (the key "
+               fmt::format("{} '{}': plain http only to a loopback address (the key "
                            "would cross the network in clear)",
-                           what, *s),
+                           name, *s),
                "use https://");
-      g.upstream = *s;
-      while (g.upstream.ends_with('/')) g.upstream.pop_back();
+      into = *s;
+      while (into.ends_with('/')) into.pop_back();
     }
-  }
+  };
+  endpoint("upstream", g.upstream);
+  endpoint("token_url", g.token_url);
   if (f->has("ca_files")) {
     YAML::Node list = f->get("ca_files");
     if (auto files = r.string_list(list, what + ".ca_files")) {

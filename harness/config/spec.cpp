@@ -316,7 +316,9 @@ json budget_spec::to_json() const {
 json gateway_spec::to_json() const {
   json cas = json::array();
   for (const auto& f : ca_files) cas.push_back(f.string());
-  return {{"upstream", upstream}, {"ca_files", cas}, {"key_env", key_env}};
+  json j = {{"upstream", upstream}, {"ca_files", cas}, {"key_env", key_env}};
+  if (!token_url.empty()) j["token_url"] = token_url;
+  return j;
 }
 
 double price_spec::cost(uint64_t input, uint64_t cached, uint64_t cache_write,

@@ -90,6 +90,9 @@ struct gateway_spec {
   // Where the real key is read on the host: this variable of evalbox's environment; else the
   // candidate's one credential (a file holding the key), else the adapter's api_key_env.
   std::string key_env;
+  // Where a login's tokens are refreshed (a login credential only); empty: the login's own
+  // issuer (harness/gateway/login.h).
+  std::string token_url;
   source_location where;
 
   [[nodiscard]] json to_json() const;  // what defines it (never the key)

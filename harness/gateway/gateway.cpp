@@ -346,11 +346,26 @@ struct model_gateway::impl {
     up.to = upstream;
     up.to.target = place == key_place::query ? replace_query_key(req.target, percent_encode(o.key))
                                              : req.target;
-    for (const auto& [k, v] : req.headers)
+    std::string client_beta;  // merged with a login's own flag
+    for (const auto& [k, v] : req.headers) {
+      if (o.login && iequals(k, "anthropic-beta")) {
+        client_beta += (client_beta.empty() ? "" : ",") + v;
+        continue;
+      }
       if (!hop_by_hop(k) && !credential_header(k) && !iequals(k, "accept-encoding"))
         up.headers.emplace_back(k, v);
+    }
     // Usage is read from the response: it must come uncompressed.
     up.headers.emplace_back("Accept-Encoding", "identity");
+    const size_t own_headers = up.headers.size();
+    if (o.login) {
+      if (place == key_place::query)
+        return refuse(req, out, api, 401,
+                      "evalbox gateway: a login's token is not sent in a query string",
+                      "invalid_api_key", std::move(call));
+      // Resolved below, when the request really goes upstream (a replay needs no token).
+      place = key_place::none;
+    }
     switch (place) {
       case key_place::bearer:
         up.headers.emplace_back("Authorization", "Bearer " + o.key);
@@ -430,7 +445,29 @@ struct model_gateway::impl {
       if (iequals(k, "user-agent")) opts.user_agent = v;
     if (auto via = http::proxy_for(upstream); via && *via) opts.via = **via;
 
+    // A login's token, refreshed when it is about to expire or the upstream refuses it (once).
+    auto authenticate = [&](std::optional<std::string> refused) -> status {
+      auto h = o.login->headers(client_beta, std::move(refused));
+      if (!h) return std::unexpected(h.error());
+      up.headers.resize(own_headers);
+      for (auto& kv : *h) up.headers.push_back(std::move(kv));
+      return {};
+    };
+    if (o.login)
+      if (auto s = authenticate(std::nullopt); !s) {
+        call["error"] = s.error().message;
+        return answer_failed(req, out, api, 502,
+                             fmt::format("evalbox gateway: the run's login: {}", s.error().message),
+                             "login_error", std::move(call));
+      }
     auto res = http::fetch(up, opts);
+    if (res && res->status() == 401 && o.login) {
+      const std::string sent = o.login->last_token();
+      if (auto s = authenticate(sent); s && o.login->last_token() != sent) {
+        call["login_refreshed"] = true;
+        res = http::fetch(up, opts);
+      }
+    }
     if (!res) {
       const std::string why = log::scrub(res.error().message);
       call["error"] = why;
@@ -645,9 +682,9 @@ model_gateway::~model_gateway() {
 
 result<std::unique_ptr<model_gateway>> model_gateway::start(gateway_options options) {
   auto p = std::make_unique<impl>();
-  if (options.key.empty())
+  if (options.key.empty() && !options.login)
     return make_error(error_kind::invalid_argument, "the gateway has no key to send upstream");
-  log::redact_secret(options.key);
+  if (!options.key.empty()) log::redact_secret(options.key);
   p->upstream = EB_TRY_CTX(http::parse_url(options.upstream), "gateway upstream");
   p->prefix = p->upstream.target == "/" ? std::string() : p->upstream.target;
   while (p->prefix.ends_with('/')) p->prefix.pop_back();

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/json_fwd.h"
 #include "harness/config/spec.h"
+#include "harness/gateway/login.h"
 #include "harness/gateway/model_cache.h"
 #include "harness/gateway/usage.h"
 
@@ -28,6 +29,9 @@ struct gateway_options {
   std::string upstream;  // gateway_spec::upstream: scheme://host[:port][/prefix]
   std::vector<std::string> ca_files;
   std::string key;  // the real key (registered with log::redact_secret by start())
+  // A subscription login instead of a key: each upstream request is authenticated with its
+  // access token, refreshed on the host (login.h).
+  std::shared_ptr<upstream_login> login;
   budget_spec budget;
   // The cost of one call in US dollars (its model as the response names it, else the request's),
   // or nullopt when no price is known for it.

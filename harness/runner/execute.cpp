@@ -336,6 +336,13 @@ class attempt {
       plan_.env["EVALBOX_GATEWAY_URL"] = endpoint_.base_url;
       plan_.env["EVALBOX_GATEWAY_KEY"] = endpoint_.placeholder;
     }
+    if (login_secret_) {
+      // The gateway's login never enters the sandbox, whatever the adapter would mount.
+      std::erase_if(plan_.secrets, [&](const sandbox::secret_mount& s) {
+        return s.handle == login_secret_->handle || s.source == login_secret_->source;
+      });
+      plan_.secrets.push_back(*login_secret_);
+    }
     if (auto a = in_image(plan_); !a) return fail(run_error_kind::adapter, a.error().message);
     return true;
   }
@@ -348,16 +355,32 @@ class attempt {
                              x_.options.model_cache_mode == gateway::cache_mode::replay;
     auto key = gateway_key(cand_, x_.suite.credentials);
     // Replaying needs no key: nothing goes upstream.
-    if (!key && replay_only) key = std::string("evalbox-replay-sends-nothing-upstream");
+    if (!key && replay_only) key = gateway_secret{"evalbox-replay-sends-nothing-upstream"};
     if (!key) return fail(run_error_kind::adapter, key.error().message);
     gateway::gateway_options o;
+    for (const auto& f : cand_.gateway->ca_files) o.ca_files.push_back(f.string());
+    if (key->login_file) {
+      // A subscription login: leased for the run but kept on the host (plan() makes it a
+      // host-only secret), its token sent by the gateway.
+      const auto kind = gateway::login_kind_of(key->value);
+      if (!kind)
+        return fail(run_error_kind::adapter,
+                    fmt::format("candidate {}: credential '{}' ({}) is neither an API key on one "
+                                "line nor a login the gateway can use (Claude's OAuth "
+                                "credentials, Codex's ChatGPT auth.json)",
+                                cand_.id, key->handle, key->source.string()));
+      login_ = std::make_shared<gateway::upstream_login>(gateway::login_options{
+          *kind, cand_.gateway->token_url, o.ca_files, std::chrono::seconds(300)});
+      login_secret_ = sandbox::secret_mount{key->handle, key->source, {}, true};
+      o.login = login_;
+    } else {
+      o.key = std::move(key->value);
+    }
     if (!x_.options.model_cache_dir.empty())
       o.cache = std::make_shared<gateway::model_cache>(
           x_.options.model_cache_dir / fixture_.id / cand_.id / std::to_string(r_.trial),
           x_.options.model_cache_mode);
     o.upstream = cand_.gateway->upstream;
-    for (const auto& f : cand_.gateway->ca_files) o.ca_files.push_back(f.string());
-    o.key = std::move(*key);
     budget_ = cand_.budget.value_or(budget_spec{});
     if (fixture_.budget) budget_ = budget_.merged_with(*fixture_.budget);
     o.budget = budget_;
@@ -482,6 +505,11 @@ class attempt {
     }
     session_.emplace(std::move(*prepared));
     st_.session_id = request_.run_id;
+    if (login_) {
+      auto lease = session_->lease_path(login_secret_->handle);
+      if (!lease) return fail(run_error_kind::sandbox, "the gateway's login was not leased");
+      login_->attach(*lease);
+    }
     if (image_)
       st_.environment = {
           {"image", image_->reference},
@@ -1211,6 +1239,8 @@ class attempt {
   // it, the run's budget, and whether that budget ended the agent.
   std::unique_ptr<gateway::model_gateway> gateway_;
   gateway_endpoint endpoint_;
+  std::shared_ptr<gateway::upstream_login> login_;  // a subscription login the gateway serves
+  std::optional<sandbox::secret_mount> login_secret_;
   budget_spec budget_;
   std::atomic<bool> budget_stopped_{false};
   uint64_t replay_misses_ = 0;

@@ -14,6 +14,7 @@
 #include "harness/agent/settings.h"
 #include "harness/config/parse.h"
 #include "harness/fixture/load.h"
+#include "harness/gateway/login.h"
 #include "sandbox/prepare/preparer.h"
 
 namespace evalbox::harness {
@@ -130,27 +131,42 @@ class input_check {
                     s->fixtures.size() * s->candidates.size() * s->trials);
   }
 
-  // Each gateway candidate: its key can be read on the host (never printed), and what its
-  // runs will do is said; a login file it still leases goes into the sandbox (the gateway
-  // holds API keys only; docs/agents.md, "Logins").
+  // Each gateway candidate: its key or login can be read on the host (never printed), and
+  // what its runs will do is said (docs/agents.md, "The model gateway", "Logins").
   void check_gateways(const suite_spec& s) {
     for (const auto& c : s.candidates) {
       if (!c.gateway) continue;
-      if (auto key = gateway_key(c, s.credentials); !key)
-        in_.errors.push_back({c.gateway->where, key.error().message,
-                              "give the gateway its key: gateway.key_env, one credential "
-                              "holding the key, or api_key_env"});
       std::string note =
           fmt::format("candidate {}: model gateway to {}", c.id, c.gateway->upstream);
+      auto key = gateway_key(c, s.credentials);
+      if (!key) {
+        in_.errors.push_back({c.gateway->where, key.error().message,
+                              "give the gateway its key: gateway.key_env, one credential "
+                              "holding the key or a login file, or api_key_env"});
+      } else if (key->login_file) {
+        if (auto kind = gateway::login_kind_of(key->value))
+          note += fmt::format(
+              ", authenticated by the {} login in credential '{}' (its token is sent and "
+              "refreshed on the host; the file never enters the sandbox)",
+              gateway::to_string(*kind), key->handle);
+        else
+          in_.errors.push_back(
+              {c.gateway->where,
+               fmt::format("candidate {}: credential '{}' ({}) is neither an API key on one line "
+                           "nor a login the gateway can use",
+                           c.id, key->handle, key->source.string()),
+               "the gateway serves API keys, Claude's OAuth credentials (.credentials.json) and "
+               "Codex's ChatGPT login (auth.json); docs/agents.md, \"Logins\""});
+      } else if (!c.gateway->token_url.empty()) {
+        in_.errors.push_back({c.gateway->where,
+                              fmt::format("candidate {}: gateway.token_url is for a login "
+                                          "credential, and this candidate's is an API key",
+                                          c.id),
+                              "remove token_url"});
+      }
       if (c.budget && !c.budget->empty())
         note += fmt::format(", budget per run {}", c.budget->to_json().dump());
       in_.notes.push_back(note);
-      for (const char* login : {"auth_file", "credentials_file"})
-        if (c.find(login))
-          in_.notes.push_back(fmt::format(
-              "candidate {}: its {} is a login file: it is still leased into the sandbox (the "
-              "gateway keeps API keys out, not subscription logins; docs/agents.md, \"Logins\")",
-              c.id, login));
     }
     if (s.suite_budget)
       in_.notes.push_back(

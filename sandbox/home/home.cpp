@@ -90,6 +90,7 @@ status lay_out(const fs::path& dir, const home_layout& layout,
     EB_TRY(write_at(parent.get(), f.path.filename(), f.content, f.mode, o, dir / f.path));
   }
   for (const auto& s : secrets) {
+    if (s.host_only) continue;  // never inside
     if (!is_safe_relative(s.target))
       return make_error(error_kind::invalid_argument, "credential target {} is not a safe path",
                         s.target.string());

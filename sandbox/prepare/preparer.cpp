@@ -83,10 +83,12 @@ json effective_profile(const prepared_session::state& s) {
   json leases = json::array();
   for (const auto& l : s.leases) {
     for (const auto& sec : r.secrets)
-      if (sec.handle == l.handle())
+      if (sec.handle == l.handle()) {
         leases.push_back({{"handle", l.handle()},
                           {"target", sec.target.string()},
                           {"source_sha256", l.source_digest()}});
+        if (sec.host_only) leases.back()["host_only"] = true;
+      }
   }
   json bundles = json::array();
   for (const auto& b : r.bundles)
@@ -228,8 +230,9 @@ status add_binds(prepared_session::state& s) {
   for (const auto& secret : r.secrets) {
     auto lease = EB_TRY(creds::credential_lease::acquire(run_state::leases_dir(o.state_root),
                                                          secret, o.sandbox_uid, o.sandbox_gid));
-    s.mounts.push_back(
-        bind_mount{lease.path(), fs::path(sandbox_home) / secret.target, true, true});
+    if (!secret.host_only)
+      s.mounts.push_back(
+          bind_mount{lease.path(), fs::path(sandbox_home) / secret.target, true, true});
     s.leases.push_back(std::move(lease));
   }
   for (const auto& b : r.bundles) {
@@ -248,10 +251,15 @@ status add_binds(prepared_session::state& s) {
 void record_identity(prepared_session::state& s, const workspace::disk_info& disk) {
   s.binding_digest = sha256_hex(canonical_json(effective_profile(s)));
   json leases = json::array();
-  for (size_t i = 0; i < s.leases.size(); ++i)
-    leases.push_back({{"handle", s.leases[i].handle()},
-                      {"target", (fs::path(sandbox_home) / s.request.secrets[i].target).string()},
-                      {"exclusive", true}});
+  for (size_t i = 0; i < s.leases.size(); ++i) {
+    const secret_mount& sec = s.request.secrets[i];
+    leases.push_back(
+        {{"handle", s.leases[i].handle()},
+         {"target",
+          sec.host_only ? json(nullptr) : json((fs::path(sandbox_home) / sec.target).string())},
+         {"exclusive", true}});
+    if (sec.host_only) leases.back()["host_only"] = true;
+  }
   s.filesystem_identity = json{
       {"schema", "evalbox.filesystem.v1"},
       {"workspace", s.workspace->identity()},

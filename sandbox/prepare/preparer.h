@@ -160,6 +160,9 @@ class prepared_session {
   // Binds the launcher makes besides /workspace and /home/agent: leased credentials at their
   // home targets (writable), bundles and read-only paths (read-only).
   [[nodiscard]] const std::vector<bind_mount>& mounts() const noexcept;
+  // The host path of the run's lease of credential `handle` (held until close()), or nothing
+  // when the request leased no such credential. For a host_only secret the host reads.
+  [[nodiscard]] std::optional<std::filesystem::path> lease_path(std::string_view handle) const;
   // SHA-256 of the canonical effective profile (argv, env, mounts with content digests,
   // limits, network, landlock): equal requests on equal inputs give equal digests.
   [[nodiscard]] const std::string& binding_digest() const noexcept;

@@ -76,6 +76,11 @@ bool prepared_session::disk_quota_enforced() const noexcept { return state_->quo
 uid_t prepared_session::sandbox_uid() const noexcept { return state_->options.sandbox_uid; }
 gid_t prepared_session::sandbox_gid() const noexcept { return state_->options.sandbox_gid; }
 const std::vector<bind_mount>& prepared_session::mounts() const noexcept { return state_->mounts; }
+std::optional<fs::path> prepared_session::lease_path(std::string_view handle) const {
+  for (const auto& l : state_->leases)
+    if (l.handle() == handle && l.held()) return l.path();
+  return std::nullopt;
+}
 const std::string& prepared_session::binding_digest() const noexcept {
   return state_->binding_digest;
 }

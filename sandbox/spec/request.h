@@ -67,6 +67,9 @@ struct secret_mount {
   std::string handle;            // names the lease: [A-Za-z0-9_.-]{1,64}
   std::filesystem::path source;  // host file; always a protected root
   std::filesystem::path target;  // relative to the home, e.g. ".codex/auth.json"
+  // Leased for the run (exclusive, rotations kept) but never mounted inside: the host uses it
+  // (the model gateway's login, prepared_session::lease_path). `target` is empty then.
+  bool host_only = false;
 };
 
 // A content-addressed read-only input (a file or directory) projected at `target`.

@@ -323,7 +323,7 @@ status check_secret(const secret_mount& s, const guarded_roots& roots) {
                       "credential {} source {} has mode {:04o}: group or others may read or "
                       "write it; run chmod 600 {} first",
                       s.handle, s.source.string(), st.st_mode & 07777, s.source.string());
-  if (!is_safe_relative(s.target))
+  if (!s.host_only && !is_safe_relative(s.target))
     return invalid(
         fmt::format("credential {} target '{}' must be a relative path inside the "
                     "home without '..' (e.g. .codex/auth.json)",
@@ -407,6 +407,12 @@ status check_targets(const session_request& r) {
           fmt::format("credential source {} appears twice: a lease is exclusive, "
                       "so one run cannot hold it twice",
                       s.source.string()));
+    if (s.host_only) {
+      if (!s.target.empty())
+        return invalid(
+            fmt::format("credential {} is host-only: it has no target inside", s.handle));
+      continue;
+    }
     EB_TRY(claim(home / s.target, "credential " + s.handle));
   }
   for (const auto& b : r.bundles) EB_TRY(claim(b.target, "bundle " + b.source.string()));

@@ -101,6 +101,39 @@ int connect_to(const char* ip, int port) {
   return report(rc == 0, "connect");
 }
 
+// One HTTP request (POST `path`, `key` as a Bearer token): prints "http STATUS", "http none"
+// when the connection closed without an answer, or the connect's errno.
+int http_post(const char* ip, int port, const char* path, const char* key) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip, &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+    return report(false, "connect");
+  const std::string req = std::string("POST ") + path +
+                          " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + key +
+                          "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                          "Connection: close\r\n\r\n{}";
+  (void)!::write(fd, req.data(), req.size());
+  char head[64] = {};
+  size_t got = 0;
+  while (got < 12) {
+    const ssize_t n = ::read(fd, head + got, sizeof head - 1 - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (got < 12) {
+    std::printf("http none\n");
+    return 1;
+  }
+  std::printf("http %.3s\n", head + 9);  // "HTTP/1.1 200 ..."
+  return 0;
+}
+
 int interfaces() {
   struct if_nameindex* list = ::if_nameindex();
   std::string out;
@@ -137,6 +170,7 @@ int main(int argc, char** argv) {
   if (mode == "fork-bomb" && argc == 3) return fork_bomb(std::atoi(argv[2]));
   if (mode == "memory-hog" && argc == 3) return memory_hog(std::strtoul(argv[2], nullptr, 10));
   if (mode == "connect" && argc == 4) return connect_to(argv[2], std::atoi(argv[3]));
+  if (mode == "http" && argc == 6) return http_post(argv[2], std::atoi(argv[3]), argv[4], argv[5]);
   if (mode == "interfaces") return interfaces();
   if (mode == "whoami") return whoami();
   if (mode == "ptrace" && argc == 3) {

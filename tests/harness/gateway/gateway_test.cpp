@@ -299,6 +299,26 @@ TEST_F(Gateway, ARequestsBudgetRefusesTheNextCallInEachApisShape) {
   EXPECT_EQ(t.refused, 2u);
 }
 
+// An agent that stops asking once refused (or never asks again) is still ended: stop_grace
+// after the budget was spent, however few refusals it has seen.
+TEST_F(Gateway, ASpentBudgetEndsTheAgentAfterTheGraceEvenWithoutRefusals) {
+  auto g = start("", [](gateway_options& o) {
+    o.budget.requests = 1;
+    o.refusals_before_stop = 100;
+    o.stop_grace = 1s;
+  });
+  EXPECT_EQ(
+      call(post(*g, "/v1/responses", {{"Authorization", "Bearer " + g->placeholder()}})).status,
+      200);
+  const auto spent = std::chrono::steady_clock::now();
+  EXPECT_FALSE(g->should_stop_agent());
+  while (!g->should_stop_agent() && std::chrono::steady_clock::now() - spent < 10s)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(g->should_stop_agent());
+  EXPECT_GE(std::chrono::steady_clock::now() - spent, 900ms);  // spent a little before
+  EXPECT_EQ(g->totals().refused, 0u);
+}
+
 TEST_F(Gateway, CostAndTokenBudgetsCountWhatTheResponsesSaid) {
   auto g = start("", [](gateway_options& o) { o.budget.cost = 0.0001; });
   up_.release();

@@ -717,35 +717,7 @@ class HttpTls : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new temp_dir("evalbox-http-tls");
-    const auto d = dir_->path();
-    std::ofstream(d / "leaf.ext")
-        << "basicConstraints=CA:FALSE\n"
-           "keyUsage=digitalSignature\n"
-           "extendedKeyUsage=serverAuth\n"
-           "subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:registry.test\n";
-    std::ofstream(d / "other.ext") << "basicConstraints=CA:FALSE\n"
-                                      "extendedKeyUsage=serverAuth\n"
-                                      "subjectAltName=DNS:other.test\n";
-    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    std::string script = "set -e; cd '" + d.string() + "'\n" + "openssl req -x509 " + key +
-                         " -keyout ca.key -out ca.pem -days 2 -subj /CN=evalbox-test-ca"
-                         " -addext basicConstraints=critical,CA:TRUE"
-                         " -addext keyUsage=critical,keyCertSign,cRLSign\n";
-    int serial = 2;
-    for (const char* name : {"leaf", "other"}) {
-      const std::string n = name;
-      script += "openssl req -new " + key + " -keyout " + n + ".key -out " + n +
-                ".csr -subj /CN=" + (n == "leaf" ? "localhost" : "other.test") + "\n" +
-                "openssl x509 -req -in " + n + ".csr -CA ca.pem -CAkey ca.key -set_serial " +
-                std::to_string(serial++) + " -days 2 -extfile " + n + ".ext -out " + n + ".pem\n";
-    }
-    std::ofstream(d / "make.sh") << script;
-    const std::string cmd =
-        "sh '" + (d / "make.sh").string() + "' >'" + (d / "make.log").string() + "' 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(d / "make.log");
-      setup_error_ = new std::string(std::istreambuf_iterator<char>(log), {});
-    }
+    if (auto error = make_test_certificates(dir_->path())) setup_error_ = new std::string(*error);
   }
   static void TearDownTestSuite() {
     delete dir_;

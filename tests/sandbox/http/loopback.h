@@ -24,6 +24,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -249,6 +250,38 @@ class tls_server {
   int stdin_ = -1;
   uint16_t port_ = 0;
 };
+
+// A CA and leaves it signed, made in `dir` with the openssl CLI: ca.pem; leaf.pem/leaf.key for
+// localhost, 127.0.0.1 and registry.test; other.pem/other.key for other.test only. Returns
+// openssl's output when it failed.
+inline std::optional<std::string> make_test_certificates(const std::filesystem::path& d) {
+  std::ofstream(d / "leaf.ext") << "basicConstraints=CA:FALSE\n"
+                                   "keyUsage=digitalSignature\n"
+                                   "extendedKeyUsage=serverAuth\n"
+                                   "subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:registry.test\n";
+  std::ofstream(d / "other.ext") << "basicConstraints=CA:FALSE\n"
+                                    "extendedKeyUsage=serverAuth\n"
+                                    "subjectAltName=DNS:other.test\n";
+  const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  std::string script = "set -e; cd '" + d.string() + "'\n" + "openssl req -x509 " + key +
+                       " -keyout ca.key -out ca.pem -days 2 -subj /CN=evalbox-test-ca"
+                       " -addext basicConstraints=critical,CA:TRUE"
+                       " -addext keyUsage=critical,keyCertSign,cRLSign\n";
+  int serial = 2;
+  for (const char* name : {"leaf", "other"}) {
+    const std::string n = name;
+    script += "openssl req -new " + key + " -keyout " + n + ".key -out " + n +
+              ".csr -subj /CN=" + (n == "leaf" ? "localhost" : "other.test") + "\n" +
+              "openssl x509 -req -in " + n + ".csr -CA ca.pem -CAkey ca.key -set_serial " +
+              std::to_string(serial++) + " -days 2 -extfile " + n + ".ext -out " + n + ".pem\n";
+  }
+  std::ofstream(d / "make.sh") << script;
+  const std::string cmd =
+      "sh '" + (d / "make.sh").string() + "' >'" + (d / "make.log").string() + "' 2>&1";
+  if (std::system(cmd.c_str()) == 0) return std::nullopt;
+  std::ifstream log(d / "make.log");
+  return std::string(std::istreambuf_iterator<char>(log), {});
+}
 
 // A CONNECT proxy that reaches every target at 127.0.0.1 (whatever name it is asked for:
 // nothing leaves the host) and relays both ways until one side closes.
