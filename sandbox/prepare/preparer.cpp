@@ -83,10 +83,14 @@ json effective_profile(const prepared_session::state& s) {
   json leases = json::array();
   for (const auto& l : s.leases) {
     for (const auto& sec : r.secrets)
-      if (sec.handle == l.handle())
-        leases.push_back({{"handle", l.handle()},
-                          {"target", sec.target.string()},
-                          {"source_sha256", l.source_digest()}});
+      if (sec.handle == l.handle()) {
+        json lease{{"handle", l.handle()},
+                   {"target", sec.target.string()},
+                   {"source_sha256", l.source_digest()}};
+        // Shared: mounted read-only (an exclusive lease's profile is as it always was).
+        if (!l.exclusive()) lease["max_concurrent"] = sec.max_concurrent;
+        leases.push_back(std::move(lease));
+      }
   }
   json bundles = json::array();
   for (const auto& b : r.bundles)
@@ -221,7 +225,8 @@ status materialize_workspace(prepared_session::state& s, workspace_strategy stra
 }
 
 // What the launch binds besides the workspace and home: each credential's lease (acquired
-// here), bundles, the request's read-only directories and host binds.
+// here; writable when exclusive, read-only when shared: lease.h), bundles, the request's
+// read-only directories and host binds.
 status add_binds(prepared_session::state& s) {
   const auto& r = s.request;
   const auto& o = s.options;
@@ -229,7 +234,7 @@ status add_binds(prepared_session::state& s) {
     auto lease = EB_TRY(creds::credential_lease::acquire(run_state::leases_dir(o.state_root),
                                                          secret, o.sandbox_uid, o.sandbox_gid));
     s.mounts.push_back(
-        bind_mount{lease.path(), fs::path(sandbox_home) / secret.target, true, true});
+        bind_mount{lease.path(), fs::path(sandbox_home) / secret.target, lease.exclusive(), true});
     s.leases.push_back(std::move(lease));
   }
   for (const auto& b : r.bundles) {
@@ -251,7 +256,7 @@ void record_identity(prepared_session::state& s, const workspace::disk_info& dis
   for (size_t i = 0; i < s.leases.size(); ++i)
     leases.push_back({{"handle", s.leases[i].handle()},
                       {"target", (fs::path(sandbox_home) / s.request.secrets[i].target).string()},
-                      {"exclusive", true}});
+                      {"exclusive", s.leases[i].exclusive()}});
   s.filesystem_identity = json{
       {"schema", "evalbox.filesystem.v1"},
       {"workspace", s.workspace->identity()},
