@@ -462,6 +462,7 @@ class attempt {
          fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
+    for (auto& s : request_.secrets) s.max_concurrent = x_.suite.max_concurrent(s.handle);
     gateway_network();
     if (!x_.options.workspace_override.empty()) {
       request_.workspace.source = x_.options.workspace_override;
