@@ -305,6 +305,7 @@ std::expected<harness::suite_spec, int> one_run_suite(const std::string& dir,
       }
     }
     suite->credentials = parent->credentials;  // the candidate's logins, leased as in a run
+    suite->shared_credentials = parent->shared_credentials;
   } else {
     // No candidate: an empty managed home, as the untouched-workspace run of `fixture test`.
     c.id = default_id;

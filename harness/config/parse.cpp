@@ -265,6 +265,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("limits")) spec.default_limits = parse_limits(r, f->get("limits"), "limits");
   if (f->has("environment")) spec.default_environment = parse_environment(r, f->get("environment"));
   if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
+  check_shared_credentials(r, spec);
   if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);
   if (f->has("prices")) parse_prices(r, f->get("prices"), spec);
   if (f->has("budget") || f->has("suite_budget")) parse_suite_budgets(r, *f, spec);

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/fs.h"
+#include "base/json.h"
 #include "harness/config/parse_parts.h"
 #include "harness/config/validate.h"
 
@@ -132,18 +133,95 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
 
 }  // namespace
 
-// credentials: {handle: path, ...}; paths relative to the suite file, `~` expanded.
+// credentials: {handle: path | {path, max_concurrent}, ...}; paths relative to the suite file,
+// `~` expanded.
 void parse_credentials(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
-  if (auto cf = r.mapping(n, "credentials", {}, {}, true)) {
-    for (const auto& [handle, path] : cf->entries) {
-      if (!is_valid_id(handle, true)) {
-        r.fail(path, fmt::format("credential handle '{}' is not a valid name", handle),
-               "use letters, digits, '.', '_' and '-'");
-        continue;
-      }
-      if (auto p = r.string(path, fmt::format("credentials.{}", handle)))
-        spec.credentials[handle] = normalize(base_dir / expand_home(*p));
+  static constexpr std::string_view keys[] = {"path", "max_concurrent"};
+  static constexpr std::string_view required[] = {"path"};
+  auto cf = r.mapping(n, "credentials", {}, {}, true);
+  if (!cf) return;
+  for (const auto& [handle, value] : cf->entries) {
+    if (!is_valid_id(handle, true)) {
+      r.fail(value, fmt::format("credential handle '{}' is not a valid name", handle),
+             "use letters, digits, '.', '_' and '-'");
+      continue;
     }
+    const std::string what = fmt::format("credentials.{}", handle);
+    if (!value.IsScalar() && !value.IsMap()) {
+      r.fail(value, fmt::format("{} must be a path or a mapping, found {}", what, type_name(value)),
+             fmt::format("{}: ~/.config/keys/KEY, or {}: {{path: ~/.config/keys/KEY, "
+                         "max_concurrent: 4}}",
+                         handle, handle));
+      continue;
+    }
+    YAML::Node path = value;
+    if (value.IsMap()) {
+      auto f = r.mapping(value, what, keys, required);
+      if (!f || !f->has("path")) continue;
+      path = f->get("path");
+      if (f->has("max_concurrent")) {
+        const YAML::Node m = f->get("max_concurrent");
+        if (auto v = r.positive_integer(m, what + ".max_concurrent")) {
+          if (*v > static_cast<uint64_t>(max_credential_holders))
+            r.fail(m,
+                   fmt::format("{}.max_concurrent {} is more than {}", what, *v,
+                               max_credential_holders),
+                   "a lease has one lock file per holder; give at most the suite's concurrency");
+          else
+            spec.shared_credentials[handle] = {static_cast<int>(*v), r.at(m)};
+        }
+      }
+    }
+    if (auto p = r.string(path, value.IsMap() ? what + ".path" : what))
+      spec.credentials[handle] = normalize(base_dir / expand_home(*p));
+  }
+}
+
+namespace {
+
+// The settings by which an adapter mounts a credential as its client's login file (Codex's
+// auth_file, Claude Code's credentials_file: docs/agents.md).
+constexpr std::string_view login_settings[] = {"auth_file", "credentials_file"};
+
+// Whether the file at `source` holds a JSON document: a login (Codex's auth.json, Claude's
+// .credentials.json), not an API key, which is one line. Unreadable: not known to be one (the
+// run's validation says why it cannot be read).
+bool is_json_login(const fs::path& source) {
+  auto text = read_file(source, 1u << 20);
+  if (!text) return false;
+  const json j = json::parse(*text, nullptr, false);
+  return j.is_object();
+}
+
+}  // namespace
+
+// A credential shared by several runs (max_concurrent > 1) must not be a login file: its client
+// rewrites it as its tokens rotate, and two runs refreshing one token chain at once would fork
+// it (one of them, or the host's login, left with a token the provider has revoked).
+void check_shared_credentials(reader& r, const suite_spec& spec) {
+  const std::string hint =
+      "remove max_concurrent (a login serves one run at a time), or use an API key credential "
+      "(a file holding the key on one line)";
+  for (const auto& [handle, share] : spec.shared_credentials) {
+    if (share.max_concurrent <= 1) continue;
+    for (const auto& c : spec.candidates)
+      for (const auto key : login_settings)
+        if (const auto* s = c.find(key);
+            s && s->value.is_string() && s->value.get<std::string>() == handle)
+          r.fail(s->where,
+                 fmt::format("candidate '{}' uses credential '{}' as its {}, a login file, but "
+                             "credentials.{}.max_concurrent is {}: a login's tokens rotate, and "
+                             "two runs at once would fork the token chain",
+                             c.id, handle, key, handle, share.max_concurrent),
+                 hint);
+    if (auto it = spec.credentials.find(handle);
+        it != spec.credentials.end() && is_json_login(it->second))
+      r.fail(share.where,
+             fmt::format("credential '{}' ({}) is a JSON login file, but its max_concurrent is "
+                         "{}: a login's tokens rotate, and two runs at once would fork the "
+                         "token chain",
+                         handle, it->second.string(), share.max_concurrent),
+             hint);
   }
 }
 

@@ -39,6 +39,9 @@ void parse_credentials(reader& r, const YAML::Node& n, const std::filesystem::pa
                        suite_spec& spec);
 void parse_candidates(reader& r, const YAML::Node& list, const std::filesystem::path& base_dir,
                       std::span<const std::string> adapters, suite_spec& spec);
+// Refuses max_concurrent > 1 on a credential a candidate uses as a login file (candidates are
+// parsed first).
+void check_shared_credentials(reader& r, const suite_spec& spec);
 void parse_baseline(reader& r, const YAML::Node& n, suite_spec& spec);
 
 // parse_judges.cpp: a suite's judges: {NAME: {...}} and prices: {MODEL: {...}}.

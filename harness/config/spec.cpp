@@ -344,6 +344,11 @@ const price_spec* suite_spec::price_for(const candidate_spec& candidate,
   return nullptr;
 }
 
+int suite_spec::max_concurrent(const std::string& handle) const {
+  auto it = shared_credentials.find(handle);
+  return it == shared_credentials.end() ? 1 : it->second.max_concurrent;
+}
+
 const candidate_spec* suite_spec::find_candidate(std::string_view id) const {
   for (const auto& c : candidates)
     if (c.id == id) return &c;

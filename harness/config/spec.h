@@ -369,6 +369,14 @@ struct fixture_entry {
   source_location where;
 };
 
+// A credential written `{path, max_concurrent}`: up to max_concurrent runs lease it at once.
+struct shared_credential {
+  int max_concurrent = 1;
+  source_location where;  // of max_concurrent
+};
+// The largest max_concurrent (sandbox/spec/validate.h, max_credential_holders).
+inline constexpr int max_credential_holders = 256;
+
 struct suite_spec {
   std::filesystem::path file;  // the suite file (absolute)
   std::string name;
@@ -380,6 +388,9 @@ struct suite_spec {
   int trials = 1;
   int concurrency = 1;
   std::map<std::string, std::filesystem::path> credentials;  // handle -> source (~ expanded)
+  // handle -> how many runs may lease it at once, for each handle written as `{path,
+  // max_concurrent}`; absent: 1, a login file's one run at a time.
+  std::map<std::string, shared_credential> shared_credentials;
   limits_spec default_limits;
   std::optional<environment_spec> default_environment;  // for fixtures without their own
   std::optional<std::string> baseline;                  // a candidate id
@@ -395,6 +406,8 @@ struct suite_spec {
   std::map<std::string, judge_spec> judges;  // `judges: {NAME: ...}` (judge checks)
 
   [[nodiscard]] const candidate_spec* find_candidate(std::string_view id) const;
+  // shared_credentials' max_concurrent for `handle`, else 1.
+  [[nodiscard]] int max_concurrent(const std::string& handle) const;
   // The price of `model` (as a call or transcript names it) for `candidate`: `prices` keyed by
   // that model, else by the candidate's id, else by its `model` setting; nullptr when none.
   [[nodiscard]] const price_spec* price_for(const candidate_spec& candidate,

@@ -523,6 +523,25 @@ void write_usage(std::ostream& h, const stats::summary& s) {
     }
     h << "</table>\n";
   }
+  if (s.overall.credentials.runs > 0) {
+    auto ms = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.0f} ms", *v) : std::string("unknown");
+    };
+    h << "<h3 id=\"credential-wait\">Credential wait</h3>\n<p class=\"note\">Runs that waited "
+         "for a free lease of their credentials before they started (a login serves one run "
+         "at a time; a credential with max_concurrent N, N runs): over those runs.</p>\n"
+         "<table id=\"table-credential-wait\"><tr><th>candidate</th><th>runs that waited</th>"
+         "<th>total wait</th><th>wait p50</th><th>longest wait</th></tr>\n";
+    for (const auto& c : s.candidates) {
+      const stats::credential_wait& w = c.use.credentials;
+      if (w.runs == 0) continue;
+      h << fmt::format(
+          "<tr class=\"credential-wait\"><td>{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+          escape(c.candidate), w.runs, ms(w.wait_ms.total), ms(w.wait_ms.p50), ms(w.wait_ms.max));
+    }
+    h << "</table>\n";
+  }
   if (s.overall.judge.runs == 0) return;
   // The judges of judge checks: their own tokens and cost, never in the candidate's above.
   h << "<h3 id=\"judge-usage\">Judge usage</h3>\n<p class=\"note\">The judges of judge "

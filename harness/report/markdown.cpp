@@ -237,6 +237,20 @@ void write_usage(std::ostream& out, const stats::summary& s) {
                          g.budget_exhausted);
     }
   }
+  if (s.overall.credentials.runs > 0) {
+    // Runs that waited for a free lease of their credentials before they started.
+    out << "\n### Credential wait\n\nRuns that waited for a free lease of their credentials "
+           "before they started (a login serves one run at a time; a credential with "
+           "max_concurrent N, N runs): over those runs.\n\n"
+           "| candidate | runs that waited | total wait | wait p50 | longest wait |\n"
+           "|---|---|---|---|---|\n";
+    for (const auto& c : s.candidates) {
+      const stats::credential_wait& w = c.use.credentials;
+      if (w.runs == 0) continue;
+      out << fmt::format("| {} | {} | {} | {} | {} |\n", md_cell(c.candidate), w.runs,
+                         ms_text(w.wait_ms.total), ms_text(w.wait_ms.p50), ms_text(w.wait_ms.max));
+    }
+  }
   if (s.overall.judge.runs == 0) return;
   // The judges of judge checks: their own tokens and cost, never in the candidate's above.
   out << "\n### Judge usage\n\nThe judges of judge checks, over the judged runs; not included "

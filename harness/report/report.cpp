@@ -142,6 +142,13 @@ std::string render_terminal_summary(const stats::summary& s) {
           c.use.gateway.budget_exhausted
               ? fmt::format(", {} run(s) ended by their budget", c.use.gateway.budget_exhausted)
               : "");
+  for (const auto& c : s.candidates)
+    if (c.use.credentials.runs > 0)
+      out += fmt::format(
+          "  {:<20} credential wait: {} run(s) waited, {:.1f} s in all, longest "
+          "{:.1f} s\n",
+          c.candidate, c.use.credentials.runs, c.use.credentials.wait_ms.total.value_or(0) / 1000,
+          c.use.credentials.wait_ms.max.value_or(0) / 1000);
   for (const auto& p : s.comparisons)
     out += fmt::format(
         "  {} vs {}: {}{} (n = {} shared fixture(s))\n", p.candidate, p.baseline, p.verdict,

@@ -45,6 +45,7 @@ stats::run_outcome outcome_of(const json& r) {
   const json& latency = json_member(json_member(r, "gateway"), "latency");
   o.ttfb_ms = json_find<double>(latency, "ttfb_ms_p50");
   o.call_ms = json_find<double>(latency, "duration_ms_p50");
+  o.credential_wait_ms = json_find<double>(json_member(r, "timings"), "credential_wait_ms");
   o.budget_exhausted =
       json_value_or(json_member(r, "execution"), "outcome", "") == "budget_exhausted";
   const json& ju = json_member(r, "judge_usage");
@@ -160,6 +161,7 @@ const record_fields& report_fields() {
                                     "fixture.id",
                                     "fixture.digest",
                                     "timings.wall_ms",
+                                    "timings.credential_wait_ms",
                                     "usage.input_tokens",
                                     "usage.output_tokens",
                                     "usage.cost_usd",

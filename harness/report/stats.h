@@ -53,6 +53,9 @@ struct run_outcome {
   bool gateway = false;
   std::optional<double> ttfb_ms, call_ms;
   bool budget_exhausted = false;
+  // How long the run waited for a free lease of its credentials (timings.credential_wait_ms);
+  // nullopt for a run without credentials or an older record.
+  std::optional<double> credential_wait_ms;
 };
 
 struct interval {
@@ -172,6 +175,13 @@ struct gateway_usage {
   uint64_t budget_exhausted = 0;
 };
 
+// The runs of a set that waited for a free credential lease (a login serves one run at a
+// time, a shared credential its max_concurrent): how many, and their waits.
+struct credential_wait {
+  uint64_t runs = 0;     // runs whose wait was above 0
+  distribution wait_ms;  // over those runs
+};
+
 // Resources used by a set of runs, errored runs included (they consumed them too).
 struct usage {
   uint64_t runs = 0;
@@ -179,6 +189,7 @@ struct usage {
   cost_total cost;
   judge_usage judge;
   gateway_usage gateway;
+  credential_wait credentials;
 };
 
 struct candidate_summary {

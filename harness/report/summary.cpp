@@ -318,6 +318,14 @@ usage usage_of(std::span<const run_outcome> outcomes, std::optional<std::string_
   u.wall_ms = of(wall, u.runs);
   u.gateway.ttfb_ms = of(ttfb, u.gateway.runs);
   u.gateway.call_ms = of(call, u.gateway.runs);
+  // The runs that waited for a credential lease.
+  std::vector<double> waits;
+  for (const run_outcome& o : outcomes)
+    if ((!candidate || o.candidate == *candidate) && o.credential_wait_ms &&
+        *o.credential_wait_ms > 0)
+      waits.push_back(*o.credential_wait_ms);
+  u.credentials.runs = waits.size();
+  u.credentials.wait_ms = describe(std::move(waits), 0);
   return u;
 }
 

@@ -371,7 +371,8 @@ class attempt {
                                 cand_.id, key->handle, key->source.string()));
       login_ = std::make_shared<gateway::upstream_login>(gateway::login_options{
           *kind, cand_.gateway->token_url, o.ca_files, std::chrono::seconds(300)});
-      login_secret_ = sandbox::secret_mount{key->handle, key->source, {}, true};
+      login_secret_ = sandbox::secret_mount{key->handle, key->source, {}};
+      login_secret_->host_only = true;
       o.login = login_;
     } else {
       o.key = std::move(key->value);
@@ -485,6 +486,7 @@ class attempt {
          fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
+    for (auto& s : request_.secrets) s.max_concurrent = x_.suite.max_concurrent(s.handle);
     gateway_network();
     if (!x_.options.workspace_override.empty()) {
       request_.workspace.source = x_.options.workspace_override;

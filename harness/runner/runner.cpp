@@ -150,7 +150,7 @@ class suite_execution {
         std::lock_guard lock(mu_);
         ++started_runs_;
       }
-      run_one(queued_[ticket->run()]);
+      run_one(queued_[ticket->run()], ticket->credential_wait());
     }
   }
 
@@ -169,8 +169,9 @@ class suite_execution {
  private:
   bool stopping() const { return options_.cancel && options_.cancel->requested.load(); }
 
-  // attempts → record → teardown → tally, for one run.
-  void run_one(const run_spec& r) {
+  // attempts → record → teardown → tally, for one run. `credential_wait`: how long the
+  // scheduler kept it waiting for a lease.
+  void run_one(const run_spec& r, std::chrono::milliseconds credential_wait) {
     auto t0 = clock_type::now();
     const std::string started_at = now_rfc3339();
     attempt_state st;
@@ -181,13 +182,19 @@ class suite_execution {
         log::warn("run {}: teardown: {}", r.run_id, s.error().message);
       session.reset();
     };
-    const int last = sched_.attempts(r.run_id, [&](int attempt) {
-      teardown();
-      st = r.regrade          ? regrade_attempt(x_, r, session)
-           : options_.attempt ? options_.attempt(x_, r, attempt, session)
-                              : execute_attempt(x_, r, attempt, session);
-      return scheduling_view(st);
-    });
+    const int last = sched_.attempts(
+        r.run_id,
+        [&](int attempt) {
+          teardown();
+          st = r.regrade          ? regrade_attempt(x_, r, session)
+               : options_.attempt ? options_.attempt(x_, r, attempt, session)
+                                  : execute_attempt(x_, r, attempt, session);
+          return scheduling_view(st);
+        },
+        &credential_wait);
+    // A run that leases credentials says how long it waited for them (docs/results.md).
+    if (!r.regrade && !suite_.candidates[r.candidate].credentials.empty())
+      st.timings["credential_wait_ms"] = credential_wait.count();
     if (r.regrade && st.failed() && !st.cancelled) {
       // Kept as it was: the old grading stays the run's newest.
       log::warn("run {}: not graded again: {}", r.run_id, st.error);
@@ -416,6 +423,8 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
     queue.push_back({i, suite.candidates[queued[i].candidate].credentials});
   scheduler_options so;
   so.retries = options.retries;
+  for (const auto& [handle, share] : suite.shared_credentials)
+    so.max_concurrent[handle] = share.max_concurrent;
   so.stopping = [&options] { return options.cancel && options.cancel->requested.load(); };
   scheduler sched(std::move(queue), std::move(so));
   suite_execution execution(suite, queued, options, x, results, sched, totals);

@@ -1,7 +1,8 @@
 // The runner: executes a planned run matrix with N workers. Each run: prepare → setup →
 // agent (and follow-up) → transcript → snapshot and diff → grading in fresh sandboxes →
 // result recorded (fsynced) → teardown. Resumable (recorded runs are skipped), retries
-// infrastructure errors, never runs two sessions on one credential lease at once, and stops
+// infrastructure errors, never runs more sessions on a credential than its max_concurrent
+// (one, for a login) at once, records how long each run waited for its credentials, and stops
 // cleanly when asked (running sandboxes are killed, unfinished runs are not recorded).
 //
 // Parts: runner.cpp (the workers), scheduler.h (which run starts when, and its attempts),

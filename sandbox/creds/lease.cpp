@@ -1,4 +1,4 @@
-// Credential leases (see lease.h): create once from the source, then lock exclusively.
+// Credential leases (see lease.h): create once from the source, then lock one of its slots.
 #include "sandbox/creds/lease.h"
 
 #include <fcntl.h>
@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -68,6 +70,26 @@ status create_lease(const fs::path& lease, std::string_view content, uid_t uid, 
   return {};
 }
 
+// Slot 0 is the lease file itself (so an exclusive lease locks what it always locked); slot k
+// the empty file <lease>.slot-<k>, there only for its lock.
+fs::path slot_path(const fs::path& lease, int k) {
+  return k == 0 ? lease : fs::path(fmt::format("{}.slot-{}", lease.string(), k));
+}
+
+// Opens slot `k` of `lease` (creating a slot file, empty and 0600, when absent) into `fds`. A
+// slot file is never mounted: it stays evalbox's.
+status open_slot(const fs::path& lease, int k, std::vector<unique_fd>& fds) {
+  const fs::path p = slot_path(lease, k);
+  const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (k == 0 ? 0 : O_CREAT);
+  unique_fd fd(::open(p.c_str(), flags, 0600));
+  if (!fd) return sys_error(errno, "open {}", p.string());
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return make_error(error_kind::internal, "{} is not a regular file", p.string());
+  fds.push_back(std::move(fd));
+  return {};
+}
+
 }  // namespace
 
 result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
@@ -90,34 +112,49 @@ result<credential_lease> credential_lease::acquire(const fs::path& leases_dir,
     if (errno != ENOENT) return sys_error(errno, "stat {}", lease.path_.string());
     EB_TRY_CTX(create_lease(lease.path_, content, owner_uid, owner_gid), ctx);
   }
-  // Our own open file description: flock conflicts between two of them even in one process.
-  unique_fd fd(::open(lease.path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd)
-    return std::unexpected(
-        sys_error(errno, "open {}", lease.path_.string()).error().with_context(ctx));
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    return make_error(error_kind::internal, "{}: {} is not a regular file", ctx,
-                      lease.path_.string());
+  // Our own open file description of each slot: flock conflicts between two of them even in
+  // one process.
+  const int slots = std::max(1, secret.max_concurrent);
+  std::vector<unique_fd> fds;
+  for (int k = 0; k < slots; ++k) EB_TRY_CTX(open_slot(lease.path_, k, fds), ctx);
   // A lock is its open file description's, and a description lives while any process holds a
   // copy of it: a child between its fork and its exec (a sandbox helper being started by
   // another thread) holds one for a moment. A lease unlocks before it closes (locked_fd); a
   // holder that died without it (a crash) leaves the lock to such a copy until the child's
-  // exec. So a lease that is taken is asked for again for up to 100 ms before it is busy.
+  // exec. So when every slot is taken they are asked for again for up to 100 ms before the
+  // lease is busy.
   int err = 0;
-  for (int tries = 1;; ++tries) {
-    err = ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
-    if (err != EWOULDBLOCK || tries == 50) break;
+  int slot = -1, tried = 0;
+  for (int tries = 1; slot < 0; ++tries) {
+    for (tried = 0; tried < slots; ++tried) {
+      err = ::flock(fds[static_cast<size_t>(tried)].get(), LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+      if (err == 0) {
+        slot = tried;
+        break;
+      }
+      if (err != EWOULDBLOCK) break;
+    }
+    if (slot >= 0 || err != EWOULDBLOCK || tries == 50) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (err != 0) {
-    if (err == EWOULDBLOCK)
+  if (slot < 0) {
+    if (err == EWOULDBLOCK && slots == 1)
       return make_error(error_kind::busy,
                         "credential {} ({}) is already in use by another run: a lease is "
                         "exclusive; wait for that run to finish (the runner schedules it after)",
                         secret.handle, secret.source.string());
-    return std::unexpected(
-        sys_error(err, "flock {}", lease.path_.string()).error().with_context(ctx));
+    if (err == EWOULDBLOCK)
+      return make_error(error_kind::busy,
+                        "credential {} ({}) is already in use by {} runs, its max_concurrent; "
+                        "wait for one of them to finish (the runner schedules it after)",
+                        secret.handle, secret.source.string(), slots);
+    return std::unexpected(sys_error(err, "flock {}", slot_path(lease.path_, tried).string())
+                               .error()
+                               .with_context(ctx));
   }
+  unique_fd fd = std::move(fds[static_cast<size_t>(slot)]);
+  lease.slot_ = slot;
+  lease.max_concurrent_ = slots;
   lease.fd_ = locked_fd(std::move(fd));
   // A rotated token written by an earlier run is a secret too.
   if (auto current = read_nofollow(lease.path_, max_credential_bytes)) log::redact_secret(*current);

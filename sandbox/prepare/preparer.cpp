@@ -84,10 +84,13 @@ json effective_profile(const prepared_session::state& s) {
   for (const auto& l : s.leases) {
     for (const auto& sec : r.secrets)
       if (sec.handle == l.handle()) {
-        leases.push_back({{"handle", l.handle()},
-                          {"target", sec.target.string()},
-                          {"source_sha256", l.source_digest()}});
-        if (sec.host_only) leases.back()["host_only"] = true;
+        json lease{{"handle", l.handle()},
+                   {"target", sec.target.string()},
+                   {"source_sha256", l.source_digest()}};
+        // Shared: mounted read-only (an exclusive lease's profile is as it always was).
+        if (!l.exclusive()) lease["max_concurrent"] = sec.max_concurrent;
+        if (sec.host_only) lease["host_only"] = true;
+        leases.push_back(std::move(lease));
       }
   }
   json bundles = json::array();
@@ -223,7 +226,8 @@ status materialize_workspace(prepared_session::state& s, workspace_strategy stra
 }
 
 // What the launch binds besides the workspace and home: each credential's lease (acquired
-// here), bundles, the request's read-only directories and host binds.
+// here; writable when exclusive, read-only when shared: lease.h), bundles, the request's
+// read-only directories and host binds.
 status add_binds(prepared_session::state& s) {
   const auto& r = s.request;
   const auto& o = s.options;
@@ -231,8 +235,8 @@ status add_binds(prepared_session::state& s) {
     auto lease = EB_TRY(creds::credential_lease::acquire(run_state::leases_dir(o.state_root),
                                                          secret, o.sandbox_uid, o.sandbox_gid));
     if (!secret.host_only)
-      s.mounts.push_back(
-          bind_mount{lease.path(), fs::path(sandbox_home) / secret.target, true, true});
+      s.mounts.push_back(bind_mount{lease.path(), fs::path(sandbox_home) / secret.target,
+                                    lease.exclusive(), true});
     s.leases.push_back(std::move(lease));
   }
   for (const auto& b : r.bundles) {
@@ -257,7 +261,7 @@ void record_identity(prepared_session::state& s, const workspace::disk_info& dis
         {{"handle", s.leases[i].handle()},
          {"target",
           sec.host_only ? json(nullptr) : json((fs::path(sandbox_home) / sec.target).string())},
-         {"exclusive", true}});
+         {"exclusive", s.leases[i].exclusive()}});
     if (sec.host_only) leases.back()["host_only"] = true;
   }
   s.filesystem_identity = json{

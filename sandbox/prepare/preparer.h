@@ -12,6 +12,7 @@
 //                          with an image), workspace/, lower/ (idmapped source), launches/}
 //   <state>/images/  the image store (sandbox/image/store.h)
 //   <state>/credential-leases/<handle>-<sha256 of source>  (0600, owned by the sandbox uid)
+//                                                     and .slot-<k> beside it (creds/lease.h)
 #pragma once
 
 #include <sys/types.h>

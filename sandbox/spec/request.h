@@ -62,11 +62,14 @@ struct home_layout {
   std::vector<home_file> files;
 };
 
-// A credential file leased for the run and mounted writable at `target` inside the home.
+// A credential file leased for the run and mounted at `target` inside the home: writable when
+// the lease is exclusive (max_concurrent 1: a login whose tokens rotate), read-only when up to
+// max_concurrent runs share it (an API key: no run may change what the others read).
 struct secret_mount {
   std::string handle;            // names the lease: [A-Za-z0-9_.-]{1,64}
   std::filesystem::path source;  // host file; always a protected root
   std::filesystem::path target;  // relative to the home, e.g. ".codex/auth.json"
+  int max_concurrent = 1;        // runs that may hold the lease at once: 1..256
   // Leased for the run (exclusive, rotations kept) but never mounted inside: the host uses it
   // (the model gateway's login, prepared_session::lease_path). `target` is empty then.
   bool host_only = false;

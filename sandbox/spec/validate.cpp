@@ -323,6 +323,9 @@ status check_secret(const secret_mount& s, const guarded_roots& roots) {
                       "credential {} source {} has mode {:04o}: group or others may read or "
                       "write it; run chmod 600 {} first",
                       s.handle, s.source.string(), st.st_mode & 07777, s.source.string());
+  if (s.max_concurrent < 1 || s.max_concurrent > max_credential_holders)
+    return invalid(fmt::format("credential {} max_concurrent {} is outside 1..{}", s.handle,
+                               s.max_concurrent, max_credential_holders));
   if (!s.host_only && !is_safe_relative(s.target))
     return invalid(
         fmt::format("credential {} target '{}' must be a relative path inside the "

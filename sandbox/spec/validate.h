@@ -28,6 +28,9 @@ struct limit_bounds {
 
 // A credential source larger than this is not a credential.
 constexpr uint64_t max_credential_bytes = 1u << 20;
+// The most runs one credential may be leased to at once (secret_mount::max_concurrent): each
+// holder locks one slot file of the lease.
+constexpr int max_credential_holders = 256;
 
 struct validation_context {
   std::filesystem::path state_root;  // protected (runs, leases); never a source

@@ -1,5 +1,5 @@
 # evalbox run's exit status tells a script what happened: 64 invalid configuration (nothing
-# created), 2 an execution failed (a setup that fails), 3 a grader failed (a check that cannot
+# created; a shared login credential among them), 2 an execution failed (a setup that fails), 3 a grader failed (a check that cannot
 # be evaluated), 1 a check failed, 0 all passed.
 source "$(dirname "$0")/lib.sh"
 need_isolation
@@ -86,5 +86,29 @@ YAML
 [ "$(run invalid)" = 64 ] || fail "invalid configuration must exit 64"
 grep -q "suite-invalid.yaml:5:" "$WORK/err-invalid" || { cat "$WORK/err-invalid"; fail "error must name file:line"; }
 [ ! -e "$WORK/r-invalid" ] || fail "invalid configuration must create nothing"
+
+# A shared credential that is not a shared API key is refused the same way, at its line and
+# column, before anything is prepared: max_concurrent 0, and max_concurrent 2 on a JSON login.
+printf '{"tokens":{"refresh_token":"rt-not-shown"}}' > "$WORK/s/login.json"
+chmod 600 "$WORK/s/login.json"
+for bad in "{path: login.json, max_concurrent: 0}" "{path: login.json, max_concurrent: 2}"; do
+  cat > "$WORK/s/suite-sharedlogin.yaml" <<YAML
+schema: evalbox.suite.v1
+name: sharedlogin
+fixtures: [good]
+credentials:
+  login: $bad
+candidates:
+  - {id: codex, adapter: codex, credential: login, binary: /bin/true}
+YAML
+  rm -rf "$WORK/state/credential-leases"
+  [ "$(run sharedlogin)" = 64 ] || { cat "$WORK/err-sharedlogin"; fail "$bad must exit 64"; }
+  grep -q "suite-sharedlogin.yaml:5:45: credential" "$WORK/err-sharedlogin" ||
+    grep -q "suite-sharedlogin.yaml:5:45: credentials.login.max_concurrent" "$WORK/err-sharedlogin" ||
+    { cat "$WORK/err-sharedlogin"; fail "$bad: the error must name file:line:col"; }
+  ! grep -q "rt-not-shown" "$WORK/err-sharedlogin" || fail "a login's content in an error"
+  [ ! -e "$WORK/r-sharedlogin" ] || fail "$bad: invalid configuration must create nothing"
+  [ ! -e "$WORK/state/credential-leases" ] || fail "$bad: nothing may be leased"
+done
 no_residue
 echo "exit codes: ok"

@@ -198,6 +198,37 @@ TEST(ReportTerminal, LongListsAreCutWithACount) {
   EXPECT_NE(t.find("... and 25 more (report.md lists them all)"), std::string::npos);
 }
 
+// timings.credential_wait_ms: a section in every format only when some run waited for a
+// credential lease, with the candidates whose runs did.
+TEST(ReportCredentialWait, ShownPerCandidateOnlyWhenARunWaited) {
+  auto recs = example();
+  for (auto& r : recs) r["timings"]["credential_wait_ms"] = 0;
+  const auto none = summarize(recs, std::nullopt);
+  EXPECT_EQ(render_markdown(none, recs, "unit").find("Credential wait"), std::string::npos);
+  EXPECT_EQ(render_html(none, recs, "unit", "/nonexistent").find("table-credential-wait"),
+            std::string::npos);
+  EXPECT_EQ(render_terminal_summary(none).find("credential wait"), std::string::npos);
+
+  recs[6]["timings"]["credential_wait_ms"] = 1500;  // tuned / alpha #0
+  recs[7]["timings"]["credential_wait_ms"] = 500;   // tuned / alpha #1
+  const auto s = summarize(recs, std::nullopt);
+  const std::string md = render_markdown(s, recs, "unit");
+  EXPECT_NE(md.find("### Credential wait"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tuned | 2 | 2.0s | "), std::string::npos) << md;
+  EXPECT_NE(md.find(" | 1.5s |\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| base | 0 |"), std::string::npos) << "a candidate that never waited";
+  const std::string h = render_html(s, recs, "unit", "/nonexistent");
+  EXPECT_NE(h.find("<tr class=\"credential-wait\"><td>tuned</td><td class=\"num\">2</td>"
+                   "<td class=\"num\">2000 ms</td>"),
+            std::string::npos);
+  EXPECT_EQ(occurrences(h, "<tr class=\"credential-wait\">"), 1u);
+  const std::string t = render_terminal_summary(s);
+  EXPECT_NE(t.find("credential wait: 2 run(s) waited, 2.0 s in all, longest 1.5 s"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(occurrences(t, "credential wait:"), 1u) << t;
+}
+
 TEST(ReportHtml, ChartsHaveOneMarkPerCandidateAndCell) {
   auto recs = example();
   auto s = summarize(recs, "base");

@@ -1,13 +1,16 @@
 // run_suite without a sandbox: its attempts replaced through runner_options::attempt, the
 // runner's own rules are seen end to end without root — every run recorded once, resumed runs
 // skipped, infrastructure errors retried and task failures never, a cancel recording nothing
-// unfinished, and the tally and progress matching the records.
+// unfinished, the tally and progress matching the records, and runs on one credential held
+// to its max_concurrent, their wait recorded.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "base/fs.h"
 #include "base/json.h"
@@ -238,6 +241,77 @@ TEST_F(RunSuite, ACancelBeforeAnyRunIsAnOutcomeNotAnError) {
   EXPECT_TRUE(done->cancelled);
   EXPECT_EQ(done->totals.passed + done->totals.failed, 0);
   EXPECT_TRUE(records().empty());
+}
+
+// Runs of a candidate with one credential, on four workers: attempts that count how many of
+// them run at once (each waits up to 5 s for `want` of them to be running together, so that a
+// runner allowing fewer shows as fewer) and leave the rest to the runner.
+class CredentialRuns : public RunSuite {
+ protected:
+  void SetUp() override {
+    RunSuite::SetUp();
+    suite_.candidates[0].credentials = {"key"};
+    suite_.credentials["key"] = dir_.path() / "key";
+    options_.concurrency = 4;
+  }
+  attempt_function counting(int want) {
+    return [this, want](const execution_context& x, const run_spec& r, int,
+                        std::optional<sandbox::prepared_session>&) {
+      attempt_state st = begin(x, r);
+      std::unique_lock lock(mu_);
+      max_on_ = std::max(max_on_, ++on_);
+      together_.notify_all();
+      together_.wait_for(lock, std::chrono::seconds(5), [&] { return on_ >= want; });
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      lock.lock();
+      --on_;
+      st.verdict = run_verdict::passed;
+      return st;
+    };
+  }
+  // timings.credential_wait_ms of each record (-1 when absent).
+  std::vector<double> waits() {
+    auto all = results_dir(options_.results_dir).read_records();
+    EXPECT_TRUE(all) << all.error().message;
+    std::vector<double> out;
+    for (const auto& j : all.value_or(std::vector<json>{}))
+      out.push_back(j.at("timings").value("credential_wait_ms", -1.0));
+    return out;
+  }
+  std::condition_variable together_;
+  int on_ = 0, max_on_ = 0;
+};
+
+TEST_F(CredentialRuns, ACredentialWithMaxConcurrentTwoServesTwoRunsAtOnce) {
+  suite_.shared_credentials["key"] = {2, {}};
+  options_.attempt = counting(2);
+  auto totals = run_suite(suite_, plan(), adapters_, options_);
+  ASSERT_TRUE(totals) << totals.error().message;
+  EXPECT_EQ(totals->passed, 4);
+  EXPECT_EQ(max_on_, 2) << "two at once, never more, on four workers";
+}
+
+TEST_F(CredentialRuns, ACredentialIsOneRunAtATimeByDefaultAndTheWaitIsRecorded) {
+  options_.attempt = counting(1);
+  auto totals = run_suite(suite_, plan(), adapters_, options_);
+  ASSERT_TRUE(totals) << totals.error().message;
+  EXPECT_EQ(totals->passed, 4);
+  EXPECT_EQ(max_on_, 1);
+  auto w = waits();
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_EQ(std::count_if(w.begin(), w.end(), [](double ms) { return ms < 0; }), 0)
+      << "every run of a candidate with credentials says how long it waited";
+  // Four free workers, one login: the three runs passed over at the start each waited for
+  // those before them (50 ms or more each).
+  EXPECT_EQ(std::count_if(w.begin(), w.end(), [](double ms) { return ms >= 40; }), 3);
+}
+
+TEST_F(CredentialRuns, ARunWithoutCredentialsRecordsNoCredentialWait) {
+  suite_.candidates[0].credentials.clear();
+  options_.attempt = counting(1);
+  ASSERT_TRUE(run_suite(suite_, plan(), adapters_, options_));
+  for (double ms : waits()) EXPECT_EQ(ms, -1.0);
 }
 
 }  // namespace

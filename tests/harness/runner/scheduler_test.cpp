@@ -1,5 +1,6 @@
 // The runner's scheduling rules without any sandbox: a run whose credential lease is busy is
-// passed over and started once the lease is released, never two runs on one lease at once; a
+// passed over and started once the lease is released, never two runs on one lease at once
+// (never more than max_concurrent on a shared one), in plan order, its wait on its ticket; a
 // lease held by another process is waited for without using up retries; infrastructure
 // errors are retried with backoff, everything else is final; stopping ends it all.
 #include "harness/runner/scheduler.h"
@@ -86,6 +87,92 @@ TEST(Scheduler, NeverRunsTwoRunsOnOneLeaseAtOnce) {
   EXPECT_EQ(started.load(), 12);
   EXPECT_EQ(max_on_a.load(), 1);
   EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(Scheduler, ACredentialWithMaxConcurrentNServesNRunsAtOnce) {
+  // Nine runs on one API key shared by three, on six workers: three at a time, never four.
+  std::vector<std::vector<std::string>> leases(9, {"key"});
+  auto o = fast();
+  o.max_concurrent = {{"key", 3}};
+  scheduler s(queue_of(leases), o);
+  std::atomic<int> on{0}, max_on{0}, started{0};
+  auto worker = [&] {
+    while (auto t = s.next()) {
+      ++started;
+      int now = ++on;
+      int seen = max_on.load();
+      while (now > seen && !max_on.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(20ms);
+      --on;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(started.load(), 9);
+  EXPECT_EQ(max_on.load(), 3);
+}
+
+TEST(Scheduler, ASharedCredentialIsFullAtItsMaxConcurrentAndAnotherStaysExclusive) {
+  auto o = fast();
+  o.max_concurrent = {{"key", 2}};
+  scheduler s(queue_of({{"key"}, {"key"}, {"key"}, {"login"}, {"login"}}), o);
+  auto a = s.next(), b = s.next();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->run(), 0u);
+  EXPECT_EQ(b->run(), 1u);  // two at once on the shared key
+  auto c = s.next();        // the key is full: run 2 is passed over for the first login run
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->run(), 3u);
+  // Run 4 needs the login (exclusive, the default) and run 2 the key: both full.
+  auto waiting = std::async(std::launch::async, [&] { return s.next(); });
+  EXPECT_EQ(waiting.wait_for(50ms), std::future_status::timeout);
+  a.reset();
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+  auto d = waiting.get();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->run(), 2u);
+}
+
+TEST(Scheduler, RunsWaitingForOneCredentialStartInPlanOrder) {
+  scheduler s(queue_of({{"login"}, {"login"}, {"login"}, {"login"}}), fast());
+  std::vector<size_t> order;
+  for (int i = 0; i < 4; ++i) {
+    auto t = s.next();
+    ASSERT_TRUE(t);
+    order.push_back(t->run());
+  }  // each ticket released before the next is asked for
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3}));
+}
+
+TEST(Scheduler, TheTimeARunWaitedForItsCredentialIsOnItsTicket) {
+  scheduler s(queue_of({{"login"}, {"login"}, {}}), fast());
+  auto first = s.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->credential_wait(), 0ms) << "nothing held it back";
+  auto free_run = s.next();  // run 1 passed over from now on
+  ASSERT_TRUE(free_run);
+  EXPECT_EQ(free_run->run(), 2u);
+  EXPECT_EQ(free_run->credential_wait(), 0ms) << "no credential";
+  auto waiting = std::async(std::launch::async, [&] { return s.next(); });
+  std::this_thread::sleep_for(120ms);
+  first.reset();
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+  auto second = waiting.get();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->run(), 1u);
+  EXPECT_GE(second->credential_wait(), 100ms);
+}
+
+TEST(Scheduler, WaitingForAFreeWorkerIsNotCredentialWait) {
+  scheduler s(queue_of({{"login"}, {"other"}}), fast());
+  auto first = s.next();
+  ASSERT_TRUE(first);
+  std::this_thread::sleep_for(30ms);  // run 1 waits for a worker, not for its credential
+  auto second = s.next();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->credential_wait(), 0ms);
 }
 
 TEST(Scheduler, StopHandsOutNothingMoreAndWakesAWaitingWorker) {
@@ -190,6 +277,23 @@ TEST_F(Attempts, ALeaseHeldElsewhereIsWaitedForWithoutUsingRetries) {
       "process (one login serves one run at a time; checking every 0.5 s)";
   ASSERT_NE(err.find(note), std::string::npos) << err;
   EXPECT_EQ(err.find(note, err.find(note) + 1), std::string::npos) << err;
+}
+
+TEST_F(Attempts, TimeSpentOnALeaseHeldElsewhereIsCounted) {
+  auto o = fast();
+  o.lease_poll = 20ms;  // slept for real
+  scheduler s({}, o);
+  std::chrono::milliseconds waited{0};
+  int calls = 0;
+  s.attempts(
+      "r1",
+      [&](int) {
+        return attempt_report{++calls <= 3 ? attempt_end::lease_held_elsewhere : attempt_end::done,
+                              ""};
+      },
+      &waited);
+  EXPECT_EQ(calls, 4);
+  EXPECT_GE(waited, 60ms);
 }
 
 TEST_F(Attempts, ACancelledAttemptEndsTheRun) {

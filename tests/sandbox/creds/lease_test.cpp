@@ -1,6 +1,7 @@
 // Credential leases, all four behaviours: created once (0600, the sandbox's), exclusive
-// ("already in use", also between two threads), token rotation persists, a changed source gets
-// a fresh lease and the old one stays. Lease contents never appear in errors.
+// ("already in use", also between two threads) or shared by up to max_concurrent holders
+// (read-only), token rotation persists, a changed source gets a fresh lease and the old one
+// stays. Lease contents never appear in errors.
 #include "sandbox/creds/lease.h"
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@
 #include "base/fs.h"
 #include "base/log.h"
 #include "sandbox/prepare/preparer.h"
+#include "sandbox/spec/system_paths.h"
 #include "tests/support/isolation.h"
 #include "tests/support/prep_env.h"
 
@@ -187,6 +190,98 @@ TEST_F(Lease, ContentsAreRedactedFromLogs) {
   auto s = p.prepare(with_secret("a"));
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(log::scrub(std::string("leaked: ") + token_json), "leaked: <redacted>");
+}
+
+// A shared credential (max_concurrent N): N holders at once, each on a slot of its own, all
+// reading the one lease file; the N+1st is busy until one lets go.
+TEST_F(Lease, ASharedLeaseIsHeldByUpToMaxConcurrentHolders) {
+  const fs::path leases = env.state / "credential-leases";
+  ASSERT_TRUE(make_dirs(env.state, 0700));
+  secret_mount secret{"key", env.creds / "auth.json", ".key", 3};
+  std::vector<creds::credential_lease> held;
+  std::set<int> slots;
+  for (int i = 0; i < 3; ++i) {
+    auto l = creds::credential_lease::acquire(leases, secret, 60000, 60000);
+    ASSERT_TRUE(l) << "holder " << i << ": " << l.error().message;
+    EXPECT_FALSE(l->exclusive());
+    slots.insert(l->slot());
+    held.push_back(std::move(*l));
+  }
+  EXPECT_EQ(slots, (std::set<int>{0, 1, 2}));
+  for (const auto& l : held) EXPECT_EQ(l.path(), held.front().path()) << "one lease file";
+  auto fourth = creds::credential_lease::acquire(leases, secret, 60000, 60000);
+  ASSERT_FALSE(fourth);
+  EXPECT_EQ(fourth.error().kind, error_kind::busy);
+  EXPECT_NE(fourth.error().message.find("already in use by 3 runs"), std::string::npos)
+      << fourth.error().message;
+  const int freed = held[1].slot();
+  held[1].release();
+  auto again = creds::credential_lease::acquire(leases, secret, 60000, 60000);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->slot(), freed);
+}
+
+// Slot 0 is the lease file itself: an exclusive holder and shared ones count against each
+// other (two suites naming one source differently never exceed either's promise).
+TEST_F(Lease, AnExclusiveHolderTakesTheFirstSlotOfASharedLease) {
+  const fs::path leases = env.state / "credential-leases";
+  ASSERT_TRUE(make_dirs(env.state, 0700));
+  secret_mount exclusive{"key", env.creds / "auth.json", ".key", 1};
+  secret_mount shared = exclusive;
+  shared.max_concurrent = 2;
+  auto a = creds::credential_lease::acquire(leases, exclusive, 60000, 60000);
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_TRUE(a->exclusive());
+  auto b = creds::credential_lease::acquire(leases, shared, 60000, 60000);
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(b->slot(), 1);
+  auto c = creds::credential_lease::acquire(leases, shared, 60000, 60000);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, error_kind::busy);
+}
+
+// Each run of a shared credential gets a read-only view of the same lease: none can change
+// what the others read. An exclusive lease stays writable (a login's tokens rotate).
+TEST_F(Lease, ASharedLeaseIsMountedReadOnlyForEveryHolder) {
+  preparer p(env.options());
+  auto shared = [&](const std::string& tag) {
+    auto r = env.request(tag);
+    r.secrets = {{"key", env.creds / "auth.json", ".config/key", 2}};
+    return r;
+  };
+  auto a = p.prepare(shared("a"));
+  ASSERT_TRUE(a) << a.error().message;
+  auto b = p.prepare(shared("b"));
+  ASSERT_TRUE(b) << "two holders at once: " << b.error().message;
+  for (const auto* s : {&*a, &*b}) {
+    const auto& m = s->mounts().front();
+    EXPECT_FALSE(m.writable);
+    EXPECT_EQ(m.target, fs::path(sandbox_home) / ".config/key");
+  }
+  EXPECT_EQ(lease_of(*a), lease_of(*b));
+  auto before = env.state_fingerprint();
+  auto c = p.prepare(shared("c"));
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, error_kind::busy);
+  EXPECT_EQ(env.state_fingerprint(), before) << "the refused run left nothing behind";
+  ASSERT_TRUE(a->close());
+  auto exclusive = p.prepare(with_secret("d"));
+  ASSERT_TRUE(exclusive) << exclusive.error().message;
+  EXPECT_TRUE(exclusive->mounts().front().writable);
+}
+
+TEST_F(Lease, AMaxConcurrentOutsideItsRangeIsRefusedBeforeAnythingIsMade) {
+  preparer p(env.options());
+  for (int bad : {0, -1, 257}) {
+    auto r = with_secret("a");
+    r.secrets.front().max_concurrent = bad;
+    auto before = env.state_fingerprint();
+    auto s = p.prepare(r);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_EQ(s.error().kind, error_kind::invalid_argument) << s.error().message;
+    EXPECT_NE(s.error().message.find("max_concurrent"), std::string::npos) << s.error().message;
+    EXPECT_EQ(env.state_fingerprint(), before);
+  }
 }
 
 }  // namespace

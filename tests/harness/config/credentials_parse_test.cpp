@@ -1,0 +1,140 @@
+// A suite's credentials: a path as before, or {path, max_concurrent}; every bad value at its
+// FILE:LINE:COL (0, negative, not a whole number, too many, unknown keys), and a shared
+// credential refused where a candidate uses it as a login file, whose tokens rotate.
+#include <gtest/gtest.h>
+
+#include "base/fs.h"
+#include "harness/config/parse.h"
+
+namespace evalbox::harness {
+namespace {
+
+class credentials_parse : public ::testing::Test {
+ protected:
+  suite_spec parse(const std::string& credentials, const std::string& candidates,
+                   std::vector<config_error>& errors) {
+    static const std::vector<std::string> adapters = {"noop", "claude-code", "codex", "gemini"};
+    const std::string text = "schema: evalbox.suite.v1\nname: s\nfixtures: [fx]\ncredentials:\n" +
+                             credentials + "candidates:\n" + candidates;
+    return parse_suite_yaml(text, "suite.yaml", dir_.path(), adapters, errors);
+  }
+  // The one error, as the CLI prints it.
+  std::string error_of(const std::string& credentials,
+                       const std::string& candidates = "  - {id: n, adapter: noop}\n") {
+    std::vector<config_error> errors;
+    parse(credentials, candidates, errors);
+    EXPECT_EQ(errors.size(), 1u) << join_messages(errors);
+    return errors.empty() ? std::string() : errors[0].message();
+  }
+  temp_dir dir_{"evalbox-credentials-parse"};
+};
+
+TEST_F(credentials_parse, a_path_or_a_mapping_with_max_concurrent) {
+  std::vector<config_error> errors;
+  auto s = parse(
+      "  openai-key: {path: keys/openai, max_concurrent: 8}\n"
+      "  other-key: {path: keys/other}\n"
+      "  codex-login: ~/.codex/auth.json\n",
+      "  - {id: n, adapter: noop}\n", errors);
+  ASSERT_TRUE(errors.empty()) << join_messages(errors);
+  EXPECT_EQ(s.credentials.at("openai-key"), dir_.path() / "keys/openai");
+  EXPECT_EQ(s.credentials.at("other-key"), dir_.path() / "keys/other");
+  EXPECT_FALSE(s.credentials.at("codex-login").string().starts_with("~"));
+  EXPECT_EQ(s.max_concurrent("openai-key"), 8);
+  EXPECT_EQ(s.shared_credentials.at("openai-key").where.to_string(), "suite.yaml:5:51");
+  EXPECT_EQ(s.max_concurrent("other-key"), 1) << "the default: one run at a time";
+  EXPECT_EQ(s.max_concurrent("codex-login"), 1);
+  EXPECT_EQ(s.max_concurrent("undefined"), 1);
+}
+
+TEST_F(credentials_parse, max_concurrent_zero_is_an_error_at_its_place) {
+  EXPECT_EQ(error_of("  k: {path: keys/k, max_concurrent: 0}\n"),
+            "suite.yaml:5:37: credentials.k.max_concurrent must be at least 1");
+}
+
+TEST_F(credentials_parse, negative_and_fractional_max_concurrent_are_errors) {
+  EXPECT_EQ(error_of("  k: {path: keys/k, max_concurrent: -2}\n"),
+            "suite.yaml:5:37: credentials.k.max_concurrent must be a whole number, found '-2'");
+  EXPECT_EQ(error_of("  k: {path: keys/k, max_concurrent: 2.5}\n"),
+            "suite.yaml:5:37: credentials.k.max_concurrent must be a whole number, found '2.5'");
+  EXPECT_EQ(error_of("  k: {path: keys/k, max_concurrent: many}\n"),
+            "suite.yaml:5:37: credentials.k.max_concurrent must be a whole number, found 'many'");
+  EXPECT_EQ(error_of("  k: {path: keys/k, max_concurrent: [2]}\n"),
+            "suite.yaml:5:37: credentials.k.max_concurrent must be a whole number, found a list");
+}
+
+TEST_F(credentials_parse, more_than_the_slot_limit_is_an_error) {
+  auto e = error_of("  k: {path: keys/k, max_concurrent: 100000}\n");
+  EXPECT_TRUE(
+      e.starts_with("suite.yaml:5:37: credentials.k.max_concurrent 100000 is more "
+                    "than 256"))
+      << e;
+}
+
+TEST_F(credentials_parse, unknown_keys_and_a_missing_path_are_errors) {
+  auto unknown = error_of("  k: {path: keys/k, max_concurent: 2}\n");
+  EXPECT_TRUE(unknown.starts_with("suite.yaml:5:21: ")) << unknown;
+  EXPECT_NE(unknown.find("max_concurent"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("max_concurrent"), std::string::npos) << "did you mean: " << unknown;
+  // requests_per_minute is not a key (yet): an error like any unknown one.
+  auto rpm = error_of("  k: {path: keys/k, requests_per_minute: 60}\n");
+  EXPECT_TRUE(rpm.starts_with("suite.yaml:5:21: ")) << rpm;
+  auto missing = error_of("  k: {max_concurrent: 2}\n");
+  EXPECT_TRUE(missing.starts_with("suite.yaml:5:6: ")) << missing;
+  EXPECT_NE(missing.find("path"), std::string::npos) << missing;
+}
+
+TEST_F(credentials_parse, a_list_is_neither_a_path_nor_a_mapping) {
+  auto e = error_of("  k: [keys/k]\n");
+  EXPECT_TRUE(
+      e.starts_with("suite.yaml:5:6: credentials.k must be a path or a mapping, found "
+                    "a list"))
+      << e;
+}
+
+TEST_F(credentials_parse, a_shared_credential_named_as_a_login_file_is_refused) {
+  auto e = error_of("  k: {path: keys/k, max_concurrent: 2}\n",
+                    "  - id: codex\n"
+                    "    adapter: codex\n"
+                    "    credential: k\n"
+                    "    auth_file: k\n");
+  EXPECT_TRUE(
+      e.starts_with("suite.yaml:10:16: candidate 'codex' uses credential 'k' as its "
+                    "auth_file, a login file"))
+      << e;
+  EXPECT_NE(e.find("fork the token chain"), std::string::npos) << e;
+  auto claude = error_of("  k: {path: keys/k, max_concurrent: 3}\n",
+                         "  - {id: c, adapter: claude-code, credential: k, credentials_file: k}\n");
+  EXPECT_TRUE(
+      claude.starts_with("suite.yaml:7:68: candidate 'c' uses credential 'k' as its "
+                         "credentials_file"))
+      << claude;
+}
+
+TEST_F(credentials_parse, a_shared_json_login_file_is_refused) {
+  ASSERT_TRUE(make_dirs(dir_.path() / "keys"));
+  ASSERT_TRUE(write_file(dir_.path() / "keys/auth.json",
+                         R"({"tokens":{"refresh_token":"rt-secret-123"}})", 0600));
+  auto e = error_of("  login: {path: keys/auth.json, max_concurrent: 2}\n",
+                    "  - {id: codex, adapter: codex, credential: login}\n");
+  EXPECT_TRUE(e.starts_with("suite.yaml:5:49: credential 'login' (")) << e;
+  EXPECT_NE(e.find("is a JSON login file"), std::string::npos) << e;
+  EXPECT_EQ(e.find("rt-secret"), std::string::npos) << "never the content";
+}
+
+TEST_F(credentials_parse, a_shared_api_key_and_an_exclusive_login_are_fine) {
+  ASSERT_TRUE(make_dirs(dir_.path() / "keys"));
+  ASSERT_TRUE(write_file(dir_.path() / "keys/openai", "sk-test-123\n", 0600));
+  ASSERT_TRUE(write_file(dir_.path() / "keys/auth.json", R"({"tokens":{}})", 0600));
+  std::vector<config_error> errors;
+  parse(
+      "  key: {path: keys/openai, max_concurrent: 4}\n"
+      "  login: {path: keys/auth.json, max_concurrent: 1}\n",
+      "  - {id: g, adapter: gemini, credential: key}\n"
+      "  - {id: codex, adapter: codex, credential: login, auth_file: login}\n",
+      errors);
+  EXPECT_TRUE(errors.empty()) << join_messages(errors);
+}
+
+}  // namespace
+}  // namespace evalbox::harness
