@@ -30,6 +30,11 @@ status prepared_session::state::teardown() {
       auto points = workspace->mount_points();
       mounted.insert(mounted.end(), points.begin(), points.end());
     }
+    for (size_t i = 0; i < mount_trees.size(); ++i) {
+      auto points = mount_trees[i].mount_points();
+      mounted.insert(mounted.end(), points.begin(), points.end());
+    }
+    for (const auto& d : quota_dirs) mounted.push_back(d);
     for (const char* point : {"workspace", "lower", "disk"}) mounted.push_back(run_dir / point);
     EB_TRY_CTX(run_state::remove_own_run(run_dir, request.run_id, mounted,
                                          options.launch.cgroup_v2_root, counts),
@@ -76,6 +81,9 @@ bool prepared_session::disk_quota_enforced() const noexcept { return state_->quo
 uid_t prepared_session::sandbox_uid() const noexcept { return state_->options.sandbox_uid; }
 gid_t prepared_session::sandbox_gid() const noexcept { return state_->options.sandbox_gid; }
 const std::vector<bind_mount>& prepared_session::mounts() const noexcept { return state_->mounts; }
+const std::vector<fs::path>& prepared_session::quota_dirs() const noexcept {
+  return state_->quota_dirs;
+}
 const std::string& prepared_session::binding_digest() const noexcept {
   return state_->binding_digest;
 }
