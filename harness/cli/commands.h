@@ -35,6 +35,7 @@ void register_merge(CLI::App& app, action& out);
 void register_slurm(CLI::App& app, action& out);
 void register_k8s(CLI::App& app, action& out);
 void register_image(CLI::App& app, action& out);
+void register_bundle(CLI::App& app, action& out);
 void register_import(CLI::App& app, action& out);
 void register_runs(CLI::App& app, action& out);
 void register_session(CLI::App& app, action& out);

@@ -37,6 +37,7 @@ constexpr const char* overview =
     "  evalbox sandbox shell           an interactive shell in one, to look around\n"
     "  evalbox session start           a sandbox that stays up for programs to drive\n"
     "  evalbox image import REF        unpack an OCI/docker image into the image store\n"
+    "  evalbox bundle digest PATH      the digest a `bundles:` entry names\n"
     "  evalbox import swebench FILE    SWE-bench-style instances -> fixtures and a suite\n";
 
 // The commands, in the order a user meets them.
@@ -59,6 +60,7 @@ constexpr command commands[] = {
     {"fixture", register_fixture},    // fixture authoring: new, shell, test
     {"runs", register_runs},          // finished runs: a shell on a kept workspace
     {"image", register_image},        // the image store: import, ls, rm
+    {"bundle", register_bundle},      // content-addressed bundles: their digest
     {"session", register_session},    // sandboxes that programs drive
     {"serve", register_serve},        // many sessions from one process
     {"import", register_import},      // benchmarks in other formats, as fixtures

@@ -6,8 +6,8 @@
 // column. The files by subject: reader.cpp (the typed reads every part shares),
 // parse_environment.cpp (limits, network, environment, git workspace, images, harbor),
 // parse_checks.cpp, parse_candidates.cpp (credentials, candidates, baseline), parse_judges.cpp
-// (judges, prices). What needs no YAML lives elsewhere (validate.h for single values,
-// harness/fixture for the file system).
+// (judges, prices), parse_mounts.cpp (mounts, bundles). What needs no YAML lives elsewhere
+// (validate.h for single values, harness/fixture for the file system).
 #include "harness/config/parse.h"
 
 #include <algorithm>
@@ -184,8 +184,8 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
                                 std::vector<config_error>& errors) {
   using namespace parsing;
   static constexpr std::string_view known[] = {
-      "schema",  "id",     "description", "prompt",      "follow_up", "setup", "limits",
-      "network", "checks", "threshold",   "environment", "workspace", "budget"};
+      "schema", "id",        "description", "prompt",    "follow_up", "setup",  "limits", "network",
+      "checks", "threshold", "environment", "workspace", "budget",    "mounts", "bundles"};
   static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
   reader r(std::string(display), errors, text);
   fixture_spec spec;
@@ -201,6 +201,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   if (f->has("budget")) spec.budget = parse_budget(r, f->get("budget"), "budget");
   if (f->has("environment")) spec.environment = parse_environment(r, f->get("environment"));
   if (f->has("workspace")) spec.git_workspace = parse_git_workspace(r, f->get("workspace"));
+  parse_inputs(r, *f, spec.mounts, spec.bundles);
   if (f->has("threshold")) parse_threshold(r, f->get("threshold"), spec);
   if (f->has("checks")) parse_checks(r, f->get("checks"), spec);
   spec.grading_text = emit_fields(*f, grading_keys, true);
@@ -248,9 +249,10 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
                             std::vector<config_error>& errors) {
   using namespace parsing;
   static constexpr std::string_view known[] = {
-      "schema",      "name",        "description", "fixtures", "candidates", "trials",
-      "concurrency", "credentials", "limits",      "baseline", "prices",     "results",
-      "environment", "images",      "harbor",      "judges",   "budget",     "suite_budget"};
+      "schema", "name",        "description",  "fixtures", "candidates",
+      "trials", "concurrency", "credentials",  "limits",   "baseline",
+      "prices", "results",     "environment",  "images",   "harbor",
+      "judges", "budget",      "suite_budget", "mounts",   "bundles"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   reader r(std::string(display), errors);
   suite_spec spec;
@@ -264,6 +266,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("credentials")) parse_credentials(r, f->get("credentials"), base_dir, spec);
   if (f->has("limits")) spec.default_limits = parse_limits(r, f->get("limits"), "limits");
   if (f->has("environment")) spec.default_environment = parse_environment(r, f->get("environment"));
+  parse_inputs(r, *f, spec.default_mounts, spec.default_bundles);
   if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
   check_shared_credentials(r, spec);
   if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);

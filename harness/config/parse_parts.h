@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/config/reader.h"
 #include "harness/config/spec.h"
@@ -29,6 +30,11 @@ std::optional<git_workspace_spec> parse_git_workspace(reader& r, const YAML::Nod
 void parse_images(reader& r, const YAML::Node& n, const std::filesystem::path& base_dir,
                   suite_spec& spec);
 void parse_harbor(reader& r, const YAML::Node& n, suite_spec& spec);
+
+// parse_mounts.cpp: `mounts:` and `bundles:` (fixture or suite), their targets each once and
+// none inside another.
+void parse_inputs(reader& r, const fields& f, std::vector<mount_spec>& mounts,
+                  std::vector<bundle_spec>& bundles);
 
 // parse_checks.cpp: a fixture's checks: [...], each of one kind, ids unique, some weight > 0.
 void parse_checks(reader& r, const YAML::Node& list, fixture_spec& spec);

@@ -37,6 +37,23 @@ json environment_spec::to_json() const {
               {"workdir", workdir ? json(*workdir) : json(nullptr)}};
 }
 
+std::string_view to_string(mount_spec::access_kind access) noexcept {
+  return access == mount_spec::access_kind::read_only ? "read-only" : "ephemeral-write";
+}
+
+json mount_spec::to_json() const {
+  json j{{"source", source},
+         {"target", target},
+         {"access", config::to_string(access)},
+         {"digest", source_digest.empty() ? json(nullptr) : json("sha256:" + source_digest)}};
+  if (max_bytes) j["max_bytes"] = *max_bytes;
+  return j;
+}
+
+json bundle_spec::to_json() const {
+  return json{{"source", source}, {"target", target}, {"digest", digest}};
+}
+
 limits_spec limits_spec::merged_with(const limits_spec& over) const {
   limits_spec out = *this;
   if (over.wall_ms) out.wall_ms = over.wall_ms;

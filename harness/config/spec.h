@@ -129,6 +129,40 @@ struct environment_spec {
   [[nodiscard]] json to_json() const;  // {image (resolved), workdir}
 };
 
+// mounts: [{source, target, access, max_bytes}] — a host directory (or, read-only, a file) a
+// run sees at `target` (docs/fixture-format.md, "mounts"). Written in a fixture, or in a suite
+// for all of its fixtures (a fixture's own replaces the suite's of the same target).
+struct mount_spec {
+  enum class access_kind { read_only, ephemeral_write };
+  std::string source;  // as written: relative to the file, no ".."
+  // `source` made absolute against the directory of the file that named it (set when the file
+  // is loaded), and the tree digest of what is there: part of the runs' identity.
+  std::filesystem::path source_path;
+  std::string source_digest;
+  std::string target;  // absolute, normalized, not over what the sandbox makes itself
+  access_kind access = access_kind::read_only;
+  std::optional<uint64_t> max_bytes;  // ephemeral-write: the cap of its own disk (required)
+  bool from_suite = false;
+  source_location where, source_where, target_where;
+
+  [[nodiscard]] json to_json() const;  // {source, target, access, max_bytes?, digest}
+};
+std::string_view to_string(mount_spec::access_kind access) noexcept;
+
+// bundles: [{digest, source, target}] — a directory or tar verified against its tree digest
+// when it first enters the bundle store, then bound read-only at `target` in every run that
+// names it (docs/fixture-format.md, "bundles").
+struct bundle_spec {
+  std::string digest;                 // "sha256:<64 hex>"
+  std::string source;                 // as written: relative to the file, no ".."
+  std::filesystem::path source_path;  // absolute (set when the file is loaded)
+  std::string target;
+  bool from_suite = false;
+  source_location where, digest_where, source_where, target_where;
+
+  [[nodiscard]] json to_json() const;  // {source, target, digest}
+};
+
 // `verifier`: a Harbor task's tests/test.sh and its reward (never written in fixture.yaml);
 // `tests`: a command whose test report is graded FAIL_TO_PASS / PASS_TO_PASS (docs/swebench.md);
 // `judge`: propositions a model grades from chosen evidence (docs/fixture-format.md).
@@ -260,6 +294,9 @@ struct fixture_spec {
   // host's allow-listed root.
   std::optional<environment_spec> environment;
   bool environment_from_suite = false;
+  // Its own mounts and bundles, then (set by load_suite) the suite's of the other targets.
+  std::vector<mount_spec> mounts;
+  std::vector<bundle_spec> bundles;
   std::vector<check_spec> checks;  // at least one
   double threshold = 1.0;          // passed when the weighted share of passing checks >= this
   bool has_grader = false;         // grader/ exists
@@ -393,9 +430,11 @@ struct suite_spec {
   std::map<std::string, shared_credential> shared_credentials;
   limits_spec default_limits;
   std::optional<environment_spec> default_environment;  // for fixtures without their own
-  std::optional<std::string> baseline;                  // a candidate id
-  std::map<std::string, price_spec> prices;             // model or candidate id -> price
-  std::optional<budget_spec> budget;                    // per run, under each candidate's
+  std::vector<mount_spec> default_mounts;    // for every fixture, under its own (by target)
+  std::vector<bundle_spec> default_bundles;  // the same
+  std::optional<std::string> baseline;       // a candidate id
+  std::map<std::string, price_spec> prices;  // model or candidate id -> price
+  std::optional<budget_spec> budget;         // per run, under each candidate's
   std::optional<budget_spec> suite_budget;  // the whole run's spending: stops scheduling when spent
   std::filesystem::path results_dir;        // default "results/<name>" (relative to cwd)
   // Harbor tasks: `images: {REF: SOURCE}` — a registry reference a task.toml names → an image

@@ -37,7 +37,23 @@ bool glob_match(std::string_view p, std::string_view t) {
   return pi == p.size();
 }
 
-std::string suite_environment_key(const fixture_spec& fixture) {
+namespace {
+
+// The suite's mounts and bundles a fixture's runs get (its own are in its task digest: the
+// YAML and, inside its directory, the sources): each mount's source by the digest of its
+// content, each bundle by its digest. Empty without any.
+std::string suite_inputs_key(const fixture_spec& fixture) {
+  std::string key;
+  for (const auto& m : fixture.mounts)
+    if (m.from_suite)
+      key += fmt::format("\nmount {} {} {} {}", m.target, to_string(m.access),
+                         m.max_bytes.value_or(0), m.source_digest);
+  for (const auto& b : fixture.bundles)
+    if (b.from_suite) key += fmt::format("\nbundle {} {}", b.target, b.digest);
+  return key;
+}
+
+std::string suite_environment_only(const fixture_spec& fixture) {
   // A Harbor task's image comes from outside its directory (the suite's images:, --image, a
   // podman store: `image` names which, with the image id or build digest where evalbox knows
   // it): part of its runs' identity. The reward it must reach is its grading's
@@ -52,6 +68,12 @@ std::string suite_environment_key(const fixture_spec& fixture) {
   if (!fixture.environment || !fixture.environment_from_suite) return {};
   return fmt::format("{}\n{}", fixture.environment->image,
                      fixture.environment->workdir.value_or(""));
+}
+
+}  // namespace
+
+std::string suite_environment_key(const fixture_spec& fixture) {
+  return suite_environment_only(fixture) + suite_inputs_key(fixture);
 }
 
 std::string grading_digest(const fixture_spec& fixture, const suite_spec& suite) {

@@ -38,7 +38,9 @@ result<std::string> candidate_digest(const candidate_spec& c);
 // so it joins the run id as written ("IMAGE\nWORKDIR"; not resolved: the ids must not depend on
 // where the tree lies). A registry image (docker://) always joins it, pinned to its digest
 // ("registry\ndocker://NAME@sha256:…\nWORKDIR"): the bytes, not the tag. Empty when the
-// fixture has no environment or its own (of files).
+// fixture has no environment or its own (of files). The suite's mounts and bundles the fixture
+// gets join it too ("\nmount TARGET ACCESS MAX_BYTES SOURCE_DIGEST", "\nbundle TARGET
+// DIGEST"): a changed source or bundle makes new run ids.
 std::string suite_environment_key(const fixture_spec& fixture);
 
 // The grading identity of `fixture`'s runs in `suite` (a run record's grading.digest): SHA-256

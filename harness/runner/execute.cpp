@@ -483,7 +483,8 @@ class attempt {
     auto req = make_session_request(
         {fixture_, cand_, plan_, x_.suite.default_limits,
          fmt::format("{}-{}-{:08x}", r_.run_id, number, session_nonce()), std::move(roots),
-         fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_});
+         fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_,
+         x_.bundles ? &(*x_.bundles)[r_.fixture] : nullptr});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
     for (auto& s : request_.secrets) s.max_concurrent = x_.suite.max_concurrent(s.handle);

@@ -43,6 +43,9 @@ struct execution_context {
   const std::vector<std::string>& bin_digests;  // per fixture; empty without bin/
   // Per fixture: its environment's image, resolved once per suite; unset without one.
   const std::vector<std::optional<sandbox::image_summary>>& images;
+  // Per fixture: its bundles as the bundle store holds them, verified once per suite; null
+  // when no fixture has one.
+  const std::vector<std::vector<sandbox::bundle>>* bundles = nullptr;
 };
 
 // Runs attempt number `attempt` (0-based) of `r` through the phases above. The prepared

@@ -105,6 +105,18 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
   req.secrets = in.plan.secrets;
   req.bundles = in.plan.bundles;
   if (fixture.has_bin) req.bundles.push_back({fixture.bin_dir(), in.bin_digest, "/evalbox/bin"});
+  if (!fixture.bundles.empty() &&
+      (!in.stored_bundles || in.stored_bundles->size() != fixture.bundles.size()))
+    return make_error(error_kind::internal, "fixture {}: its bundles were not resolved",
+                      fixture.id);
+  if (in.stored_bundles)
+    req.bundles.insert(req.bundles.end(), in.stored_bundles->begin(), in.stored_bundles->end());
+  for (const auto& m : fixture.mounts)
+    req.mounts.push_back({m.source_path, m.target,
+                          m.access == mount_spec::access_kind::read_only
+                              ? sandbox::mount_access::read_only
+                              : sandbox::mount_access::ephemeral_write,
+                          m.max_bytes.value_or(0), m.source_digest});
   req.readonly_paths = in.plan.readonly_paths;
   req.host_binds = in.plan.host_binds;
   req.protected_roots = in.protected_roots;

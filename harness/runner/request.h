@@ -33,6 +33,9 @@ struct request_inputs {
   std::string bin_digest;  // tree digest of the fixture's bin/, when it has one
   // The fixture's environment image as the store resolved it; null: the host's root.
   const sandbox::image_summary* image = nullptr;
+  // The fixture's bundles as the bundle store holds them (preparer::resolve_bundle), in the
+  // order of fixture.bundles; null when it has none.
+  const std::vector<sandbox::bundle>* stored_bundles = nullptr;
 };
 
 // The environment every launch of a run starts from: base_environment(), then the image's Env
@@ -46,9 +49,10 @@ std::filesystem::path workspace_target(const fixture_spec& fixture,
 
 // The phase "request": the plan's argv, environment (the base environment, then the plan's,
 // then the candidate's), home (with the candidate's home_files read in), leases, bundles
-// (the fixture's bin/ at /evalbox/bin), limits and network, and the roots the agent must never
-// see — the grader files always, the fixture's solution unless the plan runs it. An error
-// when a home file cannot be read.
+// (the fixture's bin/ at /evalbox/bin, its `bundles:` from the store), named mounts, limits
+// and network, and the roots the agent must never see — the grader files always, the
+// fixture's solution unless the plan runs it. An error when a home file cannot be read, or
+// when the fixture has bundles the store was not asked for.
 result<sandbox::session_request> make_session_request(const request_inputs& in);
 
 // Until when the preparer accepts the request: an hour plus four times the wall limit from

@@ -98,6 +98,18 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
   j["candidate"] = {{"id", c.id}, {"adapter", c.adapter}, {"digest", r.candidate_digest}};
   j["trial"] = r.trial;
   j["environment"] = st.environment;
+  // What the run saw besides its workspace: each mount's source by its content's digest, each
+  // bundle by the digest it was verified against. Left out when there are none.
+  if (!f.mounts.empty()) {
+    json mounts = json::array();
+    for (const auto& m : f.mounts) mounts.push_back(m.to_json());
+    j["mounts"] = std::move(mounts);
+  }
+  if (!f.bundles.empty()) {
+    json bundles = json::array();
+    for (const auto& b : f.bundles) bundles.push_back(b.to_json());
+    j["bundles"] = std::move(bundles);
+  }
   j["attempts"] = timing.attempts;
   json exec = {{"status", st.failed() ? "error" : "completed"}, {"records", st.records}};
   exec["error"] = st.error.empty() ? json(nullptr) : json(st.error);

@@ -416,7 +416,22 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
     }
     images[i] = it->second;
   }
-  execution_context x{suite, adapters, options, prep, results, bin_digests, images};
+  // Each fixture's bundles, verified as they enter the bundle store (once: a later suite finds
+  // them there): a mismatch stops the suite before anything runs, naming both digests.
+  std::vector<std::vector<sandbox::bundle>> bundles(suite.fixtures.size());
+  for (size_t i = 0; i < suite.fixtures.size(); ++i) {
+    const bool used = std::any_of(queued.begin(), queued.end(),
+                                  [&](const run_spec& r) { return r.fixture == i; });
+    if (!used) continue;
+    for (const auto& b : suite.fixtures[i].bundles) {
+      auto tree = prep.resolve_bundle(b.source_path, b.digest);
+      if (!tree)
+        return std::unexpected(std::move(tree).error().with_context(fmt::format(
+            "fixture {}: bundle {} ({})", suite.fixtures[i].id, b.target, b.where.to_string())));
+      bundles[i].push_back({*tree, b.digest.substr(7), b.target});
+    }
+  }
+  execution_context x{suite, adapters, options, prep, results, bin_digests, images, &bundles};
 
   std::vector<queued_run> queue;
   for (size_t i = 0; i < queued.size(); ++i)

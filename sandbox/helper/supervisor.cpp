@@ -606,14 +606,21 @@ void supervisor::classify(const compiled& c, const ending& end) {
 // The run's disk is the tmpfs of its workspace and home (as root: plan_.disk_quota); a full
 // one refuses writes with ENOSPC, which no counter records. Sampled at most every 20 ms while
 // the run lasts (statfs, about a microsecond) and once at its end.
+// An ephemeral-write mount's own tmpfs (plan_.quota_dirs) counts the same way.
 void supervisor::sample_disk(bool now) {
-  if (!plan_.disk_quota || disk_full_ || plan_.home_dir.empty()) return;
+  if (disk_full_) return;
+  const bool home = plan_.disk_quota && !plan_.home_dir.empty();
+  if (!home && plan_.quota_dirs.empty()) return;
   const auto t = clock::now();
   if (!now && t < next_disk_sample_) return;
   next_disk_sample_ = t + std::chrono::milliseconds(20);
-  struct statfs sf {};
-  if (::statfs(plan_.home_dir.c_str(), &sf) == 0 && sf.f_blocks > 0 && sf.f_bavail == 0)
-    disk_full_ = true;
+  auto full = [](const std::string& dir) {
+    struct statfs sf {};
+    return ::statfs(dir.c_str(), &sf) == 0 && sf.f_blocks > 0 && sf.f_bavail == 0;
+  };
+  if (home && full(plan_.home_dir)) disk_full_ = true;
+  for (const auto& d : plan_.quota_dirs)
+    if (full(d)) disk_full_ = true;
 }
 
 json supervisor::mechanisms(const compiled& c) const {

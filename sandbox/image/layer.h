@@ -41,9 +41,11 @@ class fd_source final : public byte_source {
 };
 
 struct layer_expect {
-  std::string digest;   // "sha256:<hex>" of the blob as stored; empty when the source names none
-  int64_t size = -1;    // the blob's size; -1 when unknown
-  std::string diff_id;  // "sha256:<hex>" of the uncompressed tar (the config's rootfs.diff_ids)
+  std::string digest;  // "sha256:<hex>" of the blob as stored; empty when the source names none
+  int64_t size = -1;   // the blob's size; -1 when unknown
+  // "sha256:<hex>" of the uncompressed tar (the config's rootfs.diff_ids); empty for a tar that
+  // is verified otherwise (a bundle: by the tree digest of what it unpacks to)
+  std::string diff_id;
 };
 
 struct layer_result {

@@ -380,6 +380,7 @@ session_view view_of(const prepared_session& session) {
   v.image = session.image();
   v.mounts = &session.mounts();
   v.disk_quota_enforced = session.disk_quota_enforced();
+  v.quota_dirs = &session.quota_dirs();
   v.binding_digest = session.binding_digest();
   return v;
 }
@@ -428,6 +429,8 @@ planned_launch plan_launch(const session_view& session, const launch_options& op
   p.network = options.network_override ? *options.network_override : req.network;
   p.landlock = req.landlock;
   p.disk_quota = session.disk_quota_enforced;
+  if (session.quota_dirs)
+    for (const auto& d : *session.quota_dirs) p.quota_dirs.push_back(d.string());
   p.tmp_bytes =
       std::min<uint64_t>(p.limits.disk_bytes ? p.limits.disk_bytes : (1ull << 30), 1ull << 30);
   plan_streams(p, options, base);

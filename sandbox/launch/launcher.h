@@ -90,6 +90,7 @@ struct session_view {
   const session_image* image = nullptr;  // nullptr: the allow-listed host root
   const std::vector<bind_mount>* mounts = nullptr;
   bool disk_quota_enforced = false;
+  const std::vector<std::filesystem::path>* quota_dirs = nullptr;  // ephemeral-write mounts' disks
   std::string binding_digest;
 };
 session_view view_of(const prepared_session& session);

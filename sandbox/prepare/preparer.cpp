@@ -96,6 +96,12 @@ json effective_profile(const prepared_session::state& s) {
   json bundles = json::array();
   for (const auto& b : r.bundles)
     bundles.push_back({{"target", b.target.string()}, {"sha256", b.sha256}});
+  json mounts = json::array();
+  for (const auto& m : r.mounts)
+    mounts.push_back({{"target", m.target.string()},
+                      {"access", to_string(m.access)},
+                      {"max_bytes", m.max_bytes},
+                      {"digest", m.digest.empty() ? json(nullptr) : json(m.digest)}});
   json host_binds = json::array();
   for (const auto& b : r.host_binds)
     host_binds.push_back({{"source", b.source.string()}, {"target", b.target.string()}});
@@ -105,7 +111,9 @@ json effective_profile(const prepared_session::state& s) {
         std::none_of(r.bundles.begin(), r.bundles.end(),
                      [&](const bundle& b) { return b.target == m.target; }) &&
         std::none_of(r.host_binds.begin(), r.host_binds.end(),
-                     [&](const bind_mount& b) { return b.target == m.target; }))
+                     [&](const bind_mount& b) { return b.target == m.target; }) &&
+        std::none_of(r.mounts.begin(), r.mounts.end(),
+                     [&](const named_mount& n) { return n.target == m.target; }))
       readonly.push_back(m.target.string());
   return json{
       {"schema", "evalbox.profile.v1"},
@@ -118,6 +126,7 @@ json effective_profile(const prepared_session::state& s) {
       {"home", {{"adapter", r.home.adapter}, {"directories", home_dirs}, {"files", home_files}}},
       {"leases", leases},
       {"bundles", bundles},
+      {"mounts", mounts},
       {"readonly_paths", readonly},
       {"host_binds", host_binds},
       {"limits",
@@ -225,9 +234,59 @@ status materialize_workspace(prepared_session::state& s, workspace_strategy stra
   return {};
 }
 
+// The ephemeral-write mounts, each made like the workspace on a disk of its own: as root an
+// overlay of the (idmapped) source under an upper on a tmpfs of max_bytes — a copy into that
+// tmpfs where the overlay is refused — so that writes past the cap fail with ENOSPC and go
+// with the run; without root a copy (the cap then only recorded).
+status materialize_mounts(prepared_session::state& s, bool root) {
+  const auto& r = s.request;
+  const auto& o = s.options;
+  if (std::none_of(r.mounts.begin(), r.mounts.end(),
+                   [](const named_mount& m) { return m.access == mount_access::ephemeral_write; }))
+    return {};
+  const fs::path base = s.run_dir / "mounts";
+  if (::mkdir(base.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", base.string());
+  bool overlay = false;
+  if (root)
+    overlay = EB_TRY(workspace::resolve_strategy(workspace_strategy::auto_select, base)) ==
+              workspace_strategy::overlay;
+  for (const auto& m : r.mounts) {
+    if (m.access != mount_access::ephemeral_write) continue;
+    const fs::path dir = base / std::to_string(s.mount_trees.size());
+    const std::string what = fmt::format("ephemeral-write mount {}", m.target.string());
+    if (::mkdir(dir.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", dir.string());
+    auto disk = EB_TRY_CTX(workspace::prepare_disk(dir, m.max_bytes, root), what);
+    if (disk.tmpfs) s.quota_dirs.push_back(disk.dir);
+    workspace_spec source;
+    source.source = m.source;
+    result<workspace::workspace_tree> tree =
+        make_error(error_kind::unsupported, "overlayfs unavailable");
+    if (overlay)
+      tree = workspace::workspace_tree::materialize(source, workspace_strategy::overlay, dir, disk,
+                                                    o.sandbox_uid, o.sandbox_gid);
+    if (!tree && tree.error().kind == error_kind::unsupported) {
+      if (overlay) {
+        EB_TRY(mount::unmount_all_under(dir / "lower"));
+        for (const char* leftover :
+             {"lower", "workspace", "snapshots", "disk/upper0", "disk/work0"})
+          EB_TRY(remove_tree(dir / leftover));
+      }
+      tree = workspace::workspace_tree::materialize(source, workspace_strategy::copy, dir, disk,
+                                                    o.sandbox_uid, o.sandbox_gid);
+    }
+    if (!tree) return std::unexpected(std::move(tree).error().with_context(what));
+    json id = tree->identity();
+    id["target"] = m.target.string();
+    id["access"] = to_string(m.access);
+    s.mount_identity.push_back(std::move(id));
+    s.mount_trees.push_back(std::move(*tree));
+  }
+  return {};
+}
+
 // What the launch binds besides the workspace and home: each credential's lease (acquired
-// here; writable when exclusive, read-only when shared: lease.h), bundles, the request's
-// read-only directories and host binds.
+// here; writable when exclusive, read-only when shared: lease.h), bundles, named mounts, the
+// request's read-only directories and host binds.
 status add_binds(prepared_session::state& s) {
   const auto& r = s.request;
   const auto& o = s.options;
@@ -242,6 +301,15 @@ status add_binds(prepared_session::state& s) {
   for (const auto& b : r.bundles) {
     std::error_code ec;
     s.mounts.push_back(bind_mount{b.source, b.target, false, !fs::is_directory(b.source, ec)});
+  }
+  size_t ephemeral = 0;
+  for (const auto& m : r.mounts) {
+    std::error_code ec;
+    if (m.access == mount_access::read_only) {
+      s.mounts.push_back(bind_mount{m.source, m.target, false, !fs::is_directory(m.source, ec)});
+    } else {
+      s.mounts.push_back(bind_mount{s.mount_trees.at(ephemeral++).dir(), m.target, true, false});
+    }
   }
   for (auto& m : readonly_binds(r)) s.mounts.push_back(std::move(m));
   for (const auto& b : r.host_binds) {
@@ -274,6 +342,7 @@ void record_identity(prepared_session::state& s, const workspace::disk_info& dis
         {"shares_quota_with", "workspace"}}},
       {"leases", leases},
   };
+  if (!s.mount_identity.empty()) s.filesystem_identity["mounts"] = s.mount_identity;
   if (s.image)
     s.filesystem_identity["root"] = {{"image", s.image->id},
                                      {"layers", s.image->layers.size()},
@@ -311,6 +380,7 @@ status build(prepared_session::state& s, const fs::path& runs) {
   EB_TRY_CTX(
       home::lay_out(s.home_dir, r.home, r.secrets, s.options.sandbox_uid, s.options.sandbox_gid),
       "managed home");
+  EB_TRY(materialize_mounts(s, root));
   EB_TRY(add_binds(s));
 
   s.launch_dir = s.run_dir / "launches";

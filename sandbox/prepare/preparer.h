@@ -10,7 +10,10 @@
 // State layout (mode 0700 directories):
 //   <state>/runs/<run_id>/{lock, disk/ (tmpfs: upper*, work*, home, snapshots, root/{upper,work}
 //                          with an image), workspace/, lower/ (idmapped source), launches/}
+//   <state>/runs/<run_id>/mounts/<n>/{disk/ (tmpfs of max_bytes), lower/, workspace/}
+//                          an ephemeral-write mount, made like the workspace
 //   <state>/images/  the image store (sandbox/image/store.h)
+//   <state>/bundles/ the bundle store (sandbox/prepare/bundles.cpp)
 //   <state>/credential-leases/<handle>-<sha256 of source>  (0600, owned by the sandbox uid)
 //                                                     and .slot-<k> beside it (creds/lease.h)
 #pragma once
@@ -164,6 +167,9 @@ class prepared_session {
   // The host path of the run's lease of credential `handle` (held until close()), or nothing
   // when the request leased no such credential. For a host_only secret the host reads.
   [[nodiscard]] std::optional<std::filesystem::path> lease_path(std::string_view handle) const;
+  // Host directories of the ephemeral-write mounts' own size-limited tmpfs (empty without
+  // root): sampled like the run's disk for disk_limit_hit.
+  [[nodiscard]] const std::vector<std::filesystem::path>& quota_dirs() const noexcept;
   // SHA-256 of the canonical effective profile (argv, env, mounts with content digests,
   // limits, network, landlock): equal requests on equal inputs give equal digests.
   [[nodiscard]] const std::string& binding_digest() const noexcept;
@@ -217,6 +223,15 @@ class preparer {
                                       std::function<void(const std::string&)> say = {},
                                       image::pull_policy pull = image::pull_policy::missing);
 
+  // The bundle (`bundles:` of a fixture or suite) at `source` — a directory, or a tar (plain,
+  // gzip or zstd) — as the bundle store under the state root holds it: verified against
+  // `digest` ("sha256:<hex>", see bundle_digest) when it first enters the store, immutable
+  // after; a later call finds it there without reading `source`. Returns the stored tree, which
+  // a request names as the bundle's source. A mismatch is an invalid_argument error naming
+  // both digests; nothing of it is kept. Thread-safe.
+  result<std::filesystem::path> resolve_bundle(const std::filesystem::path& source,
+                                               std::string_view digest);
+
   // What a registry reference (docker://…) names now, asked of its registry without pulling
   // anything: the reference pinned to that digest (docker://NAME@sha256:…). `validate
   // --pull never` checks references so.
@@ -239,6 +254,11 @@ class preparer {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+// The digest a bundle at `path` is verified against, "sha256:<hex>": the tree digest
+// (base/digest.h) of the tree the bundle store makes of it — a directory's copy, or what a tar
+// unpacks to — made in a temporary directory and removed. `evalbox bundle digest PATH`.
+result<std::string> bundle_digest(const std::filesystem::path& path);
 
 // Copies a tree a run left (its final workspace, as the host sees it) into the existing
 // directory `to`, to keep it beyond the run: links kept as links and never followed, special

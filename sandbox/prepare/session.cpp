@@ -30,6 +30,11 @@ status prepared_session::state::teardown() {
       auto points = workspace->mount_points();
       mounted.insert(mounted.end(), points.begin(), points.end());
     }
+    for (size_t i = 0; i < mount_trees.size(); ++i) {
+      auto points = mount_trees[i].mount_points();
+      mounted.insert(mounted.end(), points.begin(), points.end());
+    }
+    for (const auto& d : quota_dirs) mounted.push_back(d);
     for (const char* point : {"workspace", "lower", "disk"}) mounted.push_back(run_dir / point);
     EB_TRY_CTX(run_state::remove_own_run(run_dir, request.run_id, mounted,
                                          options.launch.cgroup_v2_root, counts),
@@ -80,6 +85,9 @@ std::optional<fs::path> prepared_session::lease_path(std::string_view handle) co
   for (const auto& l : state_->leases)
     if (l.handle() == handle && l.held()) return l.path();
   return std::nullopt;
+}
+const std::vector<fs::path>& prepared_session::quota_dirs() const noexcept {
+  return state_->quota_dirs;
 }
 const std::string& prepared_session::binding_digest() const noexcept {
   return state_->binding_digest;

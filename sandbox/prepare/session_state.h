@@ -34,6 +34,12 @@ struct prepared_session::state {
   image::image_use image_use;
   std::optional<session_image> image;
   std::vector<bind_mount> mounts;
+  // The ephemeral-write mounts' trees (request.mounts' order, read-only ones skipped), each on
+  // a disk of its own under <run>/mounts/<n>; and the disks whose quota is enforced (tmpfs),
+  // which the helper samples for disk_limit_hit.
+  std::vector<workspace::workspace_tree> mount_trees;
+  std::vector<std::filesystem::path> quota_dirs;
+  json mount_identity = json::array();
   std::string binding_digest;
   json filesystem_identity;
   bool closed = false;

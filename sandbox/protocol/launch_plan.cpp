@@ -89,6 +89,7 @@ json launch_plan::to_json() const {
       {"workspace_overlay", overlay_json(workspace_overlay)},
       {"home_overlay", overlay_json(home_overlay)},
       {"serve", serve},
+      {"quota_dirs", quota_dirs},
   };
 }
 
@@ -140,6 +141,8 @@ result<launch_plan> launch_plan::from_json(const json& j) {
   p.limits.output_bytes = EB_TRY(get<uint64_t>(lim, "output_bytes"));
   p.tmp_bytes = EB_TRY(get<uint64_t>(j, "tmp_bytes"));
   p.disk_quota = EB_TRY(get<bool>(j, "disk_quota"));
+  if (j.contains("quota_dirs"))
+    p.quota_dirs = EB_TRY(get<std::vector<std::string>>(j, "quota_dirs"));
   const json net = EB_TRY(get<json>(j, "network"));
   const std::string mode = EB_TRY(get<std::string>(net, "mode"));
   const auto parsed = network_mode_from(mode);

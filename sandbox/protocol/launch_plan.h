@@ -56,6 +56,9 @@ struct launch_plan {
   resource_limits limits;
   uint64_t tmp_bytes = 256ull << 20;  // size of the private /tmp (and /dev/shm) tmpfs
   bool disk_quota = false;            // the workspace and home are on a tmpfs of limits.disk_bytes
+  // Host paths of further size-limited tmpfs of the run (its ephemeral-write mounts), sampled
+  // like the run's disk: a full one is disk_limit_hit too.
+  std::vector<std::string> quota_dirs;
   network_policy network;
   bool landlock = true;
   // Standard streams. inherit_stdio: the helper's own fds 0-2 are passed straight through.

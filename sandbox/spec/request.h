@@ -49,6 +49,13 @@ inline std::filesystem::path workspace_sources_dir(const std::filesystem::path& 
   return state_root / "workspace-sources";
 }
 
+// <state>/bundles: content-addressed bundles (sandbox/prepare/bundles.cpp), each verified once when
+// it entered the store and immutable after. Like workspace-sources, the one other place inside
+// the state root a bundle's source may lie.
+inline std::filesystem::path bundle_store_dir(const std::filesystem::path& state_root) {
+  return state_root / "bundles";
+}
+
 struct home_file {
   std::filesystem::path path;  // relative to the home
   std::string content;
@@ -77,9 +84,31 @@ struct secret_mount {
 
 // A content-addressed read-only input (a file or directory) projected at `target`.
 struct bundle {
-  std::filesystem::path source;  // host file or directory
+  // Host file or directory. A tree of the bundle store (<state>/bundles/<sha256>/tree, see
+  // bundle_store_dir) was verified when it entered the store and is not digested again.
+  std::filesystem::path source;
   std::string sha256;            // tree_digest(source); a mismatch rejects the request
   std::filesystem::path target;  // absolute inside the sandbox, e.g. "/evalbox/bin"
+};
+
+// A host file or directory a fixture or suite names (`mounts:`), seen at `target`:
+//   read_only       bound read-only (Landlock: read), the source never written;
+//   ephemeral_write the run's own copy-on-write view of a directory — an overlay upper (or a
+//                   copy) on a tmpfs of its own of `max_bytes`, gone with the run; the source is
+//                   never written, and a full tmpfs is recorded as disk_limit_hit.
+enum class mount_access { read_only, ephemeral_write };
+
+constexpr std::string_view to_string(mount_access a) {
+  return a == mount_access::read_only ? "read-only" : "ephemeral-write";
+}
+
+struct named_mount {
+  std::filesystem::path source;  // host file or directory (a directory for ephemeral_write)
+  std::filesystem::path target;  // absolute inside the sandbox, e.g. "/data"
+  mount_access access = mount_access::read_only;
+  uint64_t max_bytes = 0;  // ephemeral_write: the size of its own tmpfs
+  // Optional tree digest of `source` computed by the caller; goes into the binding digest.
+  std::string digest;
 };
 
 struct resource_limits {
@@ -155,6 +184,7 @@ struct session_request {
   home_layout home;
   std::vector<secret_mount> secrets;
   std::vector<bundle> bundles;
+  std::vector<named_mount> mounts;
   // Host directories mounted read-only at the same path (an agent's install prefix, e.g. an
   // npm prefix). argv[0]'s directory (and its symlink target's) is added automatically.
   std::vector<std::filesystem::path> readonly_paths;

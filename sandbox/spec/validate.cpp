@@ -334,7 +334,21 @@ status check_secret(const secret_mount& s, const guarded_roots& roots) {
   return {};
 }
 
-status check_bundle(const bundle& b, const guarded_roots& roots, const workspace_spec& workspace) {
+// True when `source` is the tree the bundle store holds for `sha256`
+// (<state>/bundles/<sha256>/tree), resolved too: a link there must not lead elsewhere.
+bool in_bundle_store(const fs::path& source, const std::string& sha256,
+                     const fs::path& state_root) {
+  if (state_root.empty()) return false;
+  const fs::path expected = bundle_store_dir(state_root) / sha256 / "tree";
+  if (normalize(source) != normalize(expected)) return false;
+  std::error_code ec1, ec2;
+  const fs::path store = fs::canonical(bundle_store_dir(state_root), ec1);
+  const fs::path real = fs::canonical(source, ec2);
+  return !ec1 && !ec2 && real == store / sha256 / "tree";
+}
+
+status check_bundle(const bundle& b, guarded_roots roots, const workspace_spec& workspace,
+                    const fs::path& state_root) {
   if (!is_sha256_hex(b.sha256))
     return invalid(
         fmt::format("bundle {} digest '{}' is not 64 lowercase hex characters (a "
@@ -342,6 +356,12 @@ status check_bundle(const bundle& b, const guarded_roots& roots, const workspace
                     b.source.string(), b.sha256));
   if (!b.source.is_absolute())
     return invalid(fmt::format("bundle source '{}' is not an absolute path", b.source.string()));
+  // A tree of the bundle store exposes nothing else of the state root, and was verified when
+  // it entered the store: the state root does not count for it and it is not digested again.
+  const bool stored = in_bundle_store(b.source, b.sha256, state_root);
+  if (stored)
+    std::erase_if(
+        roots, [&](const guarded_root& g) { return normalize(g.path) == normalize(state_root); });
   EB_TRY(check_not_protected("bundle source", b.source, roots, true));
   fs::path t = b.target;
   if (!t.is_absolute() || t.lexically_normal() != t || normalize(t) == "/" ||
@@ -360,6 +380,7 @@ status check_bundle(const bundle& b, const guarded_roots& roots, const workspace
   if (is_within(t, ws) && normalize(t) != ws && !workspace.source.empty())
     EB_TRY(check_no_symlink(workspace.source, t.lexically_relative(ws),
                             fmt::format("bundle target {}", t.string())));
+  if (stored) return {};
   auto digest = tree_digest(b.source);
   if (!digest)
     return make_error(error_kind::not_found, "bundle source {} cannot be read: {}",
@@ -369,6 +390,39 @@ status check_bundle(const bundle& b, const guarded_roots& roots, const workspace
         fmt::format("bundle {} does not match its digest: expected {}, found {}; "
                     "the content changed since it was named, rebuild the bundle",
                     b.source.string(), b.sha256, *digest));
+  return {};
+}
+
+// A named mount (request.h): its source outside every protected root (and exposing none), an
+// ephemeral-write source a directory, its cap within the disk bounds, its target a path of
+// the sandbox's own. Targets are claimed in check_targets.
+status check_mount(const named_mount& m, const guarded_roots& roots) {
+  if (!m.source.is_absolute())
+    return invalid(fmt::format("mount source '{}' is not an absolute path", m.source.string()));
+  EB_TRY(check_not_protected("mount source", m.source, roots, true));
+  EB_TRY(check_sandbox_path("mount target", m.target));
+  if (is_within(m.target, sandbox_workspace) || is_within(sandbox_workspace, m.target))
+    return invalid(fmt::format(
+        "mount target {} overlaps {}, the run's workspace; choose another path (e.g. /data)",
+        m.target.string(), sandbox_workspace));
+  struct stat st {};
+  if (::stat(m.source.c_str(), &st) != 0)
+    return make_error(error_kind::not_found, "mount source {} does not exist", m.source.string());
+  if (m.access == mount_access::ephemeral_write) {
+    if (!S_ISDIR(st.st_mode))
+      return invalid(fmt::format(
+          "mount source {} is not a directory: an ephemeral-write mount is a directory's "
+          "copy-on-write view",
+          m.source.string()));
+    if (m.max_bytes < limit_bounds::disk_min || m.max_bytes > limit_bounds::disk_max)
+      return invalid(fmt::format("mount {} max_bytes = {} is outside the accepted range {}..{}",
+                                 m.target.string(), format_bytes(m.max_bytes),
+                                 format_bytes(limit_bounds::disk_min),
+                                 format_bytes(limit_bounds::disk_max)));
+  }
+  if (!m.digest.empty() && !is_sha256_hex(m.digest))
+    return invalid(fmt::format("mount {} digest '{}' is not 64 lowercase hex characters",
+                               m.source.string(), m.digest));
   return {};
 }
 
@@ -420,6 +474,14 @@ status check_targets(const session_request& r) {
   }
   for (const auto& b : r.bundles) EB_TRY(claim(b.target, "bundle " + b.source.string()));
   for (const auto& b : r.host_binds) EB_TRY(claim(b.target, "host bind " + b.source.string()));
+  for (const auto& m : r.mounts) EB_TRY(claim(m.target, "mount " + m.source.string()));
+  // A mount nested in another's tree would be hidden by it, or hide part of it.
+  for (const auto& m : r.mounts)
+    for (const auto& [path, what] : seen)
+      if (path != normalize(m.target) && (is_within(path, m.target) || is_within(m.target, path)) &&
+          what.rfind("home", 0) != 0 && what.rfind("credential", 0) != 0)
+        return invalid(fmt::format("mount target {} overlaps {} at {}: give each its own tree",
+                                   m.target.string(), what, path.string()));
   for (const auto& p : r.readonly_paths) {
     if (!seen.count(normalize(p)))  // the same path twice is harmless
       EB_TRY(claim(p, "read-only path " + p.string()));
@@ -534,11 +596,12 @@ status validate(const session_request& r, const validation_context& ctx) {
       return invalid(fmt::format("host bind {} must be read-only", b.target.string()));
     EB_TRY(check_sandbox_path("host bind target", b.target));
   }
+  for (const auto& m : r.mounts) EB_TRY(check_mount(m, roots));
   EB_TRY(check_targets(r));
   EB_TRY(check_limits(r.limits));
   EB_TRY(check_network(r.network));
   // Last: the only O(size) rule.
-  for (const auto& b : r.bundles) EB_TRY(check_bundle(b, roots, r.workspace));
+  for (const auto& b : r.bundles) EB_TRY(check_bundle(b, roots, r.workspace, ctx.state_root));
   return {};
 }
 
