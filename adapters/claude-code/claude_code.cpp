@@ -8,6 +8,7 @@
 #include "adapters/claude-code/transcript.h"
 #include "base/fs.h"
 #include "harness/agent/client_exit.h"
+#include "harness/agent/extensions.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 #include "sandbox/spec/system_paths.h"
@@ -26,6 +27,18 @@ const std::vector<std::string> known_settings = {
     "credentials_file", "permission_mode", "allowed_tools"};
 const std::vector<std::string> permission_modes = {"bypass",  "acceptEdits", "auto",
                                                    "default", "dontAsk",     "plan"};
+
+// The hook events Claude Code 2.1 runs hooks on (its settings' `hooks` keys).
+const std::vector<std::string> hook_events = {
+    "PreToolUse",   "PostToolUse",      "PostToolUseFailure", "PermissionRequest",
+    "Notification", "UserPromptSubmit", "SessionStart",       "SessionEnd",
+    "Stop",         "SubagentStart",    "SubagentStop",       "PreCompact",
+    "PostCompact"};
+// Below CLAUDE_CONFIG_DIR: user skills (skills/NAME/SKILL.md), user settings (hooks), and the
+// file --mcp-config reads.
+constexpr std::string_view skills_dir = "skills";
+constexpr std::string_view settings_file = "settings.json";
+constexpr std::string_view mcp_file = "evalbox-mcp.json";
 
 // Where scripts/install-agents puts the pinned client.
 fs::path default_binary() {
@@ -89,6 +102,16 @@ class claude_code_adapter final : public harness::adapter {
         check.add({t->where, "allowed_tools has no effect with permission_mode: bypass",
                    "drop one of them"});
     }
+    for (const auto& h : c.hooks)
+      if (!harness::one_of(h.event, hook_events))
+        check.add({h.where, fmt::format("Claude Code has no hook event '{}'", h.event),
+                   fmt::format("one of: {}", harness::comma_list(hook_events))});
+    const fs::path settings = fs::path(config_dir) / settings_file;
+    if (!c.hooks.empty() && c.home_files.count(settings.string()))
+      check.add({c.hooks_where,
+                 fmt::format("hooks go in {}, which home_files gives as a file of its own",
+                             settings.string()),
+                 "put the hooks in that file, or drop it from home_files"});
     return check.take();
   }
 
@@ -179,8 +202,53 @@ class claude_code_adapter final : public harness::adapter {
     if (auto handle = harness::credential_handle(c, "credentials_file"))
       p.secrets.push_back(EB_TRY(
           harness::credential_mount(ctx, *handle, fs::path(config_dir) / ".credentials.json")));
+    EB_TRY(add_extensions(ctx, p));
     p.stdout_name = "stdout.jsonl";
     return p;
+  }
+
+  // Skills in CLAUDE_CONFIG_DIR/skills/, MCP servers in a file --mcp-config names, hooks in
+  // CLAUDE_CONFIG_DIR/settings.json: where Claude Code reads user skills, servers and hooks.
+  static status add_extensions(const harness::run_context& ctx, harness::agent_plan& p) {
+    const auto& c = ctx.candidate;
+    const auto servers_spec = harness::run_mcp_servers(ctx);
+    const fs::path home = fs::path(sandbox::sandbox_home);
+    for (auto& b : EB_TRY(harness::skill_bundles(c, fs::path(config_dir) / skills_dir)))
+      p.bundles.push_back(std::move(b));
+    for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
+    for (auto& b : EB_TRY(harness::hook_bundles(c))) p.bundles.push_back(std::move(b));
+    if (!servers_spec.empty()) {
+      json servers = json::object();
+      for (const auto& m : servers_spec) {
+        const auto cmd = m.sandbox_command();
+        servers[m.name] = {{"type", "stdio"},
+                           {"command", cmd.front()},
+                           {"args", std::vector<std::string>(cmd.begin() + 1, cmd.end())},
+                           {"env", m.env}};
+      }
+      const fs::path file = fs::path(config_dir) / mcp_file;
+      p.home.files.push_back({file, json{{"mcpServers", servers}}.dump(2) + "\n", 0600});
+      // One `=`-joined argument: the option is variadic and would swallow what follows.
+      p.argv.push_back("--mcp-config=" + (home / file).string());
+    }
+    if (!c.hooks.empty()) {
+      json hooks = json::object();
+      for (const auto& [event, groups] : harness::hooks_by_event(c)) {
+        json list = json::array();
+        for (const auto& g : groups) {
+          json commands = json::array();
+          for (size_t i : g.hooks)
+            commands.push_back({{"type", "command"}, {"command", c.sandbox_hook(i).string()}});
+          json entry = {{"hooks", commands}};
+          if (!g.matcher.empty()) entry["matcher"] = g.matcher;
+          list.push_back(std::move(entry));
+        }
+        hooks[event] = std::move(list);
+      }
+      p.home.files.push_back(
+          {fs::path(config_dir) / settings_file, json{{"hooks", hooks}}.dump(2) + "\n", 0600});
+    }
+    return {};
   }
 };
 

@@ -6,6 +6,7 @@
 #include "adapters/codex/transcript.h"
 #include "base/fs.h"
 #include "harness/agent/client_exit.h"
+#include "harness/agent/extensions.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 #include "sandbox/spec/system_paths.h"
@@ -44,6 +45,10 @@ std::string toml_string(std::string_view s) {
   return out + "\"";
 }
 
+// Where Codex reads a user's skills: $HOME/.agents/skills/NAME/SKILL.md (the open agent skills
+// layout; https://developers.openai.com/codex/skills).
+constexpr std::string_view skills_dir = ".agents/skills";
+
 // Where scripts/install-agents puts the pinned client.
 fs::path default_binary() {
   return harness::agent_cache_dir() / fmt::format("codex-{}", codex_pinned_version) / "bin" /
@@ -66,6 +71,25 @@ fs::path native_client(const fs::path& binary) {
 #endif
   const fs::path native = package / "node_modules/@openai" / platform / "bin/codex";
   return ::access(native.c_str(), X_OK) == 0 ? native : fs::path();
+}
+
+// [mcp_servers.NAME] tables: each server's command, arguments and environment.
+std::string mcp_tables(const std::vector<harness::mcp_server_spec>& servers) {
+  std::string out;
+  for (const auto& m : servers) {
+    const auto cmd = m.sandbox_command();
+    std::string args;
+    for (size_t i = 1; i < cmd.size(); ++i) args += (i > 1 ? ", " : "") + toml_string(cmd[i]);
+    out += fmt::format("\n[mcp_servers.{}]\ncommand = {}\nargs = [{}]\n", toml_string(m.name),
+                       toml_string(cmd.front()), args);
+    if (!m.env.empty()) {
+      std::string env;
+      for (const auto& [k, v] : m.env)
+        env += fmt::format("{}{} = {}", env.empty() ? "" : ", ", toml_string(k), toml_string(v));
+      out += fmt::format("env = {{ {} }}\n", env);
+    }
+  }
+  return out;
 }
 
 bool overridden_by_home_files(const harness::candidate_spec& c, const fs::path& target) {
@@ -142,6 +166,20 @@ class codex_adapter final : public harness::adapter {
                      fmt::format("one of: {}", comma_list(wire_apis))});
       }
     }
+    // Codex 0.171 runs only the hooks whose content it has trusted (a hash per hook in its own
+    // state, set interactively); a hook evalbox wrote would never run.
+    for (auto& e : harness::unsupported_extensions(
+             c, {.skills = {},
+                .mcp_servers = {},
+                .hooks = "Codex runs only hooks it has trusted in its own state (an "
+                         "interactive step), so a hook written for a run would never run"}))
+      check.add(std::move(e));
+    const fs::path config = fs::path(codex_home) / "config.toml";
+    if (!c.mcp_servers.empty() && overridden_by_home_files(c, config))
+      check.add({c.mcp_servers_where,
+                 fmt::format("MCP servers go in {}, which home_files gives as a file of its own",
+                             config.string()),
+                 "add [mcp_servers.NAME] tables to that file, or drop it from home_files"});
     return check.take();
   }
 
@@ -258,6 +296,9 @@ class codex_adapter final : public harness::adapter {
     // retries it for the whole run (seconds of delay with no network beyond the model).
     config += "\n[features]\nplugins = false\napps = false\n";
     config += provider_table;
+    config += mcp_tables(harness::run_mcp_servers(ctx));
+    for (auto& b : EB_TRY(harness::skill_bundles(c, skills_dir))) p.bundles.push_back(std::move(b));
+    for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
     const fs::path config_target = fs::path(codex_home) / "config.toml";
     if (!overridden_by_home_files(c, config_target))
       p.home.files.push_back({config_target, config, 0600});

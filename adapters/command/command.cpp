@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "harness/agent/extensions.h"
 #include "harness/agent/native.h"
 #include "harness/transcripts/events.h"
 
@@ -28,6 +29,10 @@ class command_adapter final : public harness::adapter {
         errors.push_back({t->where, "transcript must be 'jsonl' or 'none'",
                           "jsonl: stdout carries evalbox.events.v1 events"});
     }
+    const std::string why =
+        "evalbox does not know where a command reads them (give it its files with home_files)";
+    for (auto& e : harness::unsupported_extensions(c, {why, why, why}))
+      errors.push_back(std::move(e));
     return errors;
   }
 

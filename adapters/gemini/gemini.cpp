@@ -7,6 +7,7 @@
 #include "adapters/gemini/transcript.h"
 #include "base/fs.h"
 #include "harness/agent/client_exit.h"
+#include "harness/agent/extensions.h"
 #include "harness/agent/native.h"
 #include "harness/agent/settings.h"
 
@@ -63,6 +64,17 @@ class gemini_adapter final : public harness::adapter {
     check.set_by_gateway("base_url");
     check.env_name("api_key_env", "GEMINI_API_KEY");
     check.choice("approval_mode", approval_modes);
+    const std::string not_yet =
+        "evalbox's gemini adapter does not write them yet (MCP servers only)";
+    for (auto& e : harness::unsupported_extensions(
+             c, {.skills = not_yet, .mcp_servers = {}, .hooks = not_yet}))
+      check.add(std::move(e));
+    const fs::path settings = fs::path(config_dir) / "settings.json";
+    if (!c.mcp_servers.empty() && c.home_files.count(settings.string()))
+      check.add({c.mcp_servers_where,
+                 fmt::format("MCP servers go in {}, which home_files gives as a file of its own",
+                             settings.string()),
+                 "add mcpServers to that file, or drop it from home_files"});
     return check.take();
   }
 
@@ -118,6 +130,16 @@ class gemini_adapter final : public harness::adapter {
                 {"telemetry", {{"enabled", false}}},
                 {"privacy", {{"usageStatisticsEnabled", false}}},
                 {"general", {{"disableAutoUpdate", true}, {"disableUpdateNag", true}}}};
+      if (const auto list = harness::run_mcp_servers(ctx); !list.empty()) {
+        json servers = json::object();
+        for (const auto& m : list) {
+          const auto cmd = m.sandbox_command();
+          servers[m.name] = {{"command", cmd.front()},
+                             {"args", std::vector<std::string>(cmd.begin() + 1, cmd.end())},
+                             {"env", m.env}};
+        }
+        j["mcpServers"] = std::move(servers);
+      }
       p.home.files.push_back({settings, j.dump(2) + "\n", 0600});
     }
     if (ctx.gateway) {
@@ -129,6 +151,7 @@ class gemini_adapter final : public harness::adapter {
         p.env["GOOGLE_GEMINI_BASE_URL"] = url;
       if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["GEMINI_API_KEY"] = *key;
     }
+    for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
     p.stdout_name = "stdout.jsonl";
     return p;
   }

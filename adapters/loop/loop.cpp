@@ -1,6 +1,8 @@
 // adapter: loop (see loop.h).
 #include "adapters/loop/loop.h"
 
+#include "harness/agent/extensions.h"
+
 namespace evalbox::adapters::loop {
 namespace {
 
@@ -13,6 +15,10 @@ class loop_adapter final : public harness::adapter {
     for (const auto& [key, value] : c.settings)
       if (key != "argv") errors.push_back(harness::unknown_setting(c, key, {"argv"}));
     for (auto& e : harness::validate_argv(c, "[agents/loop-agent.py, \"{prompt}\"]"))
+      errors.push_back(std::move(e));
+    const std::string why =
+        "evalbox does not know where a loop reads them (give it its files with home_files)";
+    for (auto& e : harness::unsupported_extensions(c, {why, why, why}))
       errors.push_back(std::move(e));
     return errors;
   }

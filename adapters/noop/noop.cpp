@@ -1,6 +1,8 @@
 // adapter: noop (see noop.h).
 #include "adapters/noop/noop.h"
 
+#include "harness/agent/extensions.h"
+
 namespace evalbox::adapters::noop {
 
 namespace {
@@ -13,6 +15,9 @@ class noop_adapter final : public harness::adapter {
     std::vector<harness::config_error> errors;
     for (const auto& [key, value] : c.settings)
       errors.push_back(harness::unknown_setting(c, key, {}));
+    const std::string why = "it runs no agent client";
+    for (auto& e : harness::unsupported_extensions(c, {why, why, why}))
+      errors.push_back(std::move(e));
     return errors;
   }
 

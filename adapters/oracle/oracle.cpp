@@ -4,6 +4,7 @@
 
 #include "base/digest.h"
 #include "base/fs.h"
+#include "harness/agent/extensions.h"
 #include "harness/agent/native.h"
 
 namespace evalbox::adapters::oracle {
@@ -20,6 +21,9 @@ class oracle_adapter final : public harness::adapter {
     std::vector<harness::config_error> errors;
     for (const auto& [key, value] : c.settings)
       errors.push_back(harness::unknown_setting(c, key, {}));
+    const std::string why = "it runs the fixture's solution, not an agent client";
+    for (auto& e : harness::unsupported_extensions(c, {why, why, why}))
+      errors.push_back(std::move(e));
     return errors;
   }
 

@@ -1,7 +1,10 @@
 // A suite's candidates (each an adapter with its settings, home files, environment, network
 // and credential handles), the credentials they lease and the baseline the report compares
 // them against.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -64,6 +67,207 @@ void parse_env(reader& r, const YAML::Node& n, const std::string& what, candidat
   }
 }
 
+// A path the suite names: `~` expanded, relative to the suite file's directory.
+fs::path suite_path(const fs::path& base, const std::string& written) {
+  return normalize(base / expand_home(written));
+}
+
+bool below_system_dir(const fs::path& p) {
+  for (const char* d : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})
+    if (is_within(p, d)) return true;
+  return false;
+}
+
+// skills: [DIR, ...]: directories holding SKILL.md, named by their directory's name (unique).
+void parse_skills(reader& r, const YAML::Node& n, const std::string& what, const fs::path& base,
+                  candidate_spec& c) {
+  c.skills_where = r.at(n);
+  if (!n.IsSequence()) {
+    r.fail(n, fmt::format("{}.skills must be a list of directories, found {}", what, type_name(n)),
+           "e.g. skills: [skills/pdf-tools] (each a directory holding SKILL.md)");
+    return;
+  }
+  std::map<std::string, source_location> names;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node item = n[i];
+    auto written = r.string(item, fmt::format("{}.skills[{}]", what, i));
+    if (!written) continue;
+    const fs::path dir = suite_path(base, *written);
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      r.fail(item, fmt::format("skill '{}' is not a directory ({})", *written, dir.string()),
+             "a skill is a directory holding SKILL.md, relative to the suite file");
+      continue;
+    }
+    if (!fs::is_regular_file(dir / "SKILL.md", ec)) {
+      r.fail(item, fmt::format("skill '{}' has no SKILL.md ({})", *written, dir.string()),
+             "write SKILL.md (YAML front matter with name and description, then instructions)");
+      continue;
+    }
+    const std::string name = dir.filename().string();
+    if (!is_valid_id(name, false)) {
+      r.fail(item, fmt::format("skill directory name '{}' is not a valid skill name", name),
+             "name the directory [a-z0-9][a-z0-9._-]*: the client knows the skill by it");
+      continue;
+    }
+    if (auto [it, fresh] = names.emplace(name, r.at(item)); !fresh) {
+      r.fail(item, fmt::format("two skills are named '{}'", name),
+             fmt::format("the first is at {}; a client knows skills by their directory's name",
+                         it->second.to_string()));
+      continue;
+    }
+    c.skills.push_back({name, dir, r.at(item)});
+  }
+}
+
+bool is_server_name(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+  });
+}
+
+// One MCP server: {command: [PROGRAM, ARGS...], env: {NAME: value}}. The host files its
+// command names are found now (see mcp_server_spec).
+std::optional<mcp_server_spec> parse_mcp_server(reader& r, const std::string& name,
+                                                const YAML::Node& n, const std::string& what,
+                                                const fs::path& base) {
+  static constexpr std::string_view known[] = {"command", "env"};
+  static constexpr std::string_view required[] = {"command"};
+  auto f = r.mapping(n, what, known, required);
+  if (!f) return std::nullopt;
+  mcp_server_spec m;
+  m.name = name;
+  m.where = r.at(n);
+  const size_t errors = r.error_count();
+  if (!is_server_name(name))
+    r.fail(n, fmt::format("MCP server name '{}' is not valid", name),
+           "use letters, digits, '_' and '-' (the client names its tools after it)");
+  if (f->has("command")) {
+    const YAML::Node cmd = f->get("command");
+    if (auto list = r.string_list(cmd, what + ".command")) {
+      m.command = *list;
+      std::map<std::string, size_t> file_names;
+      for (size_t i = 0; i < list->size(); ++i) {
+        const std::string& arg = (*list)[i];
+        if (arg.empty() || arg.front() == '-' || arg.find('/') == std::string::npos) continue;
+        const fs::path p = suite_path(base, arg);
+        std::error_code ec;
+        const bool exists = fs::exists(p, ec);
+        if (fs::path(expand_home(arg)).is_absolute()) {
+          if (!exists || below_system_dir(p)) continue;  // the sandbox's own (or the image's)
+        } else if (!exists) {
+          r.fail(cmd,
+                 fmt::format("{}.command[{}]: '{}' does not exist ({})", what, i, arg, p.string()),
+                 "paths with a '/' are relative to the suite file; a bare name is looked up on "
+                 "the sandbox's PATH");
+          continue;
+        }
+        const std::string file_name = p.filename().string();
+        if (auto [it, fresh] = file_names.emplace(file_name, i); !fresh) {
+          r.fail(cmd,
+                 fmt::format("{}.command names two files called '{}' (arguments {} and {})", what,
+                             file_name, it->second, i),
+                 "each is mounted at /evalbox/mcp/NAME/<file name>: rename one");
+          continue;
+        }
+        m.files[i] = p;
+      }
+    }
+  }
+  if (f->has("env")) {
+    if (auto ef = r.mapping(f->get("env"), what + ".env", {}, {}, true)) {
+      for (const auto& [k, v] : ef->entries) {
+        if (!is_env_name(k)) {
+          r.fail(v, fmt::format("{}.env: '{}' is not a variable name", what, k),
+                 "use letters, digits and '_', not starting with a digit");
+          continue;
+        }
+        if (auto val = r.string(v, fmt::format("{}.env.{}", what, k), true)) m.env[k] = *val;
+      }
+    }
+  }
+  if (r.error_count() != errors) return std::nullopt;
+  return m;
+}
+
+// mcp_servers: {NAME: {command, env}}.
+void parse_mcp_servers(reader& r, const YAML::Node& n, const std::string& what,
+                       const fs::path& base, candidate_spec& c) {
+  c.mcp_servers_where = r.at(n);
+  auto servers = r.mapping(n, what + ".mcp_servers", {}, {}, true);
+  if (!servers) return;
+  for (const auto& [name, node] : servers->entries)
+    if (auto m =
+            parse_mcp_server(r, name, node, fmt::format("{}.mcp_servers.{}", what, name), base))
+      c.mcp_servers.push_back(std::move(*m));
+  std::sort(c.mcp_servers.begin(), c.mcp_servers.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+}
+
+bool is_event_name(std::string_view s) {
+  return !s.empty() && std::isalpha(static_cast<unsigned char>(s.front())) &&
+         std::all_of(s.begin(), s.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)); });
+}
+
+// hooks: {EVENT: [{matcher: TOOL, command: FILE}, ...]}: which events a client knows is its
+// adapter's to check.
+void parse_hooks(reader& r, const YAML::Node& n, const std::string& what, const fs::path& base,
+                 candidate_spec& c) {
+  c.hooks_where = r.at(n);
+  auto events = r.mapping(n, what + ".hooks", {}, {}, true);
+  if (!events) return;
+  static constexpr std::string_view known[] = {"matcher", "command"};
+  static constexpr std::string_view required[] = {"command"};
+  for (const auto& [event, list] : events->entries) {
+    const std::string at = fmt::format("{}.hooks.{}", what, event);
+    if (!is_event_name(event)) {
+      r.fail(list, fmt::format("hook event '{}' is not an event name", event),
+             "the client's name of the event, e.g. PreToolUse");
+      continue;
+    }
+    if (!list.IsSequence() || list.size() == 0) {
+      r.fail(list, fmt::format("{} must be a non-empty list", at),
+             "e.g. [{matcher: Bash, command: hooks/deny-rm.sh}]");
+      continue;
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node item = list[i];
+      const std::string item_what = fmt::format("{}[{}]", at, i);
+      auto f = r.mapping(item, item_what, known, required);
+      if (!f) continue;
+      hook_spec h;
+      h.event = event;
+      h.where = r.at(item);
+      if (f->has("matcher")) {
+        auto m = r.string(f->get("matcher"), item_what + ".matcher");
+        if (!m) continue;
+        h.matcher = *m;
+      }
+      const YAML::Node cmd = f->get("command");
+      auto written = r.string(cmd, item_what + ".command");
+      if (!written) continue;
+      h.command = *written;
+      h.script = suite_path(base, *written);
+      std::error_code ec;
+      if (!fs::is_regular_file(h.script, ec)) {
+        r.fail(cmd,
+               fmt::format("{}.command '{}' is not a file ({})", item_what, *written,
+                           h.script.string()),
+               "a hook is an executable file, relative to the suite file; it is mounted "
+               "read-only and run by the client");
+        continue;
+      }
+      if (::access(h.script.c_str(), X_OK) != 0) {
+        r.fail(cmd, fmt::format("{}.command '{}' is not executable", item_what, *written),
+               fmt::format("chmod +x {}", h.script.string()));
+        continue;
+      }
+      c.hooks.push_back(std::move(h));
+    }
+  }
+}
+
 // credential: HANDLE or credentials: [HANDLE, ...], not both; the handles are checked against
 // the suite's credentials by parse_candidates.
 void parse_candidate_credentials(reader& r, const fields& f, const std::string& what,
@@ -84,9 +288,9 @@ void parse_candidate_credentials(reader& r, const fields& f, const std::string& 
 std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, size_t index,
                                               const fs::path& base,
                                               std::span<const std::string> adapters) {
-  static constexpr std::string_view common[] = {"id",          "adapter", "home_files",
-                                                "env",         "network", "credential",
-                                                "credentials", "gateway", "budget"};
+  static constexpr std::string_view common[] = {"id",      "adapter",    "home_files",  "env",
+                                                "network", "credential", "credentials", "gateway",
+                                                "budget",  "skills",     "mcp_servers", "hooks"};
   static constexpr std::string_view required[] = {"id", "adapter"};
   std::string what = fmt::format("candidates[{}]", index);
   auto f = r.mapping(n, what, common, required, /*allow_unknown=*/true);
@@ -124,6 +328,9 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
              "a budget is enforced by the candidate's model gateway: add gateway: {upstream: "
              "URL} (docs/agents.md)");
   }
+  if (f->has("skills")) parse_skills(r, f->get("skills"), what, base, c);
+  if (f->has("mcp_servers")) parse_mcp_servers(r, f->get("mcp_servers"), what, base, c);
+  if (f->has("hooks")) parse_hooks(r, f->get("hooks"), what, base, c);
   for (const auto& [k, v] : f->entries) {
     if (std::find(std::begin(common), std::end(common), k) != std::end(common)) continue;
     c.settings[k] = setting{r.to_json(v), r.at(v)};

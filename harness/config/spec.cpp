@@ -276,7 +276,44 @@ json candidate_spec::to_json() const {
   // Only when set: the digests of candidates without them stay what they were.
   if (gateway) j["gateway"] = gateway->to_json();
   if (budget && !budget->empty()) j["budget"] = budget->to_json();
+  // As written, without host paths: the content of what they name enters the candidate's
+  // digest (harness/plan: candidate_digest), so a changed skill makes new run ids.
+  if (!skills.empty()) {
+    json names = json::array();
+    for (const auto& sk : skills) names.push_back(sk.name);
+    j["skills"] = names;
+  }
+  if (!mcp_servers.empty()) {
+    json servers = json::object();
+    for (const auto& m : mcp_servers) servers[m.name] = {{"command", m.command}, {"env", m.env}};
+    j["mcp_servers"] = servers;
+  }
+  if (!hooks.empty()) {
+    json list = json::array();
+    for (const auto& hook : hooks)
+      list.push_back({{"event", hook.event}, {"matcher", hook.matcher}, {"command", hook.command}});
+    j["hooks"] = list;
+  }
   return j;
+}
+
+std::filesystem::path mcp_server_spec::sandbox_file(size_t index) const {
+  auto it = files.find(index);
+  if (it == files.end()) return {};
+  return std::filesystem::path("/evalbox/mcp") / name / it->second.filename();
+}
+
+std::vector<std::string> mcp_server_spec::sandbox_command() const {
+  std::vector<std::string> out = command;
+  for (const auto& [index, file] : files)
+    if (index < out.size()) out[index] = sandbox_file(index).string();
+  return out;
+}
+
+std::filesystem::path candidate_spec::sandbox_hook(size_t index) const {
+  if (index >= hooks.size()) return {};
+  return std::filesystem::path("/evalbox/hooks") / std::to_string(index) /
+         hooks[index].script.filename();
 }
 
 bool budget_spec::empty() const {

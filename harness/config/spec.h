@@ -259,6 +259,42 @@ struct check_spec {
   [[nodiscard]] json to_json() const;
 };
 
+// `skills:` entry of a candidate: a directory holding SKILL.md, which the candidate's client
+// sees read-only where it reads skills, under the directory's name (docs/agents.md, "Skills,
+// MCP servers and hooks").
+struct skill_spec {
+  std::string name;           // the directory's name
+  std::filesystem::path dir;  // absolute
+  source_location where;
+};
+
+// `mcp_servers: {NAME: {command: [...], env: {...}}}` entry: a stdio MCP server the client
+// starts inside the sandbox. Each element of `command` that names a host file by a path
+// (absolute outside the system directories, or relative to the suite file with a '/') is
+// mounted read-only at /evalbox/mcp/NAME/<its file name>, and the command names it there.
+struct mcp_server_spec {
+  std::string name;                  // [A-Za-z0-9_-]+
+  std::vector<std::string> command;  // as written
+  std::map<std::string, std::string> env;
+  std::map<size_t, std::filesystem::path> files;  // index into `command` -> host file (absolute)
+  source_location where;
+
+  // `command` as the sandbox sees it: each of `files` at its mounted path.
+  [[nodiscard]] std::vector<std::string> sandbox_command() const;
+  // Where file `index` is mounted inside the sandbox.
+  [[nodiscard]] std::filesystem::path sandbox_file(size_t index) const;
+};
+
+// `hooks: {EVENT: [{matcher, command}]}` entry: an executable the client runs on EVENT,
+// mounted read-only at /evalbox/hooks/<index>/<its file name>.
+struct hook_spec {
+  std::string event;             // as the client names it (PreToolUse, ...)
+  std::string matcher;           // "" when not written
+  std::string command;           // as written
+  std::filesystem::path script;  // absolute host file
+  source_location where;
+};
+
 // What a Harbor task directory (task.toml + instruction.md) adds to its fixture: the verifier's
 // contract (docs/harbor.md). Set only for Harbor tasks.
 struct harbor_spec {
@@ -270,6 +306,9 @@ struct harbor_spec {
   bool internet = true;                             // allow_internet / network_mode (default: on)
   std::optional<double> cpus;                       // [environment] cpus
   json metadata = json::object();                   // [metadata], kept for records
+  // [environment] mcp_servers with transport "stdio": given to every candidate whose adapter
+  // writes MCP servers (a candidate's own server of the same name wins).
+  std::vector<mcp_server_spec> mcp_servers;
 };
 
 // workspace: {git: URL-or-PATH, commit: SHA} — the workspace is that commit of a repository,
@@ -356,8 +395,15 @@ struct candidate_spec {
   std::optional<gateway_spec> gateway;
   // The suite's `budget` with the candidate's over it (a fixture's goes over both at run time).
   std::optional<budget_spec> budget;
+  std::vector<skill_spec> skills;
+  std::vector<mcp_server_spec> mcp_servers;  // sorted by name
+  std::vector<hook_spec> hooks;              // in the order written, event by event
+  // Where `skills:`, `mcp_servers:` and `hooks:` were written (an adapter refuses them there).
+  source_location skills_where, mcp_servers_where, hooks_where;
   source_location where;
 
+  // The hook at `index` of `hooks`, where the sandbox sees it.
+  [[nodiscard]] std::filesystem::path sandbox_hook(size_t index) const;
   // The setting `key`, or nullptr.
   [[nodiscard]] const setting* find(std::string_view key) const;
   // Stable JSON of everything that defines the candidate (without `where`), for its digest.

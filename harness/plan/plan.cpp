@@ -8,12 +8,44 @@
 namespace evalbox::harness {
 inline namespace plan {
 
+result<json> extension_digests(const candidate_spec& c) {
+  const std::string ctx = fmt::format("candidate {}", c.id);
+  json out = json::object();
+  if (!c.skills.empty()) {
+    json skills = json::object();
+    for (const auto& s : c.skills) skills[s.name] = EB_TRY_CTX(tree_digest(s.dir), ctx);
+    out["skills"] = skills;
+  }
+  if (!c.mcp_servers.empty()) {
+    json servers = json::object();
+    for (const auto& m : c.mcp_servers) {
+      json files = json::object();
+      for (const auto& [index, file] : m.files)
+        files[m.sandbox_file(index).string()] = EB_TRY_CTX(tree_digest(file), ctx);
+      servers[m.name] = files;
+    }
+    out["mcp_servers"] = servers;
+  }
+  if (!c.hooks.empty()) {
+    json hooks = json::array();
+    for (size_t i = 0; i < c.hooks.size(); ++i)
+      hooks.push_back({{"event", c.hooks[i].event},
+                       {"path", c.sandbox_hook(i).string()},
+                       {"sha256", EB_TRY_CTX(tree_digest(c.hooks[i].script), ctx)}});
+    out["hooks"] = hooks;
+  }
+  return out;
+}
+
 result<std::string> candidate_digest(const candidate_spec& c) {
   json j = c.to_json();
   json files = json::object();
   for (const auto& [target, source] : c.home_files)
     files[target] = EB_TRY_CTX(sha256_file(source), fmt::format("candidate {}", c.id));
   j["home_file_digests"] = files;
+  // What skills, MCP servers and hooks name, by content (only when there are any: other
+  // candidates' digests stay what they were).
+  if (json ext = EB_TRY(extension_digests(c)); !ext.empty()) j["extension_digests"] = ext;
   return sha256_hex(canonical_json(j));
 }
 

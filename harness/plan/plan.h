@@ -33,6 +33,11 @@ struct plan_options {
 // The digest of everything that defines a candidate: its settings, env, network, and the
 // content of its home files. A changed candidate gets new run ids.
 result<std::string> candidate_digest(const candidate_spec& c);
+// What the candidate's skills, MCP servers and hooks hold, by content: {"skills": {NAME:
+// tree digest}, "mcp_servers": {NAME: {sandbox path: digest}}, "hooks": [{event, path, sha256}]},
+// each key only when the candidate has some (an empty object for none). Part of
+// candidate_digest(); run.json records it (docs/results.md).
+result<json> extension_digests(const candidate_spec& c);
 
 // A fixture's own environment is part of its digest (fixture.yaml); the suite's default is not,
 // so it joins the run id as written ("IMAGE\nWORKDIR"; not resolved: the ids must not depend on

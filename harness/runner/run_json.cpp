@@ -96,6 +96,8 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
   j["suite"] = suite.name;
   j["fixture"] = {{"id", f.id}, {"digest", f.digest}, {"task_digest", f.task_digest}};
   j["candidate"] = {{"id", c.id}, {"adapter", c.adapter}, {"digest", r.candidate_digest}};
+  // What its skills, MCP servers and hooks held (part of its digest), when it has any.
+  if (auto ext = extension_digests(c); ext && !ext->empty()) j["candidate"]["extensions"] = *ext;
   j["trial"] = r.trial;
   j["environment"] = st.environment;
   // What the run saw besides its workspace: each mount's source by its content's digest, each

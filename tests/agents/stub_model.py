@@ -16,6 +16,11 @@ results it carried); the key itself is never written.
   stub_model.py --port-file P --log L --key K --command 'echo hi > out.txt' --final 'Done.'
   stub_model.py ... --fail-status 500     # every model request fails with that HTTP status
   stub_model.py ... --hang-after 1        # requests carrying 1 tool result are never answered
+  stub_model.py ... --call 'mcp__probe__lookup={"key": "k"}'   # a step calling that tool
+  stub_model.py ... --watch MARKER        # the log says which requests carried MARKER
+
+--command and --call steps run in the order given. A --call step whose tool the request does
+not offer is answered with the final message, and logged as "missing_tool".
 """
 import argparse
 import http.server
@@ -27,13 +32,23 @@ import threading
 USAGE_IN, USAGE_OUT = 10, 5
 
 
+def tool_call(spec):
+    name, _, arguments = spec.partition("=")
+    return ("call", (name, json.loads(arguments or "{}")))
+
+
 def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--port-file", required=True)
     p.add_argument("--port", type=int, default=0, help="listen here (default: a free port)")
     p.add_argument("--log", required=True)
     p.add_argument("--key", default="")
-    p.add_argument("--command", action="append", default=[])
+    p.add_argument("--command", action="append", dest="steps", default=[],
+                   type=lambda c: ("shell", c))
+    p.add_argument("--call", action="append", dest="steps", type=tool_call,
+                   help="TOOL=JSON: a step that calls TOOL with that input")
+    p.add_argument("--watch", action="append", default=[],
+                   help="log which requests carry this text (a skill's words, a tool's answer)")
     p.add_argument("--final", default="Done.")
     p.add_argument("--fail-status", type=int, default=0)
     p.add_argument("--hang-after", type=int, default=-1,
@@ -55,6 +70,18 @@ def next_id():
 def log(entry):
     with LOCK, open(ARGS.log, "a") as f:
         f.write(json.dumps(entry) + "\n")
+
+
+def next_step(done, tool_names):
+    """The scripted step after `done` tool results, or None once every step has run (or when
+    the step's tool is not offered: logged, and answered with the final message)."""
+    if done >= len(ARGS.steps):
+        return None
+    step = ARGS.steps[done]
+    if step[0] == "call" and step[1][0] not in tool_names:
+        log({"missing_tool": step[1][0], "offered": sorted(n for n in tool_names if n)})
+        return None
+    return step
 
 
 def sse(handler, events):
@@ -87,11 +114,27 @@ def responses_shell_call(body, command, n):
             "name": name, "arguments": json.dumps(arguments), "status": "completed"}
 
 
+def responses_tool_names(body):
+    names = set()
+    for t in body.get("tools", []) or []:
+        if isinstance(t, dict):
+            names.add(t.get("name"))
+            # Codex offers MCP tools in namespaces of their own.
+            for inner in t.get("tools", []) or []:
+                if isinstance(inner, dict):
+                    names.add(inner.get("name"))
+    return names
+
+
 def responses_reply(handler, body):
     n = next_id()
-    done = responses_tool_results(body)
-    if body.get("tools") and done < len(ARGS.command):
-        item = responses_shell_call(body, ARGS.command[done], n)
+    step = next_step(responses_tool_results(body), responses_tool_names(body))
+    if body.get("tools") and step and step[0] == "shell":
+        item = responses_shell_call(body, step[1], n)
+    elif body.get("tools") and step:
+        name, arguments = step[1]
+        item = {"type": "function_call", "id": f"fc_{n:04d}", "call_id": f"call_{n:04d}",
+                "name": name, "arguments": json.dumps(arguments), "status": "completed"}
     else:
         text = ARGS.final if body.get("tools") else "ok"
         item = {"type": "message", "id": f"msg_{n:04d}", "role": "assistant",
@@ -135,10 +178,14 @@ def messages_tool_results(body):
 def messages_reply(handler, body):
     n = next_id()
     names = {t.get("name") for t in body.get("tools", []) or [] if isinstance(t, dict)}
-    done = messages_tool_results(body)
-    if "Bash" in names and done < len(ARGS.command):
+    step = next_step(messages_tool_results(body), names) if "Bash" in names else None
+    if step and step[0] == "shell":
         block = {"type": "tool_use", "id": f"toolu_stub{n:06d}", "name": "Bash",
-                 "input": {"command": ARGS.command[done], "description": "scripted command"}}
+                 "input": {"command": step[1], "description": "scripted command"}}
+        stop = "tool_use"
+    elif step:
+        block = {"type": "tool_use", "id": f"toolu_stub{n:06d}", "name": step[1][0],
+                 "input": step[1][1]}
         stop = "tool_use"
     else:
         block = {"type": "text", "text": ARGS.final if names else "ok"}
@@ -204,12 +251,15 @@ def gemini_tool_names(body):
 
 
 def gemini_reply(handler, body, stream):
-    done = gemini_tool_results(body)
     names = gemini_tool_names(body)
-    if "run_shell_command" in names and done < len(ARGS.command):
+    step = (next_step(gemini_tool_results(body), names)
+            if "run_shell_command" in names else None)
+    if step and step[0] == "shell":
         part = {"functionCall": {"name": "run_shell_command",
-                                 "args": {"command": ARGS.command[done],
+                                 "args": {"command": step[1],
                                           "description": "scripted command"}}}
+    elif step:
+        part = {"functionCall": {"name": step[1][0], "args": step[1][1]}}
     else:
         part = {"text": ARGS.final if names else "ok"}
     chunk = {"candidates": [{"content": {"role": "model", "parts": [part]},
@@ -276,6 +326,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             entry["tool_results"] = responses_tool_results(body)
         elif isinstance(body, dict) and path.endswith("/messages"):
             entry["tool_results"] = messages_tool_results(body)
+        if ARGS.watch:
+            text = raw.decode("utf-8", "replace")
+            entry["watched"] = [w for w in ARGS.watch if w in text]
         model_call = path.endswith("/responses") or path.endswith("/messages") or gemini
         if model_call and ARGS.fail_status:
             entry["status"] = ARGS.fail_status

@@ -45,7 +45,8 @@ set -e
 grep -q "24 run(s) were already recorded" "$WORK/err2" || { cat "$WORK/err2"; fail "resume did not skip"; }
 [ "$(lines "$R/results.jsonl")" = 24 ] || fail "resume recorded runs twice"
 # Every example fixture is trustworthy.
-"$EVALBOX" fixture test $(ls -d "$SRC"/fixtures/examples/*/ | grep -v /agents/) || fail "fixture test"
+"$EVALBOX" fixture test $(ls -d "$SRC"/fixtures/examples/*/ | grep -v -e /agents/ -e /skills/) ||
+  fail "fixture test"
 # Every verdict again from the runs' kept final states, the loop's (its session's frozen
 # layers) and the git checks' (the workspace after setup) among them.
 regrade_reproduces "$R"

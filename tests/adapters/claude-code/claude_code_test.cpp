@@ -223,5 +223,99 @@ TEST_F(ClaudeCodeAdapter, AKilledClientIsAnExecutionErrorSayingSo) {
   EXPECT_FALSE(t->final_message);
 }
 
+// Skills, MCP servers and hooks where Claude Code reads them: each skill read-only in
+// CLAUDE_CONFIG_DIR/skills/, the servers in the file --mcp-config names (their files at
+// /evalbox/mcp/), the hooks in CLAUDE_CONFIG_DIR/settings.json running read-only copies.
+TEST_F(ClaudeCodeAdapter, PlacesSkillsServersAndHooksWhereTheClientReadsThem) {
+  const fs::path d = dir_.path();
+  ASSERT_TRUE(make_dirs(d / "skills/pdf-tools"));
+  ASSERT_TRUE(write_file(d / "skills/pdf-tools/SKILL.md", "---\nname: pdf-tools\n---\n"));
+  ASSERT_TRUE(write_file(d / "search.py", "print()\n"));
+  ASSERT_TRUE(write_file(d / "deny-rm.sh", "#!/bin/sh\n", 0755));
+  c_.skills.push_back({"pdf-tools", d / "skills/pdf-tools", {}});
+  harness::mcp_server_spec m;
+  m.name = "search";
+  m.command = {"python3", "search.py", "--fast"};
+  m.files[1] = d / "search.py";
+  m.env = {{"INDEX", "/data/idx"}};
+  c_.mcp_servers.push_back(m);
+  c_.hooks.push_back({"PreToolUse", "Bash", "deny-rm.sh", d / "deny-rm.sh", {}});
+  c_.hooks.push_back({"PreToolUse", "Bash", "deny-rm.sh", d / "deny-rm.sh", {}});
+  c_.hooks.push_back({"Stop", "", "deny-rm.sh", d / "deny-rm.sh", {}});
+  EXPECT_TRUE(validate().empty()) << harness::join_messages(validate());
+  auto p = plan();
+  std::map<fs::path, fs::path> bundles;  // target -> source
+  for (const auto& b : p.bundles) {
+    EXPECT_EQ(b.sha256.size(), 64u);
+    bundles[b.target] = b.source;
+  }
+  EXPECT_EQ(bundles["/home/agent/.claude/skills/pdf-tools"], d / "skills/pdf-tools");
+  EXPECT_EQ(bundles["/evalbox/mcp/search/search.py"], d / "search.py");
+  EXPECT_EQ(bundles["/evalbox/hooks/0/deny-rm.sh"], d / "deny-rm.sh");
+  EXPECT_EQ(bundles["/evalbox/hooks/2/deny-rm.sh"], d / "deny-rm.sh");
+  EXPECT_TRUE(has_arg(p, "--mcp-config=/home/agent/.claude/evalbox-mcp.json"));
+  // Before the prompt's `--`, where a variadic option cannot take the prompt.
+  auto mcp =
+      std::find(p.argv.begin(), p.argv.end(), "--mcp-config=/home/agent/.claude/evalbox-mcp.json");
+  auto dashes = std::find(p.argv.begin(), p.argv.end(), "--");
+  EXPECT_LT(mcp, dashes);
+  std::map<fs::path, std::string> files;
+  for (const auto& f : p.home.files) files[f.path] = f.content;
+  const json servers = json::parse(files[".claude/evalbox-mcp.json"]);
+  EXPECT_EQ(servers, json::parse(R"({"mcpServers": {"search": {"type": "stdio",
+      "command": "python3", "args": ["/evalbox/mcp/search/search.py", "--fast"],
+      "env": {"INDEX": "/data/idx"}}}})"));
+  const json settings = json::parse(files[".claude/settings.json"]);
+  EXPECT_EQ(settings, json::parse(R"({"hooks": {
+      "PreToolUse": [{"matcher": "Bash", "hooks": [
+          {"type": "command", "command": "/evalbox/hooks/0/deny-rm.sh"},
+          {"type": "command", "command": "/evalbox/hooks/1/deny-rm.sh"}]}],
+      "Stop": [{"hooks": [{"type": "command", "command": "/evalbox/hooks/2/deny-rm.sh"}]}]}})"));
+}
+
+// A Harbor task's stdio MCP servers reach the client as the candidate's do; a candidate's own
+// server of the same name wins.
+TEST_F(ClaudeCodeAdapter, AddsAHarborTasksMcpServers) {
+  f_.harbor.emplace();
+  harness::mcp_server_spec task_search, task_db, own;
+  task_search.name = "search";
+  task_search.command = {"/opt/task/search"};
+  task_db.name = "db";
+  task_db.command = {"db-server", "--ro"};
+  f_.harbor->mcp_servers = {task_db, task_search};
+  own.name = "search";
+  own.command = {"my-search"};
+  c_.mcp_servers.push_back(own);
+  auto p = plan();
+  std::string text;
+  for (const auto& f : p.home.files)
+    if (f.path == ".claude/evalbox-mcp.json") text = f.content;
+  ASSERT_FALSE(text.empty());
+  const json servers = json::parse(text)["mcpServers"];
+  EXPECT_EQ(servers.size(), 2u) << servers.dump();
+  EXPECT_EQ(servers["search"]["command"], "my-search");
+  EXPECT_EQ(servers["db"]["command"], "db-server");
+  EXPECT_EQ(servers["db"]["args"], json::array({"--ro"}));
+}
+
+TEST_F(ClaudeCodeAdapter, WithoutThemNothingIsAdded) {
+  auto p = plan();
+  EXPECT_TRUE(p.bundles.empty());
+  for (const auto& a : p.argv) EXPECT_FALSE(a.starts_with("--mcp-config")) << a;
+  for (const auto& f : p.home.files) EXPECT_NE(f.path, ".claude/settings.json");
+}
+
+TEST_F(ClaudeCodeAdapter, RefusesAnUnknownHookEventAndSettingsGivenAsAHomeFile) {
+  ASSERT_TRUE(write_file(dir_.path() / "h.sh", "#!/bin/sh\n", 0755));
+  c_.hooks.push_back({"BeforeTool", "", "h.sh", dir_.path() / "h.sh", {c_.where.file, 9, 7}});
+  c_.hooks_where = {c_.where.file, 8, 5};
+  c_.home_files[".claude/settings.json"] = dir_.path() / "h.sh";
+  auto errors = validate();
+  EXPECT_TRUE(has_error(errors, "Claude Code has no hook event 'BeforeTool'", 9))
+      << harness::join_messages(errors);
+  EXPECT_TRUE(has_error(errors, "which home_files gives as a file of its own", 8))
+      << harness::join_messages(errors);
+}
+
 }  // namespace
 }  // namespace evalbox::adapters

@@ -54,6 +54,45 @@ class CodexAdapter : public ::testing::Test {
   std::map<std::string, fs::path> creds_;
 };
 
+// Skills in $HOME/.agents/skills/ (read-only), MCP servers as [mcp_servers.NAME] tables of
+// config.toml; hooks refused (Codex runs only hooks it has trusted).
+TEST_F(CodexAdapter, PlacesSkillsAndServersAndRefusesHooks) {
+  const fs::path d = dir_.path();
+  ASSERT_TRUE(make_dirs(d / "skills/pdf-tools"));
+  ASSERT_TRUE(write_file(d / "skills/pdf-tools/SKILL.md", "x"));
+  ASSERT_TRUE(write_file(d / "search.py", "print()\n"));
+  c_.skills.push_back({"pdf-tools", d / "skills/pdf-tools", {}});
+  harness::mcp_server_spec m;
+  m.name = "search";
+  m.command = {"python3", "search.py", "--quote\"d"};
+  m.files[1] = d / "search.py";
+  m.env = {{"INDEX", "/data/idx"}};
+  c_.mcp_servers.push_back(m);
+  EXPECT_TRUE(validate().empty()) << harness::join_messages(validate());
+  auto p = plan();
+  std::map<fs::path, fs::path> bundles;
+  for (const auto& b : p.bundles) bundles[b.target] = b.source;
+  EXPECT_EQ(bundles.size(), 2u);
+  EXPECT_EQ(bundles["/home/agent/.agents/skills/pdf-tools"], d / "skills/pdf-tools");
+  EXPECT_EQ(bundles["/evalbox/mcp/search/search.py"], d / "search.py");
+  const std::string config = config_of(p);
+  EXPECT_NE(config.find("\n[mcp_servers.\"search\"]\ncommand = \"python3\"\n"
+                        "args = [\"/evalbox/mcp/search/search.py\", \"--quote\\\"d\"]\n"
+                        "env = { \"INDEX\" = \"/data/idx\" }\n"),
+            std::string::npos)
+      << config;
+
+  c_.hooks.push_back({"PreToolUse", "", "h", d / "search.py", {}});
+  c_.hooks_where = {c_.where.file, 14, 5};
+  c_.home_files[".codex/config.toml"] = d / "search.py";
+  c_.mcp_servers_where = {c_.where.file, 12, 5};
+  auto errors = validate();
+  EXPECT_TRUE(has_error(errors, "adapter codex cannot take hooks", 14))
+      << harness::join_messages(errors);
+  EXPECT_TRUE(has_error(errors, "which home_files gives as a file of its own", 12))
+      << harness::join_messages(errors);
+}
+
 TEST_F(CodexAdapter, AcceptsEveryDocumentedSetting) {
   set("model", "gpt-5.5");
   set("effort", "high");

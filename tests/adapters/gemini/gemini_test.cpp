@@ -203,5 +203,37 @@ TEST_F(GeminiAdapter, AKilledClientIsAnErrorSayingSo) {
   EXPECT_EQ(t->error, "gemini was killed before it finished (interrupted: no final event)");
 }
 
+// MCP servers in settings.json's mcpServers, their files read-only at /evalbox/mcp/; skills and
+// hooks refused where they are written, saying why.
+TEST_F(GeminiAdapter, WritesMcpServersAndRefusesSkillsAndHooks) {
+  ASSERT_TRUE(write_file(dir_.path() / "search.py", "print()\n"));
+  harness::mcp_server_spec m;
+  m.name = "search";
+  m.command = {"python3", "search.py"};
+  m.files[1] = dir_.path() / "search.py";
+  m.env = {{"INDEX", "/data/idx"}};
+  c_.mcp_servers.push_back(m);
+  EXPECT_TRUE(gemini::make_adapter()->validate(c_).empty());
+  auto p = plan();
+  ASSERT_EQ(p.home.files.size(), 1u);
+  const json settings = json::parse(p.home.files[0].content);
+  EXPECT_EQ(settings["mcpServers"], json::parse(R"({"search": {"command": "python3",
+      "args": ["/evalbox/mcp/search/search.py"], "env": {"INDEX": "/data/idx"}}})"));
+  ASSERT_EQ(p.bundles.size(), 1u);
+  EXPECT_EQ(p.bundles[0].target, fs::path("/evalbox/mcp/search/search.py"));
+  EXPECT_EQ(p.bundles[0].source, dir_.path() / "search.py");
+
+  c_.skills.push_back({"pdf", dir_.path(), {}});
+  c_.skills_where = {c_.where.file, 11, 5};
+  c_.hooks.push_back({"BeforeTool", "", "h", dir_.path() / "search.py", {}});
+  c_.hooks_where = {c_.where.file, 12, 5};
+  auto errors = gemini::make_adapter()->validate(c_);
+  ASSERT_EQ(errors.size(), 2u) << harness::join_messages(errors);
+  EXPECT_EQ(errors[0].where.line, 11);
+  EXPECT_NE(errors[0].message().find("adapter gemini cannot take skills"), std::string::npos);
+  EXPECT_EQ(errors[1].where.line, 12);
+  EXPECT_NE(errors[1].message().find("adapter gemini cannot take hooks"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace evalbox::adapters

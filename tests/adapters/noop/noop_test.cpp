@@ -27,5 +27,21 @@ TEST(NoopAdapter, RunsNothingAndTakesNoSettings) {
   EXPECT_TRUE(t->completed);
 }
 
+TEST(NoopAdapter, RefusesSkillsServersAndHooksWhereTheyAreWritten) {
+  harness::candidate_spec c;
+  c.id = "noop";
+  c.adapter = "noop";
+  c.skills.push_back({"pdf", "/nonexistent", {}});
+  c.skills_where = {"suite.yaml", 8, 5};
+  c.mcp_servers.push_back({});
+  c.mcp_servers_where = {"suite.yaml", 9, 5};
+  auto errors = noop::make_adapter()->validate(c);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].message(),
+            "suite.yaml:8:5: adapter noop cannot take skills: it runs no agent client (hint: "
+            "remove skills from candidate noop)");
+  EXPECT_EQ(errors[1].where.line, 9);
+}
+
 }  // namespace
 }  // namespace evalbox::adapters

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "base/fs.h"
+
 namespace evalbox::harness {
 namespace {
 
@@ -56,6 +58,41 @@ TEST(Plan, AChangedFixtureOrCandidateGetsNewIds) {
   auto changed2 = *plan_runs(s2, {});
   EXPECT_NE(changed2[0].run_id, base[0].run_id);
   EXPECT_EQ(changed2[3].run_id, base[3].run_id) << "the other candidate keeps its ids";
+}
+
+// A skill, an MCP server's file or a hook is known by its content: editing one makes new run
+// ids, and so does adding one; touching nothing keeps them.
+TEST(Plan, AChangedSkillServerFileOrHookGetsNewIds) {
+  temp_dir dir;
+  const std::filesystem::path d = dir.path();
+  ASSERT_TRUE(make_dirs(d / "skills/pdf"));
+  ASSERT_TRUE(write_file(d / "skills/pdf/SKILL.md", "v1"));
+  ASSERT_TRUE(write_file(d / "server.py", "v1"));
+  ASSERT_TRUE(write_file(d / "hook.sh", "v1", 0755));
+  candidate_spec c;
+  c.id = "claude";
+  c.adapter = "claude-code";
+  const std::string bare = *candidate_digest(c);
+  c.skills.push_back({"pdf", d / "skills/pdf", {}});
+  const std::string with_skill = *candidate_digest(c);
+  EXPECT_NE(with_skill, bare);
+  mcp_server_spec m;
+  m.name = "search";
+  m.command = {"python3", "server.py"};
+  m.files[1] = d / "server.py";
+  c.mcp_servers.push_back(m);
+  c.hooks.push_back({"PreToolUse", "Bash", "hook.sh", d / "hook.sh", {}});
+  const auto before = candidate_digest(c);
+  ASSERT_TRUE(before) << before.error().message;
+  EXPECT_EQ(*candidate_digest(c), *before);
+  for (const char* file : {"skills/pdf/SKILL.md", "server.py", "hook.sh"}) {
+    const std::string was = *candidate_digest(c);
+    ASSERT_TRUE(write_file(d / file, "v2", 0755));
+    EXPECT_NE(*candidate_digest(c), was) << file;
+  }
+  // A skill gone from the host is an error, not a silent digest of nothing.
+  ASSERT_TRUE(remove_tree(d / "skills"));
+  EXPECT_FALSE(candidate_digest(c));
 }
 
 TEST(Plan, FilterSelectsFixtureSlashCandidate) {
