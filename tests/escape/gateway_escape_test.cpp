@@ -57,7 +57,9 @@ class GatewayEscape : public ::testing::Test {
     session_.emplace(std::move(*s));
   }
   void TearDown() override {
-    if (session_) EXPECT_TRUE(session_->close());
+    if (session_) {
+      EXPECT_TRUE(session_->close());
+    }
     if (upstream_) upstream_->stop();
   }
 
