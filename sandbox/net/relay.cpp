@@ -215,7 +215,7 @@ void relay::proxy_request(conn& c) {
   c.to_outside.append(buf, static_cast<size_t>(n));
   auto refuse = [&](const std::string& status) {
     std::string r = fmt::format("HTTP/1.1 {}\r\nContent-Length: 0\r\n\r\n", status);
-    (void)!::write(c.inside.get(), r.data(), r.size());
+    (void)!::send(c.inside.get(), r.data(), r.size(), MSG_NOSIGNAL);
     c.dead = true;
   };
   auto end = c.to_outside.find("\r\n\r\n");
@@ -279,7 +279,9 @@ void relay::fill(std::vector<pollfd>& fds) {
   for (auto& c : conns_) {
     auto flush = [&](int fd, std::string& buf) {
       if (buf.empty() || fd < 0) return;
-      ssize_t w = ::write(fd, buf.data(), buf.size());
+      // MSG_NOSIGNAL: a peer that closed early (a client that read only the head) is a dead
+      // connection, not a SIGPIPE that kills the helper and the run with it.
+      ssize_t w = ::send(fd, buf.data(), buf.size(), MSG_NOSIGNAL);
       if (w > 0)
         buf.erase(0, static_cast<size_t>(w));
       else if (w < 0 && errno != EAGAIN && errno != EINTR)

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <tuple>
+#include <vector>
 
 #include "base/fs.h"
 #include "harness/gateway/gateway.h"
@@ -57,7 +59,9 @@ class GatewayEscape : public ::testing::Test {
     session_.emplace(std::move(*s));
   }
   void TearDown() override {
-    if (session_) EXPECT_TRUE(session_->close());
+    if (session_) {
+      EXPECT_TRUE(session_->close());
+    }
     if (upstream_) upstream_->stop();
   }
 
@@ -69,11 +73,14 @@ class GatewayEscape : public ::testing::Test {
     return gw::model_gateway::start(std::move(o)).value();
   }
 
-  // The hostile program's answer to one POST inside the sandbox.
-  std::string post(uint16_t port, const std::string& path, const std::string& key) {
+  // The hostile program's answers to POSTs inside the sandbox, one line each, from one launch.
+  std::string post(const std::vector<std::tuple<uint16_t, std::string, std::string>>& asks) {
+    std::string script;
+    for (const auto& [port, path, key] : asks)
+      script += fmt::format("{} http 127.0.0.1 {} '{}' '{}'; ", hostile, port, path, key);
     launch_options o;
     o.label = "gateway-escape";
-    o.argv = {hostile, "http", "127.0.0.1", std::to_string(port), path, key};
+    o.argv = {"/bin/sh", "-c", script};
     o.extra_mounts.push_back({tools_dir, "/evalbox/tools", false, false});
     o.stdout_path = out_.path() / "stdout";
     auto r = launch_in(*session_, o);
@@ -91,19 +98,22 @@ class GatewayEscape : public ::testing::Test {
 };
 
 TEST_F(GatewayEscape, OnlyItsOwnGatewayWithItsOwnPlaceholderGetsThrough) {
-  EXPECT_EQ(post(mine_->port(), "/v1/responses", mine_->placeholder()), "http 200\n");
-  EXPECT_EQ(reached_, 1);
-  // Another run's placeholder, at this run's gateway: refused there.
-  EXPECT_EQ(post(mine_->port(), "/v1/responses", other_->placeholder()), "http 401\n");
-  // Outside the upstream's path, with dot segments raw and escaped.
-  EXPECT_EQ(post(mine_->port(), "/v1/../admin", mine_->placeholder()), "http 404\n");
-  EXPECT_EQ(post(mine_->port(), "/v1/%2e%2e/admin", mine_->placeholder()), "http 404\n");
-  EXPECT_EQ(post(mine_->port(), "/admin", mine_->placeholder()), "http 404\n");
-  // Around the gateway: the upstream, and another run's gateway, are not reachable at all.
-  EXPECT_EQ(post(upstream_->port(), "/v1/responses", "sk-escape-test-real-key-0123456789"),
-            "refused connect: ECONNREFUSED\n");
-  EXPECT_EQ(post(other_->port(), "/v1/responses", other_->placeholder()),
-            "refused connect: ECONNREFUSED\n");
+  const std::string mine = mine_->placeholder();
+  const std::string answers = post({
+      {mine_->port(), "/v1/responses", mine},
+      // Another run's placeholder, at this run's gateway: refused there.
+      {mine_->port(), "/v1/responses", other_->placeholder()},
+      // Outside the upstream's path, with dot segments raw and escaped.
+      {mine_->port(), "/v1/../admin", mine},
+      {mine_->port(), "/v1/%2e%2e/admin", mine},
+      {mine_->port(), "/admin", mine},
+      // Around the gateway: the upstream, and another run's gateway, are not reachable at all.
+      {upstream_->port(), "/v1/responses", "sk-escape-test-real-key-0123456789"},
+      {other_->port(), "/v1/responses", other_->placeholder()},
+  });
+  EXPECT_EQ(answers,
+            "http 200\nhttp 401\nhttp 404\nhttp 404\nhttp 404\n"
+            "refused connect: ECONNREFUSED\nrefused connect: ECONNREFUSED\n");
   EXPECT_EQ(reached_, 1);
   EXPECT_EQ(mine_->totals().refused, 4u);
   EXPECT_EQ(other_->totals().calls + other_->totals().refused, 0u);
@@ -113,7 +123,7 @@ TEST_F(GatewayEscape, ThePlaceholderIsWorthNothingOnceItsGatewayStopped) {
   const uint16_t port = mine_->port();
   const std::string placeholder = mine_->placeholder();
   (void)mine_->stop();
-  const std::string answer = post(port, "/v1/responses", placeholder);
+  const std::string answer = post({{port, "/v1/responses", placeholder}});
   EXPECT_TRUE(answer == "http none\n" || answer == "refused connect: ECONNREFUSED\n") << answer;
   EXPECT_EQ(reached_, 0);
 }
