@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -70,7 +71,7 @@ std::optional<int64_t> jwt_expiry(std::string_view token) {
   json claims = json::parse(*bytes, nullptr, false);
   if (!claims.is_object()) return std::nullopt;
   auto exp = claims.find("exp");
-  if (exp == claims.end() || !exp->is_number()) return std::nullopt;
+  if (exp == claims.end() || !exp->is_number_integer()) return std::nullopt;
   return exp->get<int64_t>();
 }
 
@@ -162,25 +163,30 @@ result<header_pairs> upstream_login::headers(std::string_view client_beta,
   std::string token = access_token(*tokens, o_.kind);
   log::redact_secret(token);
 
-  bool stale = refused && *refused == token;
-  const auto margin_s = o_.refresh_margin.count();
+  // When the token expires (seconds since the epoch), as far as the login says.
+  std::optional<int64_t> expires;
   if (o_.kind == login_kind::claude_oauth) {
-    auto at = tokens->find("expiresAt");
-    if (at != tokens->end() && at->is_number() && at->get<int64_t>() <= now_ms() + margin_s * 1000)
-      stale = true;
+    if (auto at = tokens->find("expiresAt"); at != tokens->end() && at->is_number_integer())
+      expires = at->get<int64_t>() / 1000;
   } else if (auto exp = jwt_expiry(token)) {
-    if (*exp <= std::time(nullptr) + margin_s) stale = true;
+    expires = *exp;
   } else if (auto last = parse_iso(string_at(doc, "last_refresh"))) {
-    if (*last +
-            std::chrono::duration_cast<std::chrono::seconds>(chatgpt_refresh_interval).count() <=
-        std::time(nullptr))
-      stale = true;
+    expires =
+        *last + std::chrono::duration_cast<std::chrono::seconds>(chatgpt_refresh_interval).count();
   }
-  if (stale) {
-    if (auto s = refresh(*content); !s) return std::unexpected(s.error());
-    doc = json::parse(*content, nullptr, false);
-    tokens = token_object(doc, o_.kind);
-    token = access_token(*tokens, o_.kind);
+  const int64_t now = std::time(nullptr);
+  const bool was_refused = refused && *refused == token;
+  if (was_refused || (expires && *expires <= now + o_.refresh_margin.count())) {
+    if (auto s = refresh(*content); s) {
+      doc = json::parse(*content, nullptr, false);
+      tokens = token_object(doc, o_.kind);
+      token = access_token(*tokens, o_.kind);
+    } else if (was_refused || *expires <= now) {
+      return std::unexpected(s.error());
+    } else {
+      // Still valid for a while: sent as it is, the refresh tried again at the next request.
+      log::warn("gateway: {} (the token is still valid, sent as it is)", s.error().message);
+    }
   }
   last_token_ = token;
 
@@ -243,8 +249,10 @@ status upstream_login::refresh(std::string& content) {
   if (claude) {
     (*tokens)["accessToken"] = access;
     if (!next_refresh.empty()) (*tokens)["refreshToken"] = next_refresh;
-    if (auto in = answer.find("expires_in"); in != answer.end() && in->is_number())
-      (*tokens)["expiresAt"] = now_ms() + in->get<int64_t>() * 1000;
+    if (auto in = answer.find("expires_in"); in != answer.end() && in->is_number_integer())
+      // Bounded (a year): an absurd answer must not overflow the sum.
+      (*tokens)["expiresAt"] =
+          now_ms() + std::clamp<int64_t>(in->get<int64_t>(), 0, 365 * 24 * 3600) * 1000;
   } else {
     (*tokens)["access_token"] = access;
     if (!next_refresh.empty()) (*tokens)["refresh_token"] = next_refresh;

@@ -263,6 +263,28 @@ TEST_F(Login, AFailedRefreshIsAnAnswerInTheApisShapeThatHoldsNoToken) {
   EXPECT_EQ(lease()["claudeAiOauth"]["refreshToken"], "refresh-1");  // unchanged
 }
 
+TEST_F(Login, ATokenStillValidIsSentWhenItsEarlyRefreshFails) {
+  // Inside the refresh margin but not expired: the issuer's failure does not fail the call.
+  auto g = start(login_kind::claude_oauth, claude("access-1", now_ms() + 60'000));
+  up_.fail_refresh();
+  auto r = post(*g, "/v1/messages", {{"x-api-key", g->placeholder()}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(up_.api().size(), 1u);
+  EXPECT_EQ(up_.api()[0].header("authorization"), "Bearer access-1");
+  EXPECT_EQ(up_.refreshes().size(), 1u);
+  EXPECT_EQ(lease()["claudeAiOauth"]["refreshToken"], "refresh-1");
+}
+
+TEST_F(Login, AnExpiryThatIsNoWholeNumberIsNotReadAsOne) {
+  // 1e300 (or 1.5) is not milliseconds since the epoch: no refresh on its word, the token sent.
+  json login = claude("access-1", 0);
+  login["claudeAiOauth"]["expiresAt"] = 1e300;
+  auto g = start(login_kind::claude_oauth, login);
+  EXPECT_EQ(post(*g, "/v1/messages", {{"x-api-key", g->placeholder()}}).status, 200);
+  EXPECT_TRUE(up_.refreshes().empty());
+  EXPECT_EQ(up_.api().at(0).header("authorization"), "Bearer access-1");
+}
+
 TEST_F(Login, AnAPIKeyStillNeedsThePlaceholderAndAQueryKeyIsNotALogin) {
   auto g = start(login_kind::claude_oauth, claude("access-1", now_ms() + 3'600'000));
   EXPECT_EQ(post(*g, "/v1/messages", {{"x-api-key", "sk-someone-else"}}).status, 401);

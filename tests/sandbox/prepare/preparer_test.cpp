@@ -384,6 +384,36 @@ TEST(PrepareHome, LaysOutHomeWithPlaceholdersForLeases) {
   EXPECT_TRUE(is_within(it->source, env.state / "credential-leases"));
 }
 
+TEST(PrepareHome, AHostOnlyLeaseIsHeldButNeverInsideTheSandbox) {
+  REQUIRE_ROOT_MOUNTS();
+  prep_env env;
+  preparer p(env.options());
+  auto r = env.request();
+  r.secrets = {{"login", env.creds / "auth.json", {}}};
+  r.secrets[0].host_only = true;
+  auto s = p.prepare(r);
+  ASSERT_TRUE(s) << s.error().message;
+  // Held (a second run cannot lease it), readable on the host, with no mount and no placeholder.
+  auto lease = s->lease_path("login");
+  ASSERT_TRUE(lease);
+  EXPECT_TRUE(is_within(*lease, env.state / "credential-leases"));
+  EXPECT_EQ(*read_file(*lease), *read_file(env.creds / "auth.json"));
+  for (const auto& m : s->mounts()) EXPECT_NE(m.source, *lease) << m.target;
+  EXPECT_FALSE(s->lease_path("other"));
+  auto r2 = env.request("second");
+  r2.secrets = r.secrets;
+  auto busy = p.prepare(r2);
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().kind, error_kind::busy) << busy.error().message;
+  // A host-only secret names no target inside.
+  auto r3 = env.request("third");
+  r3.secrets = {{"login", env.creds / "auth.json", ".codex/auth.json"}};
+  r3.secrets[0].host_only = true;
+  auto bad = p.prepare(r3);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, error_kind::invalid_argument) << bad.error().message;
+}
+
 TEST(PrepareMounts, BundlesAndArgv0DirectoryAreReadOnlyBinds) {
   REQUIRE_ROOT_MOUNTS();
   prep_env env;
