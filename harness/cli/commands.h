@@ -36,6 +36,7 @@ void register_slurm(CLI::App& app, action& out);
 void register_k8s(CLI::App& app, action& out);
 void register_image(CLI::App& app, action& out);
 void register_bundle(CLI::App& app, action& out);
+void register_cache(CLI::App& app, action& out);
 void register_import(CLI::App& app, action& out);
 void register_runs(CLI::App& app, action& out);
 void register_session(CLI::App& app, action& out);

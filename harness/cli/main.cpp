@@ -61,6 +61,7 @@ constexpr command commands[] = {
     {"runs", register_runs},          // finished runs: a shell on a kept workspace
     {"image", register_image},        // the image store: import, ls, rm
     {"bundle", register_bundle},      // content-addressed bundles: their digest
+    {"cache", register_cache},        // caches: warm, ls, rm
     {"session", register_session},    // sandboxes that programs drive
     {"serve", register_serve},        // many sessions from one process
     {"import", register_import},      // benchmarks in other formats, as fixtures

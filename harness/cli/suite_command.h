@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,5 +112,12 @@ std::expected<harness::suite_spec, int> one_run_suite(const std::string& dir,
                                                       const std::string& candidate,
                                                       const std::string& default_id,
                                                       image_args& images, std::string_view cmd);
+
+// `evalbox cache warm`: the caches of `suite` (those named in `only`, else every one) warmed
+// where the cache store lacks them (again, replacing them, with `force`), with SIGINT/SIGTERM
+// watched (a cancelled warm stores nothing); one line per cache ready on stdout (key, name,
+// target, files, size). Returns the exit code.
+int warm_suite_caches(const harness::suite_spec& suite, const std::set<std::string>& only,
+                      bool force);
 
 }  // namespace evalbox::harness::cli

@@ -185,7 +185,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   using namespace parsing;
   static constexpr std::string_view known[] = {
       "schema", "id",        "description", "prompt",    "follow_up", "setup",  "limits", "network",
-      "checks", "threshold", "environment", "workspace", "budget",    "mounts", "bundles"};
+      "checks", "threshold", "environment", "workspace", "budget",    "mounts", "bundles", "caches"};
   static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
   reader r(std::string(display), errors, text);
   fixture_spec spec;
@@ -201,7 +201,7 @@ fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
   if (f->has("budget")) spec.budget = parse_budget(r, f->get("budget"), "budget");
   if (f->has("environment")) spec.environment = parse_environment(r, f->get("environment"));
   if (f->has("workspace")) spec.git_workspace = parse_git_workspace(r, f->get("workspace"));
-  parse_inputs(r, *f, spec.mounts, spec.bundles);
+  parse_inputs(r, *f, spec.mounts, spec.bundles, spec.caches);
   if (f->has("threshold")) parse_threshold(r, f->get("threshold"), spec);
   if (f->has("checks")) parse_checks(r, f->get("checks"), spec);
   spec.grading_text = emit_fields(*f, grading_keys, true);
@@ -252,7 +252,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
       "schema", "name",        "description",  "fixtures", "candidates",
       "trials", "concurrency", "credentials",  "limits",   "baseline",
       "prices", "results",     "environment",  "images",   "harbor",
-      "judges", "budget",      "suite_budget", "mounts",   "bundles"};
+      "judges", "budget",      "suite_budget", "mounts",   "bundles", "caches"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   reader r(std::string(display), errors);
   suite_spec spec;
@@ -266,7 +266,7 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
   if (f->has("credentials")) parse_credentials(r, f->get("credentials"), base_dir, spec);
   if (f->has("limits")) spec.default_limits = parse_limits(r, f->get("limits"), "limits");
   if (f->has("environment")) spec.default_environment = parse_environment(r, f->get("environment"));
-  parse_inputs(r, *f, spec.default_mounts, spec.default_bundles);
+  parse_inputs(r, *f, spec.default_mounts, spec.default_bundles, spec.default_caches);
   if (f->has("candidates")) parse_candidates(r, f->get("candidates"), base_dir, adapters, spec);
   check_shared_credentials(r, spec);
   if (f->has("baseline")) parse_baseline(r, f->get("baseline"), spec);

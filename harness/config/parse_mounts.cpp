@@ -1,5 +1,5 @@
 // What a run sees besides its workspace, as fixtures and suites write it: named mounts
-// (`mounts:`) and content-addressed bundles (`bundles:`). Only the form is checked here; the
+// (`mounts:`), content-addressed bundles (`bundles:`) and caches (`caches:`). Only the form is checked here; the
 // sources are resolved and checked against the file system when the file is loaded
 // (harness/fixture/load.cpp), and bundles verified when they enter the store.
 #include <algorithm>
@@ -153,9 +153,74 @@ std::optional<bundle_spec> parse_bundle(reader& r, const YAML::Node& n, const st
   return b;
 }
 
+// A cache's target: where a mount's may be, or below the managed home (where clients keep
+// theirs: ~/.cache/pip, ~/.npm), but not the home itself.
+std::optional<std::string> read_cache_target(reader& r, const YAML::Node& n,
+                                             const std::string& what) {
+  auto s = r.string(n, what);
+  if (!s) return std::nullopt;
+  std::string why = target_problem(*s);
+  if (!why.empty() && is_normal_absolute(*s) && is_within(fs::path(*s), "/home/agent") &&
+      *s != "/home/agent" && source_problem(s->substr(1)).empty())
+    why.clear();
+  if (!why.empty()) {
+    r.fail(n, fmt::format("{} '{}' {}", what, *s, why),
+           "a directory of its own inside the sandbox, or below the home, e.g. "
+           "/home/agent/.cache/pip or /opt/cache");
+    return std::nullopt;
+  }
+  return s;
+}
+
+bool valid_cache_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && name != "." && name != ".." &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '-';
+         });
+}
+
+std::optional<cache_spec> parse_cache(reader& r, const YAML::Node& key, const YAML::Node& n) {
+  static constexpr std::string_view known[] = {"target", "warm", "network", "context",
+                                               "max_bytes"};
+  static constexpr std::string_view required[] = {"target", "warm"};
+  cache_spec c;
+  if (auto name = r.string(key, "caches key")) c.name = *name;
+  const std::string what = fmt::format("caches.{}", c.name);
+  const size_t before = r.error_count();
+  if (!c.name.empty() && !valid_cache_name(c.name))
+    r.fail(key, fmt::format("cache name '{}' is not [A-Za-z0-9_.-]{{1,64}}", c.name),
+           "name it by what it holds, e.g. pip or npm");
+  auto f = r.mapping(n, what, known, required);
+  if (!f) return std::nullopt;
+  c.where = r.at(key);
+  if (f->has("target")) {
+    c.target_where = r.at(f->get("target"));
+    if (auto t = read_cache_target(r, f->get("target"), what + ".target")) c.target = *t;
+  }
+  if (f->has("warm")) {
+    YAML::Node w = f->get("warm");
+    c.warm_where = r.at(w);
+    if (w.IsScalar()) {
+      if (auto s = r.string(w, what + ".warm")) c.warm = {*s};
+    } else if (auto l = r.string_list(w, what + ".warm")) {
+      c.warm = *l;
+    }
+  }
+  if (f->has("network")) c.network = parse_network(r, f->get("network"), what + ".network");
+  if (f->has("context")) {
+    c.context_where = r.at(f->get("context"));
+    if (auto s = read_source(r, f->get("context"), what + ".context")) c.context = *s;
+  }
+  if (f->has("max_bytes"))
+    if (auto b = r.size_bytes(f->get("max_bytes"), what + ".max_bytes")) c.max_bytes = *b;
+  if (r.error_count() != before) return std::nullopt;
+  return c;
+}
+
 // Each target once, none inside another: a mount over a mount hides one of them.
 void check_targets(reader& r, const std::vector<mount_spec>& mounts,
-                   const std::vector<bundle_spec>& bundles) {
+                   const std::vector<bundle_spec>& bundles, const std::vector<cache_spec>& caches) {
   std::vector<std::pair<std::string, source_location>> seen;
   auto claim = [&](const std::string& target, const source_location& where) {
     for (const auto& [other, other_where] : seen) {
@@ -170,12 +235,13 @@ void check_targets(reader& r, const std::vector<mount_spec>& mounts,
   };
   for (const auto& m : mounts) claim(m.target, m.target_where);
   for (const auto& b : bundles) claim(b.target, b.target_where);
+  for (const auto& c : caches) claim(c.target, c.target_where);
 }
 
 }  // namespace
 
 void parse_inputs(reader& r, const fields& f, std::vector<mount_spec>& mounts,
-                  std::vector<bundle_spec>& bundles) {
+                  std::vector<bundle_spec>& bundles, std::vector<cache_spec>& caches) {
   if (f.has("mounts")) {
     YAML::Node list = f.get("mounts");
     if (!list.IsSequence()) {
@@ -198,7 +264,17 @@ void parse_inputs(reader& r, const fields& f, std::vector<mount_spec>& mounts,
           bundles.push_back(std::move(*b));
     }
   }
-  check_targets(r, mounts, bundles);
+  if (f.has("caches")) {
+    YAML::Node map = f.get("caches");
+    if (!map.IsMap()) {
+      r.fail(map, fmt::format("caches is {}, not a mapping", type_name(map)),
+             "write caches: {pip: {target: /home/agent/.cache/pip, warm: [pip download ...]}}");
+    } else {
+      for (const auto& kv : map)
+        if (auto c = parse_cache(r, kv.first, kv.second)) caches.push_back(std::move(*c));
+    }
+  }
+  check_targets(r, mounts, bundles, caches);
 }
 
 }  // namespace parsing

@@ -31,10 +31,10 @@ void parse_images(reader& r, const YAML::Node& n, const std::filesystem::path& b
                   suite_spec& spec);
 void parse_harbor(reader& r, const YAML::Node& n, suite_spec& spec);
 
-// parse_mounts.cpp: `mounts:` and `bundles:` (fixture or suite), their targets each once and
-// none inside another.
+// parse_mounts.cpp: `mounts:`, `bundles:` and `caches:` (fixture or suite), their targets each
+// once and none inside another.
 void parse_inputs(reader& r, const fields& f, std::vector<mount_spec>& mounts,
-                  std::vector<bundle_spec>& bundles);
+                  std::vector<bundle_spec>& bundles, std::vector<cache_spec>& caches);
 
 // parse_checks.cpp: a fixture's checks: [...], each of one kind, ids unique, some weight > 0.
 void parse_checks(reader& r, const YAML::Node& list, fixture_spec& spec);

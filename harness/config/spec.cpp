@@ -50,6 +50,19 @@ json mount_spec::to_json() const {
   return j;
 }
 
+json cache_spec::to_json() const {
+  json j{{"name", name},
+         {"target", target},
+         {"warm", warm},
+         {"network", network.to_json()},
+         {"max_bytes", max_bytes}};
+  if (!context.empty())
+    j["context"] = {{"path", context},
+                    {"digest", context_digest.empty() ? json(nullptr)
+                                                      : json("sha256:" + context_digest)}};
+  return j;
+}
+
 json bundle_spec::to_json() const {
   return json{{"source", source}, {"target", target}, {"digest", digest}};
 }

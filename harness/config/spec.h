@@ -163,6 +163,30 @@ struct bundle_spec {
   [[nodiscard]] json to_json() const;  // {source, target, digest}
 };
 
+// caches: {NAME: {target, warm, network, context, max_bytes}} — a directory filled once by its
+// warm commands (in a sandbox of the fixture's environment, by `evalbox cache warm` or the
+// first run that needs it), kept in the state directory under the key of what filled it, and
+// seen by every run at `target` as a read-only lower under a writable upper of its own: a run's
+// writes stay in the run (docs/fixture-format.md, "caches"). Written in a fixture, or in a
+// suite for all of its fixtures (a fixture's own replaces the suite's of the same name).
+struct cache_spec {
+  std::string name;               // [A-Za-z0-9_.-]{1,64}
+  std::string target;             // absolute; may lie below /home/agent
+  std::vector<std::string> warm;  // shell commands, run in /workspace with the cache at target
+  network_spec network;           // while warming; runs keep their own
+  // The directory warm commands see at /workspace, as written (relative to the file) and made
+  // absolute when the file is loaded, with its tree digest; unset: a fixture's workspace/
+  // for a fixture's cache, an empty directory for a suite's.
+  std::string context;
+  std::filesystem::path context_path;
+  std::string context_digest;
+  uint64_t max_bytes = 1ull << 30;  // the most it may hold, and a run may write over it
+  bool from_suite = false;
+  source_location where, target_where, warm_where, context_where;
+
+  [[nodiscard]] json to_json() const;  // {name, target, warm, network, context?, max_bytes}
+};
+
 // `verifier`: a Harbor task's tests/test.sh and its reward (never written in fixture.yaml);
 // `tests`: a command whose test report is graded FAIL_TO_PASS / PASS_TO_PASS (docs/swebench.md);
 // `judge`: propositions a model grades from chosen evidence (docs/fixture-format.md).
@@ -336,6 +360,7 @@ struct fixture_spec {
   // Its own mounts and bundles, then (set by load_suite) the suite's of the other targets.
   std::vector<mount_spec> mounts;
   std::vector<bundle_spec> bundles;
+  std::vector<cache_spec> caches;  // its own, then (set by load_suite) the suite's of other names
   std::vector<check_spec> checks;  // at least one
   double threshold = 1.0;          // passed when the weighted share of passing checks >= this
   bool has_grader = false;         // grader/ exists
@@ -478,6 +503,7 @@ struct suite_spec {
   std::optional<environment_spec> default_environment;  // for fixtures without their own
   std::vector<mount_spec> default_mounts;    // for every fixture, under its own (by target)
   std::vector<bundle_spec> default_bundles;  // the same
+  std::vector<cache_spec> default_caches;    // for every fixture, under its own (by name)
   std::optional<std::string> baseline;       // a candidate id
   std::map<std::string, price_spec> prices;  // model or candidate id -> price
   std::optional<budget_spec> budget;         // per run, under each candidate's

@@ -71,9 +71,9 @@ bool glob_match(std::string_view p, std::string_view t) {
 
 namespace {
 
-// The suite's mounts and bundles a fixture's runs get (its own are in its task digest: the
-// YAML and, inside its directory, the sources): each mount's source by the digest of its
-// content, each bundle by its digest. Empty without any.
+// The suite's mounts, bundles and caches a fixture's runs get (its own are in its task digest:
+// the YAML and, inside its directory, the sources): each mount's source by the digest of its
+// content, each bundle by its digest, each cache by how it is filled. Empty without any.
 std::string suite_inputs_key(const fixture_spec& fixture) {
   std::string key;
   for (const auto& m : fixture.mounts)
@@ -82,6 +82,8 @@ std::string suite_inputs_key(const fixture_spec& fixture) {
                          m.max_bytes.value_or(0), m.source_digest);
   for (const auto& b : fixture.bundles)
     if (b.from_suite) key += fmt::format("\nbundle {} {}", b.target, b.digest);
+  for (const auto& c : fixture.caches)
+    if (c.from_suite) key += fmt::format("\ncache {}", c.to_json().dump());
   return key;
 }
 

@@ -484,9 +484,14 @@ class attempt {
         {fixture_, cand_, plan_, x_.suite.default_limits,
          fmt::format("{}-{}-{:08x}", r_.run_id, number, session_nonce()), std::move(roots),
          fixture_.has_bin ? x_.bin_digests[r_.fixture] : std::string(), image_,
-         x_.bundles ? &(*x_.bundles)[r_.fixture] : nullptr});
+         x_.bundles ? &(*x_.bundles)[r_.fixture] : nullptr,
+         x_.caches ? &(*x_.caches)[r_.fixture] : nullptr});
     if (!req) return fail(run_error_kind::adapter, req.error().message);
     request_ = std::move(*req);
+    if (x_.caches && !(*x_.caches)[r_.fixture].empty()) {
+      st_.caches = json::array();
+      for (const auto& c : (*x_.caches)[r_.fixture]) st_.caches.push_back(c.to_json());
+    }
     for (auto& s : request_.secrets) s.max_concurrent = x_.suite.max_concurrent(s.handle);
     gateway_network();
     if (!x_.options.workspace_override.empty()) {

@@ -46,6 +46,9 @@ struct execution_context {
   // Per fixture: its bundles as the bundle store holds them, verified once per suite; null
   // when no fixture has one.
   const std::vector<std::vector<sandbox::bundle>>* bundles = nullptr;
+  // Per fixture: its caches as stored, warmed once per suite (caches.h); null when no fixture
+  // has one.
+  const std::vector<std::vector<cache_use>>* caches = nullptr;
 };
 
 // Runs attempt number `attempt` (0-based) of `r` through the phases above. The prepared

@@ -7,6 +7,7 @@
 #include "base/units.h"
 #include "harness/results/final_state.h"
 #include "harness/runner/keep_workspace.h"
+#include "sandbox/prepare/caches.h"
 
 namespace evalbox::harness {
 inline namespace runner {
@@ -22,7 +23,7 @@ result<std::optional<uint64_t>> parse_gc_max_size(const std::string& text, bool 
 
 bool gc_report::clean() const noexcept {
   return runs.errors.empty() && sessions.errors.empty() && git.errors.empty() &&
-         (!images || images->errors.empty());
+         cache_errors.empty() && (!images || images->errors.empty());
 }
 
 result<gc_report> collect_garbage(const gc_options& options) {
@@ -36,6 +37,10 @@ result<gc_report> collect_garbage(const gc_options& options) {
     return make_error(reclaimed.error().kind, "{}: {}", r.state_root, reclaimed.error().message);
   r.runs = std::move(*reclaimed);
   r.git = collect_git_store(options.sandbox.state_root / "git");
+  if (auto left = sandbox::collect_cache_leftovers(options.sandbox.state_root))
+    r.cache_leftovers = *left;
+  else
+    r.cache_errors.push_back(left.error().message);
   if (options.images) {
     auto images = preparer.collect_images(options.max_image_bytes);
     if (!images) return make_error(images.error().kind, "images: {}", images.error().message);
@@ -63,6 +68,7 @@ json gc_json(const gc_report& r) {
               {"mirrors", r.git.mirrors},
               {"trees", r.git.trees},
               {"errors", r.git.errors}};
+  j["caches"] = {{"leftovers_removed", r.cache_leftovers}, {"errors", r.cache_errors}};
   if (r.images)
     j["images"] = {{"images_removed", r.images->images_removed},
                    {"layers_removed", r.images->layers_removed},
@@ -96,6 +102,9 @@ std::string gc_text(const gc_report& r) {
       "git: {} partial fetch(es) or checkout(s) removed; {} mirror(s), {} tree(s) kept\n",
       r.git.temporaries_removed, r.git.mirrors, r.git.trees);
   for (const auto& e : r.git.errors) out += fmt::format("  error: {}\n", e);
+  out += fmt::format("caches: {} half-stored cache(s) or free warm lock(s) removed\n",
+                     r.cache_leftovers);
+  for (const auto& e : r.cache_errors) out += fmt::format("  error: {}\n", e);
   if (r.images) {
     out += fmt::format(
         "images: {} image(s) and {} layer(s) removed, {} partial layer(s) cleaned, {} freed, {} "

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
+#include "harness/runner/caches.h"
 #include "sandbox/prepare/preparer.h"
 #include "sandbox/spec/request.h"
 
@@ -36,6 +37,9 @@ struct request_inputs {
   // The fixture's bundles as the bundle store holds them (preparer::resolve_bundle), in the
   // order of fixture.bundles; null when it has none.
   const std::vector<sandbox::bundle>* stored_bundles = nullptr;
+  // The fixture's caches as the cache store holds them (caches.h), in the order of
+  // fixture.caches; null when it has none.
+  const std::vector<cache_use>* caches = nullptr;
 };
 
 // The environment every launch of a run starts from: base_environment(), then the image's Env

@@ -112,6 +112,8 @@ json to_run_json(const suite_spec& suite, const run_spec& r, const attempt_state
     for (const auto& b : f.bundles) bundles.push_back(b.to_json());
     j["bundles"] = std::move(bundles);
   }
+  // Each cache by the key of what filled it and the digest of what it held.
+  if (!st.caches.is_null()) j["caches"] = st.caches;
   j["attempts"] = timing.attempts;
   json exec = {{"status", st.failed() ? "error" : "completed"}, {"records", st.records}};
   exec["error"] = st.error.empty() ? json(nullptr) : json(st.error);

@@ -39,6 +39,7 @@ struct attempt_state {
   json records = json::object();             // launch label -> its evalbox.run-record.v1
   std::string session_id;                    // the sandbox session (run dir, cgroups)
   json environment = nullptr;  // the image the run's root came from; null: the host's root
+  json caches = nullptr;       // [cache_use::to_json]; null: the fixture has no caches
   json grading = nullptr;      // grading_result::to_json; null: not graded
   run_verdict verdict = run_verdict::not_assessed;
   json usage = nullptr;           // usage_json(); null when the client reported none

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "harness/results/results.h"
+#include "harness/runner/caches.h"
 #include "harness/runner/execute.h"
 #include "harness/runner/run_json.h"
 #include "harness/runner/scheduler.h"
@@ -431,7 +432,22 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
       bundles[i].push_back({*tree, b.digest.substr(7), b.target});
     }
   }
-  execution_context x{suite, adapters, options, prep, results, bin_digests, images, &bundles};
+  // Each fixture's caches, warmed where the store has none of the same key (once: a later
+  // suite finds them there), then held until the suite ends so that none is removed under a run.
+  std::vector<bool> used(suite.fixtures.size());
+  for (const auto& r : queued) used[r.fixture] = true;
+  cache_options co{suite.default_limits, options.protected_roots};
+  co.protected_roots.push_back(results.root());
+  co.cancel = options.cancel;
+  co.say = [&options](const std::string& line) {
+    if (options.on_notice)
+      options.on_notice(line);
+    else
+      log::info("{}", line);
+  };
+  auto caches = EB_TRY(ensure_caches(suite, images, used, prep, co));
+  execution_context x{suite,  adapters, options, prep, results, bin_digests, images, &bundles,
+                      &caches.per_fixture};
 
   std::vector<queued_run> queue;
   for (size_t i = 0; i < queued.size(); ++i)

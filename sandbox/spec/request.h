@@ -56,6 +56,13 @@ inline std::filesystem::path bundle_store_dir(const std::filesystem::path& state
   return state_root / "bundles";
 }
 
+// <state>/caches: filled caches (sandbox/prepare/caches.h), each under the key of what filled
+// it and immutable after; a run mounts <state>/caches/<key>/tree as the read-only lower of an
+// ephemeral-write mount. The third place inside the state root a mount's source may lie.
+inline std::filesystem::path cache_store_dir(const std::filesystem::path& state_root) {
+  return state_root / "caches";
+}
+
 struct home_file {
   std::filesystem::path path;  // relative to the home
   std::string content;
@@ -104,7 +111,9 @@ constexpr std::string_view to_string(mount_access a) {
 
 struct named_mount {
   std::filesystem::path source;  // host file or directory (a directory for ephemeral_write)
-  std::filesystem::path target;  // absolute inside the sandbox, e.g. "/data"
+  // Absolute inside the sandbox, e.g. "/data"; or below the managed home (a cache such as
+  // /home/agent/.cache/pip), where it may hide no credential and no home file.
+  std::filesystem::path target;
   mount_access access = mount_access::read_only;
   uint64_t max_bytes = 0;  // ephemeral_write: the size of its own tmpfs
   // Optional tree digest of `source` computed by the caller; goes into the binding digest.

@@ -334,6 +334,22 @@ status check_secret(const secret_mount& s, const guarded_roots& roots) {
   return {};
 }
 
+// True when `source` is a tree of the cache store (<state>/caches/<key>/tree), resolved too: a
+// link there must not lead elsewhere.
+bool in_cache_store(const fs::path& source, const fs::path& state_root) {
+  if (state_root.empty()) return false;
+  const fs::path store = cache_store_dir(state_root);
+  const fs::path rel = normalize(source).lexically_relative(normalize(store));
+  auto part = rel.begin();
+  if (rel.empty() || part == rel.end() || !is_sha256_hex(part->string())) return false;
+  const fs::path key = *part;
+  if (++part == rel.end() || *part != "tree" || ++part != rel.end()) return false;
+  std::error_code ec1, ec2;
+  const fs::path real_store = fs::canonical(store, ec1);
+  const fs::path real = fs::canonical(source, ec2);
+  return !ec1 && !ec2 && real == real_store / key / "tree";
+}
+
 // True when `source` is the tree the bundle store holds for `sha256`
 // (<state>/bundles/<sha256>/tree), resolved too: a link there must not lead elsewhere.
 bool in_bundle_store(const fs::path& source, const std::string& sha256,
@@ -396,11 +412,19 @@ status check_bundle(const bundle& b, guarded_roots roots, const workspace_spec& 
 // A named mount (request.h): its source outside every protected root (and exposing none), an
 // ephemeral-write source a directory, its cap within the disk bounds, its target a path of
 // the sandbox's own. Targets are claimed in check_targets.
-status check_mount(const named_mount& m, const guarded_roots& roots) {
+status check_mount(const named_mount& m, guarded_roots roots, const fs::path& state_root) {
   if (!m.source.is_absolute())
     return invalid(fmt::format("mount source '{}' is not an absolute path", m.source.string()));
+  // A tree of the cache store exposes nothing else of the state root.
+  if (in_cache_store(m.source, state_root))
+    std::erase_if(
+        roots, [&](const guarded_root& g) { return normalize(g.path) == normalize(state_root); });
   EB_TRY(check_not_protected("mount source", m.source, roots, true));
-  EB_TRY(check_sandbox_path("mount target", m.target));
+  // Below the managed home (a cache of a client's: ~/.cache/pip) or a path of its own.
+  const bool in_home = is_within(m.target, sandbox_home) && normalize(m.target) != sandbox_home &&
+                       m.target.lexically_normal() == m.target &&
+                       is_safe_relative(m.target.relative_path());
+  if (!in_home) EB_TRY(check_sandbox_path("mount target", m.target));
   if (is_within(m.target, sandbox_workspace) || is_within(sandbox_workspace, m.target))
     return invalid(fmt::format(
         "mount target {} overlaps {}, the run's workspace; choose another path (e.g. /data)",
@@ -475,13 +499,20 @@ status check_targets(const session_request& r) {
   for (const auto& b : r.bundles) EB_TRY(claim(b.target, "bundle " + b.source.string()));
   for (const auto& b : r.host_binds) EB_TRY(claim(b.target, "host bind " + b.source.string()));
   for (const auto& m : r.mounts) EB_TRY(claim(m.target, "mount " + m.source.string()));
-  // A mount nested in another's tree would be hidden by it, or hide part of it.
+  // A mount nested in another's tree would be hidden by it, or hide part of it. A mount below
+  // the home may lie in a home directory, but never over a credential or a home file.
   for (const auto& m : r.mounts)
-    for (const auto& [path, what] : seen)
-      if (path != normalize(m.target) && (is_within(path, m.target) || is_within(m.target, path)) &&
-          what.rfind("home", 0) != 0 && what.rfind("credential", 0) != 0)
+    for (const auto& [path, what] : seen) {
+      if (path == normalize(m.target)) continue;
+      const bool file = what.rfind("home file", 0) == 0 || what.rfind("credential", 0) == 0;
+      if (file && is_within(path, m.target))
+        return invalid(fmt::format("mount target {} would hide {} at {}: choose another path",
+                                   m.target.string(), what, path.string()));
+      if ((is_within(path, m.target) || is_within(m.target, path)) &&
+          what.rfind("home", 0) != 0 && !file)
         return invalid(fmt::format("mount target {} overlaps {} at {}: give each its own tree",
                                    m.target.string(), what, path.string()));
+    }
   for (const auto& p : r.readonly_paths) {
     if (!seen.count(normalize(p)))  // the same path twice is harmless
       EB_TRY(claim(p, "read-only path " + p.string()));
@@ -596,7 +627,7 @@ status validate(const session_request& r, const validation_context& ctx) {
       return invalid(fmt::format("host bind {} must be read-only", b.target.string()));
     EB_TRY(check_sandbox_path("host bind target", b.target));
   }
-  for (const auto& m : r.mounts) EB_TRY(check_mount(m, roots));
+  for (const auto& m : r.mounts) EB_TRY(check_mount(m, roots, ctx.state_root));
   EB_TRY(check_targets(r));
   EB_TRY(check_limits(r.limits));
   EB_TRY(check_network(r.network));

@@ -1,0 +1,208 @@
+// `evalbox cache warm|ls|rm`: the cache store — directories a fixture or suite names under
+// `caches:`, filled once by their warm commands and seen by every run as a read-only lower
+// under a writable upper of its own (docs/fixture-format.md, "caches").
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
+#include <ctime>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "base/units.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/suite_command.h"
+#include "sandbox/prepare/caches.h"
+#include "sandbox/prepare/preparer.h"
+
+namespace evalbox::harness::cli {
+
+namespace {
+
+std::string when(int64_t unix_seconds) {
+  std::time_t t = unix_seconds;
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
+int do_ls(bool as_json) {
+  const auto state = sandbox::default_preparer_options().state_root;
+  auto caches = sandbox::list_caches(state);
+  if (!caches) {
+    fmt::print(stderr, "evalbox cache ls: {}\n", caches.error().message);
+    return static_cast<int>(exit_status_of_error(caches.error()));
+  }
+  if (as_json) {
+    json list = json::array();
+    for (const auto& c : *caches)
+      list.push_back({{"key", c.key},
+                      {"name", c.meta.name},
+                      {"target", c.meta.target},
+                      {"origin", c.meta.origin},
+                      {"digest", "sha256:" + c.digest},
+                      {"bytes", c.bytes},
+                      {"files", c.files},
+                      {"created", c.created},
+                      {"warm_ms", c.meta.warm_ms},
+                      {"tree", c.tree.string()}});
+    fmt::print("{}\n", json{{"schema", "evalbox.cache-list.v1"},
+                            {"state_root", state.string()},
+                            {"caches", std::move(list)}}
+                           .dump(2));
+    return exit_ok;
+  }
+  if (caches->empty()) {
+    fmt::print(stderr, "evalbox: no caches in {} (evalbox cache warm SUITE fills them)\n",
+               state.string());
+    return exit_ok;
+  }
+  fmt::print("{:<12}  {:<12}  {:>8}  {:>9}  {:<16}  {}\n", "KEY", "NAME", "FILES", "SIZE",
+             "WARMED", "TARGET (ORIGIN)");
+  for (const auto& c : *caches)
+    fmt::print("{:<12}  {:<12}  {:>8}  {:>9}  {:<16}  {} ({})\n", c.key.substr(0, 12),
+               c.meta.name, c.files, format_bytes(c.bytes), when(c.created), c.meta.target,
+               c.meta.origin);
+  return exit_ok;
+}
+
+// The stored caches `query` names: a key, 6+ of its first hex digits, or a cache name.
+std::vector<sandbox::stored_cache> matching(const std::vector<sandbox::stored_cache>& all,
+                                            const std::string& query) {
+  std::vector<sandbox::stored_cache> out;
+  const bool hex = query.size() >= 6 && query.size() <= 64 &&
+                   query.find_first_not_of("0123456789abcdef") == std::string::npos;
+  for (const auto& c : all)
+    if ((hex && c.key.starts_with(query)) || c.meta.name == query) out.push_back(c);
+  return out;
+}
+
+int do_rm(const std::vector<std::string>& queries, bool all_of_them) {
+  const auto state = sandbox::default_preparer_options().state_root;
+  auto caches = sandbox::list_caches(state);
+  if (!caches) {
+    fmt::print(stderr, "evalbox cache rm: {}\n", caches.error().message);
+    return static_cast<int>(exit_status_of_error(caches.error()));
+  }
+  std::vector<sandbox::stored_cache> chosen;
+  if (all_of_them) chosen = *caches;
+  for (const auto& q : queries) {
+    auto found = matching(*caches, q);
+    if (found.empty()) {
+      fmt::print(stderr,
+                 "evalbox cache rm: no cache is named or keyed '{}' (evalbox cache ls lists "
+                 "them; give a name, a key, or 6+ of its first hex digits)\n",
+                 q);
+      return exit_usage;
+    }
+    chosen.insert(chosen.end(), found.begin(), found.end());
+  }
+  std::set<std::string> done;
+  int failed = 0;
+  for (const auto& c : chosen) {
+    if (!done.insert(c.key).second) continue;
+    if (auto s = sandbox::remove_cache(state, c.key); !s) {
+      fmt::print(stderr, "evalbox cache rm: {} ({}): {}\n", c.key.substr(0, 12), c.meta.name,
+                 s.error().message);
+      ++failed;
+      continue;
+    }
+    fmt::print("removed {} ({}, {})\n", c.key.substr(0, 12), c.meta.name, format_bytes(c.bytes));
+  }
+  return failed ? exit_internal : exit_ok;
+}
+
+}  // namespace
+
+void register_cache(CLI::App& app, action& out) {
+  auto* cmd = app.add_subcommand(
+      "cache",
+      "Caches a fixture or suite names under `caches:` (a pip or npm cache, a model's weights): "
+      "filled once by their warm commands in a sandbox, kept in the state directory under the "
+      "key of what filled them, and seen by every run at their target as a read-only lower "
+      "under a writable upper of its own — a run's writes never reach the cache or another "
+      "run. `evalbox run` warms what is missing; these commands do it ahead and manage the "
+      "store.\n"
+      "\n"
+      "  evalbox cache warm suite.yaml              fill every cache the suite's fixtures name\n"
+      "  evalbox cache warm suite.yaml --cache pip  only that one (--force: fill it again)\n"
+      "  evalbox cache ls                           what is stored, by key\n"
+      "  evalbox cache rm pip                       remove by name, key or key prefix");
+  cmd->require_subcommand(1);
+
+  auto* warm = cmd->add_subcommand(
+      "warm",
+      "Fill the caches of SUITE's fixtures that the store does not hold yet: each cache's warm "
+      "commands run in /workspace (its context, the fixture's workspace, or an empty "
+      "directory) with the cache empty at its target and the network the cache declares, in "
+      "the fixture's environment and limits. A warm command that fails stores nothing and "
+      "prints the end of its output. Ctrl-C stops it cleanly.");
+  struct warm_args {
+    std::string suite;
+    std::vector<std::string> caches;
+    bool force = false;
+    image_args images;
+  };
+  auto wa = std::make_shared<warm_args>();
+  warm->add_option("SUITE", wa->suite, "the suite file")->required();
+  warm->add_option("--cache", wa->caches, "only the caches of this name (repeatable)");
+  warm->add_flag("--force", wa->force,
+                 "fill them again even when stored, replacing what is there (refused while a "
+                 "running suite uses it)");
+  add_image_options(warm, wa->images);
+  warm->callback([&out, wa] {
+    out = [wa] {
+      auto suite = load_runnable_suite(wa->suite);
+      if (!suite) return suite.error();
+      std::set<std::string> only(wa->caches.begin(), wa->caches.end());
+      std::set<std::string> named;
+      for (const auto& f : suite->fixtures)
+        for (const auto& c : f.caches) named.insert(c.name);
+      for (const auto& n : only)
+        if (!named.contains(n)) {
+          fmt::print(stderr, "evalbox cache warm: --cache {}: no fixture of {} names a cache {}{}\n",
+                     n, wa->suite, n,
+                     named.empty() ? std::string(" (it names none)")
+                                   : fmt::format(" (it names: {})", fmt::join(named, ", ")));
+          return static_cast<int>(exit_usage);
+        }
+      if (named.empty()) {
+        fmt::print(stderr, "evalbox: {} names no caches: nothing to warm\n", wa->suite);
+        return static_cast<int>(exit_ok);
+      }
+      if (int rc = resolve_suite_images(*suite, wa->images); rc != exit_ok) return rc;
+      return warm_suite_caches(*suite, only, wa->force);
+    };
+  });
+
+  auto* ls = cmd->add_subcommand(
+      "ls", "List stored caches: key, name, files, size, when warmed, target and origin.");
+  auto ls_json = std::make_shared<bool>(false);
+  ls->add_flag("--json", *ls_json, "print evalbox.cache-list.v1 JSON");
+  ls->callback([&out, ls_json] { out = [ls_json] { return do_ls(*ls_json); }; });
+
+  auto* rm = cmd->add_subcommand(
+      "rm",
+      "Remove stored caches; the next run (or cache warm) fills them again. A cache a running "
+      "suite uses is refused (busy) and kept.");
+  auto queries = std::make_shared<std::vector<std::string>>();
+  auto rm_all = std::make_shared<bool>(false);
+  rm->add_option("CACHE", *queries, "a name (every cache of it), a key, or 6+ of its first hex "
+                                    "digits");
+  rm->add_flag("--all", *rm_all, "every stored cache");
+  rm->callback([&out, queries, rm_all] {
+    out = [queries, rm_all] {
+      if (queries->empty() && !*rm_all) {
+        fmt::print(stderr, "evalbox cache rm: name a cache (evalbox cache ls), or give --all\n");
+        return static_cast<int>(exit_usage);
+      }
+      return do_rm(*queries, *rm_all);
+    };
+  });
+}
+
+}  // namespace evalbox::harness::cli
