@@ -113,7 +113,7 @@ int do_rm(const std::vector<std::string>& queries, bool all_of_them) {
     }
     fmt::print("removed {} ({}, {})\n", c.key.substr(0, 12), c.meta.name, format_bytes(c.bytes));
   }
-  return failed ? exit_internal : exit_ok;
+  return failed ? exit_execution_failed : exit_ok;
 }
 
 }  // namespace

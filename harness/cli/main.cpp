@@ -38,6 +38,7 @@ constexpr const char* overview =
     "  evalbox session start           a sandbox that stays up for programs to drive\n"
     "  evalbox image import REF        unpack an OCI/docker image into the image store\n"
     "  evalbox bundle digest PATH      the digest a `bundles:` entry names\n"
+    "  evalbox cache warm SUITE        fill the caches its fixtures name, once\n"
     "  evalbox import swebench FILE    SWE-bench-style instances -> fixtures and a suite\n";
 
 // The commands, in the order a user meets them.

@@ -163,6 +163,7 @@ std::optional<std::string> read_cache_target(reader& r, const YAML::Node& n,
   if (!why.empty() && is_normal_absolute(*s) && is_within(fs::path(*s), "/home/agent") &&
       *s != "/home/agent" && source_problem(s->substr(1)).empty())
     why.clear();
+  if (*s == "/home/agent") why = "is the managed home itself: a cache lies below it";
   if (!why.empty()) {
     r.fail(n, fmt::format("{} '{}' {}", what, *s, why),
            "a directory of its own inside the sandbox, or below the home, e.g. "
@@ -228,7 +229,7 @@ void check_targets(reader& r, const std::vector<mount_spec>& mounts,
       r.fail(where,
              fmt::format("target {} {} the target {} of {}", target,
                          target == other ? "repeats" : "overlaps", other, other_where.to_string()),
-             "give each mount and bundle a directory of its own, none inside another");
+             "give each mount, bundle and cache a directory of its own, none inside another");
       return;
     }
     seen.emplace_back(target, where);

@@ -9,6 +9,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/digest.h"
 #include "base/fs.h"
@@ -99,6 +100,12 @@ fs::path warm_workspace(const cache_spec& cache, const fixture_spec& fixture) {
   return {};
 }
 
+// "none", "host", or "allow a:443, b:443".
+std::string network_text(const network_spec& n) {
+  if (n.mode == network_spec::mode_kind::allow) return fmt::format("allow {}", fmt::join(n.allow, ", "));
+  return n.mode == network_spec::mode_kind::host ? "host" : "none";
+}
+
 struct warm_job {
   const cache_spec& cache;
   const fixture_spec& fixture;
@@ -150,7 +157,7 @@ result<sandbox::stored_cache> warm_one(const warm_job& job, sandbox::preparer& p
     std::string out = read_file(log_path, 1 << 20).value_or("");
     (void)session.close();
     return std::unexpected(error{
-        error_kind::invalid_argument,
+        error_kind::io,
         fmt::format("{}: {}; nothing was stored{}", what, why,
                     out.empty() ? std::string() : "; the end of its output:" + tail_of(out, 15)),
         0});
@@ -195,6 +202,7 @@ result<suite_caches> ensure_caches(const suite_spec& suite,
     const fixture_spec& f = suite.fixtures[i];
     const sandbox::image_summary* image = i < images.size() && images[i] ? &*images[i] : nullptr;
     for (const auto& c : f.caches) {
+      if (!o.only.empty() && !o.only.contains(c.name)) continue;  // cache warm --cache OTHER
       const fs::path ws = warm_workspace(c, f);
       std::string ws_digest;
       if (!c.context_digest.empty()) {
@@ -213,11 +221,8 @@ result<suite_caches> ensure_caches(const suite_spec& suite,
       const std::string key = cache_key(c, f, image, ws_digest);
       auto it = done.find(key);
       if (it == done.end()) {
-        const bool wanted = o.only.empty() || o.only.contains(c.name);
         std::optional<sandbox::stored_cache> stored;
-        if (!(o.force && wanted)) stored = EB_TRY(sandbox::find_cache(state_root, key));
-        if (!stored && !wanted)
-          continue;  // `cache warm --cache OTHER`: neither warmed nor used here
+        if (!o.force) stored = EB_TRY(sandbox::find_cache(state_root, key));
         if (!stored) {
           // Whoever else warms it first, this one waits for, then finds it stored.
           auto lock = EB_TRY(sandbox::lock_cache_warm(state_root, key));
@@ -226,12 +231,13 @@ result<suite_caches> ensure_caches(const suite_spec& suite,
             if (o.say)
               o.say(fmt::format("warming cache {} for fixture {} ({} command{}, network {})", c.name,
                                 f.id, c.warm.size(), c.warm.size() == 1 ? "" : "s",
-                                c.network.to_json().dump()));
+                                network_text(c.network)));
             stored = EB_TRY(warm_one({c, f, image, ws, key}, prep, o));
             ++out.warmed;
             if (o.say)
-              o.say(fmt::format("cache {} warmed: {} files, {} in {} (key {})", c.name,
-                                stored->files, format_bytes(stored->bytes),
+              o.say(fmt::format("cache {} warmed: {} file{}, {} in {} (key {})", c.name,
+                                stored->files, stored->files == 1 ? "" : "s",
+                                format_bytes(stored->bytes),
                                 format_duration_ms(stored->meta.warm_ms), key.substr(0, 12)));
           }
         }

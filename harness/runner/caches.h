@@ -47,7 +47,7 @@ struct cache_options {
   const limits_spec& suite_limits;  // with the fixture's: the warm commands' limits
   std::vector<std::filesystem::path> protected_roots;
   bool force = false;          // warm again (replacing what is stored) even when stored
-  std::set<std::string> only;  // cache names to warm; empty: every one
+  std::set<std::string> only;  // only the caches of these names (the rest left out); empty: all
   std::function<void(const std::string&)> say;  // progress, one line each
   sandbox::cancel_token* cancel = nullptr;
 };

@@ -37,7 +37,7 @@ result<gc_report> collect_garbage(const gc_options& options) {
     return make_error(reclaimed.error().kind, "{}: {}", r.state_root, reclaimed.error().message);
   r.runs = std::move(*reclaimed);
   r.git = collect_git_store(options.sandbox.state_root / "git");
-  if (auto left = sandbox::collect_cache_leftovers(options.sandbox.state_root))
+  if (auto left = sandbox::collect_store_leftovers(options.sandbox.state_root))
     r.cache_leftovers = *left;
   else
     r.cache_errors.push_back(left.error().message);
@@ -102,8 +102,10 @@ std::string gc_text(const gc_report& r) {
       "git: {} partial fetch(es) or checkout(s) removed; {} mirror(s), {} tree(s) kept\n",
       r.git.temporaries_removed, r.git.mirrors, r.git.trees);
   for (const auto& e : r.git.errors) out += fmt::format("  error: {}\n", e);
-  out += fmt::format("caches: {} half-stored cache(s) or free warm lock(s) removed\n",
-                     r.cache_leftovers);
+  out += fmt::format(
+      "caches and bundles: {} half-stored or half-removed entr{} and free warm lock(s) "
+      "removed\n",
+      r.cache_leftovers, r.cache_leftovers == 1 ? "y" : "ies");
   for (const auto& e : r.cache_errors) out += fmt::format("  error: {}\n", e);
   if (r.images) {
     out += fmt::format(

@@ -44,7 +44,8 @@ struct gc_report {
   sandbox::reclaim_report runs;
   reap_report sessions;  // sessions without a server removed, servers past their TTL stopped
   git_store_report git;
-  int cache_leftovers = 0;  // half-stored or half-removed caches and free warm locks removed
+  // Half-stored or half-removed caches and bundles, and free warm locks, removed.
+  int cache_leftovers = 0;
   std::vector<std::string> cache_errors;
   std::optional<sandbox::image_collection_report> images;  // with --images
   std::vector<kept_workspaces> kept;                       // one per --results

@@ -219,25 +219,26 @@ result<unique_fd> lock_cache_warm(const fs::path& state_root, std::string_view k
   return fd;
 }
 
-result<int> collect_cache_leftovers(const fs::path& state_root) {
-  const fs::path store = cache_store_dir(state_root);
-  std::error_code ec;
-  if (!fs::is_directory(store, ec)) return 0;
+result<int> collect_store_leftovers(const fs::path& state_root) {
   int removed = 0;
-  for (const auto& e : fs::directory_iterator(store, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.starts_with(".tmp-") || name.starts_with(".rm-")) {
-      const pid_t pid = leftover_pid(name);
-      if (pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;  // still at work
-      EB_TRY(remove_tree(e.path()));
-      ++removed;
-    } else if (name.starts_with(".warm-") && name.ends_with(".lock")) {
-      unique_fd fd(::open(e.path().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-      if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // being warmed
-      if (::unlink(e.path().c_str()) == 0) ++removed;
+  for (const fs::path& store : {cache_store_dir(state_root), bundle_store_dir(state_root)}) {
+    std::error_code ec;
+    if (!fs::is_directory(store, ec)) continue;
+    for (const auto& e : fs::directory_iterator(store, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.starts_with(".tmp-") || name.starts_with(".rm-")) {
+        const pid_t pid = leftover_pid(name);
+        if (pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;  // still at work
+        EB_TRY(remove_tree(e.path()));
+        ++removed;
+      } else if (name.starts_with(".warm-") && name.ends_with(".lock")) {
+        unique_fd fd(::open(e.path().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // being warmed
+        if (::unlink(e.path().c_str()) == 0) ++removed;
+      }
     }
+    if (ec) return sys_error(ec.value(), "list {}", store.string());
   }
-  if (ec) return sys_error(ec.value(), "list {}", store.string());
   return removed;
 }
 

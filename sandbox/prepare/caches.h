@@ -75,9 +75,10 @@ result<unique_fd> hold_cache(const std::filesystem::path& state_root, std::strin
 // the waiter then finds it stored. Released when the fd closes.
 result<unique_fd> lock_cache_warm(const std::filesystem::path& state_root, std::string_view key);
 
-// Removes what crashed stores and removals left (.tmp-*, .rm-* of processes that are gone) and
-// warm locks nobody holds. Returns how many entries were removed.
-result<int> collect_cache_leftovers(const std::filesystem::path& state_root);
+// Removes what crashed stores and removals left in the cache store and the bundle store
+// (.tmp-*, .rm-* of processes that are gone: both name their temporaries
+// .<what>-<16 hex>-<pid>-<n>) and warm locks nobody holds. Returns how many were removed.
+result<int> collect_store_leftovers(const std::filesystem::path& state_root);
 
 }  // namespace prepare
 }  // namespace evalbox::sandbox

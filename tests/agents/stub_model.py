@@ -118,7 +118,8 @@ def responses_tool_names(body):
     names = set()
     for t in body.get("tools", []) or []:
         if isinstance(t, dict):
-            names.add(t.get("name"))
+            # A tool without a name (web_search, tool_search) by its type.
+            names.add(t.get("name") or t.get("type"))
             # Codex offers MCP tools in namespaces of their own.
             for inner in t.get("tools", []) or []:
                 if isinstance(inner, dict):

@@ -99,7 +99,7 @@ grep -q "1 cache(s) ready, 1 warmed now" "$WORK/err3" || { cat "$WORK/err3"; fai
 
 expect_exit 64 "an unknown --cache" "$WORK/out4" "$WORK/err4" \
   "$EVALBOX" cache warm "$S/suite.yaml" --cache nope
-grep -q "names no cache nope (it names: deps, tools)" "$WORK/err4" || { cat "$WORK/err4"; fail "unknown cache"; }
+grep -q "names a cache nope (it names: deps, tools)" "$WORK/err4" || { cat "$WORK/err4"; fail "unknown cache"; }
 
 # A warm command that fails stores nothing and shows the end of its output; so does one that
 # fills more than max_bytes.
@@ -122,22 +122,19 @@ candidates:
   - {id: noop, adapter: noop}
 YAML
 before=$("$EVALBOX" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["caches"]))')
-if "$EVALBOX" cache warm "$S/bad.yaml" --cache broken > "$WORK/out5" 2> "$WORK/err5"; then
-  fail "a failing warm command succeeded"
-fi
+expect_exit 2 "a failing warm command" "$WORK/out5" "$WORK/err5" \
+  "$EVALBOX" cache warm "$S/bad.yaml" --cache broken
 grep -q "exited with status 7" "$WORK/err5" || { cat "$WORK/err5"; fail "no status"; }
 grep -q "boom-output-line" "$WORK/err5" || { cat "$WORK/err5"; fail "no output shown"; }
 grep -q "nothing was stored" "$WORK/err5" || fail "must say nothing was stored"
-if "$EVALBOX" cache warm "$S/bad.yaml" --cache big > "$WORK/out6" 2> "$WORK/err6"; then
-  fail "a warm past max_bytes succeeded"
-fi
+expect_exit 2 "a warm past max_bytes" "$WORK/out6" "$WORK/err6" \
+  "$EVALBOX" cache warm "$S/bad.yaml" --cache big
 grep -q "max_bytes" "$WORK/err6" || { cat "$WORK/err6"; fail "the cap must be named"; }
 after=$("$EVALBOX" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["caches"]))')
 [ "$before" = "$after" ] || fail "a failed warm stored something ($before -> $after)"
 ! ls -a "$EVALBOX_STATE_DIR/caches" | grep -q '^\.tmp-' || fail "a failed warm left a temporary"
-if "$EVALBOX" run "$S/bad.yaml" --results "$WORK/r-bad" > "$WORK/out7" 2> "$WORK/err7"; then
-  fail "a run whose cache cannot be warmed ran"
-fi
+expect_exit 2 "a run whose cache cannot be warmed" "$WORK/out7" "$WORK/err7" \
+  "$EVALBOX" run "$S/bad.yaml" --results "$WORK/r-bad"
 grep -q "boom-output-line" "$WORK/err7" || { cat "$WORK/err7"; fail "run: warm output not shown"; }
 [ ! -e "$WORK/r-bad/results.jsonl" ] || [ ! -s "$WORK/r-bad/results.jsonl" ] || fail "runs were recorded"
 
@@ -149,7 +146,9 @@ expect_exit 0 "cache rm deps" "$WORK/out8" "$WORK/err8" "$EVALBOX" cache rm deps
 expect_exit 64 "cache rm of nothing" "$WORK/out9" "$WORK/err9" "$EVALBOX" cache rm nosuchcache
 mkdir -p "$EVALBOX_STATE_DIR/caches/.tmp-0123456789abcdef-999999999-0/tree"
 "$EVALBOX" gc > "$WORK/gc.txt" 2>&1 || { cat "$WORK/gc.txt"; fail "gc"; }
-grep -q "caches: 1 half-stored" "$WORK/gc.txt" || { cat "$WORK/gc.txt"; fail "gc: caches"; }
+grep -Eq "caches and bundles: [1-9][0-9]* half-stored" "$WORK/gc.txt" ||
+  { cat "$WORK/gc.txt"; fail "gc: caches"; }
+! ls -a "$EVALBOX_STATE_DIR/caches" | grep -q '^\.warm-' || fail "gc left a free warm lock"
 [ ! -e "$EVALBOX_STATE_DIR/caches/.tmp-0123456789abcdef-999999999-0" ] || fail "gc left it"
 expect_exit 0 "cache rm --all" "$WORK/out10" "$WORK/err10" "$EVALBOX" cache rm --all
 no_residue

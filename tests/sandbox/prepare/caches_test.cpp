@@ -111,8 +111,9 @@ TEST_F(cache_store, a_held_cache_is_not_removed_and_a_free_one_is) {
 }
 
 TEST_F(cache_store, keys_that_are_not_64_hex_are_refused_before_any_path_is_made) {
-  for (const std::string bad : {"", "abc", "../" + key_a.substr(3), std::string(64, 'A'),
-                                key_a.substr(0, 63) + "/"}) {
+  const std::vector<std::string> bads = {"", "abc", "../" + key_a.substr(3),
+                                         std::string(64, 'A'), key_a.substr(0, 63) + "/"};
+  for (const std::string& bad : bads) {
     auto s = store_cache(state_, bad, filled_, meta_, false);
     ASSERT_FALSE(s) << bad;
     EXPECT_EQ(s.error().kind, error_kind::invalid_argument);
@@ -134,15 +135,20 @@ TEST_F(cache_store, leftovers_of_gone_processes_and_free_warm_locks_are_collecte
   {
     auto held = lock_cache_warm(state_, key_b);  // being warmed: kept
     ASSERT_TRUE(held);
-    auto left = collect_cache_leftovers(state_);
+    auto left = collect_store_leftovers(state_);
     ASSERT_TRUE(left) << left.error().message;
     EXPECT_EQ(*left, 2);
     EXPECT_EQ(entries(), (std::vector<std::string>{ours, ".warm-" + key_b + ".lock", key_a}));
   }
-  auto left = collect_cache_leftovers(state_);
+  // A bundle store's crashed temporary goes the same way.
+  const fs::path bundle_tmp =
+      bundle_store_dir(state_) / fmt::format(".tmp-{}-{}-0", key_b.substr(0, 16), 999999999);
+  ASSERT_TRUE(make_dirs(bundle_tmp / "tree", 0700));
+  auto left = collect_store_leftovers(state_);
   ASSERT_TRUE(left);
-  EXPECT_EQ(*left, 1) << "the warm lock nobody holds";
+  EXPECT_EQ(*left, 2) << "the warm lock nobody holds, and the bundle's temporary";
   EXPECT_EQ(entries(), (std::vector<std::string>{ours, key_a})) << "the stored cache stays";
+  EXPECT_FALSE(fs::exists(bundle_tmp));
 }
 
 }  // namespace

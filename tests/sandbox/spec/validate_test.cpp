@@ -200,6 +200,55 @@ TEST_F(Validate, AcceptsAWorkspaceSourceTreeOfTheStateRootAndNothingElseThere) {
   expect_rejected(r, error_kind::permission, "protected root");
 }
 
+// A cache (sandbox/prepare/caches.h) is mounted from <state>/caches/<key>/tree: that tree and
+// nothing else of the state root, never through a link, and the other roots still count.
+TEST_F(Validate, AcceptsACacheStoreTreeAsAMountSourceAndNothingElseOfTheStateRoot) {
+  const std::string key(64, 'c');
+  const fs::path tree = cache_store_dir(env.state) / key / "tree";
+  ASSERT_TRUE(make_dirs(tree / "wheels", 0755));
+  auto r = env.request();
+  r.mounts.push_back({tree, "/home/agent/.cache/pip", mount_access::ephemeral_write, 64ull << 20,
+                      std::string()});
+  EXPECT_TRUE(validate(r, {env.state})) << validate(r, {env.state}).error().message;
+
+  ASSERT_TRUE(make_dirs(cache_store_dir(env.state) / "not-a-key" / "tree", 0755));
+  ASSERT_EQ(::symlink((env.state / "runs" / "other-run").c_str(),
+                      (cache_store_dir(env.state) / std::string(64, 'd')).c_str()),
+            0);
+  before = env.state_fingerprint();
+  for (const fs::path& bad :
+       {cache_store_dir(env.state) / "not-a-key" / "tree", cache_store_dir(env.state) / key,
+        tree / "wheels", cache_store_dir(env.state) / std::string(64, 'd') / "tree"}) {
+    r.mounts.back().source = bad;
+    expect_rejected(r, error_kind::permission, "protected root");
+  }
+  r.mounts.back().source = tree;
+  r.protected_roots.push_back(cache_store_dir(env.state));
+  expect_rejected(r, error_kind::permission, "protected root");
+}
+
+// A mount below the managed home (a client's cache) is accepted; the home itself, and a mount
+// that would hide a credential or a home file, are not.
+TEST_F(Validate, AMountBelowTheHomeNeverHidesACredentialOrAHomeFile) {
+  const fs::path data = env.root / "data";
+  ASSERT_TRUE(make_dirs(data, 0755));
+  auto r = env.request();
+  r.secrets = {{"codex", env.creds / "auth.json", ".codex/auth.json"}};
+  r.mounts.push_back(
+      {data, "/home/agent/.cache/pip", mount_access::ephemeral_write, 64ull << 20, std::string()});
+  EXPECT_TRUE(validate(r, {env.state})) << validate(r, {env.state}).error().message;
+  r.mounts.back().target = "/home/agent";
+  expect_rejected(r, error_kind::invalid_argument, "/home/agent");
+  r.mounts.back().target = "/home/agent/.codex";
+  expect_rejected(r, error_kind::invalid_argument, "would hide credential codex");
+  r.mounts.back().target = "/home/agent/.config";
+  expect_rejected(r, error_kind::invalid_argument, "would hide home file");
+  r.mounts.back().target = "/home/agent/.codex/auth.json/x";
+  expect_rejected(r, error_kind::invalid_argument, "is a file");
+  r.mounts.back().target = "/home/agent/../etc";
+  expect_rejected(r, error_kind::invalid_argument, "mount target");
+}
+
 TEST_F(Validate, RejectsWorkspaceContainingCredentialSource) {
   auto r = env.request();
   ASSERT_TRUE(write_file(env.source / "token", "secret-value-123", 0600));
