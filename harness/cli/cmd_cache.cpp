@@ -61,12 +61,11 @@ int do_ls(bool as_json) {
                state.string());
     return exit_ok;
   }
-  fmt::print("{:<12}  {:<12}  {:>8}  {:>9}  {:<16}  {}\n", "KEY", "NAME", "FILES", "SIZE",
-             "WARMED", "TARGET (ORIGIN)");
+  fmt::print("{:<12}  {:<12}  {:>8}  {:>9}  {:<16}  {}\n", "KEY", "NAME", "FILES", "SIZE", "WARMED",
+             "TARGET (ORIGIN)");
   for (const auto& c : *caches)
-    fmt::print("{:<12}  {:<12}  {:>8}  {:>9}  {:<16}  {} ({})\n", c.key.substr(0, 12),
-               c.meta.name, c.files, format_bytes(c.bytes), when(c.created), c.meta.target,
-               c.meta.origin);
+    fmt::print("{:<12}  {:<12}  {:>8}  {:>9}  {:<16}  {} ({})\n", c.key.substr(0, 12), c.meta.name,
+               c.files, format_bytes(c.bytes), when(c.created), c.meta.target, c.meta.origin);
   return exit_ok;
 }
 
@@ -164,8 +163,9 @@ void register_cache(CLI::App& app, action& out) {
         for (const auto& c : f.caches) named.insert(c.name);
       for (const auto& n : only)
         if (!named.contains(n)) {
-          fmt::print(stderr, "evalbox cache warm: --cache {}: no fixture of {} names a cache {}{}\n",
-                     n, wa->suite, n,
+          fmt::print(stderr,
+                     "evalbox cache warm: --cache {}: no fixture of {} names a cache {}{}\n", n,
+                     wa->suite, n,
                      named.empty() ? std::string(" (it names none)")
                                    : fmt::format(" (it names: {})", fmt::join(named, ", ")));
           return static_cast<int>(exit_usage);
@@ -191,8 +191,9 @@ void register_cache(CLI::App& app, action& out) {
       "suite uses is refused (busy) and kept.");
   auto queries = std::make_shared<std::vector<std::string>>();
   auto rm_all = std::make_shared<bool>(false);
-  rm->add_option("CACHE", *queries, "a name (every cache of it), a key, or 6+ of its first hex "
-                                    "digits");
+  rm->add_option("CACHE", *queries,
+                 "a name (every cache of it), a key, or 6+ of its first hex "
+                 "digits");
   rm->add_flag("--all", *rm_all, "every stored cache");
   rm->callback([&out, queries, rm_all] {
     out = [queries, rm_all] {

@@ -100,10 +100,10 @@ int run_command(run_args& a) {
   auto done = run_planned(*suite, runs, o);
   if (!done) {
     log::error("{}", done.error().message);
-    // Stopped by Ctrl-C before any run (an image or a cache being made), or a cache's warm
-    // commands failed: not evalbox's own fault.
+    // Stopped by Ctrl-C before any run (an image or a cache being made), or a cache whose warm
+    // commands failed (the fixture's doing; nothing was run).
     if (done.error().kind == error_kind::cancelled) return exit_sigint;
-    if (done.error().kind == error_kind::io) return exit_execution_failed;
+    if (done.error().kind == error_kind::invalid_argument) return exit_usage;
     return exit_internal;
   }
   if (done->totals.skipped > 0)

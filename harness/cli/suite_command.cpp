@@ -333,12 +333,10 @@ int warm_suite_caches(const harness::suite_spec& suite, const std::set<std::stri
       return only.empty() || only.contains(c.name);
     });
     if (!used[i] || !f.environment) continue;
-    auto img = prep.resolve_image(f.environment->image_ref, f.dir, &cancel.requested,
-                                  say_progress);
+    auto img = prep.resolve_image(f.environment->image_ref, f.dir, &cancel.requested, say_progress);
     if (!img) {
       fmt::print(stderr, "evalbox cache warm: fixture {}: environment.image {} ({}): {}\n", f.id,
-                 f.environment->image, f.environment->image_where.to_string(),
-                 img.error().message);
+                 f.environment->image, f.environment->image_where.to_string(), img.error().message);
       return watch.signal() ? harness::exit_status_of_signal(watch.signal())
                             : static_cast<int>(exit_status_of_error(img.error()));
     }
@@ -365,8 +363,7 @@ int warm_suite_caches(const harness::suite_spec& suite, const std::set<std::stri
       if (shown.insert(c.stored.key).second)
         fmt::print("{}  {}  {}  {} files  {}\n", c.stored.key.substr(0, 12), c.name, c.target,
                    c.stored.files, format_bytes(c.stored.bytes));
-  fmt::print(stderr, "evalbox: {} cache(s) ready, {} warmed now\n", shown.size(),
-             caches->warmed);
+  fmt::print(stderr, "evalbox: {} cache(s) ready, {} warmed now\n", shown.size(), caches->warmed);
   return exit_ok;
 }
 

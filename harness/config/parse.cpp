@@ -183,9 +183,10 @@ std::string emit_fields(const parsing::fields& f, std::span<const std::string_vi
 fixture_spec parse_fixture_yaml(std::string_view text, std::string_view display,
                                 std::vector<config_error>& errors) {
   using namespace parsing;
-  static constexpr std::string_view known[] = {
-      "schema", "id",        "description", "prompt",    "follow_up", "setup",  "limits", "network",
-      "checks", "threshold", "environment", "workspace", "budget",    "mounts", "bundles", "caches"};
+  static constexpr std::string_view known[] = {"schema",    "id",        "description", "prompt",
+                                               "follow_up", "setup",     "limits",      "network",
+                                               "checks",    "threshold", "environment", "workspace",
+                                               "budget",    "mounts",    "bundles",     "caches"};
   static constexpr std::string_view required[] = {"schema", "id", "prompt", "checks"};
   reader r(std::string(display), errors, text);
   fixture_spec spec;
@@ -249,10 +250,10 @@ suite_spec parse_suite_yaml(std::string_view text, std::string_view display,
                             std::vector<config_error>& errors) {
   using namespace parsing;
   static constexpr std::string_view known[] = {
-      "schema", "name",        "description",  "fixtures", "candidates",
-      "trials", "concurrency", "credentials",  "limits",   "baseline",
-      "prices", "results",     "environment",  "images",   "harbor",
-      "judges", "budget",      "suite_budget", "mounts",   "bundles", "caches"};
+      "schema",      "name",        "description", "fixtures", "candidates", "trials",
+      "concurrency", "credentials", "limits",      "baseline", "prices",     "results",
+      "environment", "images",      "harbor",      "judges",   "budget",     "suite_budget",
+      "mounts",      "bundles",     "caches"};
   static constexpr std::string_view required[] = {"schema", "name", "fixtures", "candidates"};
   reader r(std::string(display), errors);
   suite_spec spec;

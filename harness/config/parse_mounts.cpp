@@ -1,7 +1,7 @@
 // What a run sees besides its workspace, as fixtures and suites write it: named mounts
-// (`mounts:`), content-addressed bundles (`bundles:`) and caches (`caches:`). Only the form is checked here; the
-// sources are resolved and checked against the file system when the file is loaded
-// (harness/fixture/load.cpp), and bundles verified when they enter the store.
+// (`mounts:`), content-addressed bundles (`bundles:`) and caches (`caches:`). Only the form is
+// checked here; the sources are resolved and checked against the file system when the file is
+// loaded (harness/fixture/load.cpp), and bundles verified when they enter the store.
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -182,8 +182,7 @@ bool valid_cache_name(std::string_view name) {
 }
 
 std::optional<cache_spec> parse_cache(reader& r, const YAML::Node& key, const YAML::Node& n) {
-  static constexpr std::string_view known[] = {"target", "warm", "network", "context",
-                                               "max_bytes"};
+  static constexpr std::string_view known[] = {"target", "warm", "network", "context", "max_bytes"};
   static constexpr std::string_view required[] = {"target", "warm"};
   cache_spec c;
   if (auto name = r.string(key, "caches key")) c.name = *name;

@@ -57,9 +57,9 @@ json cache_spec::to_json() const {
          {"network", network.to_json()},
          {"max_bytes", max_bytes}};
   if (!context.empty())
-    j["context"] = {{"path", context},
-                    {"digest", context_digest.empty() ? json(nullptr)
-                                                      : json("sha256:" + context_digest)}};
+    j["context"] = {
+        {"path", context},
+        {"digest", context_digest.empty() ? json(nullptr) : json("sha256:" + context_digest)}};
   return j;
 }
 

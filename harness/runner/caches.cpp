@@ -102,7 +102,8 @@ fs::path warm_workspace(const cache_spec& cache, const fixture_spec& fixture) {
 
 // "none", "host", or "allow a:443, b:443".
 std::string network_text(const network_spec& n) {
-  if (n.mode == network_spec::mode_kind::allow) return fmt::format("allow {}", fmt::join(n.allow, ", "));
+  if (n.mode == network_spec::mode_kind::allow)
+    return fmt::format("allow {}", fmt::join(n.allow, ", "));
   return n.mode == network_spec::mode_kind::host ? "host" : "none";
 }
 
@@ -150,14 +151,15 @@ result<sandbox::stored_cache> warm_one(const warm_job& job, sandbox::preparer& p
   lo.stderr_path = log_path;
   const auto t0 = std::chrono::steady_clock::now();
   auto rec = sandbox::launch_in(session, lo, o.cancel);
-  const auto warm_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 std::chrono::steady_clock::now() - t0)
-                                                 .count());
+  const auto warm_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   auto fail = [&](std::string why) -> std::unexpected<error> {
     std::string out = read_file(log_path, 1 << 20).value_or("");
     (void)session.close();
+    // The fixture's doing, like a setup command that fails: exit 64, nothing run.
     return std::unexpected(error{
-        error_kind::io,
+        error_kind::invalid_argument,
         fmt::format("{}: {}; nothing was stored{}", what, why,
                     out.empty() ? std::string() : "; the end of its output:" + tail_of(out, 15)),
         0});
@@ -168,7 +170,8 @@ result<sandbox::stored_cache> warm_one(const warm_job& job, sandbox::preparer& p
   if (!rec->ok()) return fail(fmt::format("the sandbox failed: {}", rec->error));
   if (const int code = exec_exit_status(*rec); code != 0) {
     std::string why = fmt::format("its warm commands exited with status {}", code);
-    if (rec->outcome == sandbox::outcome_kind::timed_out) why = "its warm commands hit the wall limit";
+    if (rec->outcome == sandbox::outcome_kind::timed_out)
+      why = "its warm commands hit the wall limit";
     if (rec->disk_limit_hit)
       why += fmt::format(" (the cache reached max_bytes {})", format_bytes(c.max_bytes));
     return fail(why);
@@ -229,8 +232,8 @@ result<suite_caches> ensure_caches(const suite_spec& suite,
           if (!o.force) stored = EB_TRY(sandbox::find_cache(state_root, key));
           if (!stored) {
             if (o.say)
-              o.say(fmt::format("warming cache {} for fixture {} ({} command{}, network {})", c.name,
-                                f.id, c.warm.size(), c.warm.size() == 1 ? "" : "s",
+              o.say(fmt::format("warming cache {} for fixture {} ({} command{}, network {})",
+                                c.name, f.id, c.warm.size(), c.warm.size() == 1 ? "" : "s",
                                 network_text(c.network)));
             stored = EB_TRY(warm_one({c, f, image, ws, key}, prep, o));
             ++out.warmed;

@@ -118,10 +118,8 @@ result<sandbox::session_request> make_session_request(const request_inputs& in) 
                               : sandbox::mount_access::ephemeral_write,
                           m.max_bytes.value_or(0), m.source_digest});
   // Each cache as the store holds it: the read-only lower of the run's own writable view.
-  if (!fixture.caches.empty() &&
-      (!in.caches || in.caches->size() != fixture.caches.size()))
-    return make_error(error_kind::internal, "fixture {}: its caches were not warmed",
-                      fixture.id);
+  if (!fixture.caches.empty() && (!in.caches || in.caches->size() != fixture.caches.size()))
+    return make_error(error_kind::internal, "fixture {}: its caches were not warmed", fixture.id);
   if (in.caches)
     for (const auto& c : *in.caches)
       req.mounts.push_back({c.stored.tree, c.target, sandbox::mount_access::ephemeral_write,

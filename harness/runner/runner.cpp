@@ -446,8 +446,8 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
       log::info("{}", line);
   };
   auto caches = EB_TRY(ensure_caches(suite, images, used, prep, co));
-  execution_context x{suite,  adapters, options, prep, results, bin_digests, images, &bundles,
-                      &caches.per_fixture};
+  execution_context x{suite,    adapters,           options, prep, results, bin_digests, images,
+                      &bundles, &caches.per_fixture};
 
   std::vector<queued_run> queue;
   for (size_t i = 0; i < queued.size(); ++i)

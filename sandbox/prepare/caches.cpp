@@ -42,8 +42,7 @@ status check_key(std::string_view key) {
 // Regular files' bytes and entries below `tree`, never following a link.
 void count_tree(const fs::path& tree, uint64_t& bytes, uint64_t& files) {
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(tree, fs::directory_options::skip_permission_denied,
-                                           ec),
+  for (fs::recursive_directory_iterator it(tree, fs::directory_options::skip_permission_denied, ec),
        end;
        !ec && it != end; it.increment(ec)) {
     ++files;
@@ -54,9 +53,15 @@ void count_tree(const fs::path& tree, uint64_t& bytes, uint64_t& files) {
 }
 
 json to_json(const stored_cache& c) {
-  return {{"schema", "evalbox.cache.v1"}, {"key", c.key},         {"name", c.meta.name},
-          {"target", c.meta.target},      {"origin", c.meta.origin}, {"digest", c.digest},
-          {"bytes", c.bytes},             {"files", c.files},     {"created", c.created},
+  return {{"schema", "evalbox.cache.v1"},
+          {"key", c.key},
+          {"name", c.meta.name},
+          {"target", c.meta.target},
+          {"origin", c.meta.origin},
+          {"digest", c.digest},
+          {"bytes", c.bytes},
+          {"files", c.files},
+          {"created", c.created},
           {"warm_ms", c.meta.warm_ms}};
 }
 
@@ -138,8 +143,8 @@ result<stored_cache> store_cache(const fs::path& state_root, std::string_view ke
   }
   EB_TRY(make_dirs(state_root, 0700));
   EB_TRY(make_dirs(store, 0700));
-  const fs::path tmp = store / fmt::format(".tmp-{}-{}-{}", key.substr(0, 16), ::getpid(),
-                                           temporaries++);
+  const fs::path tmp =
+      store / fmt::format(".tmp-{}-{}-{}", key.substr(0, 16), ::getpid(), temporaries++);
   if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
   auto fail = [&](error e) -> std::unexpected<error> {
     (void)remove_tree(tmp);

@@ -508,8 +508,8 @@ status check_targets(const session_request& r) {
       if (file && is_within(path, m.target))
         return invalid(fmt::format("mount target {} would hide {} at {}: choose another path",
                                    m.target.string(), what, path.string()));
-      if ((is_within(path, m.target) || is_within(m.target, path)) &&
-          what.rfind("home", 0) != 0 && !file)
+      if ((is_within(path, m.target) || is_within(m.target, path)) && what.rfind("home", 0) != 0 &&
+          !file)
         return invalid(fmt::format("mount target {} overlaps {} at {}: give each its own tree",
                                    m.target.string(), what, path.string()));
     }

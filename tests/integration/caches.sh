@@ -122,18 +122,18 @@ candidates:
   - {id: noop, adapter: noop}
 YAML
 before=$("$EVALBOX" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["caches"]))')
-expect_exit 2 "a failing warm command" "$WORK/out5" "$WORK/err5" \
+expect_exit 64 "a failing warm command" "$WORK/out5" "$WORK/err5" \
   "$EVALBOX" cache warm "$S/bad.yaml" --cache broken
 grep -q "exited with status 7" "$WORK/err5" || { cat "$WORK/err5"; fail "no status"; }
 grep -q "boom-output-line" "$WORK/err5" || { cat "$WORK/err5"; fail "no output shown"; }
 grep -q "nothing was stored" "$WORK/err5" || fail "must say nothing was stored"
-expect_exit 2 "a warm past max_bytes" "$WORK/out6" "$WORK/err6" \
+expect_exit 64 "a warm past max_bytes" "$WORK/out6" "$WORK/err6" \
   "$EVALBOX" cache warm "$S/bad.yaml" --cache big
 grep -q "max_bytes" "$WORK/err6" || { cat "$WORK/err6"; fail "the cap must be named"; }
 after=$("$EVALBOX" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["caches"]))')
 [ "$before" = "$after" ] || fail "a failed warm stored something ($before -> $after)"
 ! ls -a "$EVALBOX_STATE_DIR/caches" | grep -q '^\.tmp-' || fail "a failed warm left a temporary"
-expect_exit 2 "a run whose cache cannot be warmed" "$WORK/out7" "$WORK/err7" \
+expect_exit 64 "a run whose cache cannot be warmed" "$WORK/out7" "$WORK/err7" \
   "$EVALBOX" run "$S/bad.yaml" --results "$WORK/r-bad"
 grep -q "boom-output-line" "$WORK/err7" || { cat "$WORK/err7"; fail "run: warm output not shown"; }
 [ ! -e "$WORK/r-bad/results.jsonl" ] || [ ! -s "$WORK/r-bad/results.jsonl" ] || fail "runs were recorded"

@@ -36,6 +36,7 @@ gc_report bare() {
   r.git.temporaries_removed = 1;
   r.git.mirrors = 4;
   r.git.trees = 6;
+  r.cache_leftovers = 2;
   return r;
 }
 
@@ -44,6 +45,7 @@ gc_report full() {
   r.runs.errors = {"run-1: EBUSY"};
   r.sessions = {3, 1, {"ses-1: EBUSY"}};
   r.git.errors = {"mirror x: EACCES"};
+  r.cache_errors = {"caches: EACCES"};
   sandbox::image_collection_report images;
   images.images_removed = 1;
   images.layers_removed = 3;
@@ -63,7 +65,8 @@ TEST(GcJson, WithoutImagesOrResults) {
     "schema": "evalbox.gc.v1", "state_root": "/var/lib/evalbox",
     "runs_reclaimed": 2, "mounts_unmounted": 5, "cgroups_removed": 3, "errors": [],
     "sessions": {"removed": 0, "stopped": 0, "errors": []},
-    "git": {"temporaries_removed": 1, "mirrors": 4, "trees": 6, "errors": []}
+    "git": {"temporaries_removed": 1, "mirrors": 4, "trees": 6, "errors": []},
+    "caches": {"leftovers_removed": 2, "errors": []}
   })"))
       << j.dump(2);
 }
@@ -76,6 +79,7 @@ TEST(GcJson, WithImagesAndResults) {
     "errors": ["run-1: EBUSY"],
     "sessions": {"removed": 3, "stopped": 1, "errors": ["ses-1: EBUSY"]},
     "git": {"temporaries_removed": 1, "mirrors": 4, "trees": 6, "errors": ["mirror x: EACCES"]},
+    "caches": {"leftovers_removed": 2, "errors": ["caches: EACCES"]},
     "images": {"images_removed": 1, "layers_removed": 3, "temporaries_removed": 2,
                "images_in_use": 1, "bytes_freed": 3145728, "bytes_after": 1073741824,
                "errors": ["layer y: EIO"]},
@@ -90,13 +94,17 @@ TEST(GcText, OneLinePerPartErrorsIndented) {
             "evalbox gc — /var/lib/evalbox: 2 stale run(s) reclaimed, 5 mount(s) unmounted, 3 "
             "cgroup(s) removed\n"
             "sessions: 0 left by a dead server removed, 0 past their TTL stopped\n"
-            "git: 1 partial fetch(es) or checkout(s) removed; 4 mirror(s), 6 tree(s) kept\n");
+            "git: 1 partial fetch(es) or checkout(s) removed; 4 mirror(s), 6 tree(s) kept\n"
+            "caches and bundles: 2 half-stored or half-removed entries and free warm lock(s) "
+            "removed\n");
   const std::string text = gc_text(full());
   EXPECT_NE(text.find("removed\n  error: run-1: EBUSY\nsessions: 3 left by a dead server "
                       "removed, 1 past their TTL stopped\n  error: ses-1: EBUSY\ngit: "),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("kept\n  error: mirror x: EACCES\nimages: "), std::string::npos) << text;
+  EXPECT_NE(text.find("kept\n  error: mirror x: EACCES\ncaches and bundles: "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("removed\n  error: caches: EACCES\nimages: "), std::string::npos) << text;
   EXPECT_NE(text.find("images: 1 image(s) and 3 layer(s) removed, 2 partial layer(s) cleaned, "),
             std::string::npos)
       << text;
@@ -124,6 +132,9 @@ TEST(GcReport, CleanOnlyWithoutErrorsInAnyPart) {
   EXPECT_FALSE(r.clean());
   r = bare();
   r.sessions.errors = {"x"};
+  EXPECT_FALSE(r.clean());
+  r = bare();
+  r.cache_errors = {"x"};
   EXPECT_FALSE(r.clean());
 }
 

@@ -111,8 +111,8 @@ TEST_F(cache_store, a_held_cache_is_not_removed_and_a_free_one_is) {
 }
 
 TEST_F(cache_store, keys_that_are_not_64_hex_are_refused_before_any_path_is_made) {
-  const std::vector<std::string> bads = {"", "abc", "../" + key_a.substr(3),
-                                         std::string(64, 'A'), key_a.substr(0, 63) + "/"};
+  const std::vector<std::string> bads = {"", "abc", "../" + key_a.substr(3), std::string(64, 'A'),
+                                         key_a.substr(0, 63) + "/"};
   for (const std::string& bad : bads) {
     auto s = store_cache(state_, bad, filled_, meta_, false);
     ASSERT_FALSE(s) << bad;

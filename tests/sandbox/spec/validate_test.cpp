@@ -207,8 +207,8 @@ TEST_F(Validate, AcceptsACacheStoreTreeAsAMountSourceAndNothingElseOfTheStateRoo
   const fs::path tree = cache_store_dir(env.state) / key / "tree";
   ASSERT_TRUE(make_dirs(tree / "wheels", 0755));
   auto r = env.request();
-  r.mounts.push_back({tree, "/home/agent/.cache/pip", mount_access::ephemeral_write, 64ull << 20,
-                      std::string()});
+  r.mounts.push_back(
+      {tree, "/home/agent/.cache/pip", mount_access::ephemeral_write, 64ull << 20, std::string()});
   EXPECT_TRUE(validate(r, {env.state})) << validate(r, {env.state}).error().message;
 
   ASSERT_TRUE(make_dirs(cache_store_dir(env.state) / "not-a-key" / "tree", 0755));
