@@ -117,7 +117,8 @@ for line in open(os.path.join(root, "results.jsonl")):
     r = json.loads(line)
     assert r["verdict"] == "passed", (r["fixture"], r["execution"])
     out = open(os.path.join(root, "runs", r["run_id"], "native", "stdout.txt")).read().split()
-    times[r["fixture"]].append(int(out[out.index("install_ms") + 1]))
+    fixture = r["fixture"]["id"] if isinstance(r["fixture"], dict) else r["fixture"]
+    times[fixture].append(int(out[out.index("install_ms") + 1]))
 cold, warm = statistics.median(times["cold"]), statistics.median(times["warm"])
 print(f"pip install of {n} packages ({size} KiB each), {len(times['warm'])} runs each:")
 print(f"  cold, from the index through the sandbox's network: median {cold:.0f} ms {sorted(times['cold'])}")
