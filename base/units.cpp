@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <ctime>
 #include <limits>
 
 namespace evalbox {
@@ -144,6 +145,15 @@ uint64_t ms_since(std::chrono::steady_clock::time_point t0) noexcept {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count());
+}
+
+std::string format_local_minute(int64_t unix_seconds) {
+  if (unix_seconds <= 0) return "never";
+  const std::time_t t = unix_seconds;
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  return std::string(buf, std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm));
 }
 
 }  // namespace base

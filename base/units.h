@@ -20,6 +20,9 @@ result<uint64_t> parse_duration_ms(std::string_view text);
 
 std::string format_bytes(uint64_t bytes);     // "2GiB", "1.5MiB", "512B"
 std::string format_duration_ms(uint64_t ms);  // "10m", "1h30m", "250ms"
+// Unix seconds as local time to the minute, "2026-12-07 08:30"; "never" for 0 or less (a
+// listing's "last used" or "warmed").
+std::string format_local_minute(int64_t unix_seconds);
 
 // Whole milliseconds from `t0` to now (a duration to report: run.json, replies, logs).
 uint64_t ms_since(std::chrono::steady_clock::time_point t0) noexcept;

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
-#include <ctime>
 #include <memory>
 #include <set>
 #include <string>
@@ -20,15 +19,6 @@
 namespace evalbox::harness::cli {
 
 namespace {
-
-std::string when(int64_t unix_seconds) {
-  std::time_t t = unix_seconds;
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
-  return buf;
-}
 
 int do_ls(bool as_json) {
   const auto state = sandbox::default_preparer_options().state_root;
@@ -65,7 +55,8 @@ int do_ls(bool as_json) {
              "TARGET (ORIGIN)");
   for (const auto& c : *caches)
     fmt::print("{:<12}  {:<12}  {:>8}  {:>9}  {:<16}  {} ({})\n", c.key.substr(0, 12), c.meta.name,
-               c.files, format_bytes(c.bytes), when(c.created), c.meta.target, c.meta.origin);
+               c.files, format_bytes(c.bytes), format_local_minute(c.created), c.meta.target,
+               c.meta.origin);
   return exit_ok;
 }
 

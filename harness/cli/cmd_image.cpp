@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <map>
 #include <mutex>
 
@@ -41,16 +40,6 @@ void watch_interrupts() {
 std::string short_id(const std::string& digest) {
   auto colon = digest.find(':');
   return digest.substr(colon == std::string::npos ? 0 : colon + 1, 12);
-}
-
-std::string when(int64_t unix_seconds) {
-  if (unix_seconds <= 0) return "never";
-  std::time_t t = unix_seconds;
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
-  return buf;
 }
 
 // Progress on stderr, one line per layer event (the store calls this from the importing
@@ -286,7 +275,7 @@ int do_ls(const std::string& state_dir, bool as_json) {
     std::string refs;
     for (const auto& r : i.references) refs += (refs.empty() ? "" : ", ") + r;
     fmt::print("{:<14}{:>7}{:>10}  {:<18}{}\n", short_id(i.id), i.layers.size(),
-               format_bytes(i.bytes), when(i.last_used), refs);
+               format_bytes(i.bytes), format_local_minute(i.last_used), refs);
   }
   fmt::print("{} image(s); layers take {} in {} (shared layers counted once)\n", images->size(),
              format_bytes(*total), store->root().string());

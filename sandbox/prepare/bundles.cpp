@@ -28,6 +28,7 @@
 #include "sandbox/image/layer.h"
 #include "sandbox/image/tree_writer.h"
 #include "sandbox/prepare/preparer.h"
+#include "sandbox/prepare/stores.h"
 #include "sandbox/workspace/tree.h"
 
 namespace evalbox::sandbox {
@@ -106,11 +107,7 @@ result<fs::path> preparer::resolve_bundle(const fs::path& source, std::string_vi
   const fs::path final_dir = store / hex;
   std::error_code ec;
   if (fs::is_directory(final_dir / "tree", ec)) return final_dir / "tree";
-  EB_TRY(make_dirs(o.state_root, 0700));
-  EB_TRY(make_dirs(store, 0700));
-  const fs::path tmp =
-      store / fmt::format(".tmp-{}-{}-{}", hex.substr(0, 16), ::getpid(), temporaries++);
-  if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
+  const fs::path tmp = EB_TRY(make_store_temporary(o.state_root, store, hex, "tmp"));
   auto fail = [&](error e) -> std::unexpected<error> {
     (void)remove_tree(tmp);
     return std::unexpected(std::move(e));

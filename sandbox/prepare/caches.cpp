@@ -19,6 +19,7 @@
 #include "base/fs.h"
 #include "base/json.h"
 #include "sandbox/prepare/preparer.h"
+#include "sandbox/prepare/stores.h"
 #include "sandbox/spec/request.h"
 
 namespace evalbox::sandbox {
@@ -27,8 +28,6 @@ inline namespace prepare {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<unsigned> temporaries{0};
 
 status check_key(std::string_view key) {
   if (!valid_cache_key(key))
@@ -101,6 +100,17 @@ pid_t leftover_pid(std::string_view name) {
 
 }  // namespace
 
+result<fs::path> make_store_temporary(const fs::path& state_root, const fs::path& store,
+                                      std::string_view key, std::string_view kind) {
+  static std::atomic<unsigned> temporaries{0};
+  EB_TRY(make_dirs(state_root, 0700));
+  EB_TRY(make_dirs(store, 0700));
+  const fs::path tmp =
+      store / fmt::format(".{}-{}-{}-{}", kind, key.substr(0, 16), ::getpid(), temporaries++);
+  if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
+  return tmp;
+}
+
 bool valid_cache_key(std::string_view key) noexcept {
   return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -141,11 +151,7 @@ result<stored_cache> store_cache(const fs::path& state_root, std::string_view ke
     if (!replace) return std::move(*existing);
     EB_TRY(remove_cache(state_root, key));
   }
-  EB_TRY(make_dirs(state_root, 0700));
-  EB_TRY(make_dirs(store, 0700));
-  const fs::path tmp =
-      store / fmt::format(".tmp-{}-{}-{}", key.substr(0, 16), ::getpid(), temporaries++);
-  if (::mkdir(tmp.c_str(), 0700) != 0) return sys_error(errno, "mkdir {}", tmp.string());
+  const fs::path tmp = EB_TRY(make_store_temporary(state_root, store, key, "tmp"));
   auto fail = [&](error e) -> std::unexpected<error> {
     (void)remove_tree(tmp);
     return std::unexpected(std::move(e));
@@ -194,8 +200,8 @@ status remove_cache(const fs::path& state_root, std::string_view key) {
                         key);
     return sys_error(errno, "lock {}", (dir / "tree").string());
   }
-  const fs::path gone =
-      store / fmt::format(".rm-{}-{}-{}", key.substr(0, 16), ::getpid(), temporaries++);
+  // Renamed over an empty temporary of its own: a crash mid-removal leaves a .rm-* name.
+  const fs::path gone = EB_TRY(make_store_temporary(state_root, store, key, "rm"));
   if (::rename(dir.c_str(), gone.c_str()) != 0)
     return sys_error(errno, "rename {} to {}", dir.string(), gone.string());
   fd.reset();

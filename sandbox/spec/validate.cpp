@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -340,10 +341,9 @@ bool in_cache_store(const fs::path& source, const fs::path& state_root) {
   if (state_root.empty()) return false;
   const fs::path store = cache_store_dir(state_root);
   const fs::path rel = normalize(source).lexically_relative(normalize(store));
-  auto part = rel.begin();
-  if (rel.empty() || part == rel.end() || !is_sha256_hex(part->string())) return false;
-  const fs::path key = *part;
-  if (++part == rel.end() || *part != "tree" || ++part != rel.end()) return false;
+  const std::vector<fs::path> parts(rel.begin(), rel.end());  // <key>/tree exactly
+  if (parts.size() != 2 || !is_sha256_hex(parts[0].string()) || parts[1] != "tree") return false;
+  const fs::path& key = parts[0];
   std::error_code ec1, ec2;
   const fs::path real_store = fs::canonical(store, ec1);
   const fs::path real = fs::canonical(source, ec2);
