@@ -65,9 +65,9 @@ class gemini_adapter final : public harness::adapter {
     check.env_name("api_key_env", "GEMINI_API_KEY");
     check.choice("approval_mode", approval_modes);
     const std::string not_yet =
-        "evalbox's gemini adapter does not write them yet (MCP servers only)";
-    for (auto& e : harness::unsupported_extensions(
-             c, {.skills = not_yet, .mcp_servers = {}, .hooks = not_yet}))
+        "evalbox's gemini adapter does not write them yet (skills and MCP servers only)";
+    for (auto& e :
+         harness::unsupported_extensions(c, {.skills = {}, .mcp_servers = {}, .hooks = not_yet}))
       check.add(std::move(e));
     const fs::path settings = fs::path(config_dir) / "settings.json";
     if (!c.mcp_servers.empty() && c.home_files.count(settings.string()))
@@ -151,6 +151,9 @@ class gemini_adapter final : public harness::adapter {
         p.env["GOOGLE_GEMINI_BASE_URL"] = url;
       if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["GEMINI_API_KEY"] = *key;
     }
+    // User skills: where Gemini CLI reads them (~/.gemini/skills/NAME/SKILL.md).
+    for (auto& b : EB_TRY(harness::skill_bundles(c, fs::path(config_dir) / "skills")))
+      p.bundles.push_back(std::move(b));
     for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
     p.stdout_name = "stdout.jsonl";
     return p;

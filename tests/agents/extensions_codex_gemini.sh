@@ -1,8 +1,9 @@
 # MCP servers and skills with the real Codex CLI and Gemini CLI against the stub model
 # (docs/agents.md, "Skills, MCP servers and hooks"), from the configuration each adapter wrote:
-#   - Gemini CLI (mcpServers in settings.json) starts the server inside the sandbox and offers
-#     its tool; the stub asks for it, the server logs the call with its env into the workspace,
-#     and its answer reaches the model in the next request;
+#   - Gemini CLI (mcpServers in settings.json, the skill in ~/.gemini/skills) starts the server
+#     inside the sandbox and offers its tool; the stub asks for it, the server logs the call with
+#     its env into the workspace, and its answer reaches the model in the next request; the
+#     skill's description is in its request;
 #   - Codex ([mcp_servers.NAME] in config.toml, the skill in ~/.agents/skills) offers the
 #     server's tool namespace and the skill's description to the model.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -117,7 +118,13 @@ run_client gemini "${GEMINI_TOOL:-mcp_probe_lookup}" "- id: gemini
   base_url: \"http://127.0.0.1:STUB_PORT\"
   api_key_env: EVALBOX_E2E_KEY
   network: {allow: [\"127.0.0.1:STUB_PORT\"]}
+  skills: [skills/evalbox-probe]
   $SERVER"
+python3 - "$STUB_LOG" "$MARK" <<'PY' || fail "gemini: the skill never reached the model"
+import json, sys
+log = [json.loads(l) for l in open(sys.argv[1])]
+assert any(sys.argv[2] in e.get("watched", []) for e in log if e.get("method") == "POST")
+PY
 stop_stub
 no_residue
 echo "extensions (codex, gemini): ok"

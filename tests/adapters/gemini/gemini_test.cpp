@@ -203,9 +203,9 @@ TEST_F(GeminiAdapter, AKilledClientIsAnErrorSayingSo) {
   EXPECT_EQ(t->error, "gemini was killed before it finished (interrupted: no final event)");
 }
 
-// MCP servers in settings.json's mcpServers, their files read-only at /evalbox/mcp/; skills and
-// hooks refused where they are written, saying why.
-TEST_F(GeminiAdapter, WritesMcpServersAndRefusesSkillsAndHooks) {
+// MCP servers in settings.json's mcpServers, their files read-only at /evalbox/mcp/; skills
+// read-only in ~/.gemini/skills/NAME; hooks refused where they are written, saying why.
+TEST_F(GeminiAdapter, WritesMcpServersAndSkillsAndRefusesHooks) {
   ASSERT_TRUE(write_file(dir_.path() / "search.py", "print()\n"));
   harness::mcp_server_spec m;
   m.name = "search";
@@ -223,16 +223,22 @@ TEST_F(GeminiAdapter, WritesMcpServersAndRefusesSkillsAndHooks) {
   EXPECT_EQ(p.bundles[0].target, fs::path("/evalbox/mcp/search/search.py"));
   EXPECT_EQ(p.bundles[0].source, dir_.path() / "search.py");
 
-  c_.skills.push_back({"pdf", dir_.path(), {}});
+  ASSERT_TRUE(make_dirs(dir_.path() / "pdf"));
+  ASSERT_TRUE(write_file(dir_.path() / "pdf" / "SKILL.md", "x"));
+  c_.skills.push_back({"pdf", dir_.path() / "pdf", {}});
   c_.skills_where = {c_.where.file, 11, 5};
+  EXPECT_TRUE(gemini::make_adapter()->validate(c_).empty());
+  auto with_skill = plan();
+  ASSERT_EQ(with_skill.bundles.size(), 2u);
+  EXPECT_EQ(with_skill.bundles[0].target, fs::path("/home/agent/.gemini/skills/pdf"));
+  EXPECT_EQ(with_skill.bundles[0].source, dir_.path() / "pdf");
+
   c_.hooks.push_back({"BeforeTool", "", "h", dir_.path() / "search.py", {}});
   c_.hooks_where = {c_.where.file, 12, 5};
   auto errors = gemini::make_adapter()->validate(c_);
-  ASSERT_EQ(errors.size(), 2u) << harness::join_messages(errors);
-  EXPECT_EQ(errors[0].where.line, 11);
-  EXPECT_NE(errors[0].message().find("adapter gemini cannot take skills"), std::string::npos);
-  EXPECT_EQ(errors[1].where.line, 12);
-  EXPECT_NE(errors[1].message().find("adapter gemini cannot take hooks"), std::string::npos);
+  ASSERT_EQ(errors.size(), 1u) << harness::join_messages(errors);
+  EXPECT_EQ(errors[0].where.line, 12);
+  EXPECT_NE(errors[0].message().find("adapter gemini cannot take hooks"), std::string::npos);
 }
 
 }  // namespace
