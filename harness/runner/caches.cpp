@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -72,6 +73,19 @@ class scratch_dir {
   explicit scratch_dir(fs::path p) : path_(std::move(p)) {}
   fs::path path_;
 };
+
+// The last `bytes` bytes of the file at `path` (all of a shorter one); "" when it cannot be read.
+std::string file_tail(const fs::path& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = size > static_cast<std::streamoff>(bytes) ? size - bytes : 0;
+  in.seekg(from);
+  std::string out(static_cast<size_t>(size - from), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
 
 // The last `lines` lines of `text`, indented, for an error.
 std::string tail_of(const std::string& text, int lines) {
@@ -155,7 +169,7 @@ result<sandbox::stored_cache> warm_one(const warm_job& job, sandbox::preparer& p
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count());
   auto fail = [&](std::string why) -> std::unexpected<error> {
-    std::string out = read_file(log_path, 1 << 20).value_or("");
+    const std::string out = file_tail(log_path, 16 << 10);
     (void)session.close();
     // The fixture's doing, like a setup command that fails: exit 64, nothing run.
     return std::unexpected(error{
