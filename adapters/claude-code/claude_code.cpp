@@ -231,23 +231,9 @@ class claude_code_adapter final : public harness::adapter {
       // One `=`-joined argument: the option is variadic and would swallow what follows.
       p.argv.push_back("--mcp-config=" + (home / file).string());
     }
-    if (!c.hooks.empty()) {
-      json hooks = json::object();
-      for (const auto& [event, groups] : harness::hooks_by_event(c)) {
-        json list = json::array();
-        for (const auto& g : groups) {
-          json commands = json::array();
-          for (size_t i : g.hooks)
-            commands.push_back({{"type", "command"}, {"command", c.sandbox_hook(i).string()}});
-          json entry = {{"hooks", commands}};
-          if (!g.matcher.empty()) entry["matcher"] = g.matcher;
-          list.push_back(std::move(entry));
-        }
-        hooks[event] = std::move(list);
-      }
-      p.home.files.push_back(
-          {fs::path(config_dir) / settings_file, json{{"hooks", hooks}}.dump(2) + "\n", 0600});
-    }
+    if (!c.hooks.empty())
+      p.home.files.push_back({fs::path(config_dir) / settings_file,
+                              json{{"hooks", harness::command_hooks(c)}}.dump(2) + "\n", 0600});
     return {};
   }
 };

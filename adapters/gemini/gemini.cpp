@@ -20,6 +20,11 @@ using harness::config_error;
 using harness::string_setting;
 
 constexpr std::string_view config_dir = ".gemini";  // relative to /home/agent
+// The hook events Gemini CLI 0.61 runs hooks on (its settings' `hooks` keys).
+const std::vector<std::string> hook_events = {"BeforeTool",   "AfterTool",   "BeforeAgent",
+                                              "AfterAgent",   "BeforeModel", "AfterModel",
+                                              "SessionStart", "SessionEnd",  "BeforeToolSelection",
+                                              "Notification", "PreCompress"};
 const std::vector<std::string> known_settings = {"binary", "model", "base_url", "api_key_env",
                                                  "approval_mode"};
 const std::vector<std::string> approval_modes = {"yolo", "auto_edit", "default", "plan"};
@@ -64,17 +69,21 @@ class gemini_adapter final : public harness::adapter {
     check.set_by_gateway("base_url");
     check.env_name("api_key_env", "GEMINI_API_KEY");
     check.choice("approval_mode", approval_modes);
-    const std::string not_yet =
-        "evalbox's gemini adapter does not write them yet (skills and MCP servers only)";
-    for (auto& e :
-         harness::unsupported_extensions(c, {.skills = {}, .mcp_servers = {}, .hooks = not_yet}))
-      check.add(std::move(e));
+    for (const auto& h : c.hooks)
+      if (!harness::one_of(h.event, hook_events))
+        check.add({h.where, fmt::format("Gemini CLI has no hook event '{}'", h.event),
+                   fmt::format("one of: {}", harness::comma_list(hook_events))});
     const fs::path settings = fs::path(config_dir) / "settings.json";
     if (!c.mcp_servers.empty() && c.home_files.count(settings.string()))
       check.add({c.mcp_servers_where,
                  fmt::format("MCP servers go in {}, which home_files gives as a file of its own",
                              settings.string()),
                  "add mcpServers to that file, or drop it from home_files"});
+    if (!c.hooks.empty() && c.home_files.count(settings.string()))
+      check.add({c.hooks_where,
+                 fmt::format("hooks go in {}, which home_files gives as a file of its own",
+                             settings.string()),
+                 "put the hooks in that file, or drop it from home_files"});
     return check.take();
   }
 
@@ -140,6 +149,7 @@ class gemini_adapter final : public harness::adapter {
         }
         j["mcpServers"] = std::move(servers);
       }
+      if (!c.hooks.empty()) j["hooks"] = harness::command_hooks(c);
       p.home.files.push_back({settings, j.dump(2) + "\n", 0600});
     }
     if (ctx.gateway) {
@@ -155,6 +165,7 @@ class gemini_adapter final : public harness::adapter {
     for (auto& b : EB_TRY(harness::skill_bundles(c, fs::path(config_dir) / "skills")))
       p.bundles.push_back(std::move(b));
     for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
+    for (auto& b : EB_TRY(harness::hook_bundles(c))) p.bundles.push_back(std::move(b));
     p.stdout_name = "stdout.jsonl";
     return p;
   }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/digest.h"
+#include "base/json.h"
 #include "sandbox/spec/system_paths.h"
 
 namespace evalbox::harness {
@@ -80,6 +81,23 @@ std::vector<std::pair<std::string, std::vector<hook_group>>> hooks_by_event(
     g->hooks.push_back(i);
   }
   return out;
+}
+
+json command_hooks(const candidate_spec& c) {
+  json hooks = json::object();
+  for (const auto& [event, groups] : hooks_by_event(c)) {
+    json list = json::array();
+    for (const auto& g : groups) {
+      json commands = json::array();
+      for (size_t i : g.hooks)
+        commands.push_back({{"type", "command"}, {"command", c.sandbox_hook(i).string()}});
+      json entry = {{"hooks", commands}};
+      if (!g.matcher.empty()) entry["matcher"] = g.matcher;
+      list.push_back(std::move(entry));
+    }
+    hooks[event] = std::move(list);
+  }
+  return hooks;
 }
 
 }  // namespace agent

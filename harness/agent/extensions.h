@@ -49,5 +49,9 @@ struct hook_group {
 std::vector<std::pair<std::string, std::vector<hook_group>>> hooks_by_event(
     const candidate_spec& c);
 
+// The hooks as Claude Code's and Gemini CLI's settings take them:
+// {EVENT: [{matcher (when given), hooks: [{type: command, command: <sandbox path>}]}]}.
+json command_hooks(const candidate_spec& c);
+
 }  // namespace agent
 }  // namespace evalbox::harness

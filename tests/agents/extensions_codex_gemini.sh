@@ -1,9 +1,10 @@
 # MCP servers and skills with the real Codex CLI and Gemini CLI against the stub model
 # (docs/agents.md, "Skills, MCP servers and hooks"), from the configuration each adapter wrote:
-#   - Gemini CLI (mcpServers in settings.json, the skill in ~/.gemini/skills) starts the server
-#     inside the sandbox and offers its tool; the stub asks for it, the server logs the call with
-#     its env into the workspace, and its answer reaches the model in the next request; the
-#     skill's description is in its request;
+#   - Gemini CLI (mcpServers and hooks in settings.json, the skill in ~/.gemini/skills) starts
+#     the server inside the sandbox and offers its tool; the stub asks for it, the server logs
+#     the call with its env into the workspace, and its answer reaches the model in the next
+#     request; the skill's description is in its request; a BeforeTool hook sees the shell
+#     command the stub asks for next;
 #   - Codex ([mcp_servers.NAME] in config.toml, the skill in ~/.agents/skills) offers the
 #     server's tool namespace and the skill's description to the model.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -11,6 +12,7 @@ need_isolation
 install_agents
 
 rand() { od -An -N8 -tx1 /dev/urandom | tr -d ' \n'; }
+STUB_EXTRA=()
 KEY="sk-evalbox-ext-$(rand)"
 MARK="skill-marker-$(rand)"
 TAG="tag-$(rand)"
@@ -41,7 +43,7 @@ run_client() {
   local id=$1 tool=$2
   : >"$WORK/stub.port"
   start_stub --key "$KEY" --final "Looked k1 up." --watch "$MARK" --watch "PROBE-ANSWER k1 $TAG" \
-    --call "$tool={\"key\": \"k1\"}"
+    --call "$tool={\"key\": \"k1\"}" "${STUB_EXTRA[@]}"
   cat >"$S/$id.yaml" <<YAML
 schema: evalbox.suite.v1
 name: ext-$id
@@ -112,6 +114,14 @@ assert "mcp__probe" in seen, "the MCP server's tool namespace"
 PY
 stop_stub
 
+# Gemini also runs a BeforeTool hook before the shell command the stub asks for next.
+cat >"$S/record-tool.sh" <<'SH'
+#!/bin/sh
+cat >>/workspace/hook-ran.txt
+echo >>/workspace/hook-ran.txt
+SH
+chmod +x "$S/record-tool.sh"
+STUB_EXTRA=(--command "echo hello > out.txt")
 run_client gemini "${GEMINI_TOOL:-mcp_probe_lookup}" "- id: gemini
   adapter: gemini
   model: gemini-2.5-flash
@@ -119,7 +129,11 @@ run_client gemini "${GEMINI_TOOL:-mcp_probe_lookup}" "- id: gemini
   api_key_env: EVALBOX_E2E_KEY
   network: {allow: [\"127.0.0.1:STUB_PORT\"]}
   skills: [skills/evalbox-probe]
+  hooks: {BeforeTool: [{matcher: run_shell_command, command: record-tool.sh}]}
   $SERVER"
+grep -q 'echo hello > out.txt' "$LAST_RESULTS"/runs/*/workspace.diff &&
+  grep -q '"hook_event_name":"BeforeTool"' "$LAST_RESULTS"/runs/*/workspace.diff ||
+  fail "gemini: the BeforeTool hook did not see the shell command"
 python3 - "$STUB_LOG" "$MARK" <<'PY' || fail "gemini: the skill never reached the model"
 import json, sys
 log = [json.loads(l) for l in open(sys.argv[1])]

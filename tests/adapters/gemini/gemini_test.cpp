@@ -204,8 +204,9 @@ TEST_F(GeminiAdapter, AKilledClientIsAnErrorSayingSo) {
 }
 
 // MCP servers in settings.json's mcpServers, their files read-only at /evalbox/mcp/; skills
-// read-only in ~/.gemini/skills/NAME; hooks refused where they are written, saying why.
-TEST_F(GeminiAdapter, WritesMcpServersAndSkillsAndRefusesHooks) {
+// read-only in ~/.gemini/skills/NAME; hooks in settings.json's hooks, their executables
+// read-only at /evalbox/hooks/; an event Gemini CLI does not have refused where it is written.
+TEST_F(GeminiAdapter, WritesMcpServersSkillsAndHooks) {
   ASSERT_TRUE(write_file(dir_.path() / "search.py", "print()\n"));
   harness::mcp_server_spec m;
   m.name = "search";
@@ -233,12 +234,28 @@ TEST_F(GeminiAdapter, WritesMcpServersAndSkillsAndRefusesHooks) {
   EXPECT_EQ(with_skill.bundles[0].target, fs::path("/home/agent/.gemini/skills/pdf"));
   EXPECT_EQ(with_skill.bundles[0].source, dir_.path() / "pdf");
 
-  c_.hooks.push_back({"BeforeTool", "", "h", dir_.path() / "search.py", {}});
-  c_.hooks_where = {c_.where.file, 12, 5};
+  harness::hook_spec h;
+  h.event = "BeforeTool";
+  h.matcher = "run_shell_command";
+  h.command = "hooks/record.sh";
+  h.script = dir_.path() / "search.py";
+  h.where = {c_.where.file, 12, 5};
+  c_.hooks.push_back(h);
+  EXPECT_TRUE(gemini::make_adapter()->validate(c_).empty());
+  auto with_hook = plan();
+  const json hooked = json::parse(with_hook.home.files[0].content);
+  EXPECT_EQ(hooked["hooks"], json::parse(R"({"BeforeTool": [{"matcher": "run_shell_command",
+      "hooks": [{"type": "command", "command": "/evalbox/hooks/0/search.py"}]}]})"))
+      << hooked.dump(2);
+  EXPECT_EQ(with_hook.bundles.back().target, fs::path("/evalbox/hooks/0/search.py"));
+
+  c_.hooks.back().event = "PreToolUse";  // Claude Code's name, not Gemini's
   auto errors = gemini::make_adapter()->validate(c_);
   ASSERT_EQ(errors.size(), 1u) << harness::join_messages(errors);
   EXPECT_EQ(errors[0].where.line, 12);
-  EXPECT_NE(errors[0].message().find("adapter gemini cannot take hooks"), std::string::npos);
+  EXPECT_NE(errors[0].message().find("Gemini CLI has no hook event 'PreToolUse'"),
+            std::string::npos)
+      << errors[0].message();
 }
 
 }  // namespace
