@@ -73,7 +73,9 @@ type 'echo RESIZED=$(stty size)'
 wait_for "^RESIZED=$rows2 $cols2\$"
 # A full-screen program: busybox vi opens (its status line names the file) and quits.
 type 'busybox vi /tmp/notes.txt'
-wait_for 'notes.txt'
+# vi's own status line ("- /tmp/notes.txt ..."), not the command line typed above: keys sent
+# before vi has the terminal are lost.
+wait_for '^- /tmp/notes\.txt'
 # (a pause after Escape: an Escape followed at once by ':' would read as Alt-:)
 T send-keys -t t Escape
 sleep 0.5
