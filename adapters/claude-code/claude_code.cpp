@@ -213,8 +213,7 @@ class claude_code_adapter final : public harness::adapter {
     const auto& c = ctx.candidate;
     const auto servers_spec = harness::run_mcp_servers(ctx);
     const fs::path home = fs::path(sandbox::sandbox_home);
-    for (auto& b : EB_TRY(harness::skill_bundles(c, fs::path(config_dir) / skills_dir)))
-      p.bundles.push_back(std::move(b));
+    EB_TRY(harness::add_skills(c, fs::path(config_dir) / skills_dir, p));
     for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
     for (auto& b : EB_TRY(harness::hook_bundles(c))) p.bundles.push_back(std::move(b));
     if (!servers_spec.empty()) {

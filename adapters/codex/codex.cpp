@@ -297,7 +297,7 @@ class codex_adapter final : public harness::adapter {
     config += "\n[features]\nplugins = false\napps = false\n";
     config += provider_table;
     config += mcp_tables(harness::run_mcp_servers(ctx));
-    for (auto& b : EB_TRY(harness::skill_bundles(c, skills_dir))) p.bundles.push_back(std::move(b));
+    EB_TRY(harness::add_skills(c, skills_dir, p));
     for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
     const fs::path config_target = fs::path(codex_home) / "config.toml";
     if (!overridden_by_home_files(c, config_target))

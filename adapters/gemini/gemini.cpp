@@ -162,8 +162,7 @@ class gemini_adapter final : public harness::adapter {
       if (auto key = EB_TRY(harness::api_key_from_host(c))) p.env["GEMINI_API_KEY"] = *key;
     }
     // User skills: where Gemini CLI reads them (~/.gemini/skills/NAME/SKILL.md).
-    for (auto& b : EB_TRY(harness::skill_bundles(c, fs::path(config_dir) / "skills")))
-      p.bundles.push_back(std::move(b));
+    EB_TRY(harness::add_skills(c, fs::path(config_dir) / "skills", p));
     for (auto& b : EB_TRY(harness::mcp_bundles(c))) p.bundles.push_back(std::move(b));
     for (auto& b : EB_TRY(harness::hook_bundles(c))) p.bundles.push_back(std::move(b));
     p.stdout_name = "stdout.jsonl";

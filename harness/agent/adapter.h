@@ -56,7 +56,11 @@ struct agent_plan {
   // image with none of them is refused before the run, saying `needs_why` (host_client.h).
   std::vector<std::string> needs_any_of;
   std::string needs_why;
-  std::vector<sandbox::bundle> bundles;   // e.g. the oracle's solution
+  std::vector<sandbox::bundle> bundles;  // e.g. the oracle's solution
+  // Where the client reads user skills, relative to the managed home (harness::add_skills):
+  // a Harbor task's skills_dir is copied there before the agent starts. Empty: the client
+  // takes no skills.
+  std::filesystem::path skills_dir;
   std::optional<std::string> stdin_data;  // else /dev/null
   bool landlock = true;                   // off when the agent's own sandbox must mount
   // The plan runs the fixture's reference solution (solution/, e.g. from a bundle): the only

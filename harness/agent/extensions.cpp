@@ -39,13 +39,12 @@ std::vector<mcp_server_spec> run_mcp_servers(const run_context& ctx) {
   return out;
 }
 
-result<std::vector<sandbox::bundle>> skill_bundles(const candidate_spec& c,
-                                                   const fs::path& skills_dir) {
-  std::vector<sandbox::bundle> out;
+status add_skills(const candidate_spec& c, const fs::path& skills_dir, agent_plan& plan) {
+  plan.skills_dir = skills_dir;
   for (const auto& s : c.skills)
-    out.push_back({s.dir, EB_TRY_CTX(tree_digest(s.dir), fmt::format("skill {}", s.name)),
-                   fs::path(sandbox::sandbox_home) / skills_dir / s.name});
-  return out;
+    plan.bundles.push_back({s.dir, EB_TRY_CTX(tree_digest(s.dir), fmt::format("skill {}", s.name)),
+                            fs::path(sandbox::sandbox_home) / skills_dir / s.name});
+  return {};
 }
 
 result<std::vector<sandbox::bundle>> mcp_bundles(const candidate_spec& c) {

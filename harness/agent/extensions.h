@@ -31,10 +31,12 @@ std::vector<config_error> unsupported_extensions(const candidate_spec& c,
 // whose names the candidate's do not take; sorted by name.
 std::vector<mcp_server_spec> run_mcp_servers(const run_context& ctx);
 
-// Each skill's directory, read-only at <home>/<skills_dir>/<name> (skills_dir relative to the
-// managed home, e.g. ".claude/skills").
-result<std::vector<sandbox::bundle>> skill_bundles(const candidate_spec& c,
-                                                   const std::filesystem::path& skills_dir);
+// Where the client reads user skills: `skills_dir` relative to the managed home (e.g.
+// ".claude/skills"). Each of the candidate's skills becomes a read-only bundle at
+// <home>/<skills_dir>/<name>, and the plan names the directory, where the runner copies a
+// Harbor task's skills (docs/harbor.md, "skills_dir").
+status add_skills(const candidate_spec& c, const std::filesystem::path& skills_dir,
+                  agent_plan& plan);
 // The host files the MCP servers' commands name, each read-only at its sandbox_file().
 result<std::vector<sandbox::bundle>> mcp_bundles(const candidate_spec& c);
 // Each hook's executable, read-only at candidate_spec::sandbox_hook().

@@ -333,6 +333,10 @@ struct harbor_spec {
   // [environment] mcp_servers with transport "stdio": given to every candidate whose adapter
   // writes MCP servers (a candidate's own server of the same name wins).
   std::vector<mcp_server_spec> mcp_servers;
+  // [environment] skills_dir: a directory in the task's image whose subdirectories are skills,
+  // copied into the skills directory of every candidate whose client takes skills (a
+  // candidate's own skill of the same name wins). Relative: to the image's working directory.
+  std::string skills_dir;
 };
 
 // workspace: {git: URL-or-PATH, commit: SHA} — the workspace is that commit of a repository,

@@ -30,6 +30,7 @@
 #include "harness/transcripts/atif.h"
 #include "harness/transcripts/read_limits.h"
 #include "sandbox/http/client.h"
+#include "sandbox/spec/system_paths.h"
 
 namespace evalbox::harness {
 inline namespace runner {
@@ -170,6 +171,26 @@ std::string shell_assign(const std::string& name) {
   std::string octal;
   for (unsigned char c : name) octal += fmt::format("\\{:03o}", c);
   return "p=$(printf '" + octal + "x'); p=${p%x}";
+}
+
+// A shell script that copies each directory in `from` (a Harbor task's skills_dir, in the image)
+// into `to` (the client's skills directory in the home), unless `to` holds that name already —
+// the candidate's own skill, mounted read-only — and prints one line per skill: "skill: NAME"
+// or "kept: NAME (...)". Exit 66: `from` is not a directory; 1: a copy failed (the home's disk
+// is full, a file cannot be read), which fails the run's setup. POSIX sh and cp, so that busybox
+// images run it too; links are copied as links (they resolve inside the sandbox only).
+std::string task_skills_script(const std::string& from, const fs::path& to) {
+  return "src=" + shell_quote(from) + "\ndst=" + shell_quote(to.string()) + "\n" + R"sh(
+if [ ! -d "$src" ]; then echo "evalbox: skills_dir $src is not a directory in the image" >&2; exit 66; fi
+mkdir -p "$dst"
+for s in "$src"/*; do
+  [ -d "$s" ] || continue
+  n=${s##*/}
+  if [ -e "$dst/$n" ] || [ -L "$dst/$n" ]; then echo "kept: $n (the candidate's own skill of that name)"; continue; fi
+  cp -R -P "$s" "$dst/$n" || { echo "evalbox: skill $n could not be copied" >&2; exit 1; }
+  echo "skill: $n"
+done
+)sh";
 }
 
 // A shell script that writes the unified diff of `changed` (at most 2000 paths) between the
@@ -538,6 +559,9 @@ class attempt {
   // With setup commands the workspace is first snapshot as the fixture gave it (O(1) on an
   // overlay: nothing was written yet), what the kept final state is measured from.
   bool setup() {
+    if (fixture_.harbor && !fixture_.harbor->skills_dir.empty() && !plan_.skills_dir.empty() &&
+        !copy_task_skills())
+      return false;
     if (!fixture_.setup.empty()) {
       if (x_.options.final_state_bytes > 0) {
         auto pristine = session_->snapshot_workspace();
@@ -568,6 +592,49 @@ class attempt {
     } else if (auto changed = session_->changed_paths(pristine_)) {
       setup_changed_ = std::move(*changed);  // what the setup changed, kept with the state
     }
+    return true;
+  }
+
+  // A Harbor task's skills_dir (docs/harbor.md): its skills, in the image, copied into the
+  // client's skills directory in the home, in the run's root as the task gave it; names in
+  // run.json's environment.harbor.skills, the copy's output in runs/<id>/skills.log.
+  bool copy_task_skills() {
+    const std::string& from = fixture_.harbor->skills_dir;
+    auto o = harness_launch(
+        "skills", task_skills_script(from, fs::path(sandbox::sandbox_home) / plan_.skills_dir),
+        launch_env_);
+    const fs::path log = run_dir_ / "skills.log";
+    o.stdout_path = log;
+    o.stderr_path = log;
+    auto rec = launch(o);
+    if (!rec) return fail(run_error_kind::sandbox, rec.error().message);
+    if (!rec->ok()) {
+      if (rec->error_step.starts_with("execve"))
+        return fail(run_error_kind::setup,
+                    fmt::format("the task's skills_dir could not be copied: {} (the image "
+                                "needs /bin/sh)",
+                                rec->error));
+      return fail(run_error_kind::sandbox, rec->error);
+    }
+    if (rec->outcome == sandbox::outcome_kind::cancelled) return cancelled();
+    if (rec->outcome != sandbox::outcome_kind::exited || rec->exit_code != 0)
+      return fail(
+          run_error_kind::setup,
+          rec->outcome == sandbox::outcome_kind::exited && rec->exit_code == 66
+              ? fmt::format("the task's skills_dir {} is not a directory in its image", from)
+              : fmt::format("copying the task's skills_dir {} failed ({} {}); see "
+                            "runs/{}/skills.log",
+                            from, to_string(rec->outcome), rec->exit_code, r_.run_id));
+    json names = json::array();
+    const std::string out = read_file(log, 1u << 20).value_or("");
+    for (size_t at = 0; at < out.size();) {
+      const size_t end = std::min(out.find('\n', at), out.size());
+      const std::string_view line = std::string_view(out).substr(at, end - at);
+      if (line.starts_with("skill: ")) names.push_back(sanitize_json_text(line.substr(7)));
+      at = end + 1;
+    }
+    st_.environment["harbor"]["skills_dir"] = from;
+    st_.environment["harbor"]["skills"] = std::move(names);
     return true;
   }
 
