@@ -13,6 +13,7 @@
 #include "base/units.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/suite_command.h"
+#include "harness/runner/caches.h"
 #include "sandbox/prepare/caches.h"
 #include "sandbox/prepare/preparer.h"
 
@@ -20,8 +21,14 @@ namespace evalbox::harness::cli {
 
 namespace {
 
-int do_ls(bool as_json) {
-  const auto state = sandbox::default_preparer_options().state_root;
+// The state root: --state-dir, else EVALBOX_STATE_DIR or the standard location.
+std::filesystem::path state_root(const std::string& state_dir) {
+  return state_dir.empty() ? sandbox::default_preparer_options().state_root
+                           : std::filesystem::path(state_dir);
+}
+
+int do_ls(const std::string& state_dir, bool as_json) {
+  const auto state = state_root(state_dir);
   auto caches = sandbox::list_caches(state);
   if (!caches) {
     fmt::print(stderr, "evalbox cache ls: {}\n", caches.error().message);
@@ -29,17 +36,13 @@ int do_ls(bool as_json) {
   }
   if (as_json) {
     json list = json::array();
-    for (const auto& c : *caches)
-      list.push_back({{"key", c.key},
-                      {"name", c.meta.name},
-                      {"target", c.meta.target},
-                      {"origin", c.meta.origin},
-                      {"digest", "sha256:" + c.digest},
-                      {"bytes", c.bytes},
-                      {"files", c.files},
-                      {"created", c.created},
-                      {"warm_ms", c.meta.warm_ms},
-                      {"tree", c.tree.string()}});
+    for (const auto& c : *caches) {
+      json entry = sandbox::to_json(c);
+      entry.erase("schema");
+      entry["digest"] = "sha256:" + c.digest;
+      entry["tree"] = c.tree.string();
+      list.push_back(std::move(entry));
+    }
     fmt::print("{}\n", json{{"schema", "evalbox.cache-list.v1"},
                             {"state_root", state.string()},
                             {"caches", std::move(list)}}
@@ -60,19 +63,8 @@ int do_ls(bool as_json) {
   return exit_ok;
 }
 
-// The stored caches `query` names: a key, 6+ of its first hex digits, or a cache name.
-std::vector<sandbox::stored_cache> matching(const std::vector<sandbox::stored_cache>& all,
-                                            const std::string& query) {
-  std::vector<sandbox::stored_cache> out;
-  const bool hex = query.size() >= 6 && query.size() <= 64 &&
-                   query.find_first_not_of("0123456789abcdef") == std::string::npos;
-  for (const auto& c : all)
-    if ((hex && c.key.starts_with(query)) || c.meta.name == query) out.push_back(c);
-  return out;
-}
-
-int do_rm(const std::vector<std::string>& queries, bool all_of_them) {
-  const auto state = sandbox::default_preparer_options().state_root;
+int do_rm(const std::string& state_dir, const std::vector<std::string>& queries, bool all_of_them) {
+  const auto state = state_root(state_dir);
   auto caches = sandbox::list_caches(state);
   if (!caches) {
     fmt::print(stderr, "evalbox cache rm: {}\n", caches.error().message);
@@ -81,7 +73,7 @@ int do_rm(const std::vector<std::string>& queries, bool all_of_them) {
   std::vector<sandbox::stored_cache> chosen;
   if (all_of_them) chosen = *caches;
   for (const auto& q : queries) {
-    auto found = matching(*caches, q);
+    auto found = sandbox::caches_named(*caches, q);
     if (found.empty()) {
       fmt::print(stderr,
                  "evalbox cache rm: no cache is named or keyed '{}' (evalbox cache ls lists "
@@ -123,6 +115,10 @@ void register_cache(CLI::App& app, action& out) {
       "  evalbox cache ls                           what is stored, by key\n"
       "  evalbox cache rm pip                       remove by name, key or key prefix");
   cmd->require_subcommand(1);
+  auto state = std::make_shared<std::string>();
+  cmd->add_option("--state-dir", *state,
+                  "state root holding the store (default: EVALBOX_STATE_DIR or the standard "
+                  "location)");
 
   auto* warm = cmd->add_subcommand(
       "warm",
@@ -144,29 +140,23 @@ void register_cache(CLI::App& app, action& out) {
                  "fill them again even when stored, replacing what is there (refused while a "
                  "running suite uses it)");
   add_image_options(warm, wa->images);
-  warm->callback([&out, wa] {
-    out = [wa] {
+  warm->fallthrough();  // `evalbox cache warm SUITE --state-dir DIR` works too
+  warm->callback([&out, wa, state] {
+    out = [wa, state] {
       auto suite = load_runnable_suite(wa->suite);
       if (!suite) return suite.error();
       std::set<std::string> only(wa->caches.begin(), wa->caches.end());
-      std::set<std::string> named;
-      for (const auto& f : suite->fixtures)
-        for (const auto& c : f.caches) named.insert(c.name);
-      for (const auto& n : only)
-        if (!named.contains(n)) {
-          fmt::print(stderr,
-                     "evalbox cache warm: --cache {}: no fixture of {} names a cache {}{}\n", n,
-                     wa->suite, n,
-                     named.empty() ? std::string(" (it names none)")
-                                   : fmt::format(" (it names: {})", fmt::join(named, ", ")));
-          return static_cast<int>(exit_usage);
-        }
-      if (named.empty()) {
+      // Before any image is resolved: a mistyped name costs no pull or build.
+      if (auto known = harness::check_cache_names(*suite, only); !known) {
+        fmt::print(stderr, "evalbox cache warm: --cache: {}\n", known.error().message);
+        return static_cast<int>(exit_usage);
+      }
+      if (only.empty() && harness::declared_cache_names(*suite).empty()) {
         fmt::print(stderr, "evalbox: {} names no caches: nothing to warm\n", wa->suite);
         return static_cast<int>(exit_ok);
       }
       if (int rc = resolve_suite_images(*suite, wa->images); rc != exit_ok) return rc;
-      return warm_suite_caches(*suite, only, wa->force);
+      return warm_suite_caches(*suite, only, wa->force, state_root(*state));
     };
   });
 
@@ -174,7 +164,9 @@ void register_cache(CLI::App& app, action& out) {
       "ls", "List stored caches: key, name, files, size, when warmed, target and origin.");
   auto ls_json = std::make_shared<bool>(false);
   ls->add_flag("--json", *ls_json, "print evalbox.cache-list.v1 JSON");
-  ls->callback([&out, ls_json] { out = [ls_json] { return do_ls(*ls_json); }; });
+  ls->fallthrough();
+  ls->callback(
+      [&out, ls_json, state] { out = [ls_json, state] { return do_ls(*state, *ls_json); }; });
 
   auto* rm = cmd->add_subcommand(
       "rm",
@@ -186,13 +178,14 @@ void register_cache(CLI::App& app, action& out) {
                  "a name (every cache of it), a key, or 6+ of its first hex "
                  "digits");
   rm->add_flag("--all", *rm_all, "every stored cache");
-  rm->callback([&out, queries, rm_all] {
-    out = [queries, rm_all] {
+  rm->fallthrough();
+  rm->callback([&out, queries, rm_all, state] {
+    out = [queries, rm_all, state] {
       if (queries->empty() && !*rm_all) {
         fmt::print(stderr, "evalbox cache rm: name a cache (evalbox cache ls), or give --all\n");
         return static_cast<int>(exit_usage);
       }
-      return do_rm(*queries, *rm_all);
+      return do_rm(*state, *queries, *rm_all);
     };
   });
 }

@@ -321,45 +321,26 @@ std::expected<harness::suite_spec, int> one_run_suite(const std::string& dir,
 }
 
 int warm_suite_caches(const harness::suite_spec& suite, const std::set<std::string>& only,
-                      bool force) {
+                      bool force, const std::filesystem::path& state_root) {
   sandbox::cancel_token cancel;
   signal_watch watch(cancel);
-  sandbox::preparer prep(sandbox::default_preparer_options());
-  std::vector<std::optional<sandbox::image_summary>> images(suite.fixtures.size());
-  std::vector<bool> used(suite.fixtures.size());
-  for (size_t i = 0; i < suite.fixtures.size(); ++i) {
-    const auto& f = suite.fixtures[i];
-    used[i] = std::any_of(f.caches.begin(), f.caches.end(), [&](const harness::cache_spec& c) {
-      return only.empty() || only.contains(c.name);
-    });
-    if (!used[i] || !f.environment) continue;
-    auto img = prep.resolve_image(f.environment->image_ref, f.dir, &cancel.requested, say_progress);
-    if (!img) {
-      fmt::print(stderr, "evalbox cache warm: fixture {}: environment.image {} ({}): {}\n", f.id,
-                 f.environment->image, f.environment->image_where.to_string(), img.error().message);
-      return watch.signal() ? harness::exit_status_of_signal(watch.signal())
-                            : static_cast<int>(exit_status_of_error(img.error()));
-    }
-    images[i] = std::move(*img);
-  }
   harness::runner_options ro;
   ro.results_dir = suite.results_dir;
-  harness::cache_options co{suite.default_limits,
-                            harness::protected_roots_for(suite, ro, harness::host_home())};
-  co.protected_roots.push_back(normalize(std::filesystem::absolute(suite.results_dir)));
-  co.force = force;
-  co.only = only;
-  co.say = say_progress;
-  co.cancel = &cancel;
-  auto caches = harness::ensure_caches(suite, images, used, prep, co);
+  ro.sandbox = sandbox::default_preparer_options();
+  ro.sandbox.state_root = state_root;
+  ro.cancel = &cancel;
+  ro.on_notice = say_progress;
+  auto caches = harness::warm_suite(suite, ro, only, force);
   if (!caches) {
     fmt::print(stderr, "evalbox cache warm: {}\n", caches.error().message);
     if (watch.signal()) return harness::exit_status_of_signal(watch.signal());
-    return static_cast<int>(exit_status_of_error(caches.error()));
+    return caches.error().kind == error_kind::not_found
+               ? static_cast<int>(exit_usage)
+               : static_cast<int>(exit_status_of_error(caches.error()));
   }
   std::set<std::string> shown;
-  for (size_t i = 0; i < suite.fixtures.size(); ++i)
-    for (const auto& c : caches->per_fixture[i])
+  for (const auto& list : caches->per_fixture)
+    for (const auto& c : list)
       if (shown.insert(c.stored.key).second)
         fmt::print("{}  {}  {}  {} files  {}\n", c.stored.key.substr(0, 12), c.name, c.target,
                    c.stored.files, format_bytes(c.stored.bytes));

@@ -114,10 +114,10 @@ std::expected<harness::suite_spec, int> one_run_suite(const std::string& dir,
                                                       image_args& images, std::string_view cmd);
 
 // `evalbox cache warm`: the caches of `suite` (those named in `only`, else every one) warmed
-// where the cache store lacks them (again, replacing them, with `force`), with SIGINT/SIGTERM
-// watched (a cancelled warm stores nothing); one line per cache ready on stdout (key, name,
-// target, files, size). Returns the exit code.
+// where the cache store of `state_root` lacks them (again, replacing them, with `force`)
+// (harness::warm_suite), with SIGINT/SIGTERM watched (a cancelled warm stores nothing); one
+// line per cache ready on stdout (key, name, target, files, size). Returns the exit code.
 int warm_suite_caches(const harness::suite_spec& suite, const std::set<std::string>& only,
-                      bool force);
+                      bool force, const std::filesystem::path& state_root);
 
 }  // namespace evalbox::harness::cli

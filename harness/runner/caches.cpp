@@ -205,6 +205,24 @@ result<sandbox::stored_cache> warm_one(const warm_job& job, sandbox::preparer& p
 
 }  // namespace
 
+std::set<std::string> declared_cache_names(const suite_spec& suite) {
+  std::set<std::string> names;
+  for (const auto& f : suite.fixtures)
+    for (const auto& c : f.caches) names.insert(c.name);
+  return names;
+}
+
+status check_cache_names(const suite_spec& suite, const std::set<std::string>& names) {
+  const std::set<std::string> declared = declared_cache_names(suite);
+  for (const auto& n : names)
+    if (!declared.contains(n))
+      return make_error(
+          error_kind::not_found, "no fixture of suite {} names a cache {}{}", suite.name, n,
+          declared.empty() ? std::string(" (it names none)")
+                           : fmt::format(" (it names: {})", fmt::join(declared, ", ")));
+  return {};
+}
+
 result<suite_caches> ensure_caches(const suite_spec& suite,
                                    const std::vector<std::optional<sandbox::image_summary>>& images,
                                    const std::vector<bool>& used, sandbox::preparer& prep,

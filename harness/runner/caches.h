@@ -43,6 +43,11 @@ struct cache_use {
 std::string cache_key(const cache_spec& cache, const fixture_spec& fixture,
                       const sandbox::image_summary* image, const std::string& workspace_digest);
 
+// The names of the caches the suite's fixtures declare (their own and the suite's), sorted.
+std::set<std::string> declared_cache_names(const suite_spec& suite);
+// A not_found error for the first of `names` the suite does not declare, listing those it does.
+status check_cache_names(const suite_spec& suite, const std::set<std::string>& names);
+
 struct cache_options {
   const limits_spec& suite_limits;  // with the fixture's: the warm commands' limits
   std::vector<std::filesystem::path> protected_roots;

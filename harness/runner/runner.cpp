@@ -335,6 +335,66 @@ std::vector<fs::path> protected_roots_for(const suite_spec& suite, const runner_
   return roots;
 }
 
+namespace {
+
+// Where the runner's notices go: the caller's on_notice, else the log.
+std::function<void(const std::string&)> notice_sink(const runner_options& options) {
+  return [&options](const std::string& line) {
+    if (options.on_notice)
+      options.on_notice(line);
+    else
+      log::info("{}", line);
+  };
+}
+
+}  // namespace
+
+result<std::vector<std::optional<sandbox::image_summary>>> resolve_fixture_images(
+    const suite_spec& suite, const std::vector<bool>& used, sandbox::preparer& prep,
+    const std::atomic<bool>* cancel, const std::function<void(const std::string&)>& say) {
+  std::vector<std::optional<sandbox::image_summary>> images(suite.fixtures.size());
+  std::map<std::string, sandbox::image_summary> by_reference;
+  for (size_t i = 0; i < suite.fixtures.size(); ++i) {
+    const auto& env = suite.fixtures[i].environment;
+    if (!env || i >= used.size() || !used[i]) continue;
+    auto it = by_reference.find(env->image_ref);
+    if (it == by_reference.end()) {
+      auto img = prep.resolve_image(env->image_ref, suite.fixtures[i].dir, cancel, say);
+      if (!img)
+        return std::unexpected(std::move(img).error().with_context(
+            fmt::format("fixture {}: environment.image {} ({})", suite.fixtures[i].id, env->image,
+                        env->image_where.to_string())));
+      log::info("image {}: {} ({} layer(s){})", img->reference, img->id, img->layers.size(),
+                img->layers_unpacked ? fmt::format(", {} unpacked now", img->layers_unpacked) : "");
+      it = by_reference.emplace(env->image_ref, std::move(*img)).first;
+    }
+    images[i] = it->second;
+  }
+  return images;
+}
+
+result<suite_caches> warm_suite(const suite_spec& suite, const runner_options& options,
+                                const std::set<std::string>& only, bool force) {
+  EB_TRY(check_cache_names(suite, only));
+  std::vector<bool> used(suite.fixtures.size());
+  for (size_t i = 0; i < suite.fixtures.size(); ++i)
+    used[i] =
+        std::any_of(suite.fixtures[i].caches.begin(), suite.fixtures[i].caches.end(),
+                    [&](const cache_spec& c) { return only.empty() || only.contains(c.name); });
+  if (std::none_of(used.begin(), used.end(), [](bool u) { return u; })) return suite_caches{};
+  sandbox::preparer prep(options.sandbox);
+  const auto say = notice_sink(options);
+  const auto images = EB_TRY(resolve_fixture_images(
+      suite, used, prep, options.cancel ? &options.cancel->requested : nullptr, say));
+  cache_options co{suite.default_limits, protected_roots_for(suite, options, host_home())};
+  co.protected_roots.push_back(normalize(fs::absolute(options.results_dir)));
+  co.force = force;
+  co.only = only;
+  co.say = say;
+  co.cancel = options.cancel;
+  return ensure_caches(suite, images, used, prep, co);
+}
+
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,
                              const adapter_registry& adapters, const runner_options& given) {
   runner_options options = given;
@@ -385,45 +445,18 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
 
   sandbox::preparer prep(options.sandbox);
   warn_reclaim(prep);
+  std::vector<bool> used(suite.fixtures.size());
+  for (const auto& r : queued) used[r.fixture] = true;
+  const auto say = notice_sink(options);
   // Each fixture's image, imported once per suite (or only checked, when the store has it):
   // every run then names it by id, and a bad image stops the suite before anything runs.
-  std::vector<std::optional<sandbox::image_summary>> images(suite.fixtures.size());
-  std::map<std::string, sandbox::image_summary> by_reference;
-  for (size_t i = 0; i < suite.fixtures.size(); ++i) {
-    const auto& env = suite.fixtures[i].environment;
-    if (!env) continue;
-    const bool used = std::any_of(queued.begin(), queued.end(),
-                                  [&](const run_spec& r) { return r.fixture == i; });
-    if (!used) continue;
-    auto it = by_reference.find(env->image_ref);
-    if (it == by_reference.end()) {
-      // The first use of an image unpacks it (minutes for a large one): said as it goes, and
-      // stopped by Ctrl-C like the runs (no partial layer is kept).
-      const std::atomic<bool>* cancel = options.cancel ? &options.cancel->requested : nullptr;
-      auto img = prep.resolve_image(env->image_ref, suite.fixtures[i].dir, cancel,
-                                    [&options](const std::string& line) {
-                                      if (options.on_notice)
-                                        options.on_notice(line);
-                                      else
-                                        log::info("{}", line);
-                                    });
-      if (!img)
-        return std::unexpected(std::move(img).error().with_context(
-            fmt::format("fixture {}: environment.image {} ({})", suite.fixtures[i].id, env->image,
-                        env->image_where.to_string())));
-      log::info("image {}: {} ({} layer(s){})", img->reference, img->id, img->layers.size(),
-                img->layers_unpacked ? fmt::format(", {} unpacked now", img->layers_unpacked) : "");
-      it = by_reference.emplace(env->image_ref, std::move(*img)).first;
-    }
-    images[i] = it->second;
-  }
+  const auto images = EB_TRY(resolve_fixture_images(
+      suite, used, prep, options.cancel ? &options.cancel->requested : nullptr, say));
   // Each fixture's bundles, verified as they enter the bundle store (once: a later suite finds
   // them there): a mismatch stops the suite before anything runs, naming both digests.
   std::vector<std::vector<sandbox::bundle>> bundles(suite.fixtures.size());
   for (size_t i = 0; i < suite.fixtures.size(); ++i) {
-    const bool used = std::any_of(queued.begin(), queued.end(),
-                                  [&](const run_spec& r) { return r.fixture == i; });
-    if (!used) continue;
+    if (!used[i]) continue;
     for (const auto& b : suite.fixtures[i].bundles) {
       auto tree = prep.resolve_bundle(b.source_path, b.digest);
       if (!tree)
@@ -434,17 +467,10 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   }
   // Each fixture's caches, warmed where the store has none of the same key (once: a later
   // suite finds them there), then held until the suite ends so that none is removed under a run.
-  std::vector<bool> used(suite.fixtures.size());
-  for (const auto& r : queued) used[r.fixture] = true;
   cache_options co{suite.default_limits, options.protected_roots};
   co.protected_roots.push_back(results.root());
   co.cancel = options.cancel;
-  co.say = [&options](const std::string& line) {
-    if (options.on_notice)
-      options.on_notice(line);
-    else
-      log::info("{}", line);
-  };
+  co.say = say;
   auto caches = EB_TRY(ensure_caches(suite, images, used, prep, co));
   execution_context x{suite,    adapters,           options, prep, results, bin_digests, images,
                       &bundles, &caches.per_fixture};

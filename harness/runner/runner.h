@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "harness/gateway/model_cache.h"
 #include "harness/plan/plan.h"
 #include "harness/results/final_state.h"
+#include "harness/runner/caches.h"
 #include "harness/runner/keep_workspace.h"
 #include "sandbox/launch/launcher.h"
 #include "sandbox/live/stack.h"
@@ -130,6 +132,24 @@ struct run_totals {
 
 result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec>& runs,
                              const adapter_registry& adapters, const runner_options& options);
+
+// Each fixture's image (suite.fixtures' order) for the fixtures `used` says true of, resolved
+// once per reference — imported when the store lacks it (minutes for a large one: said through
+// `say`, stopped by `cancel` with no partial layer kept) or only checked; nothing for the other
+// fixtures and for those on the host's root. An image that cannot be resolved is an error that
+// names the fixture and where its image is written.
+result<std::vector<std::optional<sandbox::image_summary>>> resolve_fixture_images(
+    const suite_spec& suite, const std::vector<bool>& used, sandbox::preparer& preparer,
+    const std::atomic<bool>* cancel, const std::function<void(const std::string&)>& say);
+
+// `evalbox cache warm`: the caches named `only` (every cache when empty) of the fixtures that
+// name one, in their images, warmed where the store lacks them (all of them again with
+// `force`), with the protected roots a run of the suite would have (options' results_dir,
+// sandbox, cancel and on_notice are used). An `only` name that neither a fixture nor the suite
+// declares is a not_found error listing the names declared; a suite that declares none warms
+// nothing.
+result<suite_caches> warm_suite(const suite_spec& suite, const runner_options& options,
+                                const std::set<std::string>& only, bool force);
 
 // The roots no session of the suite may see, besides the results directory and the graders:
 // `options.protected_roots` and `host_home` (when protect_host_home), less every root that holds

@@ -51,19 +51,6 @@ void count_tree(const fs::path& tree, uint64_t& bytes, uint64_t& files) {
   }
 }
 
-json to_json(const stored_cache& c) {
-  return {{"schema", "evalbox.cache.v1"},
-          {"key", c.key},
-          {"name", c.meta.name},
-          {"target", c.meta.target},
-          {"origin", c.meta.origin},
-          {"digest", c.digest},
-          {"bytes", c.bytes},
-          {"files", c.files},
-          {"created", c.created},
-          {"warm_ms", c.meta.warm_ms}};
-}
-
 result<stored_cache> read_entry(const fs::path& dir, std::string_view key) {
   const std::string text = EB_TRY(read_file(dir / "cache.json", 1 << 20));
   json j = json::parse(text, nullptr, false);
@@ -99,6 +86,29 @@ pid_t leftover_pid(std::string_view name) {
 }
 
 }  // namespace
+
+json to_json(const stored_cache& c) {
+  return {{"schema", "evalbox.cache.v1"},
+          {"key", c.key},
+          {"name", c.meta.name},
+          {"target", c.meta.target},
+          {"origin", c.meta.origin},
+          {"digest", c.digest},
+          {"bytes", c.bytes},
+          {"files", c.files},
+          {"created", c.created},
+          {"warm_ms", c.meta.warm_ms}};
+}
+
+std::vector<stored_cache> caches_named(const std::vector<stored_cache>& all,
+                                       std::string_view query) {
+  std::vector<stored_cache> out;
+  const bool hex = query.size() >= 6 && query.size() <= 64 &&
+                   query.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  for (const auto& c : all)
+    if ((hex && c.key.starts_with(query)) || c.meta.name == query) out.push_back(c);
+  return out;
+}
 
 result<fs::path> make_store_temporary(const fs::path& state_root, const fs::path& store,
                                       std::string_view key, std::string_view kind) {

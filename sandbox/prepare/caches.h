@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json_fwd.h"
 #include "base/unique_fd.h"
 
 namespace evalbox::sandbox {
@@ -48,6 +49,15 @@ struct stored_cache {
 
 // True for 64 lowercase hex characters: the only form a cache key takes.
 bool valid_cache_key(std::string_view key) noexcept;
+
+// cache.json's record of `c` (evalbox.cache.v1: schema, key, name, target, origin, digest,
+// bytes, files, created, warm_ms).
+json to_json(const stored_cache& c);
+
+// The stored caches `query` names: a key, 6 or more of a key's first hex digits (lowercase), or
+// the name caches were stored under (all of them). A name that is also a key's prefix names both.
+std::vector<stored_cache> caches_named(const std::vector<stored_cache>& all,
+                                       std::string_view query);
 
 // The cache stored under `key`, or nothing when there is none (or only a half-made one).
 result<std::optional<stored_cache>> find_cache(const std::filesystem::path& state_root,

@@ -4,6 +4,7 @@
 # the next run. `cache warm` finds them stored; a changed workspace makes a new key; a warm
 # command that fails, or fills more than max_bytes, stores nothing and shows its output; `cache
 # ls`, `cache rm` (by name, refused for an unknown one) and `gc` (a crashed store's leftover).
+# Then two warmers of one key, --force, a held cache, Ctrl-C, and a cache in an image's home.
 source "$(dirname "$0")/lib.sh"
 need_isolation
 S=$WORK/s
@@ -151,5 +152,90 @@ grep -Eq "caches and bundles: [1-9][0-9]* half-stored" "$WORK/gc.txt" ||
 ! ls -a "$EVALBOX_STATE_DIR/caches" | grep -q '^\.warm-' || fail "gc left a free warm lock"
 [ ! -e "$EVALBOX_STATE_DIR/caches/.tmp-0123456789abcdef-999999999-0" ] || fail "gc left it"
 expect_exit 0 "cache rm --all" "$WORK/out10" "$WORK/err10" "$EVALBOX" cache rm --all
+
+# Two warmers of one key warm it once: the second waits for the first's lock and finds it
+# stored. --force fills it again in place (one key, new contents); while a suite holds it
+# (its shared lock on the tree), --force and rm are refused and it is kept. Ctrl-C during a
+# warm exits 130 and stores nothing.
+mkdir -p "$S/slow/workspace"
+cat > "$S/slow/fixture.yaml" <<'YAML'
+schema: evalbox.fixture.v1
+id: slow
+prompt: p
+caches:
+  slow: {target: /home/agent/.cache/slow, warm: ["sleep 1", "date +%s%N > /home/agent/.cache/slow/stamp"]}
+  hang: {target: /opt/hang, warm: ["echo hanging-now", "sleep 60"]}
+checks:
+  - {id: a, shell: "true"}
+YAML
+sed 's/^name: bad$/name: slow/; s/fixtures: \[bad\]/fixtures: [slow]/' "$S/bad.yaml" > "$S/slow.yaml"
+"$EVALBOX" cache warm "$S/slow.yaml" --cache slow > "$WORK/out11a" 2> "$WORK/err11a" & w1=$!
+"$EVALBOX" cache warm "$S/slow.yaml" --cache slow > "$WORK/out11b" 2> "$WORK/err11b" & w2=$!
+wait $w1 || { cat "$WORK/err11a"; fail "the first concurrent warm"; }
+wait $w2 || { cat "$WORK/err11b"; fail "the second concurrent warm"; }
+[ "$(cat "$WORK/err11a" "$WORK/err11b" | grep -c '1 cache(s) ready, 1 warmed now')" = 1 ] &&
+  [ "$(cat "$WORK/err11a" "$WORK/err11b" | grep -c '1 cache(s) ready, 0 warmed now')" = 1 ] ||
+  { cat "$WORK/err11a" "$WORK/err11b"; fail "two warmers of one key must warm it once"; }
+slow_tree() {
+  "$EVALBOX" cache ls --json | python3 -c '
+import json, sys
+t = [c["tree"] for c in json.load(sys.stdin)["caches"] if c["name"] == "slow"]
+assert len(t) == 1, t
+print(t[0])'
+}
+tree=$(slow_tree) || fail "one key of slow"
+stamp=$(cat "$tree/stamp")
+expect_exit 0 "cache warm --force" "$WORK/out12" "$WORK/err12" \
+  "$EVALBOX" cache warm "$S/slow.yaml" --cache slow --force
+grep -q "1 cache(s) ready, 1 warmed now" "$WORK/err12" || { cat "$WORK/err12"; fail "--force"; }
+tree=$(slow_tree) || fail "--force must keep one key"
+[ "$(cat "$tree/stamp")" != "$stamp" ] || fail "--force did not fill the cache again"
+stamp=$(cat "$tree/stamp")
+exec 8<"$tree"
+flock -s 8  # as a running suite holds it
+rc=0
+"$EVALBOX" cache warm "$S/slow.yaml" --cache slow --force > "$WORK/out13" 2> "$WORK/err13" || rc=$?
+[ "$rc" != 0 ] && grep -qi "busy\|in use" "$WORK/err13" ||
+  { cat "$WORK/err13"; fail "--force of a held cache: exit $rc"; }
+rc=0
+"$EVALBOX" cache rm slow > "$WORK/out14" 2> "$WORK/err14" || rc=$?
+[ "$rc" != 0 ] || fail "cache rm of a held cache succeeded"
+exec 8<&-
+[ "$(cat "$(slow_tree)/stamp")" = "$stamp" ] || fail "a held cache was changed"
+"$EVALBOX" cache warm "$S/slow.yaml" --cache hang > "$WORK/out15" 2> "$WORK/err15" & warmer=$!
+for _ in $(seq 100); do grep -q "warming cache hang" "$WORK/err15" && break; sleep 0.1; done
+sleep 0.5
+kill -INT $warmer
+rc=0
+wait $warmer || rc=$?
+[ "$rc" = 130 ] || { cat "$WORK/err15"; fail "Ctrl-C during a warm: exit $rc, expected 130"; }
+"$EVALBOX" cache ls --json | grep -q '"name": "hang"' && fail "a cancelled warm stored its cache"
+! ls -a "$EVALBOX_STATE_DIR/caches" | grep -q '^\.tmp-' || fail "a cancelled warm left a temporary"
+expect_exit 0 "cache rm --all, again" "$WORK/out16" "$WORK/err16" "$EVALBOX" cache rm --all
+
+# A cache below the home of an image's root: warmed in the image, seen by its runs.
+BB=$("$SRC/tests/images/make-images" busybox)
+mkdir -p "$S/img/workspace"
+cat > "$S/img/fixture.yaml" <<YAML
+schema: evalbox.fixture.v1
+id: img
+prompt: p
+environment: {image: "oci:$BB/oci:latest"}
+caches:
+  gems: {target: /home/agent/.cache/gems, warm: "grep ^ID= /etc/os-release > /home/agent/.cache/gems/from"}
+checks:
+  - {id: saw, file: {path: seen.txt, contains: "ID=evalbox-busybox"}}
+YAML
+cat > "$S/img.yaml" <<'YAML'
+schema: evalbox.suite.v1
+name: img
+fixtures: [img]
+candidates:
+  - {id: agent, adapter: command, transcript: none, argv: [sh, -c, "cat /home/agent/.cache/gems/from > seen.txt"]}
+YAML
+expect_exit 0 "a run in an image with a cache below its home" "$WORK/out17" "$WORK/err17" \
+  "$EVALBOX" run "$S/img.yaml" --results "$WORK/r-img"
+grep -q '"verdict": *"passed"' "$WORK/r-img/results.jsonl" || { cat "$WORK/r-img/results.jsonl"; fail "image cache"; }
+expect_exit 0 "cache rm --all, at the end" "$WORK/out18" "$WORK/err18" "$EVALBOX" cache rm --all
 no_residue
 echo "caches: ok"

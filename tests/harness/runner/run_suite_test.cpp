@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/fs.h"
@@ -241,6 +242,37 @@ TEST_F(RunSuite, ACancelBeforeAnyRunIsAnOutcomeNotAnError) {
   EXPECT_TRUE(done->cancelled);
   EXPECT_EQ(done->totals.passed + done->totals.failed, 0);
   EXPECT_TRUE(records().empty());
+}
+
+// `evalbox cache warm --cache NAME`: a name no fixture declares is refused (not_found, listing
+// those declared) before any image or sandbox is touched; a suite without caches, or an `only`
+// that selects none, warms nothing and prepares nothing.
+TEST_F(RunSuite, WarmingRefusesAnUndeclaredCacheNameAndWarmsNothingWithoutCaches) {
+  EXPECT_TRUE(declared_cache_names(suite_).empty());
+  auto none = warm_suite(suite_, options_, {}, false);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->per_fixture.empty());
+  EXPECT_EQ(none->warmed, 0);
+  auto undeclared = warm_suite(suite_, options_, {"pip"}, false);
+  ASSERT_FALSE(undeclared);
+  EXPECT_EQ(undeclared.error().kind, error_kind::not_found);
+  EXPECT_NE(undeclared.error().message.find("names a cache pip (it names none)"), std::string::npos)
+      << undeclared.error().message;
+
+  cache_spec pip;
+  pip.name = "pip";
+  pip.target = "/home/agent/.cache/pip";
+  suite_.fixtures[0].caches.push_back(pip);
+  pip.name = "npm";
+  suite_.fixtures[1].caches.push_back(pip);
+  EXPECT_EQ(declared_cache_names(suite_), (std::set<std::string>{"npm", "pip"}));
+  EXPECT_TRUE(check_cache_names(suite_, {"pip", "npm"}));
+  auto typo = check_cache_names(suite_, {"pip", "pipp"});
+  ASSERT_FALSE(typo);
+  EXPECT_NE(typo.error().message.find("names a cache pipp (it names: npm, pip)"), std::string::npos)
+      << typo.error().message;
+  EXPECT_FALSE(warm_suite(suite_, options_, {"pipp"}, false));
+  EXPECT_FALSE(fs::exists(options_.sandbox.state_root)) << "nothing was prepared";
 }
 
 // Runs of a candidate with one credential, on four workers: attempts that count how many of

@@ -11,6 +11,7 @@
 
 #include "base/digest.h"
 #include "base/fs.h"
+#include "base/json.h"
 #include "sandbox/prepare/caches.h"
 #include "sandbox/spec/request.h"
 
@@ -149,6 +150,57 @@ TEST_F(cache_store, leftovers_of_gone_processes_and_free_warm_locks_are_collecte
   EXPECT_EQ(*left, 2) << "the warm lock nobody holds, and the bundle's temporary";
   EXPECT_EQ(entries(), (std::vector<std::string>{ours, key_a})) << "the stored cache stays";
   EXPECT_FALSE(fs::exists(bundle_tmp));
+}
+
+// `evalbox cache rm` and `ls` name caches by a key, 6+ of its first lowercase hex digits, or
+// the name they were stored under; fewer digits, uppercase and other text name nothing.
+TEST(cache_names, a_cache_is_named_by_key_prefix_or_name) {
+  auto cache = [](std::string key, std::string name) {
+    stored_cache c;
+    c.key = std::move(key);
+    c.meta.name = std::move(name);
+    return c;
+  };
+  const std::vector<stored_cache> all = {cache("abcdef01" + std::string(56, '1'), "pip"),
+                                         cache("abcdef02" + std::string(56, '2'), "pip"),
+                                         cache("abcdef99" + std::string(56, '3'), "npm"),
+                                         cache("123456" + std::string(58, '4'), "abcdef0")};
+  auto keys = [&](std::string_view q) {
+    std::vector<std::string> out;
+    for (const auto& c : caches_named(all, q)) out.push_back(c.key.substr(0, 8));
+    return out;
+  };
+  using v = std::vector<std::string>;
+  EXPECT_EQ(keys("pip"), (v{"abcdef01", "abcdef02"})) << "a name names every cache of it";
+  EXPECT_EQ(keys("abcdef"), (v{"abcdef01", "abcdef02", "abcdef99"})) << "a shared prefix";
+  EXPECT_EQ(keys("abcdef01"), v{"abcdef01"});
+  EXPECT_EQ(keys(all[2].key), v{"abcdef99"}) << "a whole key";
+  EXPECT_EQ(keys("abcde"), v{}) << "5 digits are too few";
+  EXPECT_EQ(keys("ABCDEF01"), v{}) << "keys are lowercase";
+  EXPECT_EQ(keys(all[2].key + "0"), v{}) << "longer than a key";
+  EXPECT_EQ(keys("abcdef0"), (v{"abcdef01", "abcdef02", "12345644"}))
+      << "a name that is also a prefix names both";
+  EXPECT_EQ(keys(""), v{});
+  EXPECT_EQ(keys("rust"), v{});
+}
+
+// cache.json's record, which `evalbox cache ls --json` lists: every field of the entry.
+TEST_F(cache_store, the_record_names_every_field_of_a_cache) {
+  auto stored = store_cache(state_, key_a, filled_, meta_, false);
+  ASSERT_TRUE(stored) << stored.error().message;
+  const json j = to_json(*stored);
+  EXPECT_EQ(j.at("schema"), "evalbox.cache.v1");
+  EXPECT_EQ(j.at("key"), key_a);
+  EXPECT_EQ(j.at("name"), "pip");
+  EXPECT_EQ(j.at("target"), "/home/agent/.cache/pip");
+  EXPECT_EQ(j.at("origin"), "suite.yaml");
+  EXPECT_EQ(j.at("digest"), stored->digest);
+  EXPECT_EQ(j.at("bytes"), stored->bytes);
+  EXPECT_EQ(j.at("files"), 4u);
+  EXPECT_EQ(j.at("created"), stored->created);
+  EXPECT_EQ(j.at("warm_ms"), 1234u);
+  EXPECT_EQ(read_file(stored->tree.parent_path() / "cache.json").value_or(""), j.dump(2) + "\n")
+      << "the record is what cache.json holds";
 }
 
 }  // namespace
