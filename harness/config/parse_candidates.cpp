@@ -340,10 +340,10 @@ std::optional<candidate_spec> parse_candidate(reader& r, const YAML::Node& n, si
 
 }  // namespace
 
-// credentials: {handle: path | {path, max_concurrent}, ...}; paths relative to the suite file,
-// `~` expanded.
+// credentials: {handle: path | {path, max_concurrent, requests_per_minute}, ...}; paths relative
+// to the suite file, `~` expanded.
 void parse_credentials(reader& r, const YAML::Node& n, const fs::path& base_dir, suite_spec& spec) {
-  static constexpr std::string_view keys[] = {"path", "max_concurrent"};
+  static constexpr std::string_view keys[] = {"path", "max_concurrent", "requests_per_minute"};
   static constexpr std::string_view required[] = {"path"};
   auto cf = r.mapping(n, "credentials", {}, {}, true);
   if (!cf) return;
@@ -375,7 +375,19 @@ void parse_credentials(reader& r, const YAML::Node& n, const fs::path& base_dir,
                                max_credential_holders),
                    "a lease has one lock file per holder; give at most the suite's concurrency");
           else
-            spec.shared_credentials[handle] = {static_cast<int>(*v), r.at(m)};
+            spec.shared_credentials[handle].max_concurrent = static_cast<int>(*v);
+          spec.shared_credentials[handle].where = r.at(m);
+        }
+      }
+      if (f->has("requests_per_minute")) {
+        const YAML::Node m = f->get("requests_per_minute");
+        if (auto v = r.positive_integer(m, what + ".requests_per_minute")) {
+          if (*v > max_requests_per_minute)
+            r.fail(m, fmt::format("{}.requests_per_minute {} is more than {}", what, *v,
+                                  max_requests_per_minute));
+          else
+            spec.shared_credentials[handle].requests_per_minute = static_cast<uint32_t>(*v);
+          spec.shared_credentials[handle].rate_where = r.at(m);
         }
       }
     }
@@ -410,6 +422,18 @@ void check_shared_credentials(reader& r, const suite_spec& spec) {
       "remove max_concurrent (a login serves one run at a time), or use an API key credential "
       "(a file holding the key on one line)";
   for (const auto& [handle, share] : spec.shared_credentials) {
+    // Only a model gateway sees a client's requests, so only one can hold them to a rate.
+    if (share.requests_per_minute > 0)
+      for (const auto& c : spec.candidates)
+        if (!c.gateway &&
+            std::find(c.credentials.begin(), c.credentials.end(), handle) != c.credentials.end())
+          r.fail(share.rate_where,
+                 fmt::format("credentials.{}.requests_per_minute is honoured by the model "
+                             "gateway, and candidate '{}' uses credential '{}' without one",
+                             handle, c.id, handle),
+                 fmt::format("give candidate {} a `gateway:` (docs/agents.md, \"The model "
+                             "gateway\"), or remove requests_per_minute",
+                             c.id));
     if (share.max_concurrent <= 1) continue;
     for (const auto& c : spec.candidates)
       for (const auto key : login_settings)

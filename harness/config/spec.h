@@ -485,7 +485,13 @@ struct fixture_entry {
 struct shared_credential {
   int max_concurrent = 1;
   source_location where;  // of max_concurrent
+  // At most this many requests upstream in any minute, by every model gateway in front of the
+  // credential in one evalbox process (harness/gateway/rate_limit.h); 0: no limit.
+  uint32_t requests_per_minute = 0;
+  source_location rate_where;  // of requests_per_minute
 };
+// The largest requests_per_minute.
+inline constexpr uint32_t max_requests_per_minute = 1'000'000;
 // The largest max_concurrent (sandbox/spec/validate.h, max_credential_holders).
 inline constexpr int max_credential_holders = 256;
 

@@ -206,6 +206,8 @@ json gateway_totals::to_json() const {
           {"output_tokens", opt(usage.output_tokens)},
           {"reasoning_tokens", opt(usage.reasoning_tokens)},
           {"cost_usd", cost_usd},
+          {"rate_waited", rate_waited},
+          {"rate_wait_ms", rate_wait_ms},
           {"exhausted", exhausted ? json(*exhausted) : json(nullptr)}};
 }
 
@@ -435,6 +437,25 @@ struct model_gateway::impl {
       }
     }
 
+    // The credential's requests_per_minute: the request waits for its slot (shared with every
+    // gateway in front of the credential); ttfb and duration then measure the upstream alone.
+    if (o.rate) {
+      auto waited = o.rate->acquire(&server->stopping_flag());
+      if (!waited) {
+        call["error"] = "the run ended while the request waited for its credential's rate";
+        return answer_failed(req, out, api, 503,
+                             "evalbox gateway: the run ended while this request waited for its "
+                             "credential's requests_per_minute",
+                             "rate_wait_stopped", std::move(call));
+      }
+      if (waited->count() > 0) {
+        call["rate_wait_ms"] = waited->count();
+        std::lock_guard lock(m);
+        ++t.rate_waited;
+        t.rate_wait_ms += static_cast<uint64_t>(waited->count());
+      }
+      t0 = clock_type::now();
+    }
     http::options opts;
     opts.head_timeout = o.upstream_head_timeout;
     opts.idle_timeout = o.upstream_idle_timeout;

@@ -21,6 +21,7 @@
 #include "harness/config/spec.h"
 #include "harness/gateway/login.h"
 #include "harness/gateway/model_cache.h"
+#include "harness/gateway/rate_limit.h"
 #include "harness/gateway/usage.h"
 
 namespace evalbox::harness::gateway {
@@ -48,6 +49,9 @@ struct gateway_options {
   // The run's model cache (--model-cache): answers from it, and what the upstream answers
   // stored in it, as its mode says. Null: every request goes upstream.
   std::shared_ptr<model_cache> cache;
+  // The credential's requests_per_minute, shared with every gateway in front of it: each request
+  // that goes upstream waits for its slot. Null: no limit.
+  std::shared_ptr<request_rate> rate;
 };
 
 // What the gateway saw, summed over the run.
@@ -58,10 +62,12 @@ struct gateway_totals {
   call_usage usage;      // summed over the calls whose usage was read
   uint64_t calls_without_usage = 0;
   double cost_usd = 0;
-  uint64_t calls_unpriced = 0;           // calls with usage but no price
-  uint64_t replayed = 0;                 // answered from the model cache (of `calls`)
-  double replayed_cost_usd = 0;          // what those cost when they were recorded (of cost_usd)
-  uint64_t replay_misses = 0;            // replay: requests the cache had no answer to
+  uint64_t calls_unpriced = 0;   // calls with usage but no price
+  uint64_t replayed = 0;         // answered from the model cache (of `calls`)
+  double replayed_cost_usd = 0;  // what those cost when they were recorded (of cost_usd)
+  uint64_t replay_misses = 0;    // replay: requests the cache had no answer to
+  uint64_t rate_waited = 0;      // calls that waited for the credential's requests_per_minute
+  uint64_t rate_wait_ms = 0;     // how long they waited, summed
   std::optional<std::string> exhausted;  // the budget reached, in words
   std::vector<double> ttfb_ms;           // per forwarded call: time to the response's first byte
   std::vector<double> duration_ms;       // per forwarded call: to its last byte

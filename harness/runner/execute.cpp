@@ -402,6 +402,8 @@ class attempt {
       o.cache = std::make_shared<gateway::model_cache>(
           x_.options.model_cache_dir / fixture_.id / cand_.id / std::to_string(r_.trial),
           x_.options.model_cache_mode);
+    if (x_.rates && !key->handle.empty())
+      if (auto it = x_.rates->find(key->handle); it != x_.rates->end()) o.rate = it->second;
     o.upstream = cand_.gateway->upstream;
     budget_ = cand_.budget.value_or(budget_spec{});
     if (fixture_.budget) budget_ = budget_.merged_with(*fixture_.budget);

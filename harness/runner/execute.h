@@ -15,6 +15,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "base/error.h"
 #include "harness/agent/adapter.h"
 #include "harness/config/spec.h"
+#include "harness/gateway/rate_limit.h"
 #include "harness/plan/plan.h"
 #include "harness/results/results.h"
 #include "harness/runner/request.h"
@@ -49,6 +52,9 @@ struct execution_context {
   // Per fixture: its caches as stored, warmed once per suite (caches.h); null when no fixture
   // has one.
   const std::vector<std::vector<cache_use>>* caches = nullptr;
+  // Per credential handle with a requests_per_minute: the rate every run's model gateway in
+  // front of it shares; null when none has one.
+  const std::map<std::string, std::shared_ptr<gateway::request_rate>>* rates = nullptr;
 };
 
 // Runs attempt number `attempt` (0-based) of `r` through the phases above. The prepared

@@ -472,8 +472,14 @@ result<run_totals> run_suite(const suite_spec& suite, const std::vector<run_spec
   co.cancel = options.cancel;
   co.say = say;
   auto caches = EB_TRY(ensure_caches(suite, images, used, prep, co));
-  execution_context x{suite,    adapters,           options, prep, results, bin_digests, images,
-                      &bundles, &caches.per_fixture};
+  // Each credential's requests_per_minute, one rate for every gateway in front of it.
+  std::map<std::string, std::shared_ptr<gateway::request_rate>> rates;
+  for (const auto& [handle, share] : suite.shared_credentials)
+    if (share.requests_per_minute > 0)
+      rates[handle] = std::make_shared<gateway::request_rate>(share.requests_per_minute);
+  execution_context x{
+      suite, adapters, options, prep, results, bin_digests, images, &bundles, &caches.per_fixture,
+      &rates};
 
   std::vector<queued_run> queue;
   for (size_t i = 0; i < queued.size(); ++i)

@@ -7,7 +7,8 @@
 #   - a forged key, no key, a path outside the upstream's: refused, never forwarded; the stub
 #     itself is not reachable around the gateway; the key is in no file;
 #   - a suite_budget stops scheduling once spent (exit 4, the rest not started), counts what the
-#     results already hold on a resume, and a larger one resumes the rest.
+#     results already hold on a resume, and a larger one resumes the rest;
+#   - a credential's requests_per_minute holds a request back until the run ends.
 source "$(dirname "$0")/lib.sh"
 need_isolation
 STUB_LOG=$WORK/stub.log
@@ -170,7 +171,43 @@ grep -q 'id="table-gateway"' "$R/report.html" || fail "report.html has no gatewa
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["candidates"][0]["usage"]["gateway"]; assert g["runs"] == 4 and g["ttfb_ms"]["n"] == 4, g' \
   "$R/summary.json" || fail "summary.json has no gateway usage"
 
-if grep -rlF "$KEY" "$WORK/per-run" "$WORK/ignore" "$R" "$EVALBOX_STATE_DIR" "$WORK/out" "$WORK/err" 2>/dev/null; then
+# A credential's requests_per_minute, honoured by the gateway in front of it: at 1 a minute the
+# agent's second request waits for its slot, and the run's wall limit (6 s) ends it while it
+# waits — recorded as such, never forwarded.
+printf '%s\n' "$KEY" >"$S/key"
+cat >"$S/rate.yaml" <<YAML
+schema: evalbox.suite.v1
+name: gateway-rate
+fixtures: [f1]
+credentials: {k: {path: key, requests_per_minute: 1}}
+candidates:
+  - id: asks
+    adapter: command
+    argv: [agents/call-model.py]
+    env: {STUB_PORT: "$STUB_PORT", CALLS: "2"}
+    credential: k
+    gateway: {upstream: "http://127.0.0.1:$STUB_PORT/v1"}
+limits: {wall: 6s}
+YAML
+: >"$STUB_LOG"
+RR=$WORK/rate
+expect_exit 1 "a run over its credential's rate" "$WORK/out" "$WORK/err" \
+  "$EVALBOX" run "$S/rate.yaml" --results "$RR"
+python3 - "$RR" "$STUB_LOG" <<'PY' || fail "requests_per_minute"
+import json, sys
+R, stub = sys.argv[1:3]
+[r] = [json.loads(l) for l in open(f"{R}/results.jsonl")]
+assert r["execution"]["outcome"] == "timed_out", r["execution"]
+t = r["gateway"]["totals"]
+assert t["failed"] == 1 and t["rate_waited"] == 0, t  # the held one ended unanswered
+calls = [json.loads(l) for l in open(f"{R}/runs/{r['run_id']}/model-calls.jsonl")]
+assert len(calls) == 2, calls
+waited = [c for c in calls if c.get("response", {}).get("status") == 503]
+assert len(waited) == 1 and "waited for its credential's rate" in waited[0]["error"], calls
+assert len([json.loads(l) for l in open(stub)]) == 1, "only the first request went upstream"
+PY
+
+if grep -rlF "$KEY" "$WORK/per-run" "$WORK/ignore" "$R" "$RR" "$EVALBOX_STATE_DIR" "$WORK/out" "$WORK/err" 2>/dev/null; then
   fail "the key leaked into the files above"
 fi
 no_residue

@@ -1,6 +1,7 @@
-// A suite's credentials: a path as before, or {path, max_concurrent}; every bad value at its
-// FILE:LINE:COL (0, negative, not a whole number, too many, unknown keys), and a shared
-// credential refused where a candidate uses it as a login file, whose tokens rotate.
+// A suite's credentials: a path as before, or {path, max_concurrent, requests_per_minute}; every
+// bad value at its FILE:LINE:COL (0, negative, not a whole number, too many, unknown keys), a
+// shared credential refused where a candidate uses it as a login file, whose tokens rotate, and
+// a rate refused where no gateway could honour it.
 #include <gtest/gtest.h>
 
 #include "base/fs.h"
@@ -76,12 +77,38 @@ TEST_F(credentials_parse, unknown_keys_and_a_missing_path_are_errors) {
   EXPECT_TRUE(unknown.starts_with("suite.yaml:5:21: ")) << unknown;
   EXPECT_NE(unknown.find("max_concurent"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("max_concurrent"), std::string::npos) << "did you mean: " << unknown;
-  // requests_per_minute is not a key (yet): an error like any unknown one.
-  auto rpm = error_of("  k: {path: keys/k, requests_per_minute: 60}\n");
-  EXPECT_TRUE(rpm.starts_with("suite.yaml:5:21: ")) << rpm;
   auto missing = error_of("  k: {max_concurrent: 2}\n");
   EXPECT_TRUE(missing.starts_with("suite.yaml:5:6: ")) << missing;
   EXPECT_NE(missing.find("path"), std::string::npos) << missing;
+}
+
+// requests_per_minute: a whole number 1..1000000, honoured by the model gateway — so a candidate
+// that uses the credential without a gateway is refused at the value's place.
+TEST_F(credentials_parse, requests_per_minute_needs_the_gateway_in_front) {
+  std::vector<config_error> errors;
+  auto s = parse("  k: {path: keys/k, requests_per_minute: 60}\n",
+                 "  - id: c\n    adapter: codex\n    credential: k\n"
+                 "    gateway: {upstream: \"https://api.openai.com/v1\"}\n",
+                 errors);
+  ASSERT_TRUE(errors.empty()) << join_messages(errors);
+  EXPECT_EQ(s.shared_credentials.at("k").requests_per_minute, 60u);
+  EXPECT_EQ(s.shared_credentials.at("k").rate_where.to_string(), "suite.yaml:5:42");
+  EXPECT_EQ(s.max_concurrent("k"), 1) << "a rate alone shares nothing";
+
+  EXPECT_EQ(error_of("  k: {path: keys/k, requests_per_minute: 0}\n"),
+            "suite.yaml:5:42: credentials.k.requests_per_minute must be at least 1");
+  EXPECT_EQ(error_of("  k: {path: keys/k, requests_per_minute: 1.5}\n"),
+            "suite.yaml:5:42: credentials.k.requests_per_minute must be a whole number, found "
+            "'1.5'");
+  EXPECT_EQ(error_of("  k: {path: keys/k, requests_per_minute: 2000000}\n"),
+            "suite.yaml:5:42: credentials.k.requests_per_minute 2000000 is more than 1000000");
+  auto bare = error_of("  k: {path: keys/k, requests_per_minute: 60}\n",
+                       "  - {id: direct, adapter: codex, credential: k}\n");
+  EXPECT_TRUE(
+      bare.starts_with("suite.yaml:5:42: credentials.k.requests_per_minute is honoured "
+                       "by the model gateway, and candidate 'direct' uses credential "
+                       "'k' without one"))
+      << bare;
 }
 
 TEST_F(credentials_parse, a_list_is_neither_a_path_nor_a_mapping) {

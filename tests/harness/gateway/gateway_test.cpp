@@ -282,6 +282,37 @@ TEST_F(Gateway, EveryCallIsRecordedWithoutASecret) {
   EXPECT_EQ(text.find(g->placeholder()), std::string::npos);
 }
 
+// A credential's requests_per_minute, shared by two runs' gateways: the second request to go
+// upstream waits for the window, says so in its record and the totals, and its latency counts
+// the upstream alone; a refused request takes no slot.
+TEST_F(Gateway, ACredentialsRateIsSharedByItsGatewaysAndARequestOverItWaits) {
+  auto rate = std::make_shared<request_rate>(1, 400ms);
+  auto a = start("", [&](gateway_options& o) { o.rate = rate; });
+  auto b = start("", [&](gateway_options& o) {
+    o.rate = rate;
+    o.calls_file = dir_.path() / "b-calls.jsonl";
+  });
+  up_.release();
+  EXPECT_EQ(call(post(*a, "/v1/responses", {})).status, 401) << "refused: takes no slot";
+  EXPECT_EQ(call(post(*a, "/v1/messages", {{"x-api-key", a->placeholder()}})).status, 200);
+  EXPECT_EQ(call(post(*b, "/v1/messages", {{"x-api-key", b->placeholder()}})).status, 200);
+  a->stop();
+  b->stop();
+  EXPECT_EQ(a->totals().rate_waited, 0u);
+  const auto tb = b->totals();
+  EXPECT_EQ(tb.rate_waited, 1u);
+  EXPECT_GE(tb.rate_wait_ms, 250u) << "it waited for the first's window";
+  EXPECT_EQ(tb.to_json()["rate_wait_ms"], tb.rate_wait_ms);
+  std::ifstream in(dir_.path() / "b-calls.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const json rec = json::parse(line);
+  EXPECT_GE(rec.value("rate_wait_ms", 0), 250) << rec.dump();
+  EXPECT_LT(rec["ttfb_ms"].get<double>(), static_cast<double>(rec["rate_wait_ms"].get<int>()))
+      << "latency is the upstream's, not the wait's";
+  for (const auto& r : calls()) EXPECT_FALSE(r.contains("rate_wait_ms")) << r.dump();
+}
+
 TEST_F(Gateway, ARequestsBudgetRefusesTheNextCallInEachApisShape) {
   auto g = start("", [](gateway_options& o) {
     o.budget.requests = 1;
