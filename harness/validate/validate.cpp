@@ -104,8 +104,13 @@ class input_check {
                               f->checks.size() == 1 ? "" : "s", f->digest.substr(0, 12));
     if (f->harbor)
       in_.summary = fmt::format(
-          "Harbor task {}: verifier tests/test.sh, passes at reward >= {}, network {}, digest {}",
+          "Harbor task {}: verifier tests/test.sh, passes at reward >= {}, network {}, {}digest "
+          "{}",
           f->id, f->threshold, f->harbor->internet ? "host (internet allowed)" : "none",
+          f->harbor->skills_dir.empty()
+              ? std::string()
+              : fmt::format("skills from {} in its image (for clients that take skills), ",
+                            f->harbor->skills_dir),
           f->digest.substr(0, 12));
   }
 

@@ -82,6 +82,10 @@ YAML
 
 "$EVALBOX" validate "$S/suite.yaml" >"$WORK/validate" 2>&1 || { cat "$WORK/validate"; fail "validate"; }
 grep -q "skills_dir" "$WORK/validate" && fail "validate still warns about skills_dir: $(cat "$WORK/validate")"
+"$EVALBOX" validate "$S/skilled" --image "evalbox-test/skills:1=oci:$IMG:skills" >"$WORK/v-task" 2>&1 ||
+  { cat "$WORK/v-task"; fail "validate the task"; }
+grep -q "^ok   Harbor task skilled: .*network none, skills from /opt/task-skills in its image (for clients that take skills), digest" \
+  "$WORK/v-task" || fail "validate does not name the task's skills: $(cat "$WORK/v-task")"
 R=$WORK/results
 rc=0
 "$EVALBOX" run "$S/suite.yaml" --results "$R" >"$WORK/out" 2>"$WORK/err" || rc=$?
