@@ -82,9 +82,11 @@ std::optional<std::string> read_target(reader& r, const YAML::Node& n, const std
 std::optional<mount_spec> parse_mount(reader& r, const YAML::Node& n, const std::string& what) {
   static constexpr std::string_view known[] = {"source", "target", "access", "max_bytes"};
   static constexpr std::string_view required[] = {"source", "target", "access"};
+  // Counted before the mapping is read: a mount missing a required key is no mount (its empty
+  // target would be checked against the others with no place to name).
+  const size_t before = r.error_count();
   auto f = r.mapping(n, what, known, required);
   if (!f) return std::nullopt;
-  const size_t before = r.error_count();
   mount_spec m;
   m.where = r.at(n);
   if (f->has("source")) {
@@ -125,9 +127,9 @@ std::optional<mount_spec> parse_mount(reader& r, const YAML::Node& n, const std:
 
 std::optional<bundle_spec> parse_bundle(reader& r, const YAML::Node& n, const std::string& what) {
   static constexpr std::string_view known[] = {"digest", "source", "target"};
+  const size_t before = r.error_count();  // as parse_mount's
   auto f = r.mapping(n, what, known, known);
   if (!f) return std::nullopt;
-  const size_t before = r.error_count();
   bundle_spec b;
   b.where = r.at(n);
   if (f->has("digest")) {
