@@ -123,7 +123,9 @@ out = open(f"{R}/runs/{r['run_id']}/native/stdout.txt").read()
 for line in ("forged 401", "nokey 401", "outside 404", "direct refused", "status 200", "status 400"):
     assert line in out, (line, out)
 calls = [json.loads(l) for l in open(f"{R}/runs/{r['run_id']}/model-calls.jsonl")]
-assert [c.get("refused") for c in calls] == ["invalid_api_key", "invalid_api_key", "not_found", None, None, "budget_exhausted"], [(c["path"], c.get("refused")) for c in calls]
+# Recorded as each call ends, which need not be the order the agent made them in.
+want = ["invalid_api_key", "invalid_api_key", "not_found", None, None, "budget_exhausted"]
+assert sorted(map(str, (c.get("refused") for c in calls))) == sorted(map(str, want)), [(c["path"], c.get("refused")) for c in calls]
 posts = [json.loads(l) for l in open(stub)]
 assert len(posts) == 2 and all(p["key_ok"] for p in posts), posts
 PY
