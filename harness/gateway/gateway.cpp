@@ -559,6 +559,48 @@ struct model_gateway::impl {
     std::string body;  // a non-streamed body (for its usage), up to the response cap
     uint64_t total = 0;
     std::optional<clock_type::time_point> first;
+    const bool replayed = call.value("replayed", false);
+
+    // The call's usage is counted before the agent can see the response end — before the
+    // bytes that complete a body of known length, or the chunk holding a stream's final
+    // event — so the next request it sends meets the budget this one spent.
+    bool settled = false;
+    auto settle = [&](bool at_end) {
+      settled = true;
+      if (sse && at_end) {
+        batch.clear();
+        events.finish(batch);
+        for (auto& e : batch) streamed.add(e);
+      }
+      const auto t1 = clock_type::now();
+      call_usage u = sse ? streamed.usage() : usage_of_body(api, body);
+      if (u.model.empty()) {
+        json rb = json::parse(req.body, nullptr, false);
+        if (rb.is_object())
+          if (auto it = rb.find("model"); it != rb.end() && it->is_string())
+            u.model = it->get<std::string>();
+      }
+      call["ttfb_ms"] = ms_between(t0, first.value_or(t1));
+      call["duration_ms"] = ms_between(t0, t1);
+      call["model"] = u.model;
+      std::optional<double> cost;
+      if (u.known() && o.price) cost = o.price(u.model, u);
+      auto opt = [](const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); };
+      call["usage"] = {{"input_tokens", opt(u.input_tokens)},
+                       {"cached_input_tokens", opt(u.cached_input_tokens)},
+                       {"cache_write_tokens", opt(u.cache_write_tokens)},
+                       {"output_tokens", opt(u.output_tokens)},
+                       {"reasoning_tokens", opt(u.reasoning_tokens)}};
+      call["cost_usd"] = cost ? json(*cost) : json(nullptr);
+      if (u.error) call["api_error"] = *u.error;
+      std::lock_guard lock(m);
+      count(u, cost, error.has_value(), ms_between(t0, first.value_or(t1)), ms_between(t0, t1));
+      if (replayed) {
+        ++t.replayed;
+        if (cost) t.replayed_cost_usd += *cost;
+      }
+    };
+
     std::byte buf[16384];
     while (!error) {
       auto n = read(buf);
@@ -574,7 +616,6 @@ struct model_gateway::impl {
         break;
       }
       const std::string_view chunk(reinterpret_cast<const char*>(buf), *n);
-      if (auto s = out.write(chunk); !s) error = "the agent went away";
       if (tee) tee->append(chunk);
       if (sse) {
         batch.clear();
@@ -592,47 +633,19 @@ struct model_gateway::impl {
       } else {
         body.append(chunk);
       }
+      if (!settled && (sse ? streamed.completed() : length && total >= *length)) settle(false);
+      if (auto s = out.write(chunk); !s) error = "the agent went away";
     }
-    if (sse) {
-      batch.clear();
-      events.finish(batch);
-      for (auto& e : batch) streamed.add(e);
+    if (!settled) {
+      settle(true);
+    } else if (error) {
+      std::lock_guard lock(m);
+      ++t.failed;  // counted as whole, then cut
     }
-    const auto t1 = clock_type::now();
-    call_usage u = sse ? streamed.usage() : usage_of_body(api, body);
-    if (u.model.empty()) {
-      json rb = json::parse(req.body, nullptr, false);
-      if (rb.is_object())
-        if (auto it = rb.find("model"); it != rb.end() && it->is_string())
-          u.model = it->get<std::string>();
-    }
+    call["error"] = error ? json(*error) : json(nullptr);
     json response = {
         {"status", status}, {"headers", headers_json(headers)}, {"bytes", total}, {"stream", sse}};
-    call["ttfb_ms"] = ms_between(t0, first.value_or(t1));
-    call["duration_ms"] = ms_between(t0, t1);
-    call["model"] = u.model;
-    std::optional<double> cost;
-    if (u.known() && o.price) cost = o.price(u.model, u);
-    auto opt = [](const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); };
-    call["usage"] = {{"input_tokens", opt(u.input_tokens)},
-                     {"cached_input_tokens", opt(u.cached_input_tokens)},
-                     {"cache_write_tokens", opt(u.cache_write_tokens)},
-                     {"output_tokens", opt(u.output_tokens)},
-                     {"reasoning_tokens", opt(u.reasoning_tokens)}};
-    call["cost_usd"] = cost ? json(*cost) : json(nullptr);
-    call["error"] = error ? json(*error) : json(nullptr);
-    if (u.error) call["api_error"] = *u.error;
 
-    const bool replayed = call.value("replayed", false);
-    {
-      // Counted before the client sees the end: its next request meets the budget it spent.
-      std::lock_guard lock(m);
-      count(u, cost, error.has_value(), ms_between(t0, first.value_or(t1)), ms_between(t0, t1));
-      if (replayed) {
-        ++t.replayed;
-        if (cost) t.replayed_cost_usd += *cost;
-      }
-    }
     if (error)
       out.abort();
     else
