@@ -262,6 +262,12 @@ result<suite_caches> ensure_caches(const suite_spec& suite,
           // Whoever else warms it first, this one waits for, then finds it stored.
           auto lock = EB_TRY(sandbox::lock_cache_warm(state_root, key));
           if (!o.force) stored = EB_TRY(sandbox::find_cache(state_root, key));
+          // Refused before its commands run, not after: the refill could not be stored.
+          if (o.force && EB_TRY(sandbox::cache_in_use(state_root, key)))
+            return make_error(error_kind::busy,
+                              "cache {} of fixture {} (key {}) is in use by a running suite: "
+                              "warm it again with --force once that suite ends",
+                              c.name, f.id, key.substr(0, 12));
           if (!stored) {
             if (o.say)
               o.say(fmt::format("warming cache {} for fixture {} ({} command{}, network {})",

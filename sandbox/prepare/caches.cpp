@@ -218,6 +218,19 @@ status remove_cache(const fs::path& state_root, std::string_view key) {
   return remove_tree(gone);
 }
 
+result<bool> cache_in_use(const fs::path& state_root, std::string_view key) {
+  EB_TRY(check_key(key));
+  const fs::path tree = cache_store_dir(state_root) / std::string(key) / "tree";
+  unique_fd fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return false;
+    return sys_error(errno, "open {}", tree.string());
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return false;  // released as fd closes
+  if (errno == EWOULDBLOCK) return true;
+  return sys_error(errno, "lock {}", tree.string());
+}
+
 result<unique_fd> hold_cache(const fs::path& state_root, std::string_view key) {
   EB_TRY(check_key(key));
   const fs::path tree = cache_store_dir(state_root) / std::string(key) / "tree";

@@ -78,6 +78,10 @@ result<stored_cache> store_cache(const std::filesystem::path& state_root, std::s
 // not_found when there is none.
 status remove_cache(const std::filesystem::path& state_root, std::string_view key);
 
+// Whether a suite holds the cache stored under `key` now (false when none is stored): what
+// remove_cache and a replacing store_cache would be refused for.
+result<bool> cache_in_use(const std::filesystem::path& state_root, std::string_view key);
+
 // A shared hold on the cache stored under `key`, for as long as runs may mount it.
 result<unique_fd> hold_cache(const std::filesystem::path& state_root, std::string_view key);
 

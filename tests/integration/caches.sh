@@ -155,7 +155,7 @@ expect_exit 0 "cache rm --all" "$WORK/out10" "$WORK/err10" "$EVALBOX" cache rm -
 
 # Two warmers of one key warm it once: the second waits for the first's lock and finds it
 # stored. --force fills it again in place (one key, new contents); while a suite holds it
-# (its shared lock on the tree), --force and rm are refused and it is kept. Ctrl-C during a
+# (its shared lock on the tree), --force (before it warms) and rm are refused and it is kept. Ctrl-C during a
 # warm exits 130 and stores nothing.
 mkdir -p "$S/slow/workspace"
 cat > "$S/slow/fixture.yaml" <<'YAML'
@@ -195,8 +195,10 @@ exec 8<"$tree"
 flock -s 8  # as a running suite holds it
 rc=0
 "$EVALBOX" cache warm "$S/slow.yaml" --cache slow --force > "$WORK/out13" 2> "$WORK/err13" || rc=$?
-[ "$rc" != 0 ] && grep -qi "busy\|in use" "$WORK/err13" ||
+[ "$rc" != 0 ] && grep -q "in use by a running suite: warm it again with --force" "$WORK/err13" ||
   { cat "$WORK/err13"; fail "--force of a held cache: exit $rc"; }
+# Refused before its commands ran: nothing was warmed.
+! grep -q "warming cache slow" "$WORK/err13" || { cat "$WORK/err13"; fail "--force warmed a held cache"; }
 rc=0
 "$EVALBOX" cache rm slow > "$WORK/out14" 2> "$WORK/err14" || rc=$?
 [ "$rc" != 0 ] || fail "cache rm of a held cache succeeded"
