@@ -87,10 +87,7 @@ result<gateway_secret> gateway_key(const candidate_spec& c,
   };
   if (!c.gateway->key_env.empty()) return from_env(c.gateway->key_env, "gateway.key_env");
   // The candidate's one credential, else the login file its client would have been given.
-  std::string handle = c.credentials.size() == 1 ? c.credentials.front() : std::string();
-  for (const char* login : {"credentials_file", "auth_file"})
-    if (handle.empty()) handle = string_setting(c, login);
-  if (!handle.empty()) {
+  if (const std::string handle = c.gateway_key_handle(); !handle.empty()) {
     auto it = credentials.find(handle);
     if (it == credentials.end())
       return make_error(error_kind::invalid_argument,

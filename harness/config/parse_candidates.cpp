@@ -398,10 +398,6 @@ void parse_credentials(reader& r, const YAML::Node& n, const fs::path& base_dir,
 
 namespace {
 
-// The settings by which an adapter mounts a credential as its client's login file (Codex's
-// auth_file, Claude Code's credentials_file: docs/agents.md).
-constexpr std::string_view login_settings[] = {"auth_file", "credentials_file"};
-
 // Whether the file at `source` holds a JSON document: a login (Codex's auth.json, Claude's
 // .credentials.json), not an API key, which is one line. Unreadable: not known to be one (the
 // run's validation says why it cannot be read).
@@ -422,11 +418,12 @@ void check_shared_credentials(reader& r, const suite_spec& spec) {
       "remove max_concurrent (a login serves one run at a time), or use an API key credential "
       "(a file holding the key on one line)";
   for (const auto& [handle, share] : spec.shared_credentials) {
-    // Only a model gateway sees a client's requests, so only one can hold them to a rate.
+    // Only a model gateway sees a client's requests, so only one can hold them to a rate —
+    // and only the one whose upstream key is this credential.
     if (share.requests_per_minute > 0)
-      for (const auto& c : spec.candidates)
-        if (!c.gateway &&
-            std::find(c.credentials.begin(), c.credentials.end(), handle) != c.credentials.end())
+      for (const auto& c : spec.candidates) {
+        if (!c.uses_credential(handle)) continue;
+        if (!c.gateway) {
           r.fail(share.rate_where,
                  fmt::format("credentials.{}.requests_per_minute is honoured by the model "
                              "gateway, and candidate '{}' uses credential '{}' without one",
@@ -434,9 +431,28 @@ void check_shared_credentials(reader& r, const suite_spec& spec) {
                  fmt::format("give candidate {} a `gateway:` (docs/agents.md, \"The model "
                              "gateway\"), or remove requests_per_minute",
                              c.id));
+          continue;
+        }
+        const std::string key = c.gateway_key_handle();
+        if (key == handle) continue;
+        const std::string from =
+            !c.gateway->key_env.empty()
+                ? fmt::format("the variable gateway.key_env names ({})", c.gateway->key_env)
+            : !key.empty() ? fmt::format("credential '{}'", key)
+                           : std::string("the variable api_key_env names");
+        r.fail(share.rate_where,
+               fmt::format("credentials.{}.requests_per_minute holds the requests a gateway "
+                           "sends with this credential, but candidate '{}' uses it and its "
+                           "gateway's key comes from {}: its requests would not be limited",
+                           handle, c.id, from),
+               fmt::format("let candidate {}'s gateway read its key from credential '{}' (its "
+                           "only `credential:`, and no gateway.key_env), or remove "
+                           "requests_per_minute",
+                           c.id, handle));
+      }
     if (share.max_concurrent <= 1) continue;
     for (const auto& c : spec.candidates)
-      for (const auto key : login_settings)
+      for (const auto key : login_setting_keys)
         if (const auto* s = c.find(key);
             s && s->value.is_string() && s->value.get<std::string>() == handle)
           r.fail(s->where,

@@ -278,6 +278,25 @@ const setting* candidate_spec::find(std::string_view key) const {
   return it == settings.end() ? nullptr : &it->second;
 }
 
+std::string candidate_spec::gateway_key_handle() const {
+  if (!gateway || !gateway->key_env.empty()) return {};
+  if (credentials.size() == 1) return credentials.front();
+  for (const auto key : login_setting_keys)
+    if (const auto* s = find(key);
+        s && s->value.is_string() && !s->value.get_ref<const std::string&>().empty())
+      return s->value.get<std::string>();
+  return {};
+}
+
+bool candidate_spec::uses_credential(std::string_view handle) const {
+  if (std::find(credentials.begin(), credentials.end(), handle) != credentials.end()) return true;
+  for (const auto key : login_setting_keys)
+    if (const auto* s = find(key);
+        s && s->value.is_string() && s->value.get_ref<const std::string&>() == handle)
+      return true;
+  return false;
+}
+
 json candidate_spec::to_json() const {
   json s = json::object();
   for (const auto& [k, v] : settings) s[k] = v.value;

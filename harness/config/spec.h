@@ -410,6 +410,10 @@ struct setting {
   source_location where;
 };
 
+// The settings by which an adapter mounts a credential as its client's login file, which the
+// client rewrites as its tokens rotate (Codex's auth_file, Claude Code's credentials_file).
+inline constexpr std::string_view login_setting_keys[] = {"auth_file", "credentials_file"};
+
 struct candidate_spec {
   std::string id;
   std::string adapter;
@@ -435,6 +439,12 @@ struct candidate_spec {
   [[nodiscard]] std::filesystem::path sandbox_hook(size_t index) const;
   // The setting `key`, or nullptr.
   [[nodiscard]] const setting* find(std::string_view key) const;
+  // The credential this candidate's gateway reads its key from: none when gateway.key_env is
+  // set; else its one credential; else the login file its `credentials_file` / `auth_file`
+  // setting names; else none (the key is the variable api_key_env names). "" without a gateway.
+  [[nodiscard]] std::string gateway_key_handle() const;
+  // Whether it uses credential `handle`: as `credential(s):`, or as a login setting.
+  [[nodiscard]] bool uses_credential(std::string_view handle) const;
   // Stable JSON of everything that defines the candidate (without `where`), for its digest.
   [[nodiscard]] json to_json() const;
 };

@@ -31,8 +31,6 @@ class request_rate {
   // first (looked at every 50 ms; the slot stays taken).
   std::optional<std::chrono::milliseconds> acquire(const std::atomic<bool>* stop);
 
-  [[nodiscard]] uint32_t per_window() const noexcept { return n_; }
-
  private:
   std::mutex mu_;
   std::deque<clock::time_point> slots_;  // the last per_window reservations, oldest first

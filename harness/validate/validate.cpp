@@ -169,6 +169,14 @@ class input_check {
                                           c.id),
                               "remove token_url"});
       }
+      if (key && !key->handle.empty())
+        if (auto it = s.shared_credentials.find(key->handle);
+            it != s.shared_credentials.end() && it->second.requests_per_minute > 0)
+          note += fmt::format(
+              ", at most {} request{} a minute with credential '{}' (every run "
+              "together)",
+              it->second.requests_per_minute, it->second.requests_per_minute == 1 ? "" : "s",
+              key->handle);
       if (c.budget && !c.budget->empty())
         note += fmt::format(", budget per run {}", c.budget->to_json().dump());
       in_.notes.push_back(note);

@@ -191,6 +191,9 @@ candidates:
     gateway: {upstream: "http://127.0.0.1:$STUB_PORT/v1"}
 limits: {wall: 6s}
 YAML
+expect_exit 0 "validate a rate" "$WORK/out" "$WORK/err" "$EVALBOX" validate "$S/rate.yaml"
+grep -q "candidate asks: model gateway to .*, at most 1 request a minute with credential 'k'" \
+  "$WORK/out" || fail "validate does not note the rate: $(cat "$WORK/out")"
 : >"$STUB_LOG"
 RR=$WORK/rate
 expect_exit 1 "a run over its credential's rate" "$WORK/out" "$WORK/err" \

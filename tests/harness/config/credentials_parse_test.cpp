@@ -1,7 +1,7 @@
 // A suite's credentials: a path as before, or {path, max_concurrent, requests_per_minute}; every
 // bad value at its FILE:LINE:COL (0, negative, not a whole number, too many, unknown keys), a
 // shared credential refused where a candidate uses it as a login file, whose tokens rotate, and
-// a rate refused where no gateway could honour it.
+// a rate refused where no gateway could honour it, or where the gateway's key is another.
 #include <gtest/gtest.h>
 
 #include "base/fs.h"
@@ -109,6 +109,45 @@ TEST_F(credentials_parse, requests_per_minute_needs_the_gateway_in_front) {
                        "by the model gateway, and candidate 'direct' uses credential "
                        "'k' without one"))
       << bare;
+}
+
+// The rate holds the requests a gateway sends with the credential's key: a candidate that uses
+// the credential while its gateway's key comes from elsewhere would not be limited, so it is
+// refused — whether it names the credential as `credential(s):` or as a login setting.
+TEST_F(credentials_parse, requests_per_minute_needs_the_gateway_to_send_that_key) {
+  const std::string rated = "  k: {path: keys/k, requests_per_minute: 60}\n  o: keys/o\n";
+  const std::string gateway = "    gateway: {upstream: \"https://api.openai.com/v1\"}\n";
+  auto from_env = error_of(rated,
+                           "  - id: e\n    adapter: codex\n    credential: k\n"
+                           "    gateway: {upstream: \"https://api.openai.com/v1\", "
+                           "key_env: MY_KEY}\n");
+  EXPECT_TRUE(from_env.starts_with(
+      "suite.yaml:5:42: credentials.k.requests_per_minute holds the requests a gateway sends "
+      "with this credential, but candidate 'e' uses it and its gateway's key comes from the "
+      "variable gateway.key_env names (MY_KEY)"))
+      << from_env;
+  auto two = error_of(rated, "  - id: t\n    adapter: codex\n    credentials: [o, k]\n" + gateway);
+  EXPECT_NE(two.find("candidate 't' uses it and its gateway's key comes from the variable "
+                     "api_key_env names"),
+            std::string::npos)
+      << two;
+  auto login = error_of(rated,
+                        "  - id: l\n    adapter: codex\n    credential: o\n"
+                        "    auth_file: k\n" +
+                            gateway);
+  EXPECT_NE(login.find("candidate 'l' uses it and its gateway's key comes from credential 'o'"),
+            std::string::npos)
+      << login;
+  auto bare_login = error_of(rated, "  - {id: b, adapter: codex, auth_file: k}\n");
+  EXPECT_NE(bare_login.find("candidate 'b' uses credential 'k' without one"), std::string::npos)
+      << bare_login;
+
+  // Its login named by auth_file alone is where the gateway reads the key: limited, accepted.
+  std::vector<config_error> errors;
+  auto s = parse(rated, "  - id: a\n    adapter: codex\n    auth_file: k\n" + gateway, errors);
+  EXPECT_TRUE(errors.empty()) << join_messages(errors);
+  ASSERT_EQ(s.candidates.size(), 1u);
+  EXPECT_EQ(s.candidates[0].gateway_key_handle(), "k");
 }
 
 TEST_F(credentials_parse, a_list_is_neither_a_path_nor_a_mapping) {
