@@ -183,9 +183,12 @@ std::string task_skills_script(const std::string& from, const fs::path& to) {
   return "src=" + shell_quote(from) + "\ndst=" + shell_quote(to.string()) + "\n" + R"sh(
 if [ ! -d "$src" ]; then echo "evalbox: skills_dir $src is not a directory in the image" >&2; exit 66; fi
 mkdir -p "$dst"
+nl='
+'
 for s in "$src"/*; do
   [ -d "$s" ] || continue
   n=${s##*/}
+  case $n in *"$nl"*) echo "evalbox: skipped a skill whose name holds a line break" >&2; continue;; esac
   if [ -e "$dst/$n" ] || [ -L "$dst/$n" ]; then echo "kept: $n (the candidate's own skill of that name)"; continue; fi
   cp -R -P "$s" "$dst/$n" || { echo "evalbox: skill $n could not be copied" >&2; exit 1; }
   echo "skill: $n"

@@ -3,8 +3,8 @@
 # into each client's skills directory before it starts, so the client offers them to the model
 # (the stub sees each skill's description) and its shell sees them in the home; a candidate's
 # own skill of the same name wins over the image's; run.json names the skills copied; an
-# adapter that takes no skills gets none; a skills_dir that is not a directory in the image
-# fails the run's setup, saying so.
+# adapter that takes no skills gets none; a skills_dir that is not a directory in the image,
+# or one whose copy fails midway (the run's disk is full), fails the run's setup, saying so.
 source "$(dirname "$0")/lib.sh" "$@"
 need_isolation
 install_agents
@@ -20,20 +20,23 @@ skill() {  # skill DIR NAME MARKER
     "$2" "$3" >"$1/SKILL.md"
 }
 
-# The task's image: the Debian test image and a layer holding /opt/task-skills with two skills
-# and a plain file (not a skill: skipped).
+# The task's image: the Debian test image and a layer holding /opt/task-skills with two skills,
+# a plain file (not a skill: skipped) and a skill whose name holds a line break.
 IMG=$WORK/image
 cp -al "$DEB/oci" "$IMG" 2>/dev/null || cp -a "$DEB/oci" "$IMG"
 skill "$WORK/layer/task-notes" task-notes "$TASK_MARK"
 skill "$WORK/layer/mine" mine "$IMAGE_MINE"
 echo "not a skill" >"$WORK/layer/README.txt"
+# (Skipped: its name would split the list of names run.json records.)
+skill "$WORK/layer/two
+lines" broken "$TASK_MARK"
 python3 "$SRC/tests/images/add_layer.py" "$IMG" latest skills "$WORK/layer" /opt/task-skills ||
   fail "add_layer.py"
 
 S=$WORK/s
-mkdir -p "$S/skilled/tests" "$S/no-dir/tests"
+mkdir -p "$S/skilled/tests" "$S/no-dir/tests" "$S/too-big/tests"
 skill "$S/own/mine" mine "$OWN_MINE"
-for t in skilled no-dir; do
+for t in skilled no-dir too-big; do
   echo "Write the skills you have into seen.txt." >"$S/$t/instruction.md"
   cat >"$S/$t/tests/test.sh" <<'SH'
 #!/bin/bash
@@ -51,6 +54,8 @@ allow_internet = false
 skills_dir = "/opt/task-skills"
 TOML
 sed 's|^skills_dir = .*|skills_dir = "/opt/no-such-skills"|' "$S/skilled/task.toml" >"$S/no-dir/task.toml"
+# /usr/share's directories hold megabytes: more than the 2 MiB disk its suite gives a run.
+sed 's|^skills_dir = .*|skills_dir = "/usr/share"|' "$S/skilled/task.toml" >"$S/too-big/task.toml"
 
 # The agents' shell lists both clients' skills directories into the workspace.
 start_stub --final "Listed the skills." --watch "$TASK_MARK" --watch "$IMAGE_MINE" \
@@ -112,6 +117,7 @@ for cid in ("claude", "codex"):
     assert sorted(h["skills"]) == want, (cid, h, log)
     assert ("kept: mine" in log) == (cid == "claude"), (cid, log)
     assert "README.txt" not in log, log
+    assert "skipped a skill whose name holds a line break" in log, log
 noop = rows["noop"]
 assert noop["verdict"] == "failed" and "skills" not in noop["environment"].get("harbor", {}), noop
 assert not os.path.exists(f"{R}/runs/{noop['run_id']}/skills.log")
@@ -149,6 +155,28 @@ e = json.loads(open(sys.argv[1]).readline())["execution"]
 assert e["status"] == "error" and e["error_kind"] == "setup", e
 assert "skills_dir /opt/no-such-skills is not a directory in its image" in e["error"], e
 assert "agent" not in e["records"], e["records"].keys()
+PY
+no_residue
+
+# A copy that fails midway: the home fills up at the run's disk limit; the setup fails, naming
+# the log that says why, and the agent never starts.
+sed 's/no-dir/too-big/g' "$S/no-dir.yaml" >"$S/too-big.yaml"
+echo "limits: {disk: 2MiB}" >>"$S/too-big.yaml"
+rc=0
+"$EVALBOX" run "$S/too-big.yaml" --results "$WORK/r3" --retries 0 >"$WORK/out3" 2>"$WORK/err3" || rc=$?
+[ "$rc" = 2 ] || { cat "$WORK/out3" "$WORK/err3" >&2; fail "a skills copy over the disk: exit $rc, expected 2"; }
+python3 - "$WORK/r3" <<'PY' || fail "a skills copy over the disk"
+import glob, json, sys
+e = json.loads(open(sys.argv[1] + "/results.jsonl").readline())["execution"]
+assert e["status"] == "error" and e["error_kind"] == "setup", e
+assert "copying the task's skills_dir /usr/share failed" in e["error"], e
+assert "skills.log" in e["error"], e
+assert e["records"]["skills"]["disk_limit_hit"] is True, e["records"]["skills"]
+assert "agent" not in e["records"], e["records"].keys()
+logs = glob.glob(sys.argv[1] + "/runs/*/skills.log")
+assert len(logs) == 1, logs
+text = open(logs[0]).read()
+assert "No space left on device" in text and "could not be copied" in text, text[-2000:]
 PY
 no_residue
 echo "harbor skills_dir: ok"
