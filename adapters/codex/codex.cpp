@@ -73,15 +73,20 @@ fs::path native_client(const fs::path& binary) {
   return ::access(native.c_str(), X_OK) == 0 ? native : fs::path();
 }
 
-// [mcp_servers.NAME] tables: each server's command, arguments and environment.
+// [mcp_servers.NAME] tables: each server's command, arguments and environment. Its tools are
+// approved: `codex exec` runs with the approval policy "never" (evalbox's sandbox is the
+// fence), under which a tool that needs approval is refused ("MCP tool call requires approval,
+// but approval policy is never") — the candidate's own server would be offered and never run.
 std::string mcp_tables(const std::vector<harness::mcp_server_spec>& servers) {
   std::string out;
   for (const auto& m : servers) {
     const auto cmd = m.sandbox_command();
     std::string args;
     for (size_t i = 1; i < cmd.size(); ++i) args += (i > 1 ? ", " : "") + toml_string(cmd[i]);
-    out += fmt::format("\n[mcp_servers.{}]\ncommand = {}\nargs = [{}]\n", toml_string(m.name),
-                       toml_string(cmd.front()), args);
+    out += fmt::format(
+        "\n[mcp_servers.{}]\ncommand = {}\nargs = [{}]\ndefault_tools_approval_mode = "
+        "\"approve\"\n",
+        toml_string(m.name), toml_string(cmd.front()), args);
     if (!m.env.empty()) {
       std::string env;
       for (const auto& [k, v] : m.env)

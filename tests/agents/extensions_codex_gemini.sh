@@ -5,8 +5,9 @@
 #     the call with its env into the workspace, and its answer reaches the model in the next
 #     request; the skill's description is in its request; a BeforeTool hook sees the shell
 #     command the stub asks for next;
-#   - Codex ([mcp_servers.NAME] in config.toml, the skill in ~/.agents/skills) offers the
-#     server's tool namespace and the skill's description to the model.
+#   - Codex ([mcp_servers.NAME] in config.toml, the skill in ~/.agents/skills) likewise: it
+#     finds the server's tool through its tool_search, runs it, and passes its answer on; the
+#     skill's description is in its request.
 source "$(dirname "$0")/lib.sh" "$@"
 need_isolation
 install_agents
@@ -81,36 +82,28 @@ SERVER="mcp_servers:
         command: [python3, mcp/mcp_probe.py]
         env: {PROBE_LOG: /workspace/mcp-calls.log, PROBE_TAG: \"$TAG\"}"
 
-# Codex 0.171 defers MCP tools behind its tool_search (a search the model runs, which the stub
-# does not speak): the server's namespace is offered to the model — so Codex read the
-# [mcp_servers.probe] table and listed the server's tools — and the skill's description is in
-# the request; the call itself is proven for Claude Code (extensions.sh) and Gemini below.
-: >"$WORK/stub.port"
-start_stub --key "$KEY" --final "Nothing to look up with." --watch "$MARK" --watch "mcp__probe"
-cat >"$S/codex.yaml" <<YAML
-schema: evalbox.suite.v1
-name: ext-codex
-fixtures: [ext]
-candidates:
-  - id: codex
-    adapter: codex
-    model: gpt-5.5
-    provider: {base_url: "http://127.0.0.1:$STUB_PORT/v1", env_key: EVALBOX_STUB_KEY, wire_api: responses}
-    api_key_env: EVALBOX_E2E_KEY
-    network: {allow: ["127.0.0.1:$STUB_PORT"]}
-    skills: [skills/evalbox-probe]
-    $SERVER
-YAML
-rc=0
-EVALBOX_E2E_KEY=$KEY "$EVALBOX" run "$S/codex.yaml" --results "$WORK/results-codex" \
-  >"$WORK/out-codex" 2>"$WORK/err-codex" || rc=$?
-[ "$rc" = 1 ] || { cat "$WORK/out-codex" "$WORK/err-codex" >&2; fail "codex: exit $rc, expected 1"; }
-python3 - "$STUB_LOG" "$MARK" <<'PY' || fail "codex: the skill or the server's namespace never reached the model"
-import json, sys
-posts = [json.loads(l) for l in open(sys.argv[1])]
-seen = {w for e in posts if e.get("method") == "POST" for w in e.get("watched", [])}
-assert sys.argv[2] in seen, "the skill's description"
-assert "mcp__probe" in seen, "the MCP server's tool namespace"
+# Codex 0.171 defers MCP tools behind its tool_search: the stub searches first (a
+# tool_search_call), Codex answers with the server's namespace (mcp__probe, its tool lookup),
+# and the stub then calls the tool in it — which Codex runs only because evalbox approves the
+# server's tools (codex exec's approval policy "never" refuses one that needs approval).
+run_client codex mcp__probe__lookup "- id: codex
+  adapter: codex
+  model: gpt-5.5
+  provider: {base_url: \"http://127.0.0.1:STUB_PORT/v1\", env_key: EVALBOX_STUB_KEY, wire_api: responses}
+  api_key_env: EVALBOX_E2E_KEY
+  network: {allow: [\"127.0.0.1:STUB_PORT\"]}
+  skills: [skills/evalbox-probe]
+  $SERVER"
+python3 - "$STUB_LOG" "$MARK" "$LAST_RESULTS" <<'PY' || fail "codex: the skill or the MCP call"
+import glob, json, sys
+log = [json.loads(l) for l in open(sys.argv[1])]
+assert any(sys.argv[2] in e.get("watched", []) for e in log if e.get("method") == "POST"), \
+    "the skill's description never reached the model"
+# Codex's own record of the call: completed, with the server's answer.
+calls = [json.loads(l)["item"] for f in glob.glob(sys.argv[3] + "/runs/*/native/stdout.jsonl")
+         for l in open(f) if '"mcp_tool_call"' in l and '"item.completed"' in l]
+assert len(calls) == 1 and calls[0]["status"] == "completed" and not calls[0]["error"], calls
+assert calls[0]["server"] == "probe" and calls[0]["tool"] == "lookup", calls
 PY
 stop_stub
 

@@ -127,15 +127,52 @@ def responses_tool_names(body):
     return names
 
 
+def responses_searched_tools(body):
+    """{name as scripted: (namespace, name)} of the tools Codex's tool_search loaded — the
+    tool_search_output items of the input. A namespace's tool is scripted as NAMESPACE__NAME
+    (mcp__probe__lookup: the namespace mcp__probe, the tool lookup) and called by both."""
+    out = {}
+    for it in body.get("input", []) or []:
+        if not (isinstance(it, dict) and it.get("type") == "tool_search_output"):
+            continue
+        for t in it.get("tools", []) or []:
+            if not isinstance(t, dict):
+                continue
+            if t.get("type") == "namespace":
+                for inner in t.get("tools", []) or []:
+                    if isinstance(inner, dict) and inner.get("name"):
+                        out[f"{t.get('name')}__{inner['name']}"] = (t.get("name"), inner["name"])
+            elif t.get("name"):
+                out[t["name"]] = (None, t["name"])
+    return out
+
+
 def responses_reply(handler, body):
     n = next_id()
-    step = next_step(responses_tool_results(body), responses_tool_names(body))
-    if body.get("tools") and step and step[0] == "shell":
+    done = responses_tool_results(body)
+    searched = responses_searched_tools(body)
+    names = responses_tool_names(body) | set(searched)
+    pending = ARGS.steps[done] if done < len(ARGS.steps) else None
+    searched_before = any(isinstance(it, dict) and it.get("type") == "tool_search_output"
+                          for it in body.get("input", []) or [])
+    search = (body.get("tools") and pending and pending[0] == "call"
+              and pending[1][0] not in names and "tool_search" in names and not searched_before)
+    step = None if search else next_step(done, names)
+    if search:
+        # A tool Codex defers (an MCP server's): searched for first, as a model would.
+        query = " ".join(w for w in pending[1][0].split("_") if w)
+        item = {"type": "tool_search_call", "id": f"ts_{n:04d}", "call_id": f"call_{n:04d}",
+                "execution": "client", "status": "completed",
+                "arguments": {"query": query, "limit": 8}}
+    elif body.get("tools") and step and step[0] == "shell":
         item = responses_shell_call(body, step[1], n)
     elif body.get("tools") and step:
         name, arguments = step[1]
+        namespace, name = searched.get(name, (None, name))
         item = {"type": "function_call", "id": f"fc_{n:04d}", "call_id": f"call_{n:04d}",
                 "name": name, "arguments": json.dumps(arguments), "status": "completed"}
+        if namespace:
+            item["namespace"] = namespace
     else:
         text = ARGS.final if body.get("tools") else "ok"
         item = {"type": "message", "id": f"msg_{n:04d}", "role": "assistant",

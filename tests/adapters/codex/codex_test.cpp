@@ -55,7 +55,8 @@ class CodexAdapter : public ::testing::Test {
 };
 
 // Skills in $HOME/.agents/skills/ (read-only), MCP servers as [mcp_servers.NAME] tables of
-// config.toml; hooks refused (Codex runs only hooks it has trusted).
+// config.toml whose tools are approved (codex exec's approval policy "never" refuses a tool that
+// needs approval); hooks refused (Codex runs only hooks it has trusted).
 TEST_F(CodexAdapter, PlacesSkillsAndServersAndRefusesHooks) {
   const fs::path d = dir_.path();
   ASSERT_TRUE(make_dirs(d / "skills/pdf-tools"));
@@ -78,6 +79,7 @@ TEST_F(CodexAdapter, PlacesSkillsAndServersAndRefusesHooks) {
   const std::string config = config_of(p);
   EXPECT_NE(config.find("\n[mcp_servers.\"search\"]\ncommand = \"python3\"\n"
                         "args = [\"/evalbox/mcp/search/search.py\", \"--quote\\\"d\"]\n"
+                        "default_tools_approval_mode = \"approve\"\n"
                         "env = { \"INDEX\" = \"/data/idx\" }\n"),
             std::string::npos)
       << config;
